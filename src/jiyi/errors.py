@@ -1,0 +1,65 @@
+"""One exception tree for jiyi.
+
+::
+
+    JiyiError                      root; never raised itself
+    ├── InvalidInput (ValueError)  the caller passed something wrong: fix the call
+    │   └── NotFound (KeyError)    no such item in this tenant (also across tenants: never "forbidden")
+    ├── ConfigError                a setting, provider string or missing extra
+    ├── StoreError                 the database failed
+    │   ├── StoreCorrupt           the file is not a jiyi database or is damaged
+    │   ├── StoreReadOnly          the file or directory cannot be written
+    │   └── StoreUnavailable       a server could not be reached
+    └── EmbedderError              the embedding model failed (HTTP error, bad answer)
+
+Every error carries a message a person can act on: what failed and why.
+"""
+
+from __future__ import annotations
+
+
+class JiyiError(Exception):
+    """Root of every error jiyi raises on purpose."""
+
+
+class InvalidInput(JiyiError, ValueError):
+    """The caller passed a value jiyi cannot accept. ``field`` names it when known."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class NotFound(InvalidInput, KeyError):
+    """No item with this id is visible to the caller."""
+
+    def __init__(self, message: str, *, item_id: str | None = None) -> None:
+        super().__init__(message, field="id")
+        self.item_id = item_id
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class ConfigError(JiyiError):
+    """A configuration value, provider string or optional dependency is wrong or missing."""
+
+
+class StoreError(JiyiError):
+    """The storage backend failed."""
+
+
+class StoreCorrupt(StoreError):
+    """The database file is not a jiyi store, or it is damaged."""
+
+
+class StoreReadOnly(StoreError):
+    """The database cannot be written (permissions, read-only medium)."""
+
+
+class StoreUnavailable(StoreError):
+    """A database server could not be reached."""
+
+
+class EmbedderError(JiyiError):
+    """The embedding model failed or returned something unusable."""

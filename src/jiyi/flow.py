@@ -1,0 +1,76 @@
+"""Pipelines as generators, driven by a thin sync or async driver.
+
+A *flow* is a generator that yields effects — a store :class:`~jiyi.store.base.Op` or an
+:class:`Embed` request — and receives each effect's result back (httpx's ``auth_flow``
+pattern). The flow holds all the logic and does no I/O itself, so one implementation
+serves :class:`~jiyi.memory.Memory` and :class:`~jiyi.memory.AsyncMemory`.
+
+Inside a flow, ``x = yield from call(op)`` keeps the result's static type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from jiyi.embed.base import Embedder, Vectors, aembed
+from jiyi.store.base import Op, Store
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Embed:
+    """Ask the driver to embed texts with the configured embedder."""
+
+    texts: tuple[str, ...]
+
+
+Effect = Op[Any] | Embed
+Flow = Generator[Effect, Any, R]
+
+
+def call(op: Op[R]) -> Generator[Effect, Any, R]:
+    result: R = yield op
+    return result
+
+
+def embed(texts: Sequence[str]) -> Generator[Effect, Any, Vectors]:
+    result: Vectors = yield Embed(tuple(texts))
+    return result
+
+
+def run_sync(flow: Flow[R], store: Store, embedder: Embedder) -> R:
+    try:
+        effect = next(flow)
+        while True:
+            try:
+                result = embedder.embed(effect.texts) if isinstance(effect, Embed) else store.execute(effect)
+            except Exception as exc:  # let the flow see the failure where it asked
+                effect = flow.throw(exc)
+            else:
+                effect = flow.send(result)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    finally:
+        flow.close()
+
+
+async def run_async(flow: Flow[R], store: Store, embedder: Embedder) -> R:
+    try:
+        effect = next(flow)
+        while True:
+            try:
+                if isinstance(effect, Embed):
+                    result = await aembed(embedder, effect.texts)
+                else:
+                    result = await store.aexecute(effect)
+            except Exception as exc:
+                effect = flow.throw(exc)
+            else:
+                effect = flow.send(result)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    finally:
+        flow.close()

@@ -1,0 +1,775 @@
+"""The Memory API: one implementation, a thin sync driver and a thin async driver.
+
+:class:`MemoryCore` builds a *flow* (see :mod:`jiyi.flow`) for every operation.
+:class:`Memory` runs flows in the calling thread; :class:`AsyncMemory` awaits them.
+Neither holds logic of its own: each public method is generated from the core's flow
+by :func:`_sync` / :func:`_async`, so signatures and docs exist once.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, Concatenate, ParamSpec, TypeVar
+
+import numpy as np
+from pydantic import ValidationError
+
+from jiyi.config import GateConfig, RankConfig
+from jiyi.embed.base import Embedder, Vectors, resolve_embedder
+from jiyi.errors import InvalidInput, NotFound, StoreReadOnly
+from jiyi.flow import Flow, call, embed, run_async, run_sync
+from jiyi.model import (
+    DEFAULT_TENANT,
+    MemoryItem,
+    MemoryType,
+    Scope,
+    Source,
+    Status,
+    as_utc,
+    invalid_from_pydantic,
+    scope_key,
+    utcnow,
+)
+from jiyi.read.rank import SearchHit, mmr_select, score_item
+from jiyi.store.base import (
+    CacheGet,
+    CachePut,
+    CountEvents,
+    Filter,
+    GetHistory,
+    GetItems,
+    GetStats,
+    HistoryAction,
+    HistoryEvent,
+    ListItems,
+    Page,
+    Purge,
+    RecordEvent,
+    Retrieve,
+    Store,
+    StoreStats,
+    Touch,
+    Upsert,
+    Write,
+)
+from jiyi.store.sqlcommon import text_hash
+from jiyi.text.tokenize import index_text, query_terms
+from jiyi.write.gate import GateDecision, Screened, duplicate_decision, rate_key, rate_limit_decision, screen
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+MAX_LIMIT = 1000
+IMPORT_BATCH = 256
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What ``add`` did: the stored (or reinforced) item, or None when the gate refused."""
+
+    item: MemoryItem | None
+    decision: GateDecision
+
+    def to_json_dict(self) -> dict[str, object]:
+        return {
+            "item": None if self.item is None else self.item.to_json_dict(),
+            "decision": self.decision.to_json_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    imported: int
+    embedded: int
+
+
+def _scope_keys(
+    user_id: str | None, project_id: str | None, session_id: str | None, agent_id: str | None
+) -> tuple[str, ...]:
+    pairs = ((Scope.SESSION, session_id), (Scope.PROJECT, project_id), (Scope.AGENT, agent_id), (Scope.USER, user_id))
+    keys: list[str] = []
+    for scope, value in pairs:
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidInput(f"{scope.value}_id must be a non-empty string", field=f"{scope.value}_id")
+        keys.append(scope_key(scope, value))
+    return tuple(keys)
+
+
+def _infer_scope(
+    scope: Scope | str | None,
+    user_id: str | None,
+    project_id: str | None,
+    session_id: str | None,
+    agent_id: str | None,
+) -> Scope:
+    """An explicit scope wins; otherwise the broadest long-lived scope whose id is given."""
+    if scope is not None:
+        try:
+            return Scope(scope)
+        except ValueError:
+            raise InvalidInput(
+                f"unknown scope {scope!r}; use one of {', '.join(s.value for s in Scope)}", field="scope"
+            ) from None
+    for candidate, value in (
+        (Scope.USER, user_id),
+        (Scope.PROJECT, project_id),
+        (Scope.AGENT, agent_id),
+        (Scope.SESSION, session_id),
+    ):
+        if value is not None:
+            return candidate
+    raise InvalidInput("say whose memory this is: give user_id, project_id, session_id or agent_id", field="user_id")
+
+
+def _enum_tuple(kind: type[Any], values: Iterable[Any] | Any | None, name: str) -> tuple[Any, ...]:
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = [values]
+    out = []
+    for v in values:
+        try:
+            out.append(kind(v))
+        except ValueError:
+            allowed = ", ".join(m.value for m in kind)
+            raise InvalidInput(f"unknown {name} {v!r}; use one of {allowed}", field=name) from None
+    return tuple(out)
+
+
+def _check_text(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string, not {type(value).__name__}", field=name)
+    if not value.strip():
+        raise InvalidInput(f"{name} must not be empty", field=name)
+    return value
+
+
+class _LRU:
+    """Query embeddings are cached in process (queries repeat; writes do not need them)."""
+
+    def __init__(self, size: int = 2048) -> None:
+        self._data: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._size = size
+
+    def get(self, key: tuple[str, str]) -> np.ndarray | None:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def put(self, key: tuple[str, str], value: np.ndarray) -> None:
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self._size:
+            self._data.popitem(last=False)
+
+
+class MemoryCore:
+    """Holds configuration and builds flows; see :class:`Memory` and :class:`AsyncMemory`."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        embedder: Embedder | Callable[[list[str]], Any] | str | None = None,
+        gate: GateConfig | None = None,
+        rank: RankConfig | None = None,
+        clock: Callable[[], datetime] | None = None,
+        tenant_id: str = DEFAULT_TENANT,
+    ) -> None:
+        if not isinstance(store, Store):
+            raise InvalidInput(f"store must be a jiyi Store, not {type(store).__name__}", field="store")
+        self.store = store
+        self.embedder = resolve_embedder(embedder)
+        self.gate = gate or GateConfig()
+        self.rank = rank or RankConfig()
+        self._clock = clock or utcnow
+        self.tenant_id = tenant_id
+        self._query_cache = _LRU()
+
+    def now(self) -> datetime:
+        return as_utc(self._clock())
+
+    # ------------------------------------------------------------ shared steps
+
+    def _embed_documents(self, texts: Sequence[str]) -> Flow[tuple[Vectors, CachePut | None]]:
+        """Embed through the persistent cache; returns vectors and the cache rows to add."""
+        model = self.embedder.model_id
+        hashes = [text_hash(t) for t in texts]
+        cached = yield from call(CacheGet(model, tuple(dict.fromkeys(hashes))))
+        missing = [i for i, h in enumerate(hashes) if h not in cached]
+        fresh: dict[str, np.ndarray] = {}
+        if missing:
+            unique = list(dict.fromkeys(texts[i] for i in missing))
+            vectors = yield from embed(unique)
+            fresh = {text_hash(t): vectors[j] for j, t in enumerate(unique)}
+        rows = [cached.get(h) if h in cached else fresh[h] for h in hashes]
+        out = np.vstack(rows).astype(np.float32) if rows else np.zeros((0, 0), np.float32)
+        put = CachePut(model, tuple(fresh.items())) if fresh else None
+        return out, put
+
+    def _query_vector(self, query: str) -> Flow[np.ndarray]:
+        key = (self.embedder.model_id, query)
+        hit = self._query_cache.get(key)
+        if hit is None:
+            vectors = yield from embed([query])
+            hit = vectors[0]
+            self._query_cache.put(key, hit)
+        return hit
+
+    def _require(self, item_id: str, tenant_id: str | None) -> Flow[MemoryItem]:
+        _check_text(item_id, "id")
+        found = yield from call(GetItems(tenant_id or self.tenant_id, (item_id,)))
+        if not found:
+            raise NotFound(f"no memory with id {item_id!r}", item_id=item_id)
+        return found[0]
+
+    def _event(
+        self, action: HistoryAction, before: MemoryItem | None, after: MemoryItem | None, reason: str, actor: str | None
+    ) -> HistoryEvent:
+        ref = after or before
+        assert ref is not None
+        return HistoryEvent(
+            item_id=ref.id,
+            tenant_id=ref.tenant_id,
+            action=action,
+            at=self.now(),
+            version=ref.version,
+            reason=reason,
+            actor=actor,
+            before=None if before is None else before.to_json_dict(),
+            after=None if after is None else after.to_json_dict(),
+        )
+
+    # ------------------------------------------------------------ add
+
+    def add(
+        self,
+        content: str,
+        *,
+        memory_type: MemoryType | str = MemoryType.FACT,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        scope: Scope | str | None = None,
+        tenant_id: str | None = None,
+        confidence: float = 0.9,
+        importance: float = 0.5,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        source: Source | str = Source.USER,
+        source_id: str | None = None,
+        occurred_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        raw: str | None = None,
+        summary: str | None = None,
+        structured: Mapping[str, Any] | None = None,
+        visibility: str = "members",
+        automatic: bool = False,
+        actor: str | None = None,
+    ) -> Flow[AddResult]:
+        """Store an explicit memory through the write gate.
+
+        Returns the stored item, or the existing item it reinforced (mentions + 1,
+        confidence + 0.05), or ``item=None`` with the gate's reasons for refusing.
+        ``automatic=True`` marks an extraction (rate-limited per session).
+        """
+        _check_text(content, "content")
+        now = self.now()
+        item = MemoryItem.build(
+            content=content,
+            raw=raw if raw is not None else None,
+            summary=summary,
+            structured=dict(structured) if structured is not None else None,
+            memory_type=memory_type,
+            scope=_infer_scope(scope, user_id, project_id, session_id, agent_id),
+            tenant_id=tenant_id or self.tenant_id,
+            user_id=user_id,
+            project_id=project_id,
+            session_id=session_id,
+            agent_id=agent_id,
+            confidence=confidence,
+            importance=importance,
+            tags=tuple(tags),
+            metadata=dict(metadata or {}),
+            source=source,
+            source_id=source_id,
+            occurred_at=occurred_at,
+            expires_at=expires_at,
+            visibility=visibility,
+            created_at=now,
+            updated_at=now,
+        )
+        checked = screen(item.content, item.confidence, self.gate)
+        if isinstance(checked, GateDecision):
+            return AddResult(None, checked)
+        if automatic:
+            if item.session_id is None:
+                raise InvalidInput("an automatic extraction needs the session_id it came from", field="session_id")
+            key = rate_key(item.tenant_id, item.session_id)
+            used = yield from call(CountEvents(key, now - self.gate.extraction_window))
+            limited = rate_limit_decision(used, self.gate, item.session_id)
+            if limited:
+                return AddResult(None, limited)
+        return (yield from self._store_new(item, checked, automatic, actor))
+
+    def _store_new(self, item: MemoryItem, checked: Screened, automatic: bool, actor: str | None) -> Flow[AddResult]:
+        if checked.text != item.content:
+            # The original, unredacted text must not survive in ``raw`` either.
+            item = item.evolve(content=checked.text, raw=None if item.raw == item.content else item.raw)
+        vectors, cache_put = yield from self._embed_documents([item.content])
+        vector = vectors[0]
+        same_scope = Filter(tenant_id=item.tenant_id, scope_keys=(item.scope_key,), now=item.created_at)
+        nearest = yield from call(Retrieve(same_scope, self.embedder.model_id, vector, (), 1, 0))
+        best = nearest[0] if nearest else None
+        decision = duplicate_decision(checked, best and best.item.id, best and best.cosine, self.gate)
+        changes: list[Any] = [cache_put] if cache_put else []
+        if automatic:
+            assert item.session_id is not None
+            changes.append(RecordEvent(rate_key(item.tenant_id, item.session_id), item.created_at))
+        if decision.action == "reinforce" and best is not None:
+            old = best.item
+            stored = old.evolve(
+                mention_count=old.mention_count + 1,
+                confidence=min(1.0, old.confidence + self.gate.reinforce_step),
+                updated_at=item.created_at,
+            )
+            reason = f"re-confirmed by: {item.content[:200]}"
+            changes.append(
+                Upsert(stored, index_text(stored.content), self._event(HistoryAction.REINFORCE, old, stored, reason, actor))
+            )
+        else:
+            stored = item
+            reason = "; ".join(decision.reasons)
+            changes.append(
+                Upsert(
+                    stored,
+                    index_text(stored.content),
+                    self._event(HistoryAction.ADD, None, stored, reason, actor),
+                    vector=vector,
+                    model_id=self.embedder.model_id,
+                )
+            )
+        yield from call(Write(tuple(changes)))
+        return AddResult(stored, decision)
+
+    # ------------------------------------------------------------ search
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        tenant_id: str | None = None,
+        memory_types: Iterable[MemoryType | str] | MemoryType | str | None = None,
+        statuses: Iterable[Status | str] | Status | str | None = None,
+        tags: Sequence[str] = (),
+        occurred_after: datetime | None = None,
+        occurred_before: datetime | None = None,
+        limit: int = 10,
+        threshold: float | None = None,
+        include_expired: bool = False,
+        explain: bool = False,
+        touch: bool = True,
+    ) -> Flow[list[SearchHit]]:
+        """Search one or several scopes (give any of the ids) by meaning and by words.
+
+        Results are ranked by the configured formula (seed 000 by default) and
+        diversified with MMR. ``threshold`` drops results whose similarity is below it.
+        ``explain=True`` adds a ``why`` line per signal to each hit's breakdown.
+        Retrieval updates ``last_used_at`` and ``access_count`` unless ``touch=False``.
+        """
+        _check_text(query, "query")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInput(f"limit must be an integer within 1..{MAX_LIMIT}, got {limit!r}", field="limit")
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise InvalidInput(f"threshold must be within 0..1, got {threshold!r}", field="threshold")
+        keys = _scope_keys(user_id, project_id, session_id, agent_id)
+        if not keys:
+            raise InvalidInput("give at least one scope to search: user_id, project_id, session_id or agent_id")
+        now = self.now()
+        flt = Filter(
+            tenant_id=tenant_id or self.tenant_id,
+            scope_keys=keys,
+            memory_types=_enum_tuple(MemoryType, memory_types, "memory_type"),
+            statuses=_enum_tuple(Status, statuses, "status") or (Status.ACTIVE,),
+            tags=tuple(tags),
+            include_expired=include_expired,
+            now=now,
+            occurred_after=occurred_after,
+            occurred_before=occurred_before,
+        )
+        cfg = self.rank
+        qvec = yield from self._query_vector(query)
+        pool = max(cfg.min_pool, cfg.pool_factor * limit)
+        candidates = yield from call(
+            Retrieve(flt, self.embedder.model_id, qvec, query_terms(query), vector_k=pool, keyword_k=pool)
+        )
+        floor = cfg.threshold if threshold is None else threshold
+        scored: list[tuple[float, float, dict[str, float], Any]] = []
+        for c in candidates:
+            score, sim, breakdown = score_item(c.item, c.cosine, c.keyword, cfg, now)
+            if floor is not None and sim < floor:
+                continue
+            scored.append((score, sim, breakdown, c))
+        scored.sort(key=lambda s: -s[0])
+        if cfg.mmr and len(scored) > limit:
+            window = scored[: cfg.pool_factor * limit]
+            picked = mmr_select([s[0] for s in window], [s[3].vector for s in window], limit, cfg.mmr_lambda)
+            scored = [window[i] for i in picked]
+        hits = [SearchHit(c.item, score, sim, breakdown) for score, sim, breakdown, c in scored[:limit]]
+        if explain:
+            for hit in hits:
+                hit.breakdown["threshold"] = floor if floor is not None else 0.0
+        if touch and hits:
+            try:
+                yield from call(Write((Touch(flt.tenant_id, tuple(h.item.id for h in hits), now),)))
+            except StoreReadOnly:
+                pass  # searching a read-only store is fine; usage stats just are not kept
+        return hits
+
+    # ------------------------------------------------------------ read one / many
+
+    def get(self, item_id: str, *, tenant_id: str | None = None) -> Flow[MemoryItem]:
+        """One memory by id; :class:`~jiyi.errors.NotFound` if this tenant has none."""
+        return (yield from self._require(item_id, tenant_id))
+
+    def list_page(
+        self,
+        *,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        tenant_id: str | None = None,
+        memory_types: Iterable[MemoryType | str] | MemoryType | str | None = None,
+        statuses: Iterable[Status | str] | Status | str | None = None,
+        tags: Sequence[str] = (),
+        include_expired: bool = True,
+        limit: int = 50,
+        cursor: str | None = None,
+        newest_first: bool = False,
+    ) -> Flow[Page]:
+        """Memories in creation order, ``limit`` at a time; pass ``page.next_cursor`` to go on.
+
+        Without scope ids, every scope of the tenant is listed. All statuses unless given.
+        """
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInput(f"limit must be an integer within 1..{MAX_LIMIT}, got {limit!r}", field="limit")
+        flt = Filter(
+            tenant_id=tenant_id or self.tenant_id,
+            scope_keys=_scope_keys(user_id, project_id, session_id, agent_id),
+            memory_types=_enum_tuple(MemoryType, memory_types, "memory_type"),
+            statuses=_enum_tuple(Status, statuses, "status"),
+            tags=tuple(tags),
+            include_expired=include_expired,
+            now=self.now(),
+        )
+        return (yield from call(ListItems(flt, limit=limit, cursor=cursor, descending=newest_first)))
+
+    def history(self, item_id: str, *, tenant_id: str | None = None) -> Flow[list[HistoryEvent]]:
+        """Every recorded change of one memory, oldest first (kept after a hard delete)."""
+        _check_text(item_id, "id")
+        events = yield from call(GetHistory(tenant_id or self.tenant_id, item_id))
+        if not events:
+            raise NotFound(f"no memory with id {item_id!r}", item_id=item_id)
+        return events
+
+    def stats(
+        self,
+        *,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        tenant_id: str | None = None,
+    ) -> Flow[StoreStats]:
+        """Counts by type, scope and status, with average confidence and importance."""
+        flt = Filter(
+            tenant_id=tenant_id or self.tenant_id,
+            scope_keys=_scope_keys(user_id, project_id, session_id, agent_id),
+            statuses=(),
+            include_expired=True,
+        )
+        return (yield from call(GetStats(flt)))
+
+    # ------------------------------------------------------------ change
+
+    def update(
+        self,
+        item_id: str,
+        *,
+        tenant_id: str | None = None,
+        reason: str = "",
+        actor: str | None = None,
+        **changes: Any,
+    ) -> Flow[MemoryItem]:
+        """Change fields of a memory; the version goes up and the old one stays in history.
+
+        Changing ``content`` re-embeds and re-indexes the item. ``id``, ``tenant_id``,
+        ``created_at`` and ``version`` cannot be changed.
+        """
+        frozen = {"id", "tenant_id", "created_at", "version"} & changes.keys()
+        if frozen:
+            raise InvalidInput(f"cannot change {', '.join(sorted(frozen))}", field=sorted(frozen)[0])
+        unknown = set(changes) - set(MemoryItem.model_fields)
+        if unknown:
+            raise InvalidInput(f"unknown field(s): {', '.join(sorted(unknown))}", field=sorted(unknown)[0])
+        if not changes:
+            raise InvalidInput("nothing to update: pass at least one field to change")
+        old = yield from self._require(item_id, tenant_id)
+        if "content" in changes:
+            content = _check_text(changes["content"], "content")
+            checked = screen(content, changes.get("confidence", old.confidence), self.gate)
+            if isinstance(checked, GateDecision):
+                raise InvalidInput(f"content refused: {'; '.join(checked.reasons)}", field="content")
+            changes["content"] = checked.text
+        new = old.evolve(**changes, version=old.version + 1, updated_at=self.now())
+        vector, cache_put = None, None
+        if new.content != old.content:
+            vectors, cache_put = yield from self._embed_documents([new.content])
+            vector = vectors[0]
+        action = HistoryAction.ARCHIVE if new.status == Status.ARCHIVED and old.status != Status.ARCHIVED else (
+            HistoryAction.RESTORE if old.status != Status.ACTIVE and new.status == Status.ACTIVE else HistoryAction.UPDATE
+        )
+        upsert = Upsert(
+            new,
+            index_text(new.content),
+            self._event(action, old, new, reason or f"updated {', '.join(sorted(changes))}", actor),
+            vector=vector,
+            model_id=self.embedder.model_id if vector is not None else None,
+        )
+        yield from call(Write((cache_put, upsert) if cache_put else (upsert,)))
+        return new
+
+    def delete(
+        self, item_id: str, *, hard: bool = False, reason: str = "", tenant_id: str | None = None, actor: str | None = None
+    ) -> Flow[MemoryItem]:
+        """Soft delete archives the memory (reversible with ``update(status="active")``);
+        ``hard=True`` purges it. Both are recorded in the history. Returns the item as it was."""
+        old = yield from self._require(item_id, tenant_id)
+        if hard:
+            event = self._event(HistoryAction.PURGE, old, None, reason or "purged on request", actor)
+            yield from call(Write((Purge(old.tenant_id, old.id, event),)))
+            return old
+        if old.status == Status.ARCHIVED:
+            return old
+        new = old.evolve(status=Status.ARCHIVED, version=old.version + 1, updated_at=self.now())
+        event = self._event(HistoryAction.ARCHIVE, old, new, reason or "archived on request", actor)
+        yield from call(Write((Upsert(new, index_text(new.content), event),)))
+        return new
+
+    def reset(
+        self,
+        *,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        tenant_id: str | None = None,
+        actor: str | None = None,
+    ) -> Flow[int]:
+        """Purge every memory in the given scopes (at least one is required). Audited."""
+        keys = _scope_keys(user_id, project_id, session_id, agent_id)
+        if not keys:
+            raise InvalidInput("reset needs at least one scope id; it never wipes a whole tenant by accident")
+        flt = Filter(tenant_id=tenant_id or self.tenant_id, scope_keys=keys, statuses=(), include_expired=True)
+        purges: list[Purge] = []
+        cursor: str | None = None
+        while True:
+            page = yield from call(ListItems(flt, limit=MAX_LIMIT, cursor=cursor))
+            for item in page.items:
+                event = self._event(HistoryAction.RESET, item, None, f"scoped reset of {', '.join(keys)}", actor)
+                purges.append(Purge(item.tenant_id, item.id, event))
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        if purges:
+            yield from call(Write(tuple(purges)))
+        return len(purges)
+
+    # ------------------------------------------------------------ export / import
+
+    def export(
+        self,
+        *,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        tenant_id: str | None = None,
+    ) -> Flow[list[dict[str, Any]]]:
+        """Every memory (all statuses) as JSON-ready dicts with every field."""
+        flt = Filter(
+            tenant_id=tenant_id or self.tenant_id,
+            scope_keys=_scope_keys(user_id, project_id, session_id, agent_id),
+            statuses=(),
+            include_expired=True,
+        )
+        out: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            page = yield from call(ListItems(flt, limit=MAX_LIMIT, cursor=cursor))
+            out.extend(item.to_json_dict() for item in page.items)
+            if page.next_cursor is None:
+                return out
+            cursor = page.next_cursor
+
+    def import_items(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        tenant_id: str | None = None,
+        actor: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Flow[ImportResult]:
+        """Load memories as they are (no gate: this restores, it does not extract).
+
+        Every record is validated before anything is written, and everything is written
+        in one transaction: a bad record or a failure leaves the store unchanged.
+        Records need ``content``, ``memory_type`` and a scope id (``user_id`` ...);
+        the other fields are optional and kept when present (an export round-trips).
+        ``progress(done, total)`` is called as embedding proceeds.
+        """
+        items: list[MemoryItem] = []
+        now = self.now()
+        for number, record in enumerate(records, start=1):
+            if not isinstance(record, Mapping):
+                raise InvalidInput(f"record {number}: expected an object, got {type(record).__name__}")
+            data = dict(record)
+            data.setdefault("tenant_id", tenant_id or self.tenant_id)
+            data.setdefault("created_at", now)
+            data.setdefault("updated_at", data["created_at"])
+            if "scope" not in data:
+                try:
+                    data["scope"] = _infer_scope(
+                        None, data.get("user_id"), data.get("project_id"), data.get("session_id"), data.get("agent_id")
+                    )
+                except InvalidInput as exc:
+                    raise InvalidInput(f"record {number}: {exc}", field=exc.field) from None
+            try:
+                items.append(MemoryItem.model_validate(data))
+            except ValidationError as exc:
+                err = invalid_from_pydantic(exc)
+                raise InvalidInput(f"record {number}: {err}", field=err.field) from None
+        ids = [i.id for i in items]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise InvalidInput(f"id {dup!r} appears more than once in the import", field="id")
+        changes: list[Any] = []
+        embedded = 0
+        for start in range(0, len(items), IMPORT_BATCH):
+            batch = items[start : start + IMPORT_BATCH]
+            vectors, cache_put = yield from self._embed_documents([i.content for i in batch])
+            embedded += len(batch)
+            if cache_put:
+                changes.append(cache_put)
+            for item, vector in zip(batch, vectors, strict=True):
+                event = self._event(HistoryAction.IMPORT, None, item, "imported", actor)
+                changes.append(Upsert(item, index_text(item.content), event, vector=vector, model_id=self.embedder.model_id))
+            if progress:
+                progress(embedded, len(items))
+        if changes:
+            yield from call(Write(tuple(changes)))
+        return ImportResult(imported=len(items), embedded=embedded)
+
+
+# ---------------------------------------------------------------- drivers
+
+
+def _sync(flow_fn: Callable[Concatenate[MemoryCore, P], Flow[R]]) -> Callable[Concatenate[Memory, P], R]:
+    @functools.wraps(flow_fn)
+    def method(self: Memory, *args: P.args, **kwargs: P.kwargs) -> R:
+        return run_sync(flow_fn(self, *args, **kwargs), self.store, self.embedder)
+
+    return method
+
+
+def _async(flow_fn: Callable[Concatenate[MemoryCore, P], Flow[R]]) -> Callable[Concatenate[AsyncMemory, P], Awaitable[R]]:
+    @functools.wraps(flow_fn)
+    async def method(self: AsyncMemory, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await run_async(flow_fn(self, *args, **kwargs), self.store, self.embedder)
+
+    return method
+
+
+class Memory(MemoryCore):
+    """The synchronous Memory API. Create it with :meth:`open` or pass a :class:`Store`."""
+
+    add = _sync(MemoryCore.add)
+    search = _sync(MemoryCore.search)
+    get = _sync(MemoryCore.get)
+    list = _sync(MemoryCore.list_page)
+    history = _sync(MemoryCore.history)
+    stats = _sync(MemoryCore.stats)
+    update = _sync(MemoryCore.update)
+    delete = _sync(MemoryCore.delete)
+    reset = _sync(MemoryCore.reset)
+    export = _sync(MemoryCore.export)
+    import_items = _sync(MemoryCore.import_items)
+
+    @classmethod
+    def open(cls, path: str | Path, **options: Any) -> Memory:
+        """A Memory on the SQLite file at ``path`` (created if missing)."""
+        from jiyi.store.sqlite import SQLiteStore
+
+        return cls(SQLiteStore(path), **options)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def export_jsonl(self, out: IO[str], **scope: Any) -> int:
+        """Write every memory as one JSON line; returns the count."""
+        rows = self.export(**scope)
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return len(rows)
+
+
+class AsyncMemory(MemoryCore):
+    """The asynchronous Memory API: the same methods as :class:`Memory`, awaited."""
+
+    add = _async(MemoryCore.add)
+    search = _async(MemoryCore.search)
+    get = _async(MemoryCore.get)
+    list = _async(MemoryCore.list_page)
+    history = _async(MemoryCore.history)
+    stats = _async(MemoryCore.stats)
+    update = _async(MemoryCore.update)
+    delete = _async(MemoryCore.delete)
+    reset = _async(MemoryCore.reset)
+    export = _async(MemoryCore.export)
+    import_items = _async(MemoryCore.import_items)
+
+    @classmethod
+    def open(cls, path: str | Path, **options: Any) -> AsyncMemory:
+        from jiyi.store.sqlite import SQLiteStore
+
+        return cls(SQLiteStore(path), **options)
+
+    async def aclose(self) -> None:
+        self.store.close()
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,265 @@
+"""The narrow storage interface every backend implements.
+
+A backend runs *operations*: small frozen values (after LangGraph's ``GetOp``/``PutOp``),
+each typed by what it returns. A backend has exactly two entry points,
+:meth:`Store.execute` and :meth:`Store.aexecute`; everything else — gating, ranking,
+reconciliation — lives above it and is shared by all backends.
+
+Reads: :class:`GetItems`, :class:`ListItems`, :class:`Retrieve`, :class:`GetHistory`,
+:class:`GetStats`, :class:`CountEvents`, :class:`CacheGet`.
+Writes: :class:`Write` — one transaction holding any number of :class:`Upsert`,
+:class:`Purge`, :class:`Touch`, :class:`RecordEvent`, :class:`CachePut`; all of it lands
+or none of it does.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict
+
+from jiyi.model import MemoryItem, MemoryType, Status
+
+R = TypeVar("R")
+Vector = npt.NDArray[np.float32]
+
+
+class Op(Generic[R]):
+    """Base of all store operations; ``R`` is the result type."""
+
+    __slots__ = ()
+
+
+# ---------------------------------------------------------------- values
+
+
+class HistoryAction(StrEnum):
+    ADD = "add"
+    UPDATE = "update"
+    REINFORCE = "reinforce"
+    ARCHIVE = "archive"
+    SUPERSEDE = "supersede"
+    RESTORE = "restore"
+    PURGE = "purge"
+    IMPORT = "import"
+    RESET = "reset"
+
+
+class HistoryEvent(BaseModel):
+    """One entry of the audit history. ``before``/``after`` are full item snapshots."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    item_id: str
+    tenant_id: str
+    action: HistoryAction
+    at: datetime
+    version: int
+    reason: str = ""
+    actor: str | None = None
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    seq: int | None = None
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which items an operation may see. ``scope_keys`` empty means every scope of the tenant."""
+
+    tenant_id: str
+    scope_keys: tuple[str, ...] = ()
+    memory_types: tuple[MemoryType, ...] = ()
+    statuses: tuple[Status, ...] = (Status.ACTIVE,)
+    tags: tuple[str, ...] = ()  # every tag must be present
+    include_expired: bool = False
+    now: datetime | None = None  # for expiry; required unless include_expired
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    occurred_after: datetime | None = None
+    occurred_before: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An item found by :class:`Retrieve`, with the evidence that found it."""
+
+    item: MemoryItem
+    cosine: float | None  # None when the item has no vector for this model
+    keyword: float | None  # BM25-style score, higher is better; None if no keyword match
+    vector: Vector | None
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    total: int
+    by_type: dict[str, int]
+    by_scope: dict[str, int]
+    by_status: dict[str, int]
+    avg_confidence: float | None
+    avg_importance: float | None
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[MemoryItem]
+    next_cursor: str | None
+
+
+# ---------------------------------------------------------------- reads
+
+
+@dataclass(frozen=True)
+class GetItems(Op[list[MemoryItem]]):
+    """Items by id inside one tenant; unknown ids (or other tenants' ids) are simply absent."""
+
+    tenant_id: str
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ListItems(Op[Page]):
+    """Items in (created_at, id) order, ``limit`` at a time, resuming after ``cursor``."""
+
+    filter: Filter
+    limit: int = 50
+    cursor: str | None = None
+    descending: bool = False
+
+
+@dataclass(frozen=True)
+class Retrieve(Op[list[Candidate]]):
+    """Search candidates: the top ``vector_k`` by cosine and the top ``keyword_k`` by keyword score.
+
+    ``terms`` are already-normalised index terms (see :mod:`jiyi.text.tokenize`).
+    Candidates found by only one index still carry both scores where they exist.
+    """
+
+    filter: Filter
+    model_id: str
+    vector: Vector | None
+    terms: tuple[str, ...]
+    vector_k: int
+    keyword_k: int
+
+
+@dataclass(frozen=True)
+class GetHistory(Op[list[HistoryEvent]]):
+    tenant_id: str
+    item_id: str
+
+
+@dataclass(frozen=True)
+class GetStats(Op[StoreStats]):
+    filter: Filter
+
+
+@dataclass(frozen=True)
+class CountEvents(Op[int]):
+    """How many :class:`RecordEvent` rows with this key happened at or after ``since``."""
+
+    key: str
+    since: datetime
+
+
+@dataclass(frozen=True)
+class CacheGet(Op[dict[str, Vector]]):
+    """Cached embeddings by text hash for one model."""
+
+    model_id: str
+    hashes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class VectorsFor(Op[dict[str, Vector]]):
+    """Stored vectors of the given items for one model (missing ones absent)."""
+
+    tenant_id: str
+    model_id: str
+    ids: tuple[str, ...]
+
+
+# ---------------------------------------------------------------- writes
+
+
+@dataclass(frozen=True)
+class Upsert:
+    """Insert or replace ``item``; ``vector`` None on replace keeps the stored one."""
+
+    item: MemoryItem
+    terms: str
+    event: HistoryEvent
+    vector: Vector | None = None
+    model_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Purge:
+    """Remove an item for good (its history stays)."""
+
+    tenant_id: str
+    item_id: str
+    event: HistoryEvent
+
+
+@dataclass(frozen=True)
+class Touch:
+    """Record that items were retrieved: ``last_used_at = at`` and ``access_count += 1``."""
+
+    tenant_id: str
+    ids: tuple[str, ...]
+    at: datetime
+
+
+@dataclass(frozen=True)
+class RecordEvent:
+    """A rate-limit event (e.g. one automatic extraction in a session)."""
+
+    key: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class CachePut:
+    model_id: str
+    entries: tuple[tuple[str, Vector], ...]
+
+
+Change = Upsert | Purge | Touch | RecordEvent | CachePut
+
+
+@dataclass(frozen=True)
+class Write(Op[None]):
+    """One atomic transaction."""
+
+    changes: tuple[Change, ...] = field(default_factory=tuple)
+
+
+# ---------------------------------------------------------------- the interface
+
+
+class Store(abc.ABC):
+    """A storage backend. Two entry points; a backend is one ``match`` over the op types."""
+
+    @abc.abstractmethod
+    def execute(self, op: Op[R]) -> R:
+        """Run one operation in the calling thread."""
+
+    @abc.abstractmethod
+    async def aexecute(self, op: Op[R]) -> R:
+        """Run one operation without blocking the event loop."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release connections and threads. Safe to call twice."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

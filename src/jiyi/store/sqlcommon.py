@@ -1,0 +1,63 @@
+"""Helpers shared by the SQL backends: time format, cursors, scope tokens, vector blobs."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from datetime import datetime
+
+import numpy as np
+
+from jiyi.errors import InvalidInput
+from jiyi.model import as_utc
+from jiyi.store.base import Vector
+
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def ts(value: datetime | None) -> str | None:
+    """Fixed-width UTC text, so string order is time order."""
+    return None if value is None else as_utc(value).strftime(_TIME_FORMAT)
+
+
+def encode_cursor(created_at: str, item_id: str) -> str:
+    raw = json.dumps([created_at, item_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        created_at, item_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        if not isinstance(created_at, str) or not isinstance(item_id, str):
+            raise ValueError
+    except (ValueError, TypeError, json.JSONDecodeError) as exc:
+        raise InvalidInput(f"cursor {cursor[:40]!r} is not one this store issued", field="cursor") from exc
+    return created_at, item_id
+
+
+def _token(prefix: str, *parts: str) -> str:
+    # A hash keeps arbitrary ids (spaces, colons, CJK) out of the keyword tokenizer's way.
+    digest = hashlib.blake2b("\x00".join(parts).encode(), digest_size=10).hexdigest()
+    return f"{prefix}{digest}"
+
+
+def scope_token(tenant_id: str, scope_key: str) -> str:
+    return _token("s", tenant_id, scope_key)
+
+
+def tenant_token(tenant_id: str) -> str:
+    return _token("t", tenant_id)
+
+
+def to_blob(vector: Vector) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+def from_blob(blob: bytes) -> Vector:
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,669 @@
+"""The embedded default backend: one SQLite file.
+
+* WAL journal: many readers, one writer. Each thread reads through its own connection;
+  writes go through one connection under a lock, inside ``BEGIN IMMEDIATE`` so that
+  two *processes* writing the same file queue on SQLite's lock instead of failing.
+* Async is not a second code path: :meth:`SQLiteStore.aexecute` runs the same
+  :meth:`execute` on a reader pool or the single writer thread (Datasette's pattern).
+* Keyword index: an FTS5 table over pre-segmented terms (see :mod:`jiyi.text.tokenize`)
+  with a hashed scope token in its own column, so a scope filter is an index lookup.
+* Vectors: float32 blobs, scored exactly with numpy inside the requested scope.
+* Migrations: an append-only list, each applied in its own transaction and recorded
+  in ``schema_migrations``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import numpy as np
+
+from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreReadOnly
+from jiyi.model import MemoryItem
+from jiyi.store.base import (
+    CacheGet,
+    CachePut,
+    Candidate,
+    CountEvents,
+    Filter,
+    GetHistory,
+    GetItems,
+    GetStats,
+    HistoryEvent,
+    ListItems,
+    Op,
+    Page,
+    Purge,
+    RecordEvent,
+    Retrieve,
+    Store,
+    StoreStats,
+    Touch,
+    Upsert,
+    Vector,
+    VectorsFor,
+    Write,
+)
+from jiyi.store.sqlcommon import (
+    decode_cursor,
+    encode_cursor,
+    from_blob,
+    scope_token,
+    tenant_token,
+    to_blob,
+    ts,
+)
+
+R = TypeVar("R")
+
+APPLICATION_ID = 0x4A495949  # "JIYI": marks the file as ours
+
+# Append-only: never edit a released entry, add a new one.
+MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "initial schema",
+        (
+            """CREATE TABLE items (
+                pk INTEGER PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                tenant_id TEXT NOT NULL,
+                scope TEXT NOT NULL,
+                scope_key TEXT NOT NULL,
+                user_id TEXT, project_id TEXT, session_id TEXT, agent_id TEXT,
+                memory_type TEXT NOT NULL,
+                status TEXT NOT NULL,
+                visibility TEXT NOT NULL,
+                source TEXT NOT NULL,
+                source_id TEXT,
+                confidence REAL NOT NULL,
+                importance REAL NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                occurred_at TEXT,
+                last_used_at TEXT,
+                expires_at TEXT,
+                access_count INTEGER NOT NULL,
+                mention_count INTEGER NOT NULL,
+                version INTEGER NOT NULL,
+                doc TEXT NOT NULL
+            )""",
+            "CREATE INDEX items_scope ON items(tenant_id, scope_key, status)",
+            "CREATE INDEX items_created ON items(tenant_id, created_at, id)",
+            """CREATE TABLE item_tags (
+                pk INTEGER NOT NULL REFERENCES items(pk) ON DELETE CASCADE,
+                tag TEXT NOT NULL,
+                PRIMARY KEY (pk, tag)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX item_tags_tag ON item_tags(tag)",
+            """CREATE TABLE vectors (
+                pk INTEGER PRIMARY KEY REFERENCES items(pk) ON DELETE CASCADE,
+                model TEXT NOT NULL,
+                dim INTEGER NOT NULL,
+                vec BLOB NOT NULL
+            )""",
+            "CREATE VIRTUAL TABLE items_fts USING fts5(scope, terms, tokenize = 'unicode61 remove_diacritics 2')",
+            """CREATE TABLE history (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                item_id TEXT NOT NULL,
+                tenant_id TEXT NOT NULL,
+                action TEXT NOT NULL,
+                at TEXT NOT NULL,
+                version INTEGER NOT NULL,
+                reason TEXT NOT NULL,
+                actor TEXT,
+                before TEXT,
+                after TEXT
+            )""",
+            "CREATE INDEX history_item ON history(tenant_id, item_id, seq)",
+            "CREATE TABLE rate_events (key TEXT NOT NULL, at TEXT NOT NULL)",
+            "CREATE INDEX rate_events_key ON rate_events(key, at)",
+            """CREATE TABLE embedding_cache (
+                model TEXT NOT NULL,
+                text_hash TEXT NOT NULL,
+                vec BLOB NOT NULL,
+                PRIMARY KEY (model, text_hash)
+            ) WITHOUT ROWID""",
+        ),
+    ),
+]
+
+_ITEM_COLUMNS = (
+    "id, tenant_id, scope, scope_key, user_id, project_id, session_id, agent_id, memory_type, status, "
+    "visibility, source, source_id, confidence, importance, created_at, updated_at, occurred_at, "
+    "last_used_at, expires_at, access_count, mention_count, version, doc"
+)
+
+
+def _item_row(item: MemoryItem) -> tuple[Any, ...]:
+    return (
+        item.id,
+        item.tenant_id,
+        item.scope.value,
+        item.scope_key,
+        item.user_id,
+        item.project_id,
+        item.session_id,
+        item.agent_id,
+        item.memory_type.value,
+        item.status.value,
+        item.visibility.value,
+        item.source.value,
+        item.source_id,
+        item.confidence,
+        item.importance,
+        ts(item.created_at),
+        ts(item.updated_at),
+        ts(item.occurred_at),
+        ts(item.last_used_at),
+        ts(item.expires_at),
+        item.access_count,
+        item.mention_count,
+        item.version,
+        item.model_dump_json(),
+    )
+
+
+def _load_item(doc: str) -> MemoryItem:
+    return MemoryItem.model_validate_json(doc)
+
+
+def _filter_sql(f: Filter, alias: str = "i") -> tuple[str, list[Any]]:
+    """WHERE clause (without the keyword) and its parameters for a :class:`Filter`."""
+    a = alias
+    clauses = [f"{a}.tenant_id = ?"]
+    params: list[Any] = [f.tenant_id]
+    if f.scope_keys:
+        clauses.append(f"{a}.scope_key IN ({','.join('?' * len(f.scope_keys))})")
+        params.extend(f.scope_keys)
+    if f.statuses:
+        clauses.append(f"{a}.status IN ({','.join('?' * len(f.statuses))})")
+        params.extend(s.value for s in f.statuses)
+    if f.memory_types:
+        clauses.append(f"{a}.memory_type IN ({','.join('?' * len(f.memory_types))})")
+        params.extend(t.value for t in f.memory_types)
+    for tag in f.tags:
+        clauses.append(f"EXISTS (SELECT 1 FROM item_tags t WHERE t.pk = {a}.pk AND t.tag = ?)")
+        params.append(tag)
+    if not f.include_expired:
+        if f.now is None:
+            raise InvalidInput("a filter that hides expired items needs 'now'", field="now")
+        clauses.append(f"({a}.expires_at IS NULL OR {a}.expires_at > ?)")
+        params.append(ts(f.now))
+    for column, op, value in (
+        ("created_at", ">=", f.created_after),
+        ("created_at", "<", f.created_before),
+        ("occurred_at", ">=", f.occurred_after),
+        ("occurred_at", "<", f.occurred_before),
+    ):
+        if value is not None:
+            clauses.append(f"{a}.{column} {op} ?")
+            params.append(ts(value))
+    return " AND ".join(clauses), params
+
+
+def _fts_query(f: Filter, terms: Sequence[str]) -> str:
+    if f.scope_keys:
+        scopes = " OR ".join(f'"{scope_token(f.tenant_id, k)}"' for k in f.scope_keys)
+    else:
+        scopes = f'"{tenant_token(f.tenant_id)}"'
+    words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return f"scope : ({scopes}) AND terms : ({words})"
+
+
+def _map_error(exc: sqlite3.Error, path: str) -> StoreError:
+    text = str(exc).lower()
+    if "readonly" in text or "read-only" in text:
+        return StoreReadOnly(f"cannot write {path}: the database is read-only ({exc})")
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return StoreCorrupt(f"{path} is not a usable jiyi database: {exc}")
+    if "unable to open" in text:
+        return StoreError(f"cannot open {path}: {exc} (does the directory exist?)")
+    return StoreError(f"database error on {path}: {exc}")
+
+
+class SQLiteStore(Store):
+    """A jiyi store in one SQLite file (``":memory:"`` for a private in-memory store)."""
+
+    def __init__(self, path: str | Path, *, read_only: bool = False, readers: int = 4, timeout: float = 30.0):
+        self.path = str(path)
+        self.read_only = read_only
+        self._timeout = timeout
+        self._memory = self.path == ":memory:"
+        if self._memory:
+            # One shared connection: separate in-memory connections would be separate databases.
+            self._uri = f"file:jiyi-{uuid.uuid4().hex}?mode=memory&cache=shared"
+        else:
+            p = Path(self.path)
+            if p.is_dir():
+                raise InvalidInput(f"{self.path} is a directory; give a file path for the database", field="path")
+            if not p.parent.exists():
+                raise InvalidInput(f"directory {p.parent} does not exist", field="path")
+            if read_only and not p.exists():
+                raise InvalidInput(f"{self.path} does not exist (opened read-only)", field="path")
+            mode = "ro" if read_only else "rwc"
+            self._uri = f"file:{p.resolve()}?mode={mode}"
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._all_conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._closed = False
+        self._writer = self._connect()
+        self._readers = ThreadPoolExecutor(max_workers=max(1, readers), thread_name_prefix="jiyi-read")
+        self._write_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jiyi-write")
+        try:
+            self._check_and_migrate()
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------ connections
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self._uri, uri=True, timeout=self._timeout, isolation_level=None, check_same_thread=False
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            if not self._memory and not self.read_only:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.Error as exc:
+            raise _map_error(exc, self.path) from exc
+        with self._conns_lock:
+            self._all_conns.append(conn)
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        if self._memory:
+            return self._writer
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        if self._closed:
+            raise StoreError(f"store {self.path} is closed")
+        if self._memory:
+            with self._write_lock:
+                yield self._writer
+            return
+        yield self._reader()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self._closed:
+            raise StoreError(f"store {self.path} is closed")
+        with self._write_lock:
+            conn = self._writer
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise _map_error(exc, self.path) from exc
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                conn.execute("ROLLBACK")
+                raise _map_error(exc, self.path) from exc
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._readers.shutdown(wait=True)
+        self._write_thread.shutdown(wait=True)
+        with self._conns_lock:
+            for conn in self._all_conns:
+                conn.close()
+            self._all_conns.clear()
+
+    # ------------------------------------------------------------ schema
+
+    def _check_and_migrate(self) -> None:
+        conn = self._writer
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.Error as exc:
+            raise _map_error(exc, self.path) from exc
+        if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables and "schema_migrations" not in tables):
+            raise StoreCorrupt(f"{self.path} is a SQLite file but not a jiyi database; refusing to touch it")
+        if self.pending_migrations() and self.read_only:
+            raise StoreReadOnly(f"{self.path} needs schema migrations but was opened read-only")
+        self.migrate()
+
+    def applied_migrations(self) -> list[int]:
+        with self._read() as conn:
+            try:
+                return [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+            except sqlite3.OperationalError:
+                return []
+
+    def pending_migrations(self) -> list[tuple[int, str]]:
+        done = set(self.applied_migrations())
+        return [(v, name) for v, (name, _) in enumerate(MIGRATIONS, start=1) if v not in done]
+
+    def migrate(self) -> list[tuple[int, str]]:
+        """Apply pending migrations, each in its own transaction. Returns what was applied."""
+        applied: list[tuple[int, str]] = []
+        if not self.pending_migrations():
+            return applied
+        with self._transaction() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        for version, (name, statements) in enumerate(MIGRATIONS, start=1):
+            with self._transaction() as conn:
+                # Re-check inside the lock: another process may have applied it meanwhile.
+                if conn.execute("SELECT 1 FROM schema_migrations WHERE version = ?", (version,)).fetchone():
+                    continue
+                for statement in statements:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                    (version, name),
+                )
+                applied.append((version, name))
+        return applied
+
+    # ------------------------------------------------------------ dispatch
+
+    def execute(self, op: Op[R]) -> R:
+        try:
+            return cast(R, self._dispatch(op))
+        except sqlite3.Error as exc:
+            raise _map_error(exc, self.path) from exc
+
+    async def aexecute(self, op: Op[R]) -> R:
+        pool = self._write_thread if isinstance(op, Write) else self._readers
+        return await asyncio.get_running_loop().run_in_executor(pool, self.execute, op)
+
+    def _dispatch(self, op: Op[Any]) -> Any:
+        match op:
+            case Write():
+                return self._write(op)
+            case GetItems():
+                return self._get_items(op)
+            case ListItems():
+                return self._list_items(op)
+            case Retrieve():
+                return self._retrieve(op)
+            case GetHistory():
+                return self._history(op)
+            case GetStats():
+                return self._stats(op)
+            case CountEvents():
+                with self._read() as conn:
+                    row = conn.execute(
+                        "SELECT count(*) FROM rate_events WHERE key = ? AND at >= ?", (op.key, ts(op.since))
+                    ).fetchone()
+                return int(row[0])
+            case CacheGet():
+                return self._cache_get(op)
+            case VectorsFor():
+                return self._vectors_for(op)
+        raise InvalidInput(f"SQLiteStore does not know operation {type(op).__name__}")
+
+    # ------------------------------------------------------------ reads
+
+    def _get_items(self, op: GetItems) -> list[MemoryItem]:
+        if not op.ids:
+            return []
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT id, doc FROM items WHERE tenant_id = ? AND id IN ({','.join('?' * len(op.ids))})",
+                (op.tenant_id, *op.ids),
+            ).fetchall()
+        by_id = {r[0]: _load_item(r[1]) for r in rows}
+        return [by_id[i] for i in op.ids if i in by_id]
+
+    def _list_items(self, op: ListItems) -> Page:
+        where, params = _filter_sql(op.filter)
+        order = "DESC" if op.descending else "ASC"
+        if op.cursor:
+            created_at, item_id = decode_cursor(op.cursor)
+            cmp = "<" if op.descending else ">"
+            where += f" AND (i.created_at, i.id) {cmp} (?, ?)"
+            params += [created_at, item_id]
+        limit = max(1, op.limit)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT i.doc, i.created_at, i.id FROM items i WHERE {where} "
+                f"ORDER BY i.created_at {order}, i.id {order} LIMIT ?",
+                (*params, limit + 1),
+            ).fetchall()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        cursor = encode_cursor(rows[-1][1], rows[-1][2]) if more and rows else None
+        return Page(items=[_load_item(r[0]) for r in rows], next_cursor=cursor)
+
+    def _retrieve(self, op: Retrieve) -> list[Candidate]:
+        where, params = _filter_sql(op.filter)
+        with self._read() as conn:
+            cosines: dict[int, float] = {}
+            vectors: dict[int, Vector] = {}
+            order: list[int] = []
+            if op.vector is not None:
+                rows = conn.execute(
+                    f"SELECT i.pk, v.vec FROM items i JOIN vectors v ON v.pk = i.pk "
+                    f"WHERE v.model = ? AND v.dim = ? AND {where}",
+                    (op.model_id, int(op.vector.shape[0]), *params),
+                ).fetchall()
+                if rows:
+                    pks = [r[0] for r in rows]
+                    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
+                        len(rows), -1
+                    )
+                    scores = matrix @ op.vector
+                    for idx, pk in enumerate(pks):
+                        cosines[pk] = float(scores[idx])
+                        vectors[pk] = matrix[idx]
+                    k = min(op.vector_k, len(pks))
+                    if k > 0:
+                        top = np.argpartition(-scores, k - 1)[:k]
+                        order.extend(pks[i] for i in top[np.argsort(-scores[top])])
+            keyword: dict[int, float] = {}
+            if op.terms and op.keyword_k > 0:
+                rows = conn.execute(
+                    f"SELECT i.pk, -bm25(items_fts, 0.0, 1.0) AS score FROM items_fts "
+                    f"JOIN items i ON i.pk = items_fts.rowid "
+                    f"WHERE items_fts MATCH ? AND {where} ORDER BY score DESC LIMIT ?",
+                    (_fts_query(op.filter, op.terms), *params, op.keyword_k),
+                ).fetchall()
+                for pk, score in rows:
+                    keyword[pk] = float(score)
+                    if pk not in cosines:
+                        order.append(pk)
+            wanted = list(dict.fromkeys(order))
+            if not wanted:
+                return []
+            docs = dict(
+                conn.execute(
+                    f"SELECT pk, doc FROM items WHERE pk IN ({','.join('?' * len(wanted))})", wanted
+                ).fetchall()
+            )
+        return [
+            Candidate(
+                item=_load_item(docs[pk]),
+                cosine=cosines.get(pk),
+                keyword=keyword.get(pk),
+                vector=vectors.get(pk),
+            )
+            for pk in wanted
+            if pk in docs
+        ]
+
+    def _history(self, op: GetHistory) -> list[HistoryEvent]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT seq, item_id, tenant_id, action, at, version, reason, actor, before, after "
+                "FROM history WHERE tenant_id = ? AND item_id = ? ORDER BY seq",
+                (op.tenant_id, op.item_id),
+            ).fetchall()
+        return [
+            HistoryEvent.model_validate(
+                {
+                    "seq": r[0],
+                    "item_id": r[1],
+                    "tenant_id": r[2],
+                    "action": r[3],
+                    "at": r[4],
+                    "version": r[5],
+                    "reason": r[6],
+                    "actor": r[7],
+                    "before": json.loads(r[8]) if r[8] else None,
+                    "after": json.loads(r[9]) if r[9] else None,
+                }
+            )
+            for r in rows
+        ]
+
+    def _stats(self, op: GetStats) -> StoreStats:
+        where, params = _filter_sql(op.filter)
+        with self._read() as conn:
+            total, avg_c, avg_i = conn.execute(
+                f"SELECT count(*), avg(confidence), avg(importance) FROM items i WHERE {where}", params
+            ).fetchone()
+            groups: dict[str, dict[str, int]] = {}
+            for column in ("memory_type", "scope", "status"):
+                rows = conn.execute(
+                    f"SELECT {column}, count(*) FROM items i WHERE {where} GROUP BY {column} ORDER BY {column}",
+                    params,
+                ).fetchall()
+                groups[column] = {r[0]: int(r[1]) for r in rows}
+        return StoreStats(
+            total=int(total),
+            by_type=groups["memory_type"],
+            by_scope=groups["scope"],
+            by_status=groups["status"],
+            avg_confidence=None if avg_c is None else float(avg_c),
+            avg_importance=None if avg_i is None else float(avg_i),
+        )
+
+    def _cache_get(self, op: CacheGet) -> dict[str, Vector]:
+        if not op.hashes:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT text_hash, vec FROM embedding_cache WHERE model = ? "
+                f"AND text_hash IN ({','.join('?' * len(op.hashes))})",
+                (op.model_id, *op.hashes),
+            ).fetchall()
+        return {h: from_blob(v) for h, v in rows}
+
+    def _vectors_for(self, op: VectorsFor) -> dict[str, Vector]:
+        if not op.ids:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT i.id, v.vec FROM items i JOIN vectors v ON v.pk = i.pk WHERE i.tenant_id = ? "
+                f"AND v.model = ? AND i.id IN ({','.join('?' * len(op.ids))})",
+                (op.tenant_id, op.model_id, *op.ids),
+            ).fetchall()
+        return {i: from_blob(v) for i, v in rows}
+
+    # ------------------------------------------------------------ writes
+
+    def _write(self, op: Write) -> None:
+        if self.read_only:
+            raise StoreReadOnly(f"cannot write {self.path}: it was opened read-only")
+        with self._transaction() as conn:
+            for change in op.changes:
+                match change:
+                    case Upsert():
+                        self._upsert(conn, change)
+                    case Purge():
+                        self._purge(conn, change)
+                    case Touch():
+                        self._touch(conn, change)
+                    case RecordEvent():
+                        conn.execute("INSERT INTO rate_events VALUES (?, ?)", (change.key, ts(change.at)))
+                    case CachePut():
+                        conn.executemany(
+                            "INSERT OR REPLACE INTO embedding_cache VALUES (?, ?, ?)",
+                            [(change.model_id, h, to_blob(v)) for h, v in change.entries],
+                        )
+
+    def _upsert(self, conn: sqlite3.Connection, change: Upsert) -> None:
+        item = change.item
+        row = conn.execute("SELECT pk, tenant_id FROM items WHERE id = ?", (item.id,)).fetchone()
+        values = _item_row(item)
+        if row is None:
+            cur = conn.execute(f"INSERT INTO items ({_ITEM_COLUMNS}) VALUES ({','.join('?' * len(values))})", values)
+            pk = cur.lastrowid
+        else:
+            pk, tenant = row
+            if tenant != item.tenant_id:
+                raise InvalidInput(f"id {item.id!r} is already taken; choose another id", field="id")
+            sets = ", ".join(f"{c.strip()} = ?" for c in _ITEM_COLUMNS.split(","))
+            conn.execute(f"UPDATE items SET {sets} WHERE pk = ?", (*values, pk))
+            conn.execute("DELETE FROM items_fts WHERE rowid = ?", (pk,))
+            conn.execute("DELETE FROM item_tags WHERE pk = ?", (pk,))
+        conn.execute(
+            "INSERT INTO items_fts (rowid, scope, terms) VALUES (?, ?, ?)",
+            (pk, f"{scope_token(item.tenant_id, item.scope_key)} {tenant_token(item.tenant_id)}", change.terms),
+        )
+        conn.executemany("INSERT INTO item_tags VALUES (?, ?)", [(pk, t) for t in item.tags])
+        if change.vector is not None:
+            if not change.model_id:
+                raise InvalidInput("a vector needs the model_id that produced it", field="model_id")
+            conn.execute(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
+                (pk, change.model_id, int(change.vector.shape[0]), to_blob(change.vector)),
+            )
+        self._record(conn, change.event)
+
+    def _purge(self, conn: sqlite3.Connection, change: Purge) -> None:
+        row = conn.execute(
+            "SELECT pk FROM items WHERE id = ? AND tenant_id = ?", (change.item_id, change.tenant_id)
+        ).fetchone()
+        if row is not None:
+            conn.execute("DELETE FROM items_fts WHERE rowid = ?", (row[0],))
+            conn.execute("DELETE FROM items WHERE pk = ?", (row[0],))
+        self._record(conn, change.event)
+
+    def _touch(self, conn: sqlite3.Connection, change: Touch) -> None:
+        when = ts(change.at)
+        conn.executemany(
+            "UPDATE items SET last_used_at = ?, access_count = access_count + 1, "
+            "doc = json_set(doc, '$.last_used_at', ?, '$.access_count', access_count + 1) "
+            "WHERE tenant_id = ? AND id = ?",
+            [(when, when, change.tenant_id, i) for i in change.ids],
+        )
+
+    @staticmethod
+    def _record(conn: sqlite3.Connection, e: HistoryEvent) -> None:
+        conn.execute(
+            "INSERT INTO history (item_id, tenant_id, action, at, version, reason, actor, before, after) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                e.item_id,
+                e.tenant_id,
+                e.action.value,
+                ts(e.at),
+                e.version,
+                e.reason,
+                e.actor,
+                None if e.before is None else json.dumps(e.before, ensure_ascii=False),
+                None if e.after is None else json.dumps(e.after, ensure_ascii=False),
+            ),
+        )

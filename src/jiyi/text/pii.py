@@ -1,0 +1,419 @@
+"""Redact personal data and secrets from text before it is stored.
+
+Covered kinds:
+
+* ``EMAIL``        ASCII e-mail addresses (``zhang.san@example.com``).
+* ``PHONE``        Chinese mobiles (``13800138000``, ``+86 138 0013 8000``, ``138-0013-8000``),
+                   Chinese landlines with an area code (``010-12345678``), NANP numbers
+                   (``555-123-4567``, ``(555) 123-4567``) and ``+``-prefixed international numbers.
+* ``CN_ID``        18-character resident ID numbers; the ISO 7064 MOD 11-2 check character and
+                   the birth date must be valid, so arbitrary 18-digit numbers are left alone.
+* ``CREDIT_CARD``  13-19 digits (bare, or grouped by spaces/dashes as cards are printed) that
+                   pass the Luhn check.
+* ``SSN``          US social security numbers ``ddd-dd-dddd`` outside the never-issued ranges.
+* ``IP``           IPv4 dotted quads and IPv6 addresses, validated by :mod:`ipaddress`.
+* ``API_KEY``      well-known token shapes (OpenAI, Anthropic, AWS, GitHub, Slack, Google,
+                   Stripe, JWT, PEM private keys), ``Bearer``/``Basic`` credentials and the
+                   value of ``api_key=`` / ``token:`` / ``secret=`` / ``password=`` / ``密码：``
+                   style assignments.
+
+Each match becomes ``[REDACTED_<KIND>]``. Naming the kind keeps the stored memory useful
+("the user gave a phone number") without keeping the number, and the placeholder contains
+no digits or key shapes, so redacting twice changes nothing.
+
+Chinese text puts digits right next to ideographs, and Python's ``\\b`` sees no boundary
+between ``是`` and ``1`` (both are ``\\w``). So numbers are delimited with lookarounds on
+ASCII letters and digits instead of ``\\b``: ``手机号是13800138000，`` matches, while a number
+inside a longer digit run does not. Full-width digits and letters (``１３８…``) are folded to
+ASCII for matching only; the fold is one code point to one, so offsets stay those of the
+original text.
+
+When candidate spans overlap, the longest wins, then the more specific kind (a valid ID
+number is not also a phone; a phone inside an e-mail address is part of the address).
+``kinds=`` filters the resolved matches, so restricting the kinds never re-labels a span.
+
+Pure and offline: precompiled regexes, no I/O.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ipaddress
+import re
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
+from datetime import date
+from enum import StrEnum
+
+from jiyi.errors import InvalidInput
+
+__all__ = ["PiiKind", "PiiMatch", "Redaction", "redact"]
+
+
+class PiiKind(StrEnum):
+    """What kind of sensitive data a match is."""
+
+    EMAIL = "email"
+    PHONE = "phone"
+    CN_ID = "cn_id"
+    CREDIT_CARD = "credit_card"
+    SSN = "ssn"
+    IP = "ip"
+    API_KEY = "api_key"
+
+
+@dataclass(frozen=True)
+class PiiMatch:
+    """One redacted span; ``start``/``end`` index the original text."""
+
+    kind: PiiKind
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """The redacted text and the spans that were replaced, in text order."""
+
+    text: str
+    matches: tuple[PiiMatch, ...]
+
+    @property
+    def found(self) -> bool:
+        """Whether anything was redacted."""
+        return bool(self.matches)
+
+    @property
+    def kinds(self) -> tuple[PiiKind, ...]:
+        """Distinct kinds in order of first appearance."""
+        return tuple(dict.fromkeys(m.kind for m in self.matches))
+
+
+# --- shared pieces ---------------------------------------------------------------------------
+
+# Not \b: see the module docstring. ASCII letters count as "inside a token" so hashes and
+# identifiers such as ``a13800138000f`` are not mined for numbers; CJK characters do not.
+_L = r"(?<![0-9A-Za-z])(?<![0-9]\.)"
+_R = r"(?![0-9A-Za-z])(?!\.[0-9])"
+# Dashed shapes (SSN, NANP phones, cards) must also not be a slice of a longer dashed run.
+_LD = r"(?<![0-9A-Za-z])(?<![0-9][.-])"
+_RD = r"(?![0-9A-Za-z])(?![.-][0-9])"
+
+# Full-width digits and Latin letters -> ASCII (one code point each, so offsets survive).
+# Punctuation is deliberately not folded: "：" and "，" must keep ending numbers and addresses.
+_FOLD = {
+    cp: cp - 0xFEE0
+    for r in ((0xFF10, 0xFF19), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A))
+    for cp in range(r[0], r[1] + 1)
+}
+
+_Spans = Iterator[tuple[int, int]]
+
+
+def _placeholder(kind: PiiKind) -> str:
+    return f"[REDACTED_{kind.name}]"
+
+
+# --- e-mail ----------------------------------------------------------------------------------
+
+_EMAIL = re.compile(
+    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9_%+-][A-Za-z0-9._%+-]{0,63}"
+    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])"
+)
+
+
+def _emails(text: str) -> _Spans:
+    if "@" not in text:
+        return
+    for m in _EMAIL.finditer(text):
+        yield m.span()
+
+
+# --- phones ----------------------------------------------------------------------------------
+
+_CN_MOBILE = re.compile(
+    r"(?<![0-9A-Za-z+])(?<![0-9]\.)"
+    r"(?:(?:\+|00)86[ -]?|\(\+?86\)[ -]?|86[ -]?)?"
+    # Same separator in both places: "138 0013 8000" yes, "138 0013-8000 ..." is likely not a phone.
+    r"1[3-9][0-9](?P<sep>[ -]?)[0-9]{4}(?P=sep)[0-9]{4}" + _R
+)
+_CN_LANDLINE = re.compile(_LD + r"(?:\(0[1-9][0-9]{1,2}\)[ -]?|0[1-9][0-9]{1,2}-)[1-9][0-9]{6,7}" + _RD)
+# NANP without a country code needs separators: ten bare digits are too often something else.
+# The exchange is not required to start with 2-9 because "555-123-4567" style examples are common.
+_NANP = re.compile(
+    _LD
+    + r"(?:1[ .-])?(?:\([2-9][0-9]{2}\) ?[0-9]{3}[ .-]|[2-9][0-9]{2}(?P<sep>[.-])[0-9]{3}(?P=sep))[0-9]{4}"
+    + _RD
+)
+# "+<country> ..." is explicit enough to accept any grouping; the digit count is checked after.
+# Possessive so a run that ends in letters fails outright instead of yielding a truncated prefix.
+_INTL = re.compile(
+    r"(?<![0-9A-Za-z+])\+[1-9](?:[0-9]|[ .-]?\([0-9]{1,4}\)[ .-]?|[ .-](?=[0-9(]))*+(?<=[0-9])" + _R
+)
+
+
+def _phones(text: str) -> _Spans:
+    for rx in (_CN_MOBILE, _CN_LANDLINE, _NANP):
+        for m in rx.finditer(text):
+            yield m.span()
+    if "+" in text:
+        for m in _INTL.finditer(text):
+            digits = sum(c.isdigit() for c in m.group())
+            if 8 <= digits <= 15:  # E.164 allows at most 15 digits
+                yield m.span()
+
+
+# --- Chinese resident ID -------------------------------------------------------------------
+
+_CN_ID = re.compile(
+    _L
+    + r"[1-8][0-9]{5}(?P<y>(?:19|20)[0-9]{2})(?P<m>0[1-9]|1[0-2])(?P<d>0[1-9]|[12][0-9]|3[01])[0-9]{3}[0-9Xx]"
+    + _R
+)
+_CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+_CN_ID_CHECK = "10X98765432"
+
+
+def _cn_id_checksum_ok(value: str) -> bool:
+    total = sum(int(c) * w for c, w in zip(value[:17], _CN_ID_WEIGHTS, strict=True))
+    return _CN_ID_CHECK[total % 11] == value[17].upper()
+
+
+def _cn_ids(text: str) -> _Spans:
+    for m in _CN_ID.finditer(text):
+        try:
+            date(int(m["y"]), int(m["m"]), int(m["d"]))  # rejects 19990230 and friends
+        except ValueError:
+            continue
+        if _cn_id_checksum_ok(m.group()):
+            yield m.span()
+
+
+# --- credit cards ----------------------------------------------------------------------------
+
+# Issuers start with 2-6 (Mastercard 2/5, Amex/JCB/Diners 3, Visa 4, Discover/UnionPay 6);
+# that alone rules out 13-digit millisecond timestamps. Grouped forms follow the printed
+# layouts (4-4-4-4[-3], Amex 4-6-5) so lists of short numbers are not glued into a "card".
+_CARD = re.compile(
+    _LD + r"(?:[2-6][0-9]{12,18}"
+    r"|[2-6][0-9]{3}(?P<s1>[ -])[0-9]{4}(?P=s1)[0-9]{4}(?P=s1)[0-9]{1,4}(?:(?P=s1)[0-9]{1,3})?"
+    r"|3[0-9]{3}(?P<s2>[ -])[0-9]{6}(?P=s2)[0-9]{4,5})" + _RD
+)
+
+
+def _luhn_ok(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _cards(text: str) -> _Spans:
+    for m in _CARD.finditer(text):
+        digits = re.sub(r"[ -]", "", m.group())
+        # A run of one repeated digit passes Luhn but is filler, not a card.
+        if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and _luhn_ok(digits):
+            yield m.span()
+
+
+# --- US SSN ----------------------------------------------------------------------------------
+
+# Areas 000, 666 and 900-999, group 00 and serial 0000 are never issued.
+_SSN = re.compile(_LD + r"(?!000|666|9)[0-9]{3}-(?!00)[0-9]{2}-(?!0000)[0-9]{4}" + _RD)
+
+
+def _ssns(text: str) -> _Spans:
+    for m in _SSN.finditer(text):
+        yield m.span()
+
+
+# --- IP addresses ----------------------------------------------------------------------------
+
+# Exactly four parts, so "1.2.3" (a version) is not a candidate and "1.2.3.4.5" is rejected whole.
+_IPV4 = re.compile(_L + r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}" + _R)
+_IPV6 = re.compile(
+    r"(?<![0-9A-Za-z_:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|[0-9A-Fa-f]{1,4})?(?![0-9A-Za-z_])"
+)
+
+
+def _ipv6_ok(cand: str) -> bool:
+    try:
+        ipaddress.IPv6Address(cand)
+    except ValueError:
+        return False
+    if "::" not in cand or "." in cand or cand == "::1":
+        return True
+    # Compressed forms with only short groups are usually code, not addresses:
+    # Python slices "a[1::2]", Rust/C++ paths "abc::def", the bare "::".
+    groups = [g for g in cand.split(":") if g]
+    return len(groups) >= 3 or any(len(g) == 4 for g in groups)
+
+
+def _ips(text: str) -> _Spans:
+    for m in _IPV4.finditer(text):
+        try:
+            ipaddress.IPv4Address(m.group())  # octets 0-255, no leading zeros
+        except ValueError:
+            continue
+        yield m.span()
+    if ":" not in text:
+        return
+    for m in _IPV6.finditer(text):
+        start, end = m.span()
+        cand = m.group()
+        # "addr 2001:db8::1: ..." - a sentence colon is swallowed; give it back once.
+        if not _ipv6_ok(cand) and cand.endswith(":") and not cand.endswith("::"):
+            cand, end = cand[:-1], end - 1
+        if _ipv6_ok(cand):
+            yield start, end
+
+
+# --- API keys and secrets --------------------------------------------------------------------
+
+_KEY_SHAPES = re.compile(
+    "|".join(
+        (
+            # OpenAI (sk-, sk-proj-, sk-svcacct-) and Anthropic (sk-ant-); digit check below.
+            r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}(?![A-Za-z0-9_-])",
+            r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])",
+            r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})(?![A-Za-z0-9_])",
+            r"(?<![A-Za-z0-9-])xox[baprs]-[A-Za-z0-9-]{10,}(?![A-Za-z0-9-])",
+            r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])",
+            r"(?<![A-Za-z0-9_])(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}(?![A-Za-z0-9_])",
+            r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+(?![A-Za-z0-9_-])",
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+        )
+    )
+)
+# RFC 6750 b64token; "Basic" carries base64 user:password just as openly.
+_AUTH_HEADER = re.compile(r"(?<![A-Za-z0-9])(?i:bearer|basic)[ \t]+(?P<tok>[A-Za-z0-9._~+/-]+=*)")
+# Only the value is redacted: "api_key=[REDACTED_API_KEY]" still says what was there.
+_ASSIGN = re.compile(
+    r"(?i)(?<![A-Za-z0-9])"
+    r"(?P<key>api[_-]?key|apikey|api[_-]?secret|access[_-]?key[_-]?id|access[_-]?key"
+    r"|secret[_-]?access[_-]?key|secret[_-]?key|client[_-]?secret|private[_-]?key|secret"
+    r"|(?:access|auth|refresh|session|id)[_-]?token|token|password|passwd|passphrase|pwd"
+    r"|密码|口令|密钥|秘钥|令牌)"
+    r"(?![A-Za-z0-9])[\"']?[ \t]*(?::=|=>|[:=：]|是|为)[ \t]*(?!=)"
+    r"(?:\"(?P<dq>[^\"\n]{1,512})\"|'(?P<sq>[^'\n]{1,512})'|“(?P<cq>[^”\n]{1,512})”"
+    # Unquoted values are ASCII: CJK text right after "密码是abc" ends the value.
+    r"|(?P<bare>[^\s\"'&,;\x80-\U0010ffff]{1,512}))"
+)
+# For these keys any value is a secret; for token/secret/api key we want it to look generated,
+# so "max_token=1024" or "token: none" are left alone.
+_PASSWORD_KEYS = frozenset({"password", "passwd", "passphrase", "pwd", "密码", "口令"})
+_TRAILING_PUNCT = ".:!?)]}>"
+
+
+def _looks_generated(value: str) -> bool:
+    has_digit = any(c.isdigit() for c in value)
+    has_alpha = any(c.isalpha() for c in value)
+    return (len(value) >= 8 and has_digit and has_alpha) or len(value) >= 24
+
+
+def _api_keys(text: str) -> _Spans:
+    for m in _KEY_SHAPES.finditer(text):
+        tok = m.group()
+        # "sk-learn-is-a-great-library" has the OpenAI shape; real keys always contain digits.
+        if tok.startswith("sk-") and not any(c.isdigit() for c in tok):
+            continue
+        yield m.span()
+    for m in _AUTH_HEADER.finditer(text):
+        tok = m["tok"].rstrip(".")
+        if _looks_generated(tok):
+            yield m.start("tok"), m.start("tok") + len(tok)
+    for m in _ASSIGN.finditer(text):
+        group = next(g for g in ("dq", "sq", "cq", "bare") if m[g] is not None)
+        value = m[group]
+        if group == "bare":
+            value = value.rstrip(_TRAILING_PUNCT) or value  # sentence punctuation, not the secret
+        if value.startswith("[REDACTED_") or not value.strip("*"):
+            continue  # already redacted or masked
+        if m["key"].lower() in _PASSWORD_KEYS or _looks_generated(value):
+            start = m.start(group)
+            yield start, start + len(value)
+
+
+# --- resolution ------------------------------------------------------------------------------
+
+_DETECTORS: tuple[tuple[PiiKind, Callable[[str], _Spans]], ...] = (
+    (PiiKind.EMAIL, _emails),
+    (PiiKind.PHONE, _phones),
+    (PiiKind.CN_ID, _cn_ids),
+    (PiiKind.CREDIT_CARD, _cards),
+    (PiiKind.SSN, _ssns),
+    (PiiKind.IP, _ips),
+    (PiiKind.API_KEY, _api_keys),
+)
+# Tie-break for equal-length spans: the kind with the stricter validation is more specific.
+_RANK = {
+    kind: i
+    for i, kind in enumerate(
+        (
+            PiiKind.CN_ID,
+            PiiKind.CREDIT_CARD,
+            PiiKind.SSN,
+            PiiKind.API_KEY,
+            PiiKind.EMAIL,
+            PiiKind.IP,
+            PiiKind.PHONE,
+        )
+    )
+}
+_HAS_SIGNAL = re.compile(r"[0-9@:=：]|[A-Za-z]{3}")
+
+
+def _resolve(cands: list[PiiMatch]) -> list[PiiMatch]:
+    """Keep a non-overlapping subset: longest first, then most specific, then leftmost."""
+    cands.sort(key=lambda c: (c.start - c.end, _RANK[c.kind], c.start))
+    starts: list[int] = []
+    kept: list[PiiMatch] = []  # sorted by start, disjoint
+    for c in cands:
+        i = bisect.bisect_right(starts, c.start)
+        if i > 0 and kept[i - 1].end > c.start:
+            continue
+        if i < len(kept) and kept[i].start < c.end:
+            continue
+        starts.insert(i, c.start)
+        kept.insert(i, c)
+    return kept
+
+
+def redact(text: str, kinds: Collection[PiiKind] | None = None) -> Redaction:
+    """Replace sensitive spans in ``text`` with ``[REDACTED_<KIND>]`` placeholders.
+
+    ``kinds`` limits which kinds are replaced (default: all). Detection always runs for every
+    kind so that overlaps resolve the same way; the restriction is applied afterwards.
+    Raises :class:`~jiyi.errors.InvalidInput` for an unknown kind.
+    """
+    wanted: frozenset[PiiKind] | None = None
+    if kinds is not None:
+        try:
+            wanted = frozenset(PiiKind(k) for k in kinds)
+        except ValueError as exc:
+            raise InvalidInput(
+                f"unknown PII kind in {sorted(map(str, kinds))}; choose from {[k.value for k in PiiKind]}",
+                field="kinds",
+            ) from exc
+        if not wanted:
+            return Redaction(text, ())
+    folded = text.translate(_FOLD)
+    if not _HAS_SIGNAL.search(folded):
+        return Redaction(text, ())
+
+    cands = [PiiMatch(kind, s, e) for kind, detect in _DETECTORS for s, e in detect(folded)]
+    kept = [m for m in _resolve(cands) if wanted is None or m.kind in wanted]
+    if not kept:
+        return Redaction(text, ())
+
+    parts: list[str] = []
+    pos = 0
+    for m in kept:
+        parts.append(text[pos : m.start])
+        parts.append(_placeholder(m.kind))
+        pos = m.end
+    parts.append(text[pos:])
+    return Redaction("".join(parts), tuple(kept))

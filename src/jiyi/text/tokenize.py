@@ -1,0 +1,118 @@
+"""Index terms for the keyword index, for Chinese and English alike.
+
+Text is NFKC-normalised (full-width letters and digits become ASCII) and lower-cased,
+then split into runs of Han characters and runs of letters/digits:
+
+* English words lose stop words and are Snowball-stemmed ("preferences" -> "prefer").
+* Han runs are segmented with jieba. Why not SQLite's trigram tokenizer: it cannot
+  match two-character words such as 代码, the most common word length in Chinese.
+  Documents and queries both use jieba's search mode, which adds sub-words
+  (共和国 -> 共和, 共和国), so a query word and an indexed word meet halfway.
+* Code-switched text ("我们决定用 Next.js 而不是 Remix") yields both kinds of terms.
+
+The result is a list of plain tokens that contain no spaces or punctuation, so any
+backend can index them with a whitespace tokenizer (SQLite FTS5 unicode61,
+PostgreSQL ``to_tsvector('simple', ...)``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import unicodedata
+from functools import lru_cache
+from typing import Any
+
+_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[0-9a-z\u00c0-\u024f]+(?:'[a-z]+)?")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+# A short list on purpose: words that carry no topic in memory queries.
+EN_STOP = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been before
+    being below between both but by can could did didn't do does doesn't doing don't down during each
+    few for from further had has have having he he'd he'll he's her here here's hers herself him
+    himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more
+    most my myself no nor not of off on once only or other ought our ours ourselves out over own same
+    she she'd she'll she's should so some such than that that's the their theirs them themselves
+    then there there's these they they'd they'll they're they've this those through to too under
+    until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where
+    where's which while who who's whom why why's with won't would you you'd you'll you're you've
+    your yours yourself yourselves s t d ll m re ve also just us""".split()
+)
+
+ZH_STOP = frozenset(
+    """的 了 是 在 和 与 及 或 也 就 都 而 但 还 又 着 过 吗 呢 吧 啊 呀 哦 嗯 么 之 其 这 那 这个 那个
+    这些 那些 一个 一些 什么 怎么 怎样 如何 哪 哪个 哪些 为什么 因为 所以 如果 就是 还是 已经 可以 会 能
+    要 把 被 给 对 从 向 到 让 使 于 以 为 有 没有 没 不 很 更 最 太 非常 我 你 他 她 它 我们 你们 他们
+    她们 它们 自己 咱们 您 吗 呢 啦 嘛 吧 个 些 上 下 中 里 时 时候 后 前""".split()
+)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+_jieba_lock = threading.Lock()
+_jieba_tokenizer: Any = None
+
+
+def _jieba() -> Any:
+    """One lazily initialised jieba tokenizer (its dictionary load takes ~0.5 s)."""
+    global _jieba_tokenizer
+    if _jieba_tokenizer is None:
+        with _jieba_lock:
+            if _jieba_tokenizer is None:
+                import jieba
+
+                jieba.setLogLevel(logging.WARNING)
+                tok = jieba.Tokenizer()
+                tok.initialize()
+                _jieba_tokenizer = tok
+    return _jieba_tokenizer
+
+
+def normalise(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def _english(word: str) -> str | None:
+    if word in EN_STOP:
+        return None
+    word = word.replace("'", "")
+    if len(word) == 1 and not word.isdigit():
+        return None
+    stemmed: str = _stemmer().stemWord(word)
+    return stemmed
+
+
+def _chinese(run: str) -> list[str]:
+    words: list[str] = list(_jieba().cut_for_search(run, HMM=True))
+    return [w for w in words if w.strip() and w not in ZH_STOP]
+
+
+def terms(text: str) -> list[str]:
+    """Index terms of ``text`` in order (duplicates kept: they carry term frequency)."""
+    out: list[str] = []
+    for match in _RUN.finditer(normalise(text)):
+        run = match.group()
+        if _HAN.match(run):
+            out.extend(_chinese(run))
+        else:
+            term = _english(run)
+            if term:
+                out.append(term)
+    return out
+
+
+def query_terms(text: str) -> tuple[str, ...]:
+    """Distinct terms of a query, in first-seen order."""
+    return tuple(dict.fromkeys(terms(text)))
+
+
+def index_text(text: str) -> str:
+    """The space-joined term string a backend stores in its keyword index."""
+    return " ".join(terms(text))

@@ -1,0 +1,125 @@
+"""The write gate (seed 000): pure checks that decide whether text may become a memory.
+
+Order: length -> low value -> confidence -> sensitive data (redacted, not refused) ->
+rate limit (automatic extractions only) -> duplicate (reinforce instead of add). The
+last two need the store; the memory facade asks it and calls :func:`duplicate_decision`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from jiyi.config import GateConfig
+from jiyi.text.lowvalue import low_value_reason
+from jiyi.text.pii import redact
+
+Action = Literal["add", "reinforce", "reject"]
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """What the gate decided and why; every refusal carries its reasons."""
+
+    action: Action
+    reasons: tuple[str, ...]
+    redacted: tuple[str, ...] = ()
+    """Kinds of sensitive data removed before storage."""
+    duplicate_of: str | None = None
+    similarity: float | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.action != "reject"
+
+    def to_json_dict(self) -> dict[str, object]:
+        return {
+            "action": self.action,
+            "reasons": list(self.reasons),
+            "redacted": list(self.redacted),
+            "duplicate_of": self.duplicate_of,
+            "similarity": self.similarity,
+        }
+
+
+@dataclass(frozen=True)
+class Screened:
+    """Text that passed the content checks, possibly redacted."""
+
+    text: str
+    reasons: tuple[str, ...]
+    redacted: tuple[str, ...]
+
+
+def screen(content: str, confidence: float, cfg: GateConfig) -> Screened | GateDecision:
+    """Content checks that need no store. Returns a rejection or the text to store."""
+    text = content.strip()
+    if len(text) < cfg.min_length:
+        return GateDecision("reject", (f"too short: {len(text)} characters, minimum is {cfg.min_length}",))
+    if len(text) > cfg.max_length:
+        return GateDecision(
+            "reject",
+            (f"too long: {len(text)} characters, maximum is {cfg.max_length}; split it or store it as a resource",),
+        )
+    if cfg.skip_low_value:
+        why = low_value_reason(text)
+        if why:
+            return GateDecision("reject", (f"low value: {why}",))
+    if confidence < cfg.min_confidence:
+        return GateDecision(
+            "reject", (f"confidence {confidence:.2f} is below the minimum {cfg.min_confidence:.2f}",)
+        )
+    reasons = [f"length {len(text)} within {cfg.min_length}..{cfg.max_length}", f"confidence {confidence:.2f}"]
+    kinds: tuple[str, ...] = ()
+    if cfg.redact_pii:
+        result = redact(text)
+        if result.found:
+            kinds = tuple(k.value for k in result.kinds)
+            text = result.text
+            reasons.append(f"redacted sensitive data: {', '.join(kinds)}")
+            if len(text.strip()) < cfg.min_length or low_value_reason(text) == "has no words, only symbols":
+                return GateDecision("reject", ("nothing but sensitive data is left after redaction",), kinds)
+    return Screened(text=text, reasons=tuple(reasons), redacted=kinds)
+
+
+def rate_limit_decision(used: int, cfg: GateConfig, session_id: str) -> GateDecision | None:
+    """A rejection when the session has used up its automatic extractions."""
+    if used >= cfg.max_extractions:
+        hours = cfg.extraction_window.total_seconds() / 3600
+        return GateDecision(
+            "reject",
+            (
+                f"rate limit: session {session_id!r} already had {used} automatic extractions "
+                f"in the last {hours:g} h (maximum {cfg.max_extractions}); explicit saves are not limited",
+            ),
+        )
+    return None
+
+
+def rate_key(tenant_id: str, session_id: str) -> str:
+    return f"extract:{tenant_id}:{session_id}"
+
+
+def duplicate_decision(
+    screened: Screened, best_id: str | None, best_cosine: float | None, cfg: GateConfig
+) -> GateDecision:
+    """Reinforce the closest item in the same scope when it is close enough, else add."""
+    if best_id is not None and best_cosine is not None and best_cosine >= cfg.duplicate_threshold:
+        return GateDecision(
+            "reinforce",
+            (
+                *screened.reasons,
+                f"duplicate of {best_id} (cosine {best_cosine:.3f} >= {cfg.duplicate_threshold:.2f}): "
+                f"reinforced it instead of adding",
+            ),
+            screened.redacted,
+            duplicate_of=best_id,
+            similarity=best_cosine,
+        )
+    closest = "" if best_cosine is None else f" (closest cosine {best_cosine:.3f})"
+    return GateDecision(
+        "add",
+        (*screened.reasons, f"no duplicate in scope{closest}"),
+        screened.redacted,
+        similarity=best_cosine,
+    )
