@@ -116,7 +116,9 @@ def chat_body(
 
 
 def error_body(status: int, message: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message or f"scripted HTTP {status}", "type": "scripted_error", "code": status}}
+    return {
+        "error": {"message": message or f"scripted HTTP {status}", "type": "scripted_error", "code": status}
+    }
 
 
 class _Server(ThreadingHTTPServer):
@@ -197,7 +199,9 @@ class ScriptedOpenAIServer:
         server = _Server(("127.0.0.1", 0), _Handler)
         server.owner = self
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, args=(0.02,), name="scripted-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, args=(0.02,), name="scripted-openai", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -244,7 +248,9 @@ class ScriptedOpenAIServer:
         times: int = 1,
     ) -> None:
         """Queue ``times`` identical replies for ``path``; queued replies are used first-in first-out."""
-        reply = ScriptedReply(status=status, body=body, headers=dict(headers or {}), delay=delay, disconnect=disconnect)
+        reply = ScriptedReply(
+            status=status, body=body, headers=dict(headers or {}), delay=delay, disconnect=disconnect
+        )
         with self._lock:
             self._queues[normalise_path(path)].extend(reply for _ in range(times))
 

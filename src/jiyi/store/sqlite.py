@@ -244,7 +244,9 @@ class SQLiteStore(Store):
         else:
             p = Path(self.path)
             if p.is_dir():
-                raise InvalidInput(f"{self.path} is a directory; give a file path for the database", field="path")
+                raise InvalidInput(
+                    f"{self.path} is a directory; give a file path for the database", field="path"
+                )
             if not p.parent.exists():
                 raise InvalidInput(f"directory {p.parent} does not exist", field="path")
             if read_only and not p.exists():
@@ -343,7 +345,9 @@ class SQLiteStore(Store):
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.Error as exc:
             raise _map_error(exc, self.path) from exc
-        if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables and "schema_migrations" not in tables):
+        if app_id not in (0, APPLICATION_ID) or (
+            app_id == 0 and tables and "schema_migrations" not in tables
+        ):
             raise StoreCorrupt(f"{self.path} is a SQLite file but not a jiyi database; refusing to touch it")
         if self.pending_migrations() and self.read_only:
             raise StoreReadOnly(f"{self.path} needs schema migrations but was opened read-only")
@@ -608,7 +612,9 @@ class SQLiteStore(Store):
         row = conn.execute("SELECT pk, tenant_id FROM items WHERE id = ?", (item.id,)).fetchone()
         values = _item_row(item)
         if row is None:
-            cur = conn.execute(f"INSERT INTO items ({_ITEM_COLUMNS}) VALUES ({','.join('?' * len(values))})", values)
+            cur = conn.execute(
+                f"INSERT INTO items ({_ITEM_COLUMNS}) VALUES ({','.join('?' * len(values))})", values
+            )
             pk = cur.lastrowid
         else:
             pk, tenant = row
@@ -620,7 +626,11 @@ class SQLiteStore(Store):
             conn.execute("DELETE FROM item_tags WHERE pk = ?", (pk,))
         conn.execute(
             "INSERT INTO items_fts (rowid, scope, terms) VALUES (?, ?, ?)",
-            (pk, f"{scope_token(item.tenant_id, item.scope_key)} {tenant_token(item.tenant_id)}", change.terms),
+            (
+                pk,
+                f"{scope_token(item.tenant_id, item.scope_key)} {tenant_token(item.tenant_id)}",
+                change.terms,
+            ),
         )
         conn.executemany("INSERT INTO item_tags VALUES (?, ?)", [(pk, t) for t in item.tags])
         if change.vector is not None:

@@ -292,10 +292,12 @@ _KEY_SHAPES = re.compile(
 _AUTH_HEADER = re.compile(r"(?<![A-Za-z0-9])(?i:bearer|basic)[ \t]+(?P<tok>[A-Za-z0-9._~+/-]+=*)")
 # Only the value is redacted: "api_key=[REDACTED_API_KEY]" still says what was there.
 _ASSIGN = re.compile(
-    r"(?i)(?<![A-Za-z0-9])"
-    r"(?P<key>api[_-]?key|apikey|api[_-]?secret|access[_-]?key[_-]?id|access[_-]?key"
+    # Case-insensitive for the key only: under (?i) the value class below would also drop
+    # "i", "k" and "s", which case-fold to the non-ASCII "ı", "K" (Kelvin) and "ſ".
+    r"(?P<key>(?<![A-Za-z0-9])(?i:api[_-]?key|apikey|api[_-]?secret|access[_-]?key[_-]?id|access[_-]?key"
     r"|secret[_-]?access[_-]?key|secret[_-]?key|client[_-]?secret|private[_-]?key|secret"
-    r"|(?:access|auth|refresh|session|id)[_-]?token|token|password|passwd|passphrase|pwd"
+    r"|(?:access|auth|refresh|session|id)[_-]?token|token|password|passwd|passphrase|pwd)"
+    # CJK keys often follow ASCII directly ("WiFi密码"), so no lookbehind for them.
     r"|密码|口令|密钥|秘钥|令牌)"
     r"(?![A-Za-z0-9])[\"']?[ \t]*(?::=|=>|[:=：]|是|为)[ \t]*(?!=)"
     r"(?:\"(?P<dq>[^\"\n]{1,512})\"|'(?P<sq>[^'\n]{1,512})'|“(?P<cq>[^”\n]{1,512})”"
@@ -363,7 +365,8 @@ _RANK = {
         )
     )
 }
-_HAS_SIGNAL = re.compile(r"[0-9@:=：]|[A-Za-z]{3}")
+# Text with none of these (plain CJK prose) cannot match any detector; skip the scans.
+_HAS_SIGNAL = re.compile(r"[0-9A-Za-z@:=：]|密码|口令|密钥|秘钥|令牌")
 
 
 def _resolve(cands: list[PiiMatch]) -> list[PiiMatch]:

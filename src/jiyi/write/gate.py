@@ -7,6 +7,7 @@ last two need the store; the memory facade asks it and calls :func:`duplicate_de
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -15,6 +16,9 @@ from jiyi.text.lowvalue import low_value_reason
 from jiyi.text.pii import redact
 
 Action = Literal["add", "reinforce", "reject"]
+
+_PLACEHOLDER = re.compile(r"\[REDACTED_[A-Z_]+\]")
+_WORD = re.compile(r"[^\W_]")
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,9 @@ def screen(content: str, confidence: float, cfg: GateConfig) -> Screened | GateD
     if len(text) > cfg.max_length:
         return GateDecision(
             "reject",
-            (f"too long: {len(text)} characters, maximum is {cfg.max_length}; split it or store it as a resource",),
+            (
+                f"too long: {len(text)} characters, maximum is {cfg.max_length}; split it or store it as a resource",
+            ),
         )
     if cfg.skip_low_value:
         why = low_value_reason(text)
@@ -69,7 +75,10 @@ def screen(content: str, confidence: float, cfg: GateConfig) -> Screened | GateD
         return GateDecision(
             "reject", (f"confidence {confidence:.2f} is below the minimum {cfg.min_confidence:.2f}",)
         )
-    reasons = [f"length {len(text)} within {cfg.min_length}..{cfg.max_length}", f"confidence {confidence:.2f}"]
+    reasons = [
+        f"length {len(text)} within {cfg.min_length}..{cfg.max_length}",
+        f"confidence {confidence:.2f}",
+    ]
     kinds: tuple[str, ...] = ()
     if cfg.redact_pii:
         result = redact(text)
@@ -77,7 +86,8 @@ def screen(content: str, confidence: float, cfg: GateConfig) -> Screened | GateD
             kinds = tuple(k.value for k in result.kinds)
             text = result.text
             reasons.append(f"redacted sensitive data: {', '.join(kinds)}")
-            if len(text.strip()) < cfg.min_length or low_value_reason(text) == "has no words, only symbols":
+            rest = _PLACEHOLDER.sub(" ", text)
+            if not _WORD.search(rest):
                 return GateDecision("reject", ("nothing but sensitive data is left after redaction",), kinds)
     return Screened(text=text, reasons=tuple(reasons), redacted=kinds)
 
