@@ -1,0 +1,257 @@
+"""The ``jiyi`` command, run as a real subprocess against real SQLite files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ENV = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+
+
+def jiyi(
+    *args: str, db: Path | None = None, stdin: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "jiyi.cli"]
+    if db is not None:
+        cmd += ["--db", str(db)]
+    proc = subprocess.run([*cmd, *args], input=stdin, capture_output=True, text=True, env=ENV, timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"jiyi {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "cli.db"
+
+
+def test_add_then_search_finds_chinese_memory_from_paraphrase_and_english(db: Path) -> None:
+    added = json.loads(
+        jiyi(
+            "add",
+            "我最喜欢的编程语言是 Python，平时用它做数据分析",
+            "--user",
+            "li",
+            "--type",
+            "preference",
+            "--json",
+            db=db,
+        ).stdout
+    )
+    jiyi("add", "我住在成都，每天骑自行车上班", "--user", "li", db=db)
+    jiyi("add", "我们团队下个月要发布新版本的支付系统", "--user", "li", "--type", "context", db=db)
+    target = added["item"]["id"]
+    for query in ("她喜欢用什么语言写程序？", "which programming language does the user like?"):
+        hits = json.loads(jiyi("search", query, "--user", "li", "--limit", "3", "--json", db=db).stdout)
+        assert hits[0]["id"] == target, query
+        assert {"id", "content", "score", "memory_type"} <= hits[0].keys()
+        assert hits[0]["memory_type"] == "preference"
+        assert hits[0]["score"] >= hits[-1]["score"]
+
+
+def test_interface_points(db: Path, tmp_path: Path) -> None:
+    out = jiyi(
+        "add",
+        "Caroline went to an LGBTQ support group",
+        "--user",
+        "conv-1",
+        "--type",
+        "event",
+        "--occurred",
+        "2023-05-08",
+        "--json",
+        db=db,
+    )
+    item = json.loads(out.stdout)["item"]
+    assert item["occurred_at"].startswith("2023-05-08T00:00:00")
+    lines = [
+        {
+            "content": "Melanie painted a sunrise over a lake",
+            "memory_type": "event",
+            "user_id": "conv-1",
+            "id": "D1:5",
+            "occurred_at": "2023-05-08T13:56:00",
+            "metadata": {"dia_id": "D1:5"},
+        },
+        {"content": "Melanie's kids love dinosaurs", "memory_type": "fact", "user_id": "conv-1"},
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    assert json.loads(jiyi("import", str(src), "--json", db=db).stdout) == {"imported": 2}
+    hits = json.loads(
+        jiyi("search", "what did Melanie paint?", "--user", "conv-1", "--limit", "2", "--json", db=db).stdout
+    )
+    assert hits[0]["id"] == "D1:5"
+    exported = [json.loads(x) for x in jiyi("export", db=db).stdout.splitlines()]
+    assert len(exported) == 3
+    for row in exported:
+        assert {
+            "id",
+            "content",
+            "memory_type",
+            "user_id",
+            "occurred_at",
+            "metadata",
+            "created_at",
+            "confidence",
+        } <= row.keys()
+    # export -> import into a fresh file -> export: identical
+    dump = tmp_path / "dump.jsonl"
+    jiyi("export", "--output", str(dump), db=db)
+    copy = tmp_path / "copy.db"
+    jiyi("import", str(dump), db=copy)
+    assert jiyi("export", db=copy).stdout == dump.read_text(encoding="utf-8")
+
+
+def test_show_update_history_delete_list_stats(db: Path) -> None:
+    item = json.loads(
+        jiyi("add", "User's favourite editor is Neovim", "--user", "u", "--json", db=db).stdout
+    )["item"]
+    shown = json.loads(jiyi("show", item["id"], "--json", db=db).stdout)
+    assert shown["content"] == "User's favourite editor is Neovim"
+    jiyi("update", item["id"], "--text", "User's favourite editor is Helix", "--reason", "switched", db=db)
+    history = json.loads(jiyi("history", item["id"], "--json", db=db).stdout)
+    assert [h["action"] for h in history] == ["add", "update"]
+    assert history[1]["reason"] == "switched"
+    human = jiyi("history", item["id"], db=db).stdout
+    assert "Helix" in human and "switched" in human
+    jiyi("delete", item["id"], db=db)
+    page = json.loads(jiyi("list", "--user", "u", "--json", db=db).stdout)
+    assert [i["status"] for i in page["items"]] == ["archived"]
+    stats = json.loads(jiyi("stats", "--json", db=db).stdout)
+    assert stats["total"] == 1 and stats["by_status"] == {"archived": 1}
+    jiyi("delete", item["id"], "--hard", db=db)
+    assert json.loads(jiyi("stats", "--json", db=db).stdout)["total"] == 0
+
+
+def test_list_pages_with_cursor(db: Path, tmp_path: Path) -> None:
+    src = tmp_path / "many.jsonl"
+    src.write_text(
+        "\n".join(
+            json.dumps({"content": f"note {i}", "memory_type": "fact", "user_id": "p"}) for i in range(7)
+        ),
+        encoding="utf-8",
+    )
+    jiyi("import", str(src), db=db)
+    first = json.loads(jiyi("list", "--user", "p", "--limit", "5", "--json", db=db).stdout)
+    second = json.loads(
+        jiyi("list", "--user", "p", "--limit", "5", "--cursor", first["next_cursor"], "--json", db=db).stdout
+    )
+    assert len(first["items"]) == 5 and len(second["items"]) == 2 and second["next_cursor"] is None
+    assert {i["id"] for i in first["items"]}.isdisjoint(i["id"] for i in second["items"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["add", "", "--user", "u"], "content must not be empty"),
+        (["add", "hello there world", "--user", "u", "--type", "gossip"], "field 'memory_type'"),
+        (["add", "hello there world"], "give user_id"),
+        (["add", "hello there world", "--user", "u", "--confidence", "1.5"], "confidence"),
+        (["add", "hi", "--user", "u"], "refused: too short"),
+        (["add", "hello there world", "--user", "u", "--occurred", "yesterday"], "not an ISO date"),
+        (["search", "anything", "--user", "u", "--limit", "0"], "limit must be"),
+        (["search", "anything"], "at least one scope"),
+        (["show", "no-such-id"], "no memory with id 'no-such-id'"),
+        (["history", "no-such-id"], "no memory with id"),
+        (["delete", "no-such-id"], "no memory with id"),
+        (["import", "/does/not/exist.jsonl"], "cannot read"),
+        (["list", "--cursor", "bogus"], "cursor"),
+        (["reset", "--user", "u"], "--yes"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_input_exits_nonzero_with_one_line(db: Path, args: list[str], message: str) -> None:
+    proc = jiyi(*args, db=db, check=False)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) >= 1 and message in lines[-1], proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_bad_import_line_writes_nothing(db: Path, tmp_path: Path) -> None:
+    src = tmp_path / "bad.jsonl"
+    src.write_text(
+        '{"content": "fine record here", "memory_type": "fact", "user_id": "u"}\n{not json\n',
+        encoding="utf-8",
+    )
+    proc = jiyi("import", str(src), db=db, check=False)
+    assert proc.returncode == 1 and "line 2: not valid JSON" in proc.stderr
+    assert json.loads(jiyi("stats", "--json", db=db).stdout)["total"] == 0
+
+
+def test_corrupt_database_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(os.urandom(4096))
+    proc = jiyi("stats", db=bad, check=False)
+    assert proc.returncode == 1
+    assert "not a usable jiyi database" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_gate_env_variables_honoured(db: Path) -> None:
+    env = {**ENV, "MEMORY_MIN_LENGTH": "2"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "jiyi.cli", "--db", str(db), "add", "猫咪", "--user", "u"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_two_processes_writing_the_same_file(db: Path) -> None:
+    script = (
+        "import sys\n"
+        "from jiyi.config import GateConfig\n"
+        "from jiyi.memory import Memory\n"
+        "with Memory.open(sys.argv[1], embedder='hash:64', gate=GateConfig.from_env()) as m:\n"
+        "    for i in range(60):\n"
+        "        r = m.add(f'process {sys.argv[2]} wrote memory number {i} of sixty', user_id='shared',\n"
+        "                  metadata={'p': sys.argv[2], 'i': i})\n"
+        "        assert r.item is not None, r.decision\n"
+    )
+    from jiyi.memory import Memory
+
+    Memory.open(db, embedder="hash:64").close()  # create the schema first
+    # A strict duplicate threshold keeps the near-identical sentences apart.
+    env = {**ENV, "MEMORY_DUPLICATE_THRESHOLD": "1.0"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(db), name], env=env, stderr=subprocess.PIPE, text=True
+        )
+        for name in ("A", "B")
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+    with Memory.open(db, embedder="hash:64") as m:
+        items = m.export()
+    assert len(items) == 120
+    assert {(i["metadata"]["p"], i["metadata"]["i"]) for i in items} == {
+        (p, i) for p in "AB" for i in range(60)
+    }
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_help_is_useful() -> None:
+    out = jiyi("--help").stdout
+    for word in ("add", "search", "import", "export", "demo", "--db"):
+        assert word in out
+    assert "--occurred" in jiyi("add", "--help").stdout
+
+
+def test_demo_runs(tmp_path: Path) -> None:
+    out = jiyi("demo", db=tmp_path / "demo.db").stdout
+    assert "redacted email, phone" in out
+    assert "reinforced" in out
+    assert "refused" in out
+    assert "Next.js" in out

@@ -1,0 +1,32 @@
+"""Docs that tests keep honest: the README's Python runs, its CLI commands exist."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from jiyi.cli import build_parser
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_python_examples_run() -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+
+
+def test_readme_cli_commands_exist() -> None:
+    commands = set(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    used = set(re.findall(r"^jiyi (\w+)", README, re.M)) | set(re.findall(r"; jiyi (\w+)", README))
+    assert used, "README shows no CLI commands"
+    assert used <= commands, used - commands
+
+
+def test_quickstart_is_two_commands_and_ci_runs_the_test_one() -> None:
+    quick = README.split("## Quickstart", 1)[1].split("##", 1)[0]
+    commands = re.findall(r"^(make \w+)", quick, re.M)
+    assert commands == ["make demo", "make test"]
+    ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text(encoding="utf-8")
+    assert "make test" in ci
