@@ -66,7 +66,14 @@ JWT = ".".join(
         "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
     )
 )
-PEM = "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX\n-----END RSA PRIVATE KEY-----"
+PEM = (
+    "-----BEGIN "
+    + "RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX\n-----END RSA PRIVATE KEY-----"
+)
+PEM_ENCRYPTED = (
+    "-----BEGIN " + "RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,ABCDEF0123\n\n"
+    "MIIBOgIBAAJB\nAKj34Gkx==\n-----END RSA PRIVATE KEY-----"
+)
 
 SAMPLE_ID = "11010519491231002X"
 GEN_ID = cn_id("44030819990101123")
@@ -145,6 +152,7 @@ POSITIVE: list[tuple[str, str]] = [
     (f"stripe {STRIPE} and {STRIPE_PK}", f"stripe {KEY} and {KEY}"),
     (f"令牌{JWT}过期了", f"令牌{KEY}过期了"),
     (f"key:\n{PEM}\nend", f"key:\n{KEY}\nend"),
+    (f"私钥如下 {PEM_ENCRYPTED} 请勿外传", f"私钥如下 {KEY} 请勿外传"),
     # API keys: headers and assignments (value only)
     (f"Authorization: Bearer {JWT}", f"Authorization: Bearer {KEY}"),
     ("Authorization: Bearer abcdef0123456789abcdef", f"Authorization: Bearer {KEY}"),
@@ -154,12 +162,16 @@ POSITIVE: list[tuple[str, str]] = [
     ('{"token": "z9y8x7w6v5u4t3s2"}', f'{{"token": "{KEY}"}}'),
     ("secret: Zm9vYmFyMTIz; next", f"secret: {KEY}; next"),
     ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", f"AWS_SECRET_ACCESS_KEY={KEY}"),
-    ("https://api.example.com/cb?token=a1b2c3d4e5f6&next=1", f"https://api.example.com/cb?token={KEY}&next=1"),
+    (
+        "https://api.example.com/cb?token=a1b2c3d4e5f6&next=1",
+        f"https://api.example.com/cb?token={KEY}&next=1",
+    ),
     ("password: hunter2.", f"password: {KEY}."),
     ("db password='p@ss w0rd'", f"db password='{KEY}'"),
     ("我的密码是abc123456，请保管好", f"我的密码是{KEY}，请保管好"),
     ("WiFi密码：88888888", f"WiFi密码：{KEY}"),
     ("口令=“芝麻开门”", f"口令=“{KEY}”"),
+    ("口令是“芝麻开门”", f"口令是“{KEY}”"),
 ]
 
 
@@ -327,7 +339,10 @@ MIXED = f"邮箱a@b.com 手机13800138000 卡4111111111111111 IP 10.1.2.3 key {A
     [
         ({PiiKind.EMAIL}, f"邮箱{EMAIL} 手机13800138000 卡4111111111111111 IP 10.1.2.3 key {AWS}"),
         ([PiiKind.PHONE, PiiKind.IP], f"邮箱a@b.com 手机{PHONE} 卡4111111111111111 IP {IP} key {AWS}"),
-        ((PiiKind.CREDIT_CARD, PiiKind.API_KEY), f"邮箱a@b.com 手机13800138000 卡{CARD} IP 10.1.2.3 key {KEY}"),
+        (
+            (PiiKind.CREDIT_CARD, PiiKind.API_KEY),
+            f"邮箱a@b.com 手机13800138000 卡{CARD} IP 10.1.2.3 key {KEY}",
+        ),
         ([], MIXED),
         (None, f"邮箱{EMAIL} 手机{PHONE} 卡{CARD} IP {IP} key {KEY}"),
     ],
@@ -374,6 +389,9 @@ def test_idempotent(text: str, expected: str) -> None:
         "eyJ" + "a" * 20_000,
         "password=" * 2_000,
         "x" * 10_000 + "@" + "a." * 5_000,
+        "-----BEGIN PRIVATE KEY-----" * 2_000,
+        ("-----BEGIN PRIVATE KEY-----\n" + "QUJD" * 20 + "\n") * 500,
+        'token="' * 5_000,
     ],
 )
 def test_pathological_input_is_fast(text: str) -> None:
@@ -387,4 +405,7 @@ def test_long_mixed_text() -> None:
     text = chunk * 500
     result = redact(text)
     assert len(result.matches) == 1000
-    assert result.text == (f"用户张三，手机{PHONE}，邮箱{EMAIL}，住在北京。The meeting is on 2024-05-01 at 10:30. ") * 500
+    assert (
+        result.text
+        == (f"用户张三，手机{PHONE}，邮箱{EMAIL}，住在北京。The meeting is on 2024-05-01 at 10:30. ") * 500
+    )

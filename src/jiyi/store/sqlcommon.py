@@ -18,7 +18,11 @@ _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 def ts(value: datetime | None) -> str | None:
     """Fixed-width UTC text, so string order is time order."""
-    return None if value is None else as_utc(value).strftime(_TIME_FORMAT)
+    if value is None:
+        return None
+    v = as_utc(value)
+    # strftime("%Y") does not zero-pad years below 1000 on Linux, which would break ordering.
+    return f"{v.year:04d}-{v:%m-%dT%H:%M:%S.%f}Z"
 
 
 def encode_cursor(created_at: str, item_id: str) -> str:
@@ -29,9 +33,11 @@ def encode_cursor(created_at: str, item_id: str) -> str:
 def decode_cursor(cursor: str) -> tuple[str, str]:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        created_at, item_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if not isinstance(created_at, str) or not isinstance(item_id, str):
+        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        if not (isinstance(data, list) and len(data) == 2 and all(isinstance(x, str) for x in data)):
             raise ValueError
+        created_at, item_id = data
+        datetime.strptime(created_at[-27:], _TIME_FORMAT)  # must be a time this module wrote
     except (ValueError, TypeError, json.JSONDecodeError) as exc:
         raise InvalidInput(f"cursor {cursor[:40]!r} is not one this store issued", field="cursor") from exc
     return created_at, item_id

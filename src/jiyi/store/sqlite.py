@@ -274,12 +274,14 @@ class SQLiteStore(Store):
             conn = sqlite3.connect(
                 self._uri, uri=True, timeout=self._timeout, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.Error as exc:
+            raise _map_error(exc, self.path) from exc
+        try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")
-            if not self._memory and not self.read_only:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.Error as exc:
+            conn.close()
             raise _map_error(exc, self.path) from exc
         with self._conns_lock:
             self._all_conns.append(conn)
@@ -351,6 +353,12 @@ class SQLiteStore(Store):
             raise StoreCorrupt(f"{self.path} is a SQLite file but not a jiyi database; refusing to touch it")
         if self.pending_migrations() and self.read_only:
             raise StoreReadOnly(f"{self.path} needs schema migrations but was opened read-only")
+        if not self._memory and not self.read_only:
+            # Only once the file is known to be ours: WAL rewrites the file header.
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.Error as exc:
+                raise _map_error(exc, self.path) from exc
         self.migrate()
 
     def applied_migrations(self) -> list[int]:
@@ -398,6 +406,8 @@ class SQLiteStore(Store):
             raise _map_error(exc, self.path) from exc
 
     async def aexecute(self, op: Op[R]) -> R:
+        if self._closed:
+            raise StoreError(f"store {self.path} is closed")
         pool = self._write_thread if isinstance(op, Write) else self._readers
         return await asyncio.get_running_loop().run_in_executor(pool, self.execute, op)
 
@@ -493,9 +503,10 @@ class SQLiteStore(Store):
                     f"WHERE items_fts MATCH ? AND {where} ORDER BY score DESC LIMIT ?",
                     (_fts_query(op.filter, op.terms), *params, op.keyword_k),
                 ).fetchall()
+                in_top = set(order)
                 for pk, score in rows:
                     keyword[pk] = float(score)
-                    if pk not in cosines:
+                    if pk not in in_top:
                         order.append(pk)
             wanted = list(dict.fromkeys(order))
             if not wanted:
@@ -646,9 +657,10 @@ class SQLiteStore(Store):
         row = conn.execute(
             "SELECT pk FROM items WHERE id = ? AND tenant_id = ?", (change.item_id, change.tenant_id)
         ).fetchone()
-        if row is not None:
-            conn.execute("DELETE FROM items_fts WHERE rowid = ?", (row[0],))
-            conn.execute("DELETE FROM items WHERE pk = ?", (row[0],))
+        if row is None:
+            return  # nothing of this tenant's to purge: nothing to record either
+        conn.execute("DELETE FROM items_fts WHERE rowid = ?", (row[0],))
+        conn.execute("DELETE FROM items WHERE pk = ?", (row[0],))
         self._record(conn, change.event)
 
     def _touch(self, conn: sqlite3.Connection, change: Touch) -> None:

@@ -213,7 +213,7 @@ def _luhn_ok(digits: str) -> bool:
 
 def _cards(text: str) -> _Spans:
     for m in _CARD.finditer(text):
-        digits = re.sub(r"[ -]", "", m.group())
+        digits = m.group().replace(" ", "").replace("-", "")
         # A run of one repeated digit passes Luhn but is filler, not a card.
         if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and _luhn_ok(digits):
             yield m.span()
@@ -284,7 +284,10 @@ _KEY_SHAPES = re.compile(
             r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])",
             r"(?<![A-Za-z0-9_])(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}(?![A-Za-z0-9_])",
             r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+(?![A-Za-z0-9_-])",
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+            # Body limited to base64 and "Proc-Type:"-style header lines: an unclosed BEGIN then
+            # stops at the next "-" instead of rescanning the rest of the text (quadratic).
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:[ \t]*\r?\n[A-Za-z-]+: [^\n]*)*"
+            r"[A-Za-z0-9+/=\s]*-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
         )
     )
 )

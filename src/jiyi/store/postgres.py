@@ -1,0 +1,1328 @@
+"""The server backend: PostgreSQL with pgvector, behind the same narrow interface as SQLite.
+
+Install with ``pip install 'jiyi[postgres]'`` (psycopg 3 and psycopg-pool); the server
+needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is missing).
+
+* **One implementation, two drivers.** Every operation is a *plan*: a generator that
+  builds each SQL statement once, yields it and receives its rows back (the pattern of
+  :mod:`jiyi.flow`). A thin sync driver runs plans on a ``psycopg_pool.ConnectionPool``;
+  a thin async driver runs the very same plans on an ``AsyncConnectionPool`` (one per
+  event loop, since async connections belong to the loop that made them). No SQL or
+  logic is written twice.
+* **Vectors** live in their own table keyed by the item's ``pk``, with the model id and
+  the dimension, in an *untyped* ``vector`` column: the model, and so the dimension, is
+  chosen at run time, and several may coexist. HNSW needs a fixed dimension, but the
+  real reason there is no ANN index is exactness: every query is filtered by tenant and
+  usually by scope, and a filtered HNSW scan without iterative scan was measured to
+  return 3% recall, while the btree on ``(tenant_id, scope_key, status)`` reaches a
+  user's few hundred rows in well under a millisecond. So a search materialises the
+  scope's rows with their cosine distance (``<=>``) in a ``MATERIALIZED`` CTE and sorts
+  that: a top-N heap sort over a CTE scan, which no index can turn approximate — not
+  even a per-dimension expression HNSW index added later by an operator
+  (:meth:`PostgresStore.explain` shows the plan). Results equal numpy brute force, as
+  with SQLite. ``dimensions=`` pins one dimension and refuses vectors of any other.
+* **Keyword index**: PostgreSQL's parser keeps a whole run of Han characters as one
+  token, so the index stores the pre-segmented terms of :mod:`jiyi.text.tokenize`
+  (Latin diacritics folded, as SQLite FTS5's ``remove_diacritics`` does) and a generated
+  ``to_tsvector('simple', terms)`` column under a GIN index. A query is an OR of the
+  terms, each quoted and escaped for ``to_tsquery``. The score is FTS5's BM25 (k1 1.2,
+  b 0.75, IDF floored at 1e-6), computed from the stored term positions with
+  collection statistics *per tenant* — document count and total length kept in
+  ``keyword_stats`` by the same transactions that write items, document frequency
+  counted through the GIN index — so scores are positive, higher is better, and on the
+  same scale as SQLite's. (pg_trgm is not used: not every install has it, and trigrams
+  cannot match two-character Chinese words anyway.)
+* **Documents** are JSONB (read back as text and validated by pydantic exactly as SQLite
+  does); the columns that filters use mirror SQLite's, times as ``timestamptz`` and keys
+  with the ``"C"`` collation so ordering — and therefore cursors — match SQLite's.
+* **Migrations**: an append-only list, each applied in its own transaction under
+  ``pg_advisory_xact_lock`` and recorded in ``jiyi_schema_migrations``, so several
+  processes starting at once apply each migration exactly once.
+* **Faults**: a server that cannot be reached raises :class:`~jiyi.errors.StoreUnavailable`
+  naming host and port (or socket) but never the password. A connection that died while
+  idle in the pool is noticed when it is checked out and replaced; one that drops during
+  an operation makes that operation fail (the server rolls its transaction back) and
+  the next call gets a fresh connection. Reads, and writes that had not begun, are
+  retried once on a new connection; a deadlock or serialisation failure is retried too,
+  because PostgreSQL rolled the whole transaction back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import re
+import selectors
+import struct
+import threading
+import unicodedata
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager, nullcontext
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar, cast
+
+import numpy as np
+
+from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreUnavailable
+from jiyi.model import MemoryItem, as_utc
+from jiyi.store.base import (
+    CacheGet,
+    CachePut,
+    Candidate,
+    CountEvents,
+    Filter,
+    GetHistory,
+    GetItems,
+    GetStats,
+    HistoryEvent,
+    ListItems,
+    Op,
+    Page,
+    Purge,
+    RecordEvent,
+    Retrieve,
+    Store,
+    StoreStats,
+    Touch,
+    Upsert,
+    Vector,
+    VectorsFor,
+    Write,
+)
+from jiyi.store.sqlcommon import decode_cursor, encode_cursor, ts
+
+try:
+    import psycopg
+    import psycopg.errors as pg_errors
+    from psycopg.abc import Buffer
+    from psycopg.adapt import Dumper, Loader
+    from psycopg.conninfo import conninfo_to_dict
+    from psycopg.pq import Format
+    from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
+    from psycopg_pool.abc import ConninfoParam, KwargsParam
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    from jiyi.errors import ConfigError
+
+    raise ConfigError(
+        "the PostgreSQL backend needs psycopg 3 and psycopg-pool: pip install 'jiyi[postgres]'"
+    ) from exc
+
+R = TypeVar("R")
+Rows = list[tuple[Any, ...]]
+Conn = psycopg.Connection[Any]
+AConn = psycopg.AsyncConnection[Any]
+
+# Append-only: never edit a released entry, add a new one. ``{s}`` is the quoted schema,
+# ``{vector}`` the schema-qualified pgvector type.
+MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "initial schema",
+        (
+            """CREATE TABLE {s}.items (
+                pk bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                id text COLLATE "C" NOT NULL UNIQUE,
+                tenant_id text COLLATE "C" NOT NULL,
+                scope text COLLATE "C" NOT NULL,
+                scope_key text COLLATE "C" NOT NULL,
+                user_id text, project_id text, session_id text, agent_id text,
+                memory_type text COLLATE "C" NOT NULL,
+                status text COLLATE "C" NOT NULL,
+                visibility text NOT NULL,
+                source text NOT NULL,
+                source_id text,
+                confidence double precision NOT NULL,
+                importance double precision NOT NULL,
+                created_at timestamptz NOT NULL,
+                updated_at timestamptz NOT NULL,
+                occurred_at timestamptz,
+                last_used_at timestamptz,
+                expires_at timestamptz,
+                access_count bigint NOT NULL,
+                mention_count bigint NOT NULL,
+                version bigint NOT NULL,
+                tags text[] NOT NULL,
+                doc jsonb NOT NULL,
+                terms text NOT NULL,
+                n_terms integer NOT NULL,
+                tsv tsvector GENERATED ALWAYS AS (to_tsvector('pg_catalog.simple'::regconfig, terms)) STORED
+            )""",
+            "CREATE INDEX items_scope ON {s}.items (tenant_id, scope_key, status)",
+            "CREATE INDEX items_created ON {s}.items (tenant_id, created_at, id)",
+            "CREATE INDEX items_tags ON {s}.items USING gin (tags)",
+            "CREATE INDEX items_tsv ON {s}.items USING gin (tsv)",
+            """CREATE TABLE {s}.vectors (
+                pk bigint PRIMARY KEY REFERENCES {s}.items (pk) ON DELETE CASCADE,
+                model text COLLATE "C" NOT NULL,
+                dim integer NOT NULL,
+                vec {vector} NOT NULL
+            )""",
+            """CREATE TABLE {s}.keyword_stats (
+                tenant_id text COLLATE "C" PRIMARY KEY,
+                docs bigint NOT NULL,
+                tokens bigint NOT NULL
+            )""",
+            """CREATE TABLE {s}.history (
+                seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                item_id text COLLATE "C" NOT NULL,
+                tenant_id text COLLATE "C" NOT NULL,
+                action text NOT NULL,
+                at timestamptz NOT NULL,
+                version bigint NOT NULL,
+                reason text NOT NULL,
+                actor text,
+                before jsonb,
+                after jsonb
+            )""",
+            "CREATE INDEX history_item ON {s}.history (tenant_id, item_id, seq)",
+            'CREATE TABLE {s}.rate_events (key text COLLATE "C" NOT NULL, at timestamptz NOT NULL)',
+            "CREATE INDEX rate_events_key ON {s}.rate_events (key, at)",
+            """CREATE TABLE {s}.embedding_cache (
+                model text COLLATE "C" NOT NULL,
+                text_hash text COLLATE "C" NOT NULL,
+                vec {vector} NOT NULL,
+                PRIMARY KEY (model, text_hash)
+            )""",
+        ),
+    ),
+]
+
+MIGRATION_LOCK = 0x4A49594900000001  # pg_advisory_xact_lock key shared by every jiyi schema
+MAX_DIMENSIONS = 16000  # pgvector's limit for the vector type
+BM25_K1 = 1.2  # SQLite FTS5's bm25() constants, so both backends score alike
+BM25_B = 0.75
+
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+_ITEM_COLUMNS = (
+    "id",
+    "tenant_id",
+    "scope",
+    "scope_key",
+    "user_id",
+    "project_id",
+    "session_id",
+    "agent_id",
+    "memory_type",
+    "status",
+    "visibility",
+    "source",
+    "source_id",
+    "confidence",
+    "importance",
+    "created_at",
+    "updated_at",
+    "occurred_at",
+    "last_used_at",
+    "expires_at",
+    "access_count",
+    "mention_count",
+    "version",
+    "tags",
+    "doc",
+    "terms",
+    "n_terms",
+)
+_ITEM_CASTS = {"tags": "::text[]", "doc": "::jsonb"}
+_ITEM_VALUES = ", ".join(f"%({c})s{_ITEM_CASTS.get(c, '')}" for c in _ITEM_COLUMNS)
+_ITEM_SETS = ", ".join(f"{c} = %({c})s{_ITEM_CASTS.get(c, '')}" for c in _ITEM_COLUMNS)
+
+
+# ---------------------------------------------------------------- small helpers
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return None if value is None else as_utc(value)
+
+
+def _is_latin(ch: str) -> bool:
+    return "\u00c0" <= ch <= "\u024f" or "\u1e00" <= ch <= "\u1eff"
+
+
+def fold_term(term: str) -> str:
+    """Lower-case and drop Latin diacritics ("café" -> "cafe"), like FTS5's ``remove_diacritics``."""
+    term = term.lower()
+    if term.isascii():
+        return term
+    out: list[str] = []
+    for ch in term:
+        if _is_latin(ch):
+            out.extend(c for c in unicodedata.normalize("NFD", ch) if not unicodedata.combining(c))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def fold_terms(terms: str) -> str:
+    return " ".join(fold_term(t) for t in terms.split())
+
+
+def tsquery_operand(term: str) -> str:
+    """One term as a quoted ``to_tsquery`` operand: backslashes and quotes doubled, so
+    ``& | ! ( ) : * < >`` and friends inside a term are just characters."""
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _filter_sql(f: Filter, a: str) -> tuple[str, dict[str, Any]]:
+    """WHERE conditions (without the keyword) over alias ``a`` and their named parameters."""
+    clauses = [f"{a}.tenant_id = %(f_tenant)s"]
+    params: dict[str, Any] = {"f_tenant": f.tenant_id}
+    if f.scope_keys:
+        clauses.append(f"{a}.scope_key = ANY(%(f_scopes)s::text[])")
+        params["f_scopes"] = list(f.scope_keys)
+    if f.statuses:
+        clauses.append(f"{a}.status = ANY(%(f_statuses)s::text[])")
+        params["f_statuses"] = [s.value for s in f.statuses]
+    if f.memory_types:
+        clauses.append(f"{a}.memory_type = ANY(%(f_types)s::text[])")
+        params["f_types"] = [t.value for t in f.memory_types]
+    if f.tags:
+        clauses.append(f"{a}.tags @> %(f_tags)s::text[]")
+        params["f_tags"] = list(f.tags)
+    if not f.include_expired:
+        if f.now is None:
+            raise InvalidInput("a filter that hides expired items needs 'now'", field="now")
+        clauses.append(f"({a}.expires_at IS NULL OR {a}.expires_at > %(f_now)s)")
+        params["f_now"] = as_utc(f.now)
+    for name, column, op, value in (
+        ("f_created_after", "created_at", ">=", f.created_after),
+        ("f_created_before", "created_at", "<", f.created_before),
+        ("f_occurred_after", "occurred_at", ">=", f.occurred_after),
+        ("f_occurred_before", "occurred_at", "<", f.occurred_before),
+    ):
+        if value is not None:
+            clauses.append(f"{a}.{column} {op} %({name})s")
+            params[name] = as_utc(value)
+    return " AND ".join(clauses), params
+
+
+def _item_params(item: MemoryItem, terms: str) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "tenant_id": item.tenant_id,
+        "scope": item.scope.value,
+        "scope_key": item.scope_key,
+        "user_id": item.user_id,
+        "project_id": item.project_id,
+        "session_id": item.session_id,
+        "agent_id": item.agent_id,
+        "memory_type": item.memory_type.value,
+        "status": item.status.value,
+        "visibility": item.visibility.value,
+        "source": item.source.value,
+        "source_id": item.source_id,
+        "confidence": item.confidence,
+        "importance": item.importance,
+        "created_at": item.created_at,
+        "updated_at": item.updated_at,
+        "occurred_at": item.occurred_at,
+        "last_used_at": item.last_used_at,
+        "expires_at": item.expires_at,
+        "access_count": item.access_count,
+        "mention_count": item.mention_count,
+        "version": item.version,
+        "tags": list(item.tags),
+        "doc": item.model_dump_json(),
+        "terms": terms,
+        "n_terms": len(terms.split()),
+    }
+
+
+def _load_item(doc: str) -> MemoryItem:
+    return MemoryItem.model_validate_json(doc)
+
+
+def _json(value: dict[str, Any] | None) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _cursor_time(text: str, cursor: str) -> datetime:
+    try:
+        return as_utc(datetime.fromisoformat(text))
+    except ValueError as exc:
+        raise InvalidInput(f"cursor {cursor[:40]!r} is not one this store issued", field="cursor") from exc
+
+
+# ---------------------------------------------------------------- connection description
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where the server is, for messages: never holds or prints the password."""
+
+    where: str
+    secrets: tuple[str, ...]
+
+    def redact(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return text
+
+
+def _describe(conninfo: str, kwargs: Mapping[str, Any]) -> _Target:
+    try:
+        params: dict[str, Any] = {**conninfo_to_dict(conninfo), **kwargs}
+    except psycopg.Error:
+        raise InvalidInput(
+            "the PostgreSQL DSN is not a valid connection string "
+            "(expected e.g. 'postgresql://user@host:5432/dbname' or 'host=... dbname=...')",
+            field="dsn",
+        ) from None
+    host = str(params.get("host") or params.get("hostaddr") or os.environ.get("PGHOST") or "")
+    port = str(params.get("port") or os.environ.get("PGPORT") or "5432")
+    if not host:
+        where = f"the default local socket (port {port})"
+    elif host.startswith(("/", "@")):
+        where = f"socket {host}/.s.PGSQL.{port}"
+    else:
+        where = f"{host}:{port}"
+    extras = [f"{k} {params[k]!r}" for k in ("dbname", "user") if params.get(k)]
+    if extras:
+        where += f" ({', '.join(extras)})"
+    secrets = tuple(
+        s for s in (str(params.get("password") or ""), os.environ.get("PGPASSWORD", "")) if len(s) >= 3
+    )
+    return _Target(where, secrets)
+
+
+# ---------------------------------------------------------------- pgvector wire format
+
+
+class _VectorDumper(Dumper):
+    """numpy array -> pgvector binary (uint16 dim, uint16 unused, big-endian float32s)."""
+
+    format = Format.BINARY
+
+    def dump(self, obj: Any) -> Buffer:
+        arr = np.ascontiguousarray(obj, dtype=">f4")
+        return struct.pack(">HH", arr.shape[0], 0) + arr.tobytes()
+
+
+class _VectorLoader(Loader):
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> Vector:
+        view = memoryview(data)
+        dim = int.from_bytes(view[:2], "big")
+        return np.frombuffer(view, dtype=">f4", count=dim, offset=4).astype(np.float32)
+
+
+def _socket_has_input(conn: Conn | AConn) -> bool:
+    """True if an idle connection's socket is readable: the server closed it or said something."""
+    if conn.closed:
+        raise psycopg.OperationalError("the connection is closed")
+    with selectors.DefaultSelector() as sel:
+        sel.register(conn.fileno(), selectors.EVENT_READ)
+        return bool(sel.select(0))
+
+
+def _check(conn: Conn) -> None:
+    # A round trip only when something arrived while idle (e.g. the server's goodbye after
+    # pg_terminate_backend or a restart); a healthy idle connection costs one poll().
+    if _socket_has_input(conn):
+        ConnectionPool.check_connection(conn)
+
+
+async def _acheck(conn: AConn) -> None:
+    if _socket_has_input(conn):
+        await AsyncConnectionPool.check_connection(conn)
+
+
+# ---------------------------------------------------------------- plans
+
+
+@dataclass(frozen=True)
+class _Query:
+    """One statement for a driver to run. ``batch`` makes it an ``executemany``."""
+
+    sql: str
+    params: Mapping[str, Any] | None = None
+    batch: Sequence[Mapping[str, Any]] | None = None
+
+
+Plan = Generator[_Query, Rows, R]
+
+
+def _run_sync(conn: Conn, q: _Query) -> Rows:
+    with conn.cursor(binary=True) as cur:
+        if q.batch is not None:
+            cur.executemany(q.sql, q.batch)
+            return []
+        cur.execute(q.sql, q.params)
+        return cur.fetchall() if cur.description is not None else []
+
+
+async def _run_async(conn: AConn, q: _Query) -> Rows:
+    async with conn.cursor(binary=True) as cur:
+        if q.batch is not None:
+            await cur.executemany(q.sql, q.batch)
+            return []
+        await cur.execute(q.sql, q.params)
+        return await cur.fetchall() if cur.description is not None else []
+
+
+def _drive(plan: Plan[R], query: _Query, conn: Conn) -> R:
+    """Run a started plan (``query`` is its first statement) to its end on ``conn``."""
+    try:
+        while True:
+            query = plan.send(_run_sync(conn, query))
+    except StopIteration as stop:
+        return cast(R, stop.value)
+    finally:
+        plan.close()
+
+
+async def _adrive(plan: Plan[R], query: _Query, conn: AConn) -> R:
+    try:
+        while True:
+            query = plan.send(await _run_async(conn, query))
+    except StopIteration as stop:
+        return cast(R, stop.value)
+    finally:
+        plan.close()
+
+
+def _single(query: _Query, convert: Callable[[Rows], R]) -> Plan[R]:
+    rows = yield query
+    return convert(rows)
+
+
+def _done(value: R) -> Plan[R]:
+    yield from ()
+    return value
+
+
+def _start(plan: Plan[R]) -> tuple[_Query | None, R | None]:
+    """Advance a fresh plan to its first statement; a plan with none is already done."""
+    try:
+        return next(plan), None
+    except StopIteration as stop:
+        return None, cast(R, stop.value)
+
+
+class _Attempt:
+    """What the drivers need to decide whether a failed attempt may be retried."""
+
+    def __init__(self, write: bool) -> None:
+        self.write = write
+        self.begun = False  # a write's BEGIN went through: its statements may have run
+
+    def retry(self, exc: BaseException, conn: Conn | AConn | None, attempt: int) -> bool:
+        if attempt >= 3 or not isinstance(exc, psycopg.Error):
+            return False
+        if isinstance(exc, pg_errors.SerializationFailure | pg_errors.DeadlockDetected):
+            return True  # the server rolled the whole transaction back
+        lost = conn is not None and conn.broken
+        return lost and attempt < 2 and (not self.write or not self.begun)
+
+
+# ---------------------------------------------------------------- the store
+
+
+class PostgresStore(Store):
+    """A jiyi store in a PostgreSQL schema (default ``jiyi``) of a pgvector-enabled database.
+
+    Give a ``dsn`` (``postgresql://user:pw@host:5432/db`` or ``host=... dbname=...``) and the
+    store makes its own pools, or an open ``psycopg_pool.ConnectionPool`` that it borrows
+    (it does not close it; async calls get a pool of their own with the same settings).
+    ``timeout`` bounds connecting and waiting for a pooled connection, in seconds.
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        pool: ConnectionPool[Any] | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        dimensions: int | None = None,
+        schema: str = "jiyi",
+        timeout: float = 10.0,
+    ) -> None:
+        if (dsn is None) == (pool is None):
+            raise InvalidInput("give exactly one of dsn= or pool= to PostgresStore", field="dsn")
+        if not isinstance(schema, str) or not _SCHEMA_NAME.match(schema):
+            raise InvalidInput(
+                f"schema must be a plain identifier (letters, digits, _; at most 63), got {schema!r}",
+                field="schema",
+            )
+        if dimensions is not None and not 1 <= dimensions <= MAX_DIMENSIONS:
+            raise InvalidInput(f"dimensions must be within 1..{MAX_DIMENSIONS}", field="dimensions")
+        if not 0 <= min_size <= max_size or max_size < 1:
+            raise InvalidInput(
+                f"need 0 <= min_size <= max_size and max_size >= 1, got {min_size}, {max_size}",
+                field="max_size",
+            )
+        self.schema = schema
+        self.dimensions = dimensions
+        self._s = quote_ident(schema)
+        self._timeout = timeout
+        self._min_size = min_size
+        self._max_size = max_size
+        self._closed = False
+        self._lock = threading.Lock()
+        self._apools: dict[
+            asyncio.AbstractEventLoop, tuple[AsyncConnectionPool[Any], asyncio.Task[None]]
+        ] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+        # Set by _bootstrap: where pgvector lives, and our adapters for its type.
+        self._vector_type = ""
+        self._cosine = ""
+        self._vector_oid = 0
+        self._dumper: type[Dumper] = _VectorDumper
+
+        if pool is not None:
+            # Async calls get their own pool with the same settings (possibly callables).
+            self._conninfo: ConninfoParam = pool.conninfo
+            self._kwargs: KwargsParam | None = pool.kwargs
+            self._target = _describe(
+                pool.conninfo if isinstance(pool.conninfo, str) else "",
+                pool.kwargs if isinstance(pool.kwargs, dict) else {},
+            )
+            self._pool = pool
+            self._owns_pool = False
+            with self._connection() as conn:
+                self._bootstrap(conn)
+        else:
+            assert dsn is not None
+            self._conninfo = dsn
+            self._target = _describe(dsn, {})
+            given = conninfo_to_dict(dsn)
+            kwargs: dict[str, Any] = {"autocommit": True}
+            if "connect_timeout" not in given:
+                kwargs["connect_timeout"] = max(2, math.ceil(timeout))
+            if "application_name" not in given:
+                kwargs["application_name"] = "jiyi"
+            self._kwargs = kwargs
+            try:
+                with psycopg.connect(dsn, **kwargs) as conn:
+                    self._bootstrap(conn)
+            except psycopg.Error as exc:
+                raise self._map_error(exc, None) from exc
+            self._pool = ConnectionPool(
+                dsn,
+                kwargs=kwargs,
+                min_size=min_size,
+                max_size=max_size,
+                open=False,
+                check=_check,
+                timeout=timeout,
+                name=f"jiyi-{schema}",
+            )
+            self._owns_pool = True
+            self._pool.open(wait=False)
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self._target.where}, schema={self.schema!r})"
+
+    # ------------------------------------------------------------ connections
+
+    def _adapt(self, conn: Conn | AConn) -> None:
+        if conn.adapters.get_loader(self._vector_oid, Format.BINARY) is not _VectorLoader:
+            conn.adapters.register_dumper(np.ndarray, self._dumper)
+            conn.adapters.register_loader(self._vector_oid, _VectorLoader)
+
+    @contextmanager
+    def _connection(self) -> Iterator[Conn]:
+        with self._pool.connection(timeout=self._timeout) as conn:
+            if self._vector_oid:
+                self._adapt(conn)
+            yield conn
+
+    async def _async_pool(self) -> AsyncConnectionPool[Any]:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._closed:
+                raise StoreError(f"store {self!r} is closed")
+            entry = self._apools.get(loop)
+            if entry is None:
+                for dead in [lp for lp in self._apools if lp.is_closed()]:
+                    del self._apools[dead]  # its connections went with it
+                apool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+                    self._conninfo,
+                    kwargs=self._kwargs,
+                    min_size=self._min_size,
+                    max_size=self._max_size,
+                    open=False,
+                    check=_acheck,
+                    timeout=self._timeout,
+                    name=f"jiyi-{self.schema}-async",
+                )
+                entry = (apool, loop.create_task(apool.open(wait=False)))
+                self._apools[loop] = entry
+        await entry[1]
+        return entry[0]
+
+    @asynccontextmanager
+    async def _aconnection(self) -> AsyncIterator[AConn]:
+        apool = await self._async_pool()
+        async with apool.connection(timeout=self._timeout) as conn:
+            self._adapt(conn)
+            yield conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            apools = list(self._apools.items())
+            self._apools.clear()
+        for loop, (apool, _) in apools:
+            self._close_async_pool(loop, apool)
+        if self._owns_pool:
+            self._pool.close()
+
+    async def aclose(self) -> None:
+        """Close, awaiting this event loop's async pool (``close()`` can only schedule it)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._apools.pop(loop, None)
+        if entry is not None:
+            await entry[0].close()
+        self.close()
+
+    def _close_async_pool(self, loop: asyncio.AbstractEventLoop, apool: AsyncConnectionPool[Any]) -> None:
+        if loop.is_closed():
+            return  # its tasks are gone; the connections close when collected
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            # Called from inside that loop (e.g. AsyncMemory.aclose): cannot block on it.
+            task = loop.create_task(apool.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+        elif loop.is_running():
+            asyncio.run_coroutine_threadsafe(apool.close(), loop).result(timeout=self._timeout)
+        else:
+            loop.run_until_complete(apool.close())
+
+    # ------------------------------------------------------------ errors
+
+    def _map_error(self, exc: BaseException, conn: Conn | AConn | None) -> Exception:
+        where = self._target.where
+        message = self._target.redact(str(exc).strip()).replace("\n", " ")
+        if isinstance(exc, PoolTimeout):
+            return StoreUnavailable(
+                f"no connection to PostgreSQL at {where} within {self._timeout:g}s "
+                "(is the server up and max_size large enough?)"
+            )
+        if isinstance(exc, PoolClosed):
+            return StoreError(f"store {self!r} is closed")
+        if isinstance(exc, psycopg.DataError | pg_errors.ProgramLimitExceeded):
+            return InvalidInput(f"PostgreSQL cannot store this value: {message}")
+        if isinstance(exc, pg_errors.InsufficientPrivilege):
+            return StoreError(f"permission denied on PostgreSQL at {where}: {message}")
+        if isinstance(exc, psycopg.OperationalError):
+            if conn is None:
+                return StoreUnavailable(f"cannot reach PostgreSQL at {where}: {message}")
+            if conn.broken or isinstance(exc, pg_errors.AdminShutdown | pg_errors.CannotConnectNow):
+                return StoreUnavailable(
+                    f"lost the connection to PostgreSQL at {where} during the operation "
+                    f"(its transaction did not commit; the next call reconnects): {message}"
+                )
+        return StoreError(f"database error on PostgreSQL at {where}: {message}")
+
+    # ------------------------------------------------------------ schema
+
+    def _bootstrap(self, conn: Conn) -> None:
+        """Create pgvector, the schema and the migrations table; find pgvector; migrate."""
+        s = self._s
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            has_log = conn.execute(
+                "SELECT to_regclass(%s) IS NOT NULL", (f"{s}.jiyi_schema_migrations",)
+            ).fetchone()
+            others = conn.execute(
+                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm')",
+                (self.schema,),
+            ).fetchone()
+            if has_log is not None and not has_log[0] and others is not None and others[0]:
+                raise StoreCorrupt(
+                    f"schema {self.schema!r} at {self._target.where} holds tables that are not a jiyi "
+                    "store; refusing to touch it (choose another schema=)"
+                )
+            if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+                try:
+                    with conn.transaction():
+                        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                except (pg_errors.UndefinedFile, pg_errors.FeatureNotSupported) as exc:
+                    raise StoreError(
+                        f"PostgreSQL at {self._target.where} does not have the pgvector extension "
+                        f"installed (https://github.com/pgvector/pgvector): {exc}"
+                    ) from exc
+                except pg_errors.InsufficientPrivilege as exc:
+                    raise StoreError(
+                        f"pgvector is not enabled in this database and the user may not enable it: "
+                        f"ask an administrator to run CREATE EXTENSION vector ({exc})"
+                    ) from exc
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {s}.jiyi_schema_migrations (version integer PRIMARY KEY, "
+                "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            row = conn.execute(
+                "SELECT t.oid, n.nspname FROM pg_extension e JOIN pg_type t ON t.typnamespace = e.extnamespace "
+                "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector' AND t.typname = 'vector'"
+            ).fetchone()
+        if row is None:
+            raise StoreError(f"pgvector's vector type is missing at {self._target.where}")
+        oid, vector_schema = int(row[0]), str(row[1])
+        vs = quote_ident(vector_schema)
+        self._vector_type = f"{vs}.vector"
+        self._cosine = f"OPERATOR({vs}.<=>)"
+        self._vector_oid = oid
+        self._dumper = cast(type[Dumper], type("VectorDumper", (_VectorDumper,), {"oid": oid}))
+        self._migrate(conn)
+
+    def _applied(self, conn: Conn) -> list[int]:
+        exists = conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", (f"{self._s}.jiyi_schema_migrations",)
+        ).fetchone()
+        if exists is None or not exists[0]:
+            return []
+        rows = conn.execute(f"SELECT version FROM {self._s}.jiyi_schema_migrations ORDER BY version")
+        return [int(r[0]) for r in rows]
+
+    def _migrate(self, conn: Conn) -> list[tuple[int, str]]:
+        applied: list[tuple[int, str]] = []
+        with conn.transaction():
+            done = set(self._applied(conn))
+        for version, (name, statements) in enumerate(MIGRATIONS, start=1):
+            if version in done:
+                continue
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+                # Re-check under the lock: another process may have applied it meanwhile.
+                if conn.execute(
+                    f"SELECT 1 FROM {self._s}.jiyi_schema_migrations WHERE version = %s", (version,)
+                ).fetchone():
+                    continue
+                for statement in statements:
+                    conn.execute(statement.format(s=self._s, vector=self._vector_type))
+                conn.execute(
+                    f"INSERT INTO {self._s}.jiyi_schema_migrations (version, name) VALUES (%s, %s)",
+                    (version, name),
+                )
+            applied.append((version, name))
+        return applied
+
+    def _admin(self, fn: Callable[[Conn], R]) -> R:
+        if self._closed:
+            raise StoreError(f"store {self!r} is closed")
+        conn: Conn | None = None
+        try:
+            with self._connection() as conn, conn.transaction():
+                return fn(conn)
+        except psycopg.Error as exc:
+            raise self._map_error(exc, conn) from exc
+
+    def applied_migrations(self) -> list[int]:
+        return self._admin(self._applied)
+
+    def pending_migrations(self) -> list[tuple[int, str]]:
+        done = set(self.applied_migrations())
+        return [(v, name) for v, (name, _) in enumerate(MIGRATIONS, start=1) if v not in done]
+
+    def migrate(self) -> list[tuple[int, str]]:
+        """Apply pending migrations, each in its own transaction. Returns what was applied."""
+        if self._closed:
+            raise StoreError(f"store {self!r} is closed")
+        conn: Conn | None = None
+        try:
+            with self._connection() as conn:
+                return self._migrate(conn)
+        except psycopg.Error as exc:
+            raise self._map_error(exc, conn) from exc
+
+    # ------------------------------------------------------------ dispatch
+
+    def execute(self, op: Op[R]) -> R:
+        if self._closed:
+            raise StoreError(f"store {self!r} is closed")
+        make, write = self._plan(op)
+        attempt = 0
+        while True:
+            attempt += 1
+            plan = make()
+            first, done = _start(plan)  # builds (and checks) the first statement before any I/O
+            if first is None:
+                return cast(R, done)
+            state = _Attempt(write)
+            conn: Conn | None = None
+            try:
+                with (
+                    self._connection() as conn,
+                    conn.transaction() if write or not conn.autocommit else nullcontext(),
+                ):
+                    state.begun = True
+                    return _drive(plan, first, conn)
+            except psycopg.Error as exc:
+                if state.retry(exc, conn, attempt):
+                    continue
+                raise self._map_error(exc, conn) from exc
+
+    async def aexecute(self, op: Op[R]) -> R:
+        if self._closed:
+            raise StoreError(f"store {self!r} is closed")
+        make, write = self._plan(op)
+        attempt = 0
+        while True:
+            attempt += 1
+            plan = make()
+            first, done = _start(plan)
+            if first is None:
+                return cast(R, done)
+            state = _Attempt(write)
+            conn: AConn | None = None
+            try:
+                async with (
+                    self._aconnection() as conn,
+                    conn.transaction() if write or not conn.autocommit else nullcontext(),
+                ):
+                    state.begun = True
+                    return await _adrive(plan, first, conn)
+            except psycopg.Error as exc:
+                if state.retry(exc, conn, attempt):
+                    continue
+                raise self._map_error(exc, conn) from exc
+
+    def _plan(self, op: Op[R]) -> tuple[Callable[[], Plan[R]], bool]:
+        """A factory of fresh plans for ``op`` (one per attempt) and whether it writes.
+
+        Reads build their statement here, so bad input fails before any I/O."""
+        match op:
+            case Write():
+                return (lambda: cast(Plan[R], self._write(op))), True
+            case GetItems():
+                plan: Callable[[], Plan[Any]] = self._get_items(op)
+            case ListItems():
+                plan = self._list_items(op)
+            case Retrieve():
+                plan = self._retrieve(op)
+            case GetHistory():
+                plan = self._history(op)
+            case GetStats():
+                plan = self._stats(op)
+            case CountEvents():
+                query = _Query(
+                    f"SELECT count(*) FROM {self._s}.rate_events WHERE key = %(key)s AND at >= %(since)s",
+                    {"key": op.key, "since": as_utc(op.since)},
+                )
+                plan = lambda: _single(query, lambda rows: int(rows[0][0]))  # noqa: E731
+            case CacheGet():
+                plan = self._cache_get(op)
+            case VectorsFor():
+                plan = self._vectors_for(op)
+            case _:
+                raise InvalidInput(f"PostgresStore does not know operation {type(op).__name__}")
+        return cast(Callable[[], Plan[R]], plan), False
+
+    def explain(self, op: Retrieve, *, analyze: bool = False) -> str:
+        """The query plan PostgreSQL chooses for ``op`` (``EXPLAIN``), to check exactness."""
+        built = self._retrieve_sql(op)
+        if built is None:
+            return ""
+        query, _ = built
+        options = "ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF" if analyze else "COSTS OFF"
+        plan = _Query(f"EXPLAIN ({options}) {query.sql}", query.params)
+        rows = self.execute_query(plan)
+        return "\n".join(str(r[0]) for r in rows)
+
+    def execute_query(self, query: _Query) -> Rows:
+        """Run one statement in its own transaction (for :meth:`explain` and tests)."""
+
+        def run(conn: Conn) -> Rows:
+            return _run_sync(conn, query)
+
+        return self._admin(run)
+
+    # ------------------------------------------------------------ reads
+
+    def _vector_param(self, vector: Vector, what: str) -> Vector:
+        arr = np.asarray(vector, dtype=np.float32)
+        if arr.ndim != 1 or not 1 <= arr.shape[0] <= MAX_DIMENSIONS:
+            raise InvalidInput(
+                f"{what} must be one row of 1..{MAX_DIMENSIONS} numbers, got shape {arr.shape}",
+                field="vector",
+            )
+        if self.dimensions is not None and arr.shape[0] != self.dimensions:
+            raise InvalidInput(
+                f"{what} has {arr.shape[0]} dimensions but this store holds {self.dimensions}", field="vector"
+            )
+        return arr
+
+    def _get_items(self, op: GetItems) -> Callable[[], Plan[list[MemoryItem]]]:
+        if not op.ids:
+            return lambda: _done([])
+        query = _Query(
+            f"SELECT id, doc::text FROM {self._s}.items WHERE tenant_id = %(tenant)s AND id = ANY(%(ids)s::text[])",
+            {"tenant": op.tenant_id, "ids": list(op.ids)},
+        )
+
+        def convert(rows: Rows) -> list[MemoryItem]:
+            by_id = {r[0]: _load_item(r[1]) for r in rows}
+            return [by_id[i] for i in op.ids if i in by_id]
+
+        return lambda: _single(query, convert)
+
+    def _list_items(self, op: ListItems) -> Callable[[], Plan[Page]]:
+        where, params = _filter_sql(op.filter, "i")
+        order = "DESC" if op.descending else "ASC"
+        if op.cursor:
+            created_at, item_id = decode_cursor(op.cursor)
+            cmp = "<" if op.descending else ">"
+            where += f" AND (i.created_at, i.id) {cmp} (%(c_at)s, %(c_id)s)"
+            params |= {"c_at": _cursor_time(created_at, op.cursor), "c_id": item_id}
+        limit = max(1, op.limit)
+        params["limit"] = limit + 1
+        query = _Query(
+            f"SELECT i.doc::text, i.created_at, i.id FROM {self._s}.items i WHERE {where} "
+            f"ORDER BY i.created_at {order}, i.id {order} LIMIT %(limit)s",
+            params,
+        )
+
+        def convert(rows: Rows) -> Page:
+            more = len(rows) > limit
+            rows = rows[:limit]
+            last = rows[-1] if rows else None
+            cursor = encode_cursor(cast(str, ts(last[1])), last[2]) if more and last else None
+            return Page(items=[_load_item(r[0]) for r in rows], next_cursor=cursor)
+
+        return lambda: _single(query, convert)
+
+    def _retrieve_sql(self, op: Retrieve) -> tuple[_Query, bool] | None:
+        """The single statement behind :class:`Retrieve`: ``(query, uses_vector)``, or None."""
+        s = self._s
+        where_i, params = _filter_sql(op.filter, "i")
+        where_h, _ = _filter_sql(op.filter, "h")
+        terms = list(dict.fromkeys(t for t in (fold_term(t) for t in op.terms) if t))
+        use_vec = op.vector is not None
+        want_vec = use_vec and op.vector_k > 0
+        want_kw = bool(terms) and op.keyword_k > 0
+        if not want_vec and not want_kw:
+            return None
+        ctes: list[str] = []
+        sources: list[str] = []
+        cols = ["w.pk", "i.doc::text"]
+        joins: list[str] = []
+        if use_vec:
+            assert op.vector is not None
+            params |= {
+                "qvec": self._vector_param(op.vector, "the query vector"),
+                "model": op.model_id,
+                "dim": int(op.vector.shape[0]),
+            }
+        dist = f"coalesce(nullif(v.vec {self._cosine} %(qvec)s, 'NaN'::float8), 1.0::float8)"
+        if want_vec:
+            params["vector_k"] = op.vector_k
+            # MATERIALIZED: the scope's rows come through the btree, then an exact sort.
+            ctes.append(
+                f"vec_scope AS MATERIALIZED (SELECT v.pk, {dist} AS dist FROM {s}.items i "
+                f"JOIN {s}.vectors v ON v.pk = i.pk WHERE v.model = %(model)s AND v.dim = %(dim)s "
+                f"AND {where_i})"
+            )
+            ctes.append("vec_top AS (SELECT pk, dist FROM vec_scope ORDER BY dist, pk LIMIT %(vector_k)s)")
+            sources.append("SELECT pk FROM vec_top")
+            cols.append("vt.dist")
+            joins.append("LEFT JOIN vec_top vt ON vt.pk = w.pk")
+        else:
+            cols.append("NULL::float8")
+        if want_kw:
+            params |= {
+                "kw_terms": terms,
+                "kw_operands": [tsquery_operand(t) for t in terms],
+                "kw_query": " | ".join(tsquery_operand(t) for t in terms),
+                "keyword_k": op.keyword_k,
+            }
+            ctes.append(
+                f"kw_stats AS MATERIALIZED (SELECT docs::float8 AS n, "
+                f"greatest(tokens::float8 / greatest(docs, 1), 1e-9) AS avgdl "
+                f"FROM {s}.keyword_stats WHERE tenant_id = %(f_tenant)s)"
+            )
+            ctes.append(
+                "kw_terms AS MATERIALIZED (SELECT t.term, greatest(ln(greatest(st.n - c.df + 0.5, 0.5) "
+                "/ (c.df + 0.5)), 1e-6) AS idf "
+                "FROM unnest(%(kw_terms)s::text[], %(kw_operands)s::text[]) AS t(term, operand) "
+                "CROSS JOIN kw_stats st CROSS JOIN LATERAL (SELECT count(*)::float8 AS df "
+                f"FROM {s}.items d WHERE d.tenant_id = %(f_tenant)s "
+                "AND d.tsv @@ to_tsquery('pg_catalog.simple', t.operand)) c)"
+            )
+            ctes.append(
+                "kw_top AS (SELECT h.pk, sum(t.idf * (tf.n * "
+                f"{BM25_K1 + 1}) / (tf.n + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * h.n_terms / st.avgdl))) AS score "
+                f"FROM {s}.items h CROSS JOIN kw_stats st "
+                "CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
+                "JOIN kw_terms t ON t.term = u.lexeme "
+                "CROSS JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS n) tf "
+                f"WHERE h.tsv @@ to_tsquery('pg_catalog.simple', %(kw_query)s) AND {where_h} "
+                "GROUP BY h.pk ORDER BY score DESC, h.pk LIMIT %(keyword_k)s)"
+            )
+            sources.append("SELECT pk FROM kw_top")
+            cols.append("kt.score")
+            joins.append("LEFT JOIN kw_top kt ON kt.pk = w.pk")
+        else:
+            cols.append("NULL::float8")
+        if use_vec:
+            cols += ["v.vec", f"1.0 - {dist}"]
+            joins.append(
+                f"LEFT JOIN {s}.vectors v ON v.pk = w.pk AND v.model = %(model)s AND v.dim = %(dim)s"
+            )
+        else:
+            cols += ["NULL", "NULL::float8"]
+        sql = (
+            f"WITH {', '.join(ctes)} SELECT {', '.join(cols)} FROM ({' UNION '.join(sources)}) w "
+            f"JOIN {s}.items i ON i.pk = w.pk {' '.join(joins)}"
+        )
+        return _Query(sql, params), use_vec
+
+    def _retrieve(self, op: Retrieve) -> Callable[[], Plan[list[Candidate]]]:
+        built = self._retrieve_sql(op)
+        if built is None:
+            return lambda: _done([])
+        query, use_vec = built
+
+        def convert(rows: Rows) -> list[Candidate]:
+            # Vector hits nearest first, then keyword-only hits best first.
+            by_vector = sorted((r for r in rows if r[2] is not None), key=lambda r: (r[2], r[0]))
+            by_keyword = sorted((r for r in rows if r[2] is None), key=lambda r: (-r[3], r[0]))
+            return [
+                Candidate(
+                    item=_load_item(r[1]),
+                    cosine=None if r[5] is None else float(r[5]),
+                    keyword=None if r[3] is None else float(r[3]),
+                    vector=r[4] if use_vec else None,
+                )
+                for r in by_vector + by_keyword
+            ]
+
+        return lambda: _single(query, convert)
+
+    def _history(self, op: GetHistory) -> Callable[[], Plan[list[HistoryEvent]]]:
+        query = _Query(
+            "SELECT seq, item_id, tenant_id, action, at, version, reason, actor, before::text, after::text "
+            f"FROM {self._s}.history WHERE tenant_id = %(tenant)s AND item_id = %(id)s ORDER BY seq",
+            {"tenant": op.tenant_id, "id": op.item_id},
+        )
+
+        def convert(rows: Rows) -> list[HistoryEvent]:
+            return [
+                HistoryEvent.model_validate(
+                    {
+                        "seq": r[0],
+                        "item_id": r[1],
+                        "tenant_id": r[2],
+                        "action": r[3],
+                        "at": as_utc(r[4]),
+                        "version": r[5],
+                        "reason": r[6],
+                        "actor": r[7],
+                        "before": json.loads(r[8]) if r[8] else None,
+                        "after": json.loads(r[9]) if r[9] else None,
+                    }
+                )
+                for r in rows
+            ]
+
+        return lambda: _single(query, convert)
+
+    def _stats(self, op: GetStats) -> Callable[[], Plan[StoreStats]]:
+        where, params = _filter_sql(op.filter, "i")
+        query = _Query(
+            "SELECT GROUPING(i.memory_type, i.scope, i.status), i.memory_type, i.scope, i.status, "
+            f"count(*), avg(i.confidence), avg(i.importance) FROM {self._s}.items i WHERE {where} "
+            "GROUP BY GROUPING SETS ((), (i.memory_type), (i.scope), (i.status))",
+            params,
+        )
+
+        def convert(rows: Rows) -> StoreStats:
+            groups: dict[int, dict[str, int]] = {0b011: {}, 0b101: {}, 0b110: {}}
+            total, avg_c, avg_i = 0, None, None
+            for g, memory_type, scope, status, count, ac, ai in rows:
+                if g == 0b111:
+                    total, avg_c, avg_i = int(count), ac, ai
+                else:
+                    key = {0b011: memory_type, 0b101: scope, 0b110: status}[g]
+                    groups[g][key] = int(count)
+            by_type, by_scope, by_status = ({k: d[k] for k in sorted(d)} for d in groups.values())
+            return StoreStats(
+                total=total,
+                by_type=by_type,
+                by_scope=by_scope,
+                by_status=by_status,
+                avg_confidence=None if avg_c is None else float(avg_c),
+                avg_importance=None if avg_i is None else float(avg_i),
+            )
+
+        return lambda: _single(query, convert)
+
+    def _cache_get(self, op: CacheGet) -> Callable[[], Plan[dict[str, Vector]]]:
+        if not op.hashes:
+            return lambda: _done({})
+        query = _Query(
+            f"SELECT text_hash, vec FROM {self._s}.embedding_cache "
+            "WHERE model = %(model)s AND text_hash = ANY(%(hashes)s::text[])",
+            {"model": op.model_id, "hashes": list(op.hashes)},
+        )
+        return lambda: _single(query, lambda rows: {r[0]: r[1] for r in rows})
+
+    def _vectors_for(self, op: VectorsFor) -> Callable[[], Plan[dict[str, Vector]]]:
+        if not op.ids:
+            return lambda: _done({})
+        query = _Query(
+            f"SELECT i.id, v.vec FROM {self._s}.items i JOIN {self._s}.vectors v ON v.pk = i.pk "
+            "WHERE i.tenant_id = %(tenant)s AND v.model = %(model)s AND i.id = ANY(%(ids)s::text[])",
+            {"tenant": op.tenant_id, "model": op.model_id, "ids": list(op.ids)},
+        )
+        return lambda: _single(query, lambda rows: {r[0]: r[1] for r in rows})
+
+    # ------------------------------------------------------------ writes
+
+    def _write(self, op: Write) -> Plan[None]:
+        stats: dict[str, list[int]] = {}  # tenant -> [docs delta, tokens delta]
+        for change in op.changes:
+            match change:
+                case Upsert():
+                    yield from self._upsert(change, stats)
+                case Purge():
+                    yield from self._purge(change, stats)
+                case Touch():
+                    yield from self._touch(change)
+                case RecordEvent():
+                    yield _Query(
+                        f"INSERT INTO {self._s}.rate_events (key, at) VALUES (%(key)s, %(at)s)",
+                        {"key": change.key, "at": as_utc(change.at)},
+                    )
+                case CachePut():
+                    if change.entries:
+                        # Sorted (stably: the last duplicate still wins) so that concurrent
+                        # writers lock rows in one order and cannot deadlock.
+                        entries = sorted(change.entries, key=lambda e: e[0])
+                        yield _Query(
+                            f"INSERT INTO {self._s}.embedding_cache (model, text_hash, vec) "
+                            "VALUES (%(model)s, %(hash)s, %(vec)s) ON CONFLICT (model, text_hash) "
+                            "DO UPDATE SET vec = EXCLUDED.vec",
+                            batch=[
+                                {
+                                    "model": change.model_id,
+                                    "hash": h,
+                                    "vec": self._vector_param(v, "a cached vector"),
+                                }
+                                for h, v in entries
+                            ],
+                        )
+                case _:
+                    raise InvalidInput(f"PostgresStore cannot write {type(change).__name__}")
+        changed = sorted((t, d) for t, d in stats.items() if d != [0, 0])
+        if changed:
+            # Last, and in tenant order: the per-tenant row is then locked only briefly.
+            yield _Query(
+                f"INSERT INTO {self._s}.keyword_stats AS k (tenant_id, docs, tokens) "
+                "SELECT * FROM unnest(%(tenants)s::text[], %(docs)s::bigint[], %(tokens)s::bigint[]) "
+                "ON CONFLICT (tenant_id) DO UPDATE SET docs = k.docs + EXCLUDED.docs, "
+                "tokens = k.tokens + EXCLUDED.tokens",
+                {
+                    "tenants": [t for t, _ in changed],
+                    "docs": [d[0] for _, d in changed],
+                    "tokens": [d[1] for _, d in changed],
+                },
+            )
+
+    def _upsert(self, change: Upsert, stats: dict[str, list[int]]) -> Generator[_Query, Rows, None]:
+        item = change.item
+        vector: Vector | None = None
+        if change.vector is not None:
+            if not change.model_id:
+                raise InvalidInput("a vector needs the model_id that produced it", field="model_id")
+            vector = self._vector_param(change.vector, "the item's vector")
+        values = _item_params(item, fold_terms(change.terms))
+        while True:
+            rows = yield _Query(
+                f"SELECT pk, tenant_id, n_terms FROM {self._s}.items WHERE id = %(id)s FOR UPDATE",
+                {"id": item.id},
+            )
+            if rows:
+                pk, tenant, old_terms = rows[0]
+                if tenant != item.tenant_id:
+                    raise InvalidInput(f"id {item.id!r} is already taken; choose another id", field="id")
+                yield _Query(
+                    f"UPDATE {self._s}.items SET {_ITEM_SETS} WHERE pk = %(pk)s", {**values, "pk": pk}
+                )
+                delta = [0, values["n_terms"] - old_terms]
+                break
+            rows = yield _Query(
+                f"INSERT INTO {self._s}.items ({', '.join(_ITEM_COLUMNS)}) VALUES ({_ITEM_VALUES}) "
+                "ON CONFLICT (id) DO NOTHING RETURNING pk",
+                values,
+            )
+            if rows:  # else another transaction inserted this id meanwhile: update it instead
+                pk = rows[0][0]
+                delta = [1, values["n_terms"]]
+                break
+        totals = stats.setdefault(item.tenant_id, [0, 0])
+        totals[0] += delta[0]
+        totals[1] += delta[1]
+        if vector is not None:
+            yield _Query(
+                f"INSERT INTO {self._s}.vectors (pk, model, dim, vec) VALUES (%(pk)s, %(model)s, %(dim)s, %(vec)s) "
+                "ON CONFLICT (pk) DO UPDATE SET model = EXCLUDED.model, dim = EXCLUDED.dim, vec = EXCLUDED.vec",
+                {"pk": pk, "model": change.model_id, "dim": int(vector.shape[0]), "vec": vector},
+            )
+        yield self._record(change.event)
+
+    def _purge(self, change: Purge, stats: dict[str, list[int]]) -> Generator[_Query, Rows, None]:
+        rows = yield _Query(
+            f"DELETE FROM {self._s}.items WHERE id = %(id)s AND tenant_id = %(tenant)s RETURNING n_terms",
+            {"id": change.item_id, "tenant": change.tenant_id},
+        )
+        if rows:
+            totals = stats.setdefault(change.tenant_id, [0, 0])
+            totals[0] -= 1
+            totals[1] -= int(rows[0][0])
+        yield self._record(change.event)
+
+    def _touch(self, change: Touch) -> Generator[_Query, Rows, None]:
+        if not change.ids:
+            return
+        # Rows are locked in pk order first, so concurrent touches cannot deadlock;
+        # an id listed twice counts twice, as in SQLite.
+        yield _Query(
+            f"WITH t AS (SELECT id, count(*) AS n FROM unnest(%(ids)s::text[]) AS u(id) GROUP BY id), "
+            f"locked AS (SELECT i.pk, t.n FROM {self._s}.items i JOIN t ON t.id = i.id "
+            "WHERE i.tenant_id = %(tenant)s ORDER BY i.pk FOR UPDATE OF i) "
+            f"UPDATE {self._s}.items i SET last_used_at = %(at)s, access_count = i.access_count + l.n, "
+            "doc = i.doc || jsonb_build_object('last_used_at', %(at_text)s::text, "
+            "'access_count', i.access_count + l.n) FROM locked l WHERE i.pk = l.pk",
+            {
+                "ids": list(change.ids),
+                "tenant": change.tenant_id,
+                "at": as_utc(change.at),
+                "at_text": ts(change.at),
+            },
+        )
+
+    def _record(self, e: HistoryEvent) -> _Query:
+        return _Query(
+            f"INSERT INTO {self._s}.history (item_id, tenant_id, action, at, version, reason, actor, before, after) "
+            "VALUES (%(item_id)s, %(tenant)s, %(action)s, %(at)s, %(version)s, %(reason)s, %(actor)s, "
+            "%(before)s::jsonb, %(after)s::jsonb)",
+            {
+                "item_id": e.item_id,
+                "tenant": e.tenant_id,
+                "action": e.action.value,
+                "at": as_utc(e.at),
+                "version": e.version,
+                "reason": e.reason,
+                "actor": e.actor,
+                "before": _json(e.before),
+                "after": _json(e.after),
+            },
+        )

@@ -1,0 +1,1272 @@
+"""Backend-neutral conformance suite for :class:`jiyi.store.base.Store`.
+
+After LangGraph's checkpointer conformance idea: the behaviour every storage backend
+must show is written once, here, against the public interface only
+(``execute``/``aexecute``/``close`` and the op values of :mod:`jiyi.store.base`).
+Nothing is mocked and nothing reaches into a backend's internals.
+
+How a backend runs the suite
+----------------------------
+Provide a ``store`` fixture that yields a *fresh, empty*, open store and closes it
+afterwards (closing twice must be harmless: some tests close the store themselves),
+then subclass :class:`StoreConformance` in a ``test_*.py`` module. For example a future
+``tests/test_store_postgres.py``::
+
+    import pytest
+
+    from jiyi.store.postgres import PostgresStore
+    from tests.conformance import StoreConformance
+
+
+    @pytest.fixture
+    def store(postgres_dsn):
+        s = PostgresStore(postgres_dsn, schema=fresh_schema_name())
+        yield s
+        s.close()
+
+
+    class TestPostgresConformance(StoreConformance):
+        pass
+
+The fixture may be parametrised (``tests/test_store_sqlite.py`` runs every test on a
+file and on ``":memory:"``). A known backend bug is marked in the backend's own module
+by overriding the one test with a strict xfail that calls ``super()``, so the suite
+itself stays the same for everyone and no test is ever skipped::
+
+    class TestSQLiteConformance(StoreConformance):
+        @pytest.mark.xfail(reason="...", strict=True)
+        def test_something(self, store):
+            super().test_something(store)
+
+The store must be usable from several threads and from asyncio at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import threading
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import numpy as np
+import pytest
+
+from jiyi.errors import InvalidInput, StoreError
+from jiyi.model import MemoryItem, MemoryType, Relation, RelationType, Scope, Source, Status, Visibility
+from jiyi.store.base import (
+    CacheGet,
+    CachePut,
+    Candidate,
+    CountEvents,
+    Filter,
+    GetHistory,
+    GetItems,
+    GetStats,
+    HistoryAction,
+    HistoryEvent,
+    ListItems,
+    Op,
+    Purge,
+    RecordEvent,
+    Retrieve,
+    Store,
+    Touch,
+    Upsert,
+    Vector,
+    VectorsFor,
+    Write,
+)
+from jiyi.text.tokenize import index_text, query_terms
+
+__all__ = [
+    "DIM",
+    "MODEL",
+    "NOW",
+    "OTHER_TENANT",
+    "T0",
+    "TENANT",
+    "StoreConformance",
+    "all_ids",
+    "event_for",
+    "flt",
+    "full_item",
+    "get",
+    "keyword_ids",
+    "make_item",
+    "purge",
+    "put",
+    "unit",
+    "upsert",
+    "vector_cands",
+]
+
+T0 = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
+NOW = T0 + timedelta(days=30)  # "now" for expiry in every filter of this suite
+MODEL = "test"
+DIM = 32
+TENANT = "t1"
+OTHER_TENANT = "t2"
+
+_ids = itertools.count()
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def make_item(content: str = "default memory content", **overrides: Any) -> MemoryItem:
+    """A valid item in tenant ``t1``, scope ``user:alice``, created at :data:`T0`."""
+    fields: dict[str, Any] = {
+        "id": f"item-{next(_ids):06d}",
+        "tenant_id": TENANT,
+        "content": content,
+        "user_id": "alice",
+        "created_at": T0,
+        "updated_at": T0,
+    }
+    fields.update(overrides)
+    return MemoryItem.build(**fields)
+
+
+def event_for(
+    item: MemoryItem,
+    action: HistoryAction = HistoryAction.ADD,
+    *,
+    before: MemoryItem | None = None,
+    after: MemoryItem | bool | None = True,
+    at: datetime | None = None,
+    reason: str = "",
+    actor: str | None = None,
+) -> HistoryEvent:
+    """A history event about ``item``; ``after=True`` means "snapshot of ``item``"."""
+    after_item = item if after is True else (after or None)
+    return HistoryEvent(
+        item_id=item.id,
+        tenant_id=item.tenant_id,
+        action=action,
+        at=at or item.updated_at,
+        version=item.version,
+        reason=reason,
+        actor=actor,
+        before=None if before is None else before.to_json_dict(),
+        after=None if after_item is None else after_item.to_json_dict(),
+    )
+
+
+def upsert(
+    item: MemoryItem,
+    vector: Vector | None = None,
+    *,
+    model_id: str | None = MODEL,
+    action: HistoryAction = HistoryAction.ADD,
+    before: MemoryItem | None = None,
+) -> Upsert:
+    """An :class:`Upsert` indexing ``item.content`` (model id only sent with a vector)."""
+    return Upsert(
+        item=item,
+        terms=index_text(item.content),
+        event=event_for(item, action, before=before),
+        vector=vector,
+        model_id=model_id if vector is not None else None,
+    )
+
+
+def purge(item: MemoryItem, at: datetime | None = None) -> Purge:
+    return Purge(
+        tenant_id=item.tenant_id,
+        item_id=item.id,
+        event=event_for(item, HistoryAction.PURGE, before=item, after=None, at=at),
+    )
+
+
+def put(store: Store, *items: MemoryItem, vectors: Iterable[Vector | None] | None = None) -> None:
+    """Upsert ``items`` (with optional vectors of :data:`MODEL`) in one Write."""
+    vecs = list(vectors) if vectors is not None else [None] * len(items)
+    store.execute(Write(tuple(upsert(i, v) for i, v in zip(items, vecs, strict=True))))
+
+
+def unit(rng: np.random.Generator, dim: int = DIM) -> Vector:
+    v = rng.standard_normal(dim).astype(np.float32)
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def flt(tenant_id: str = TENANT, **kw: Any) -> Filter:
+    kw.setdefault("now", NOW)
+    return Filter(tenant_id=tenant_id, **kw)
+
+
+def all_ids(store: Store, page_size: int = 100, **filter_kw: Any) -> list[str]:
+    """Every id ListItems yields for the filter, following cursors."""
+    out: list[str] = []
+    cursor: str | None = None
+    for _ in range(10_000):
+        page = store.execute(ListItems(flt(**filter_kw), limit=page_size, cursor=cursor))
+        out.extend(i.id for i in page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            return out
+    raise AssertionError("ListItems never stopped issuing cursors")
+
+
+def get(store: Store, item: MemoryItem) -> MemoryItem | None:
+    found = store.execute(GetItems(item.tenant_id, (item.id,)))
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+def keyword_ids(store: Store, query: str, **filter_kw: Any) -> set[str]:
+    terms = query_terms(query)
+    assert terms, f"query {query!r} has no terms"
+    cands = store.execute(Retrieve(flt(**filter_kw), MODEL, None, terms, vector_k=0, keyword_k=50))
+    assert all(c.keyword is not None for c in cands)
+    return {c.item.id for c in cands}
+
+
+def vector_cands(
+    store: Store, q: Vector, k: int = 50, model: str = MODEL, **filter_kw: Any
+) -> list[Candidate]:
+    return store.execute(Retrieve(flt(**filter_kw), model, q, (), vector_k=k, keyword_k=0))
+
+
+def full_item(**overrides: Any) -> MemoryItem:
+    """An item with every optional field set to something non-default."""
+    cst = timezone(timedelta(hours=8))
+    fields: dict[str, Any] = {
+        "id": "全-item-1 with spaces:and/colons",
+        "tenant_id": TENANT,
+        "content": "我们决定用 Next.js 而不是 Remix — “quoted” émoji 🎉",
+        "raw": "用户: 我们决定用 Next.js 而不是 Remix\n助手: 好的",
+        "summary": "选择 Next.js",
+        "structured": {
+            "框架": "Next.js",
+            "rejected": ["Remix", "Nuxt"],
+            "score": 0.125,
+            "nested": {"ok": True, "none": None, "n": -3, "emoji": "🎉", "esc": 'a"b\\c\u0000'},
+        },
+        "memory_type": MemoryType.DECISION,
+        "scope": Scope.PROJECT,
+        "user_id": "alice",
+        "project_id": "网站",
+        "session_id": "sess-1",
+        "agent_id": "agent-7",
+        "source": Source.AI,
+        "source_id": "conv-42",
+        "confidence": 0.123456789,
+        "importance": 0.987654321,
+        "visibility": Visibility.OWNER_ONLY,
+        "status": Status.SUPERSEDED,
+        "tags": ("前端", "framework", "tag with space"),
+        "created_at": datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=UTC),
+        "updated_at": datetime(2024, 2, 3, 12, 5, 6, 7, tzinfo=cst),
+        "occurred_at": datetime(2023, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        "last_used_at": datetime(2024, 3, 4, 5, 6, 7, 1, tzinfo=UTC),
+        "expires_at": datetime(2099, 1, 1, tzinfo=UTC),
+        "access_count": 7,
+        "mention_count": 3,
+        "version": 4,
+        "relations": (
+            Relation(type=RelationType.SUPERSEDES, target_id="old-1", strength=0.25),
+            Relation(type=RelationType.RELATED_TO, target_id="其他", strength=1.0),
+        ),
+        "metadata": {"来源": "chat", "list": [1, 2.5, "三"], "flag": False},
+    }
+    fields.update(overrides)
+    return MemoryItem.build(**fields)
+
+
+def sample_ops(item: MemoryItem) -> dict[str, Op[Any]]:
+    """One op of every kind, touching ``item``."""
+    v = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
+    return {
+        "GetItems": GetItems(item.tenant_id, (item.id,)),
+        "ListItems": ListItems(flt()),
+        "Retrieve": Retrieve(flt(), MODEL, v, ("default",), vector_k=5, keyword_k=5),
+        "GetHistory": GetHistory(item.tenant_id, item.id),
+        "GetStats": GetStats(flt()),
+        "CountEvents": CountEvents("k", T0),
+        "CacheGet": CacheGet(MODEL, ("h",)),
+        "VectorsFor": VectorsFor(item.tenant_id, MODEL, (item.id,)),
+        "Write": Write((upsert(make_item()),)),
+    }
+
+
+OP_NAMES = (
+    "GetItems",
+    "ListItems",
+    "Retrieve",
+    "GetHistory",
+    "GetStats",
+    "CountEvents",
+    "CacheGet",
+    "VectorsFor",
+    "Write",
+)
+
+
+def _b64(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+# ---------------------------------------------------------------- the suite
+
+
+class StoreConformance:
+    """Subclass as ``Test<Backend>Conformance`` next to a ``store`` fixture (see module doc)."""
+
+    # ------------------------------------------------------------ GetItems / round trip
+
+    def test_upsert_then_get_round_trips_every_field(self, store: Store) -> None:
+        item = full_item()
+        store.execute(Write((upsert(item, unit(np.random.default_rng(1))),)))
+        got = store.execute(GetItems(TENANT, (item.id,)))
+        assert got == [item]
+        back = got[0]
+        assert back.model_dump_json() == item.model_dump_json()
+        for name in ("created_at", "updated_at", "occurred_at", "last_used_at", "expires_at"):
+            value = getattr(back, name)
+            assert value == getattr(item, name), name
+            assert value.utcoffset() == timedelta(0), name
+        assert back.updated_at == datetime(2024, 2, 3, 4, 5, 6, 7, tzinfo=UTC)
+        assert back.structured == item.structured
+        assert back.metadata == item.metadata
+        assert back.relations == item.relations
+        assert back.tags == ("前端", "framework", "tag with space")
+
+    def test_round_trip_of_minimal_item(self, store: Store) -> None:
+        item = MemoryItem.build(content="x", user_id="u")  # every default, default tenant
+        put(store, item)
+        assert store.execute(GetItems(item.tenant_id, (item.id,))) == [item]
+
+    def test_get_items_omits_unknown_ids_and_other_tenants(self, store: Store) -> None:
+        a, b = make_item("a"), make_item("b")
+        other = make_item("other", tenant_id=OTHER_TENANT)
+        put(store, a, b)
+        put(store, other)
+        got = store.execute(GetItems(TENANT, ("nope", b.id, other.id, a.id)))
+        assert sorted(i.id for i in got) == sorted([a.id, b.id])
+        assert store.execute(GetItems(TENANT, ("nope",))) == []
+        assert store.execute(GetItems(TENANT, ())) == []
+        assert store.execute(GetItems(OTHER_TENANT, (a.id, b.id))) == []
+        assert store.execute(GetItems(OTHER_TENANT, (other.id,))) == [other]
+
+    def test_empty_store_reads_are_empty(self, store: Store) -> None:
+        q = unit(np.random.default_rng(0))
+        assert store.execute(ListItems(flt())).items == []
+        assert store.execute(ListItems(flt())).next_cursor is None
+        assert store.execute(Retrieve(flt(), MODEL, q, ("x",), vector_k=5, keyword_k=5)) == []
+        assert store.execute(GetHistory(TENANT, "x")) == []
+        assert store.execute(CountEvents("k", T0)) == 0
+        assert store.execute(CacheGet(MODEL, ("h",))) == {}
+        assert store.execute(VectorsFor(TENANT, MODEL, ("x",))) == {}
+        stats = store.execute(GetStats(flt(statuses=())))
+        assert stats.total == 0
+        assert (stats.by_type, stats.by_scope, stats.by_status) == ({}, {}, {})
+        assert stats.avg_confidence is None
+        assert stats.avg_importance is None
+
+    # ------------------------------------------------------------ tenant isolation
+
+    def test_tenant_isolation_with_identical_scope_keys(self, store: Store) -> None:
+        rng = np.random.default_rng(2)
+        q = unit(rng)
+        a = make_item("我喜欢喝咖啡 coffee every morning", tenant_id="A", tags=("drink",))
+        a2 = make_item("coffee beans from Yunnan", tenant_id="A", memory_type=MemoryType.PREFERENCE)
+        b = make_item("coffee is fine, tea is better", tenant_id="B", tags=("drink",), confidence=0.1)
+        store.execute(Write((upsert(a, q), upsert(a2, q), upsert(b, unit(rng)))))
+        alice = ("user:alice",)
+
+        assert store.execute(GetItems("B", (a.id, a2.id))) == []
+        assert all_ids(store, tenant_id="B", scope_keys=alice) == [b.id]
+        assert all_ids(store, tenant_id="B") == [b.id]
+        assert all_ids(store, tenant_id="B", tags=("drink",), statuses=(), include_expired=True) == [b.id]
+        assert sorted(all_ids(store, tenant_id="A", scope_keys=alice)) == sorted([a.id, a2.id])
+
+        for scope_keys in (alice, ()):
+            cands = store.execute(
+                Retrieve(
+                    flt("B", scope_keys=scope_keys),
+                    MODEL,
+                    q,
+                    query_terms("咖啡 coffee"),
+                    vector_k=10,
+                    keyword_k=10,
+                )
+            )
+            assert [c.item.id for c in cands] == [b.id]
+        assert keyword_ids(store, "coffee", tenant_id="A") == {a.id, a2.id}
+
+        stats = store.execute(GetStats(flt("B", statuses=())))
+        assert stats.total == 1
+        assert stats.by_type == {"fact": 1}
+        assert stats.avg_confidence == pytest.approx(0.1)
+        assert store.execute(GetStats(flt("C", statuses=()))).total == 0
+
+        assert store.execute(VectorsFor("B", MODEL, (a.id,))) == {}
+        assert store.execute(GetHistory("B", a.id)) == []
+        assert len(store.execute(GetHistory("A", a.id))) == 1
+
+        # Writes addressed to tenant B cannot reach tenant A's item.
+        store.execute(Write((Touch("B", (a.id,), NOW),)))
+        store.execute(
+            Write(
+                (Purge("B", a.id, event_for(a.model_copy(update={"tenant_id": "B"}), HistoryAction.PURGE)),)
+            )
+        )
+        assert get(store, a) == a
+
+    def test_upsert_of_an_id_owned_by_another_tenant_is_refused(self, store: Store) -> None:
+        a = make_item("tenant A owns this id", tenant_id="A")
+        put(store, a)
+        thief = make_item("tenant B wants it", id=a.id, tenant_id="B")
+        with pytest.raises(InvalidInput):
+            put(store, thief)
+        assert get(store, a) == a
+        assert store.execute(GetItems("B", (a.id,))) == []
+        assert keyword_ids(store, "wants", tenant_id="B") == set()
+
+    # ------------------------------------------------------------ replace
+
+    def test_replace_updates_keyword_index(self, store: Store) -> None:
+        v1 = make_item("I love green tea")
+        put(store, v1)
+        assert keyword_ids(store, "tea") == {v1.id}
+        v2 = v1.evolve(content="I love black coffee", version=2, updated_at=T0 + timedelta(hours=1))
+        store.execute(Write((upsert(v2, action=HistoryAction.UPDATE, before=v1),)))
+        assert keyword_ids(store, "tea") == set()
+        assert keyword_ids(store, "coffee") == {v2.id}
+        assert get(store, v1) == v2
+        assert all_ids(store) == [v1.id]
+        assert store.execute(GetStats(flt())).total == 1
+
+    def test_replace_without_vector_keeps_the_stored_vector(self, store: Store) -> None:
+        v = unit(np.random.default_rng(3))
+        item = make_item("vector keeper")
+        store.execute(Write((upsert(item, v),)))
+        store.execute(Write((upsert(item.evolve(content="vector keeper, renamed", version=2), None),)))
+        stored = store.execute(VectorsFor(TENANT, MODEL, (item.id,)))
+        assert stored[item.id].tobytes() == v.tobytes()
+        (cand,) = vector_cands(store, v)
+        assert cand.cosine == pytest.approx(1.0, abs=1e-5)
+        assert cand.item.content == "vector keeper, renamed"
+
+    def test_replace_with_vector_replaces_the_vector(self, store: Store) -> None:
+        rng = np.random.default_rng(4)
+        v1, v2 = unit(rng), unit(rng)
+        item = make_item("vector changer")
+        store.execute(Write((upsert(item, v1),)))
+        store.execute(Write((upsert(item.evolve(version=2), v2),)))
+        assert store.execute(VectorsFor(TENANT, MODEL, (item.id,)))[item.id].tobytes() == v2.tobytes()
+        (cand,) = vector_cands(store, v2)
+        assert cand.cosine == pytest.approx(1.0, abs=1e-5)
+
+    def test_replace_replaces_tags(self, store: Store) -> None:
+        item = make_item("tagged", tags=("a", "b"))
+        put(store, item)
+        assert all_ids(store, tags=("a",)) == [item.id]
+        put(store, item.evolve(tags=("b", "c"), version=2))
+        assert all_ids(store, tags=("a",)) == []
+        assert all_ids(store, tags=("b",)) == [item.id]
+        assert all_ids(store, tags=("b", "c")) == [item.id]
+        assert get(store, item).tags == ("b", "c")  # type: ignore[union-attr]
+        put(store, item.evolve(tags=(), version=3))
+        assert all_ids(store, tags=("b",)) == []
+
+    def test_replace_moves_scope_and_status(self, store: Store) -> None:
+        v = unit(np.random.default_rng(5))
+        item = make_item("moving scopes: kiwi")
+        store.execute(Write((upsert(item, v),)))
+        moved = item.evolve(scope=Scope.PROJECT, project_id="p1", version=2)
+        put(store, moved)
+        assert keyword_ids(store, "kiwi", scope_keys=("user:alice",)) == set()
+        assert keyword_ids(store, "kiwi", scope_keys=("project:p1",)) == {item.id}
+        assert [c.item.id for c in vector_cands(store, v, scope_keys=("project:p1",))] == [item.id]
+        assert vector_cands(store, v, scope_keys=("user:alice",)) == []
+        put(store, moved.evolve(status=Status.ARCHIVED, version=3))
+        assert keyword_ids(store, "kiwi") == set()
+        assert vector_cands(store, v) == []
+        assert keyword_ids(store, "kiwi", statuses=(Status.ARCHIVED,)) == {item.id}
+
+    # ------------------------------------------------------------ purge
+
+    def test_purge_removes_item_vector_and_keywords_but_keeps_history(self, store: Store) -> None:
+        v = unit(np.random.default_rng(6))
+        item = make_item("purge me: pineapple", tags=("gone",))
+        keep = make_item("keep me: pineapple")
+        store.execute(Write((upsert(item, v), upsert(keep, -v))))
+        store.execute(Write((purge(item, at=T0 + timedelta(hours=1)),)))
+
+        assert get(store, item) is None
+        assert store.execute(VectorsFor(TENANT, MODEL, (item.id, keep.id))).keys() == {keep.id}
+        assert keyword_ids(store, "pineapple") == {keep.id}
+        assert [c.item.id for c in vector_cands(store, v)] == [keep.id]
+        assert all_ids(store, statuses=(), include_expired=True) == [keep.id]
+        assert all_ids(store, tags=("gone",), statuses=()) == []
+        assert store.execute(GetStats(flt(statuses=()))).total == 1
+
+        history = store.execute(GetHistory(TENANT, item.id))
+        assert [e.action for e in history] == [HistoryAction.ADD, HistoryAction.PURGE]
+        assert history[-1].before == item.to_json_dict()
+        assert history[-1].after is None
+
+        # The id is free again; history goes on.
+        again = make_item("back again: mango", id=item.id)
+        put(store, again)
+        assert get(store, item) == again
+        assert keyword_ids(store, "pineapple") == {keep.id}
+        assert [e.action for e in store.execute(GetHistory(TENANT, item.id))] == [
+            HistoryAction.ADD,
+            HistoryAction.PURGE,
+            HistoryAction.ADD,
+        ]
+
+    # ------------------------------------------------------------ atomicity
+
+    def _assert_untouched(
+        self, store: Store, existing: MemoryItem, doomed: MemoryItem, new: MemoryItem
+    ) -> None:
+        assert get(store, new) is None
+        assert store.execute(GetHistory(TENANT, new.id)) == []
+        assert store.execute(VectorsFor(TENANT, MODEL, (new.id,))) == {}
+        assert keyword_ids(store, "newcomer") == set()
+        assert get(store, existing) == existing  # not touched, not replaced
+        assert keyword_ids(store, "original") == {existing.id}
+        assert keyword_ids(store, "rewritten") == set()
+        assert get(store, doomed) == doomed  # not purged
+        assert len(store.execute(GetHistory(TENANT, doomed.id))) == 1
+        assert store.execute(CountEvents("rate", T0 - timedelta(days=1))) == 0
+        assert store.execute(CacheGet(MODEL, ("h1",))) == {}
+        assert sorted(all_ids(store)) == sorted([existing.id, doomed.id])
+
+    def _atomicity_setup(self, store: Store) -> tuple[MemoryItem, MemoryItem, MemoryItem, list[Any]]:
+        rng = np.random.default_rng(7)
+        existing = make_item("original words")
+        doomed = make_item("doomed item")
+        store.execute(Write((upsert(existing, unit(rng)), upsert(doomed))))
+        new = make_item("a newcomer")
+        changes: list[Any] = [
+            upsert(new, unit(rng)),
+            Touch(TENANT, (existing.id,), NOW),
+            RecordEvent("rate", T0),
+            CachePut(MODEL, (("h1", unit(rng)),)),
+            upsert(existing.evolve(content="rewritten words", version=2), unit(rng)),
+            purge(doomed),
+        ]
+        return existing, doomed, new, changes
+
+    def test_write_is_atomic_when_last_change_uses_another_tenants_id(self, store: Store) -> None:
+        foreign = make_item("foreign", tenant_id=OTHER_TENANT)
+        put(store, foreign)
+        existing, doomed, new, changes = self._atomicity_setup(store)
+        with pytest.raises(InvalidInput):
+            store.execute(Write((*changes, upsert(make_item("collides", id=foreign.id)))))
+        self._assert_untouched(store, existing, doomed, new)
+        assert get(store, foreign) == foreign
+        # The store still works afterwards.
+        store.execute(Write(tuple(changes)))
+        assert get(store, new) == new
+
+    def test_write_is_atomic_when_last_change_has_vector_without_model(self, store: Store) -> None:
+        existing, doomed, new, changes = self._atomicity_setup(store)
+        bad = upsert(make_item("vector without model"), unit(np.random.default_rng(8)), model_id=None)
+        assert bad.model_id is None
+        assert bad.vector is not None
+        with pytest.raises(InvalidInput):
+            store.execute(Write((*changes, bad)))
+        self._assert_untouched(store, existing, doomed, new)
+        assert keyword_ids(store, "without") == set()
+
+    def test_empty_write_is_fine(self, store: Store) -> None:
+        store.execute(Write(()))
+        assert all_ids(store) == []
+
+    # ------------------------------------------------------------ ListItems
+
+    def _timeline(self, store: Store, n: int) -> list[MemoryItem]:
+        """``n`` items, three per timestamp (ties broken by id), written in shuffled order."""
+        rng = np.random.default_rng(n)
+        items = [
+            make_item(
+                f"timeline {k}",
+                id=f"{rng.integers(1 << 40):012x}-{k}",
+                created_at=T0 + timedelta(minutes=k // 3),
+            )
+            for k in range(n)
+        ]
+        shuffled = [items[i] for i in rng.permutation(n)]
+        put(store, *shuffled)
+        return sorted(items, key=lambda i: (i.created_at, i.id))
+
+    def test_list_orders_by_created_at_then_id(self, store: Store) -> None:
+        expected = [i.id for i in self._timeline(store, 12)]
+        asc = store.execute(ListItems(flt(), limit=100))
+        desc = store.execute(ListItems(flt(), limit=100, descending=True))
+        assert [i.id for i in asc.items] == expected
+        assert [i.id for i in desc.items] == expected[::-1]
+        assert asc.next_cursor is None
+        assert desc.next_cursor is None
+
+    @pytest.mark.parametrize("descending", [False, True])
+    @pytest.mark.parametrize("n", [25, 20])
+    def test_list_cursor_pagination_yields_each_item_once(
+        self, store: Store, n: int, descending: bool
+    ) -> None:
+        expected = [i.id for i in self._timeline(store, n)]
+        if descending:
+            expected.reverse()
+        seen: list[str] = []
+        sizes: list[int] = []
+        cursor: str | None = None
+        while True:
+            page = store.execute(ListItems(flt(), limit=10, cursor=cursor, descending=descending))
+            sizes.append(len(page.items))
+            seen.extend(i.id for i in page.items)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+            assert len(sizes) < 10
+        assert seen == expected
+        assert sizes == ([10, 10, 5] if n == 25 else [10, 10])
+
+    def test_list_pagination_respects_filters(self, store: Store) -> None:
+        items = [
+            make_item(
+                f"f{k}",
+                created_at=T0 + timedelta(seconds=k),
+                status=Status.ACTIVE if k % 3 else Status.ARCHIVED,
+            )
+            for k in range(15)
+        ]
+        put(store, *items)
+        active = [i.id for i in items if i.status is Status.ACTIVE]
+        assert all_ids(store, page_size=3) == active
+        assert all_ids(store, page_size=4, statuses=(Status.ARCHIVED,)) == [
+            i.id for i in items if i.status is Status.ARCHIVED
+        ]
+
+    def test_list_filters(self, store: Store) -> None:
+        h = timedelta(hours=1)
+        d = timedelta(days=1)
+        a = make_item("a", tags=("x", "y"), created_at=T0 + 1 * h, occurred_at=T0 - 10 * d)
+        b = make_item(
+            "b",
+            user_id="bob",
+            memory_type=MemoryType.PREFERENCE,
+            tags=("x",),
+            created_at=T0 + 2 * h,
+            occurred_at=T0 - 5 * d,
+        )
+        c = make_item(
+            "c",
+            scope=Scope.PROJECT,
+            project_id="p1",
+            memory_type=MemoryType.DECISION,
+            status=Status.ARCHIVED,
+            created_at=T0 + 3 * h,
+        )
+        dd = make_item("d", status=Status.SUPERSEDED, created_at=T0 + 4 * h)
+        e = make_item("e", expires_at=NOW - d, created_at=T0 + 5 * h)
+        f = make_item("f", memory_type=MemoryType.HABIT, expires_at=NOW + d, created_at=T0 + 6 * h)
+        put(store, f, e, dd, c, b, a)
+
+        def ids(**kw: Any) -> list[str]:
+            return [i.id for i in store.execute(ListItems(flt(**kw), limit=100)).items]
+
+        assert ids() == [a.id, b.id, f.id]  # active and unexpired by default
+        assert ids(scope_keys=("user:alice",)) == [a.id, f.id]
+        assert ids(scope_keys=("user:alice", "project:p1"), statuses=()) == [a.id, c.id, dd.id, f.id]
+        assert ids(scope_keys=("user:nobody",)) == []
+        assert ids(memory_types=(MemoryType.FACT,)) == [a.id]
+        assert ids(memory_types=(MemoryType.FACT, MemoryType.PREFERENCE)) == [a.id, b.id]
+        assert ids(statuses=(Status.ARCHIVED,)) == [c.id]
+        assert ids(statuses=(Status.ARCHIVED, Status.SUPERSEDED)) == [c.id, dd.id]
+        assert ids(statuses=()) == [a.id, b.id, c.id, dd.id, f.id]
+        assert ids(tags=("x",)) == [a.id, b.id]
+        assert ids(tags=("x", "y")) == [a.id]
+        assert ids(tags=("y", "z")) == []
+        assert ids(include_expired=True) == [a.id, b.id, e.id, f.id]
+        assert ids(include_expired=True, now=None) == [a.id, b.id, e.id, f.id]
+        assert ids(now=NOW - 2 * d) == [a.id, b.id, e.id, f.id]  # e not yet expired then
+        assert ids(now=NOW + 2 * d) == [a.id, b.id]
+        window = {"statuses": (), "include_expired": True}
+        assert ids(created_after=T0 + 90 * timedelta(minutes=1), **window) == [b.id, c.id, dd.id, e.id, f.id]
+        assert ids(created_before=T0 + 150 * timedelta(minutes=1), **window) == [a.id, b.id]
+        assert ids(
+            created_after=T0 + 90 * timedelta(minutes=1),
+            created_before=T0 + 330 * timedelta(minutes=1),
+            **window,
+        ) == [b.id, c.id, dd.id, e.id]
+        assert ids(occurred_after=T0 - 7 * d, **window) == [b.id]
+        assert ids(occurred_before=T0 - 7 * d, **window) == [a.id]
+        assert ids(occurred_after=T0 - 20 * d, occurred_before=T0, **window) == [a.id, b.id]
+
+    def test_dates_before_year_1000_order_and_filter_correctly(self, store: Store) -> None:
+        """Historic memories: 西罗马帝国灭亡 in 476, an import with created_at in year 999."""
+        rome = make_item("西罗马帝国灭亡", occurred_at=datetime(476, 9, 4, tzinfo=UTC))
+        hastings = make_item("Battle of Hastings", occurred_at=datetime(1066, 10, 14, tzinfo=UTC))
+        recent = make_item("recent", occurred_at=T0)
+        old = make_item("imported long ago", created_at=datetime(999, 12, 31, tzinfo=UTC))
+        put(store, recent, hastings, rome, old)
+        assert all_ids(store, occurred_before=datetime(1000, 1, 1, tzinfo=UTC)) == [rome.id]
+        assert sorted(all_ids(store, occurred_after=datetime(1000, 1, 1, tzinfo=UTC))) == sorted(
+            [hastings.id, recent.id]
+        )
+        assert all_ids(store, created_before=datetime(2000, 1, 1, tzinfo=UTC)) == [old.id]
+        assert store.execute(ListItems(flt(), limit=1)).items[0].id == old.id
+        assert store.execute(ListItems(flt(), limit=1, descending=True)).items[0].id != old.id
+
+    def test_filter_hiding_expired_items_needs_now(self, store: Store) -> None:
+        put(store, make_item("x"))
+        with pytest.raises(InvalidInput):
+            store.execute(ListItems(Filter(tenant_id=TENANT)))
+
+    @pytest.mark.parametrize(
+        "cursor",
+        [
+            "garbage",
+            "!!!!",
+            "not a cursor at all",
+            "😀",
+            _b64("{}"),
+            _b64("[1, 2]"),
+            _b64("null"),
+            _b64("[]"),
+        ],
+    )
+    def test_list_garbage_cursor_raises_invalid_input(self, store: Store, cursor: str) -> None:
+        put(store, make_item("x"))
+        with pytest.raises(InvalidInput):
+            store.execute(ListItems(flt(), cursor=cursor))
+
+    def test_list_cursor_of_the_wrong_shape_raises_invalid_input(self, store: Store) -> None:
+        """Well-formed base64/JSON that this store could never have issued."""
+        put(store, make_item("x"))
+        for raw in ('{"a": 1, "b": 2}', '"ab"', '["yesterday", "x"]'):
+            with pytest.raises(InvalidInput):
+                store.execute(ListItems(flt(), cursor=_b64(raw)))
+
+    # ------------------------------------------------------------ Retrieve: vectors
+
+    def test_vector_top_k_is_exact(self, store: Store) -> None:
+        rng = np.random.default_rng(9)
+        n = 200
+        vecs = np.stack([unit(rng) for _ in range(n)])
+        users = rng.choice(["alice", "bob", "carol"], size=n)
+        items = [make_item(f"vec {k}", user_id=str(users[k])) for k in range(n)]
+        put(store, *items, vectors=list(vecs))
+        # A perfect match in another tenant must not leak in.
+        q = unit(rng)
+        put(store, make_item("other tenant twin", tenant_id=OTHER_TENANT), vectors=[q])
+
+        def brute(mask: np.ndarray, k: int) -> dict[str, float]:
+            idx = np.flatnonzero(mask)
+            scores = vecs[idx] @ q
+            top = idx[np.argsort(-scores)[:k]]
+            return {items[i].id: float(vecs[i] @ q) for i in top}
+
+        for scope_keys, mask in (
+            (("user:alice",), users == "alice"),
+            (("user:alice", "user:bob"), users != "carol"),
+            ((), np.ones(n, dtype=bool)),
+        ):
+            for k in (1, 10, 300):
+                cands = vector_cands(store, q, k=k, scope_keys=scope_keys)
+                expected = brute(mask, k)
+                assert {c.item.id for c in cands} == set(expected), (scope_keys, k)
+                for c in cands:
+                    assert c.keyword is None
+                    assert c.cosine == pytest.approx(expected[c.item.id], abs=1e-5)
+                    assert c.vector is not None
+                    stored = vecs[int(c.item.content.split()[1])]
+                    assert np.asarray(c.vector, dtype=np.float32).tobytes() == stored.tobytes()
+
+    def test_vector_search_uses_only_the_requested_model_and_dimension(self, store: Store) -> None:
+        rng = np.random.default_rng(10)
+        same = [make_item(f"same {k}") for k in range(5)]
+        other_model = [make_item(f"other model {k}") for k in range(5)]
+        short = [make_item(f"short {k}") for k in range(5)]
+        bare = make_item("no vector at all")
+        store.execute(
+            Write(
+                (
+                    *(upsert(i, unit(rng)) for i in same),
+                    *(upsert(i, unit(rng), model_id="other") for i in other_model),
+                    *(upsert(i, unit(rng, 16)) for i in short),
+                    upsert(bare),
+                )
+            )
+        )
+        ids = lambda cands: {c.item.id for c in cands}  # noqa: E731
+        assert ids(vector_cands(store, unit(rng), k=100)) == {i.id for i in same}
+        assert ids(vector_cands(store, unit(rng), k=100, model="other")) == {i.id for i in other_model}
+        assert ids(vector_cands(store, unit(rng, 16), k=100)) == {i.id for i in short}
+        assert vector_cands(store, unit(rng, 8), k=100) == []
+        assert vector_cands(store, unit(rng), k=100, model="unknown") == []
+        all_ids_ = tuple(i.id for i in [*same, *other_model, *short, bare])
+        assert store.execute(VectorsFor(TENANT, MODEL, all_ids_)).keys() == {i.id for i in [*same, *short]}
+        assert store.execute(VectorsFor(TENANT, "other", all_ids_)).keys() == {i.id for i in other_model}
+
+    def test_retrieve_never_returns_items_outside_scope_or_inactive(self, store: Store) -> None:
+        rng = np.random.default_rng(11)
+        q = unit(rng)
+        good = make_item("我喜欢喝咖啡 I like coffee")
+        outside = [
+            make_item("我喜欢喝咖啡 I like coffee", user_id="bob"),
+            make_item("我喜欢喝咖啡 I like coffee", scope=Scope.PROJECT, project_id="p"),
+            make_item("我喜欢喝咖啡 I like coffee", status=Status.ARCHIVED),
+            make_item("我喜欢喝咖啡 I like coffee", status=Status.SUPERSEDED),
+            make_item("我喜欢喝咖啡 I like coffee", expires_at=NOW - timedelta(seconds=1)),
+        ]
+        put(store, good, *outside, vectors=[q] * (1 + len(outside)))
+        cands = store.execute(
+            Retrieve(
+                flt(scope_keys=("user:alice",)),
+                MODEL,
+                q,
+                query_terms("咖啡 coffee"),
+                vector_k=50,
+                keyword_k=50,
+            )
+        )
+        assert [c.item.id for c in cands] == [good.id]
+        (c,) = cands
+        assert c.cosine == pytest.approx(1.0, abs=1e-5)
+        assert c.keyword is not None
+        # The same items do come back when the filter asks for them.
+        assert keyword_ids(store, "coffee", statuses=(), include_expired=True) == {good.id} | {
+            i.id for i in outside
+        }
+        assert keyword_ids(store, "coffee", scope_keys=("user:bob",)) == {outside[0].id}
+
+    def test_retrieve_respects_type_and_tag_filters(self, store: Store) -> None:
+        q = unit(np.random.default_rng(12))
+        a = make_item("walnut one", tags=("t",))
+        b = make_item("walnut two", memory_type=MemoryType.SKILL)
+        put(store, a, b, vectors=[q, q])
+        assert keyword_ids(store, "walnut", tags=("t",)) == {a.id}
+        assert keyword_ids(store, "walnut", memory_types=(MemoryType.SKILL,)) == {b.id}
+        assert [c.item.id for c in vector_cands(store, q, tags=("t",))] == [a.id]
+        assert [c.item.id for c in vector_cands(store, q, memory_types=(MemoryType.SKILL,))] == [b.id]
+
+    def test_vector_k_and_keyword_k_limit_the_candidates(self, store: Store) -> None:
+        rng = np.random.default_rng(13)
+        items = [make_item(f"limit apricot {k}") for k in range(20)]
+        put(store, *items, vectors=[unit(rng) for _ in items])
+        q = unit(rng)
+        assert len(vector_cands(store, q, k=3)) == 3
+        assert len(vector_cands(store, q, k=0)) == 0
+        kw = store.execute(Retrieve(flt(), MODEL, None, query_terms("apricot"), vector_k=0, keyword_k=4))
+        assert len(kw) == 4
+        both = store.execute(Retrieve(flt(), MODEL, q, query_terms("apricot"), vector_k=3, keyword_k=0))
+        assert len(both) == 3
+        assert all(c.keyword is None for c in both)
+
+    # ------------------------------------------------------------ Retrieve: keywords
+
+    def test_keyword_finds_chinese_two_character_words(self, store: Store) -> None:
+        code = make_item("我喜欢写代码")
+        weather = make_item("今天天气很好")
+        put(store, code, weather)
+        assert query_terms("代码") == ("代码",)
+        assert keyword_ids(store, "代码") == {code.id}
+        assert keyword_ids(store, "写代码") == {code.id}
+        assert keyword_ids(store, "喜欢") == {code.id}
+        assert keyword_ids(store, "天气") == {weather.id}
+        assert keyword_ids(store, "咖啡") == set()
+
+    def test_keyword_finds_english_by_stem(self, store: Store) -> None:
+        pref = make_item("Alice has strong preferences about editor themes")
+        other = make_item("Bob runs every morning")
+        put(store, pref, other)
+        assert keyword_ids(store, "prefer") == {pref.id}
+        assert keyword_ids(store, "preferred") == {pref.id}
+        assert keyword_ids(store, "THEME") == {pref.id}
+        assert keyword_ids(store, "running") == {other.id}
+        assert keyword_ids(store, "zebra") == set()
+
+    def test_keyword_finds_code_switched_text_by_either_language(self, store: Store) -> None:
+        item = make_item("我们决定用 Next.js 而不是 Remix")
+        put(store, item, make_item("完全无关的句子 about gardening"))
+        assert keyword_ids(store, "决定") == {item.id}
+        assert keyword_ids(store, "Remix") == {item.id}
+        assert keyword_ids(store, "Next.js") == {item.id}
+        assert keyword_ids(store, "remix 框架") == {item.id}
+
+    def test_keyword_handles_awkward_terms(self, store: Store) -> None:
+        item = make_item("plain words only")
+        put(store, item)
+        for terms in (('"',), ("AND",), ("OR", "NOT"), ("a*",), ("(",), ("col:val",), ("NEAR",)):
+            cands = store.execute(Retrieve(flt(), MODEL, None, terms, vector_k=0, keyword_k=5))
+            assert cands == [], terms
+        assert keyword_ids(store, "words") == {item.id}
+
+    def test_keyword_scores_better_matches_higher(self, store: Store) -> None:
+        both = make_item("I write python and rust every day")
+        one = make_item("python garden weekend cooking recipes")
+        filler = [make_item(f"unrelated filler sentence number {k}") for k in range(6)]
+        put(store, both, one, *filler)
+        cands = store.execute(
+            Retrieve(flt(), MODEL, None, query_terms("python rust"), vector_k=0, keyword_k=10)
+        )
+        scores = {c.item.id: c.keyword for c in cands}
+        assert scores.keys() == {both.id, one.id}
+        assert scores[both.id] > scores[one.id]  # type: ignore[operator]
+        top = store.execute(Retrieve(flt(), MODEL, None, query_terms("python rust"), vector_k=0, keyword_k=1))
+        assert [c.item.id for c in top] == [both.id]
+
+    def test_keyword_only_candidates_carry_cosine_and_vector(self, store: Store) -> None:
+        """Found by keyword but outside the vector top-k: still gets its cosine and vector."""
+        rng = np.random.default_rng(14)
+        q = unit(rng)
+        near = [make_item(f"near neighbour {k}") for k in range(20)]
+        far = make_item("far away but says zebra")
+        put(store, *near, far, vectors=[*(unit(rng) for _ in near), -q])
+        cands = store.execute(Retrieve(flt(), MODEL, q, query_terms("zebra"), vector_k=5, keyword_k=5))
+        by_id = {c.item.id: c for c in cands}
+        assert len(cands) == 6
+        assert far.id in by_id
+        c = by_id[far.id]
+        assert c.keyword is not None
+        assert c.cosine == pytest.approx(-1.0, abs=1e-5)
+        assert c.vector is not None
+        assert np.asarray(c.vector, dtype=np.float32).tobytes() == (-q).tobytes()
+
+    def test_candidates_carry_both_scores_where_they_exist(self, store: Store) -> None:
+        rng = np.random.default_rng(15)
+        q = unit(rng)
+        hit = make_item("olive in both indexes")
+        bare = make_item("olive without any vector")
+        vec_only = make_item("nothing in common")
+        store.execute(Write((upsert(hit, q), upsert(bare), upsert(vec_only, unit(rng)))))
+        cands = store.execute(Retrieve(flt(), MODEL, q, query_terms("olive"), vector_k=10, keyword_k=10))
+        by_id = {c.item.id: c for c in cands}
+        assert by_id.keys() == {hit.id, bare.id, vec_only.id}
+        assert by_id[hit.id].cosine == pytest.approx(1.0, abs=1e-5)
+        assert by_id[hit.id].keyword is not None
+        assert by_id[bare.id].cosine is None
+        assert by_id[bare.id].vector is None
+        assert by_id[bare.id].keyword is not None
+        assert by_id[vec_only.id].keyword is None
+        assert by_id[vec_only.id].cosine is not None
+        assert by_id[hit.id].item == hit
+
+    def test_retrieve_without_vector_is_keyword_only(self, store: Store) -> None:
+        rng = np.random.default_rng(16)
+        a, b = make_item("lemon tart"), make_item("plain bread")
+        put(store, a, b, vectors=[unit(rng), unit(rng)])
+        cands = store.execute(Retrieve(flt(), MODEL, None, query_terms("lemon"), vector_k=10, keyword_k=10))
+        assert [c.item.id for c in cands] == [a.id]
+        assert cands[0].keyword is not None
+        assert cands[0].cosine is None
+
+    def test_retrieve_with_empty_terms_is_vector_only(self, store: Store) -> None:
+        rng = np.random.default_rng(17)
+        q = unit(rng)
+        a, b = make_item("lemon tart"), make_item("plain bread")
+        put(store, a, b, vectors=[q, unit(rng)])
+        cands = store.execute(Retrieve(flt(), MODEL, q, (), vector_k=1, keyword_k=10))
+        assert [c.item.id for c in cands] == [a.id]
+        assert cands[0].keyword is None
+        assert store.execute(Retrieve(flt(), MODEL, None, (), vector_k=10, keyword_k=10)) == []
+
+    # ------------------------------------------------------------ Touch
+
+    def test_touch_counts_access_without_history(self, store: Store) -> None:
+        item = make_item("touch me", access_count=2)
+        other = make_item("leave me")
+        put(store, item, other)
+        history = store.execute(GetHistory(TENANT, item.id))
+        t1, t2 = NOW - timedelta(hours=2), NOW - timedelta(hours=1, microseconds=7)
+        store.execute(Write((Touch(TENANT, (item.id, "unknown-id"), t1),)))
+        store.execute(Write((Touch(TENANT, (item.id,), t2),)))
+        got = get(store, item)
+        assert got is not None
+        assert got.access_count == 4
+        assert got.last_used_at == t2
+        assert got == item.model_copy(update={"access_count": 4, "last_used_at": t2})
+        # Visible through every read path, not only GetItems.
+        assert {i.id: i for i in store.execute(ListItems(flt(), limit=100)).items}[item.id] == got
+        (cand,) = store.execute(Retrieve(flt(), MODEL, None, query_terms("touch"), vector_k=0, keyword_k=5))
+        assert cand.item == got
+        assert get(store, other) == other
+        assert store.execute(GetHistory(TENANT, item.id)) == history
+        # Still indexed after touching.
+        assert keyword_ids(store, "touch") == {item.id}
+
+    # ------------------------------------------------------------ events
+
+    def test_record_event_and_count_events_since(self, store: Store) -> None:
+        m = timedelta(minutes=1)
+        store.execute(Write((RecordEvent("session:1", T0), RecordEvent("session:1", T0 + m))))
+        store.execute(Write((RecordEvent("session:1", T0 + 2 * m), RecordEvent("session:2", T0 + 2 * m))))
+        assert store.execute(CountEvents("session:1", T0 - m)) == 3
+        assert store.execute(CountEvents("session:1", T0)) == 3  # at or after
+        assert store.execute(CountEvents("session:1", T0 + m)) == 2
+        assert store.execute(CountEvents("session:1", T0 + 90 * timedelta(seconds=1))) == 1
+        assert store.execute(CountEvents("session:1", T0 + 3 * m)) == 0
+        assert store.execute(CountEvents("session:2", T0)) == 1
+        assert store.execute(CountEvents("session:3", T0)) == 0
+        cst = timezone(timedelta(hours=8))
+        assert store.execute(CountEvents("session:1", (T0 + m).astimezone(cst))) == 2
+
+    # ------------------------------------------------------------ cache
+
+    def test_cache_round_trips_float32_vectors_per_model(self, store: Store) -> None:
+        rng = np.random.default_rng(18)
+        special = np.array([0.0, -0.0, 1e-45, -3.4e38, 3.4e38, np.pi, 1 / 3, -1e-7], dtype=np.float32)
+        v1 = rng.standard_normal(384).astype(np.float32)
+        v2 = unit(rng)
+        other = unit(rng)
+        store.execute(
+            Write((CachePut("m1", (("h1", v1), ("h2", special))), CachePut("m2", (("h1", other),))))
+        )
+        got = store.execute(CacheGet("m1", ("h1", "h2", "h3")))
+        assert got.keys() == {"h1", "h2"}
+        for key, want in (("h1", v1), ("h2", special)):
+            arr = np.asarray(got[key])
+            assert arr.dtype == np.float32
+            assert arr.tobytes() == want.tobytes()
+        assert store.execute(CacheGet("m2", ("h1", "h2")))["h1"].tobytes() == other.tobytes()
+        assert store.execute(CacheGet("m2", ("h2",))) == {}
+        assert store.execute(CacheGet("m3", ("h1",))) == {}
+        assert store.execute(CacheGet("m1", ())) == {}
+        store.execute(Write((CachePut("m1", (("h1", v2),)),)))
+        assert store.execute(CacheGet("m1", ("h1",)))["h1"].tobytes() == v2.tobytes()
+        assert store.execute(CacheGet("m2", ("h1",)))["h1"].tobytes() == other.tobytes()
+
+    # ------------------------------------------------------------ VectorsFor
+
+    def test_vectors_for_returns_stored_vectors_by_id(self, store: Store) -> None:
+        rng = np.random.default_rng(19)
+        items = [make_item(f"v{k}") for k in range(5)]
+        vecs = [unit(rng) for _ in items]
+        bare = make_item("no vector")
+        foreign = make_item("foreign", tenant_id=OTHER_TENANT)
+        store.execute(Write((*(upsert(i, v) for i, v in zip(items, vecs, strict=True)), upsert(bare))))
+        store.execute(Write((upsert(foreign, unit(rng)),)))
+        got = store.execute(VectorsFor(TENANT, MODEL, (*(i.id for i in items), bare.id, foreign.id, "nope")))
+        assert got.keys() == {i.id for i in items}
+        for i, v in zip(items, vecs, strict=True):
+            assert np.asarray(got[i.id]).dtype == np.float32
+            assert np.asarray(got[i.id]).tobytes() == v.tobytes()
+        assert store.execute(VectorsFor(TENANT, MODEL, ())) == {}
+        assert store.execute(VectorsFor(TENANT, "other", (items[0].id,))) == {}
+
+    # ------------------------------------------------------------ GetStats
+
+    def test_stats_count_by_type_scope_status_and_average(self, store: Store) -> None:
+        items = [
+            make_item("a", confidence=0.8, importance=0.2),
+            make_item("b", memory_type=MemoryType.PREFERENCE, confidence=0.6, importance=0.4),
+            make_item(
+                "c",
+                scope=Scope.PROJECT,
+                project_id="p1",
+                status=Status.ARCHIVED,
+                confidence=1.0,
+                importance=0.6,
+            ),
+            make_item("d", user_id="bob", expires_at=NOW - timedelta(days=1), confidence=0.2, importance=1.0),
+        ]
+        put(store, *items)
+        put(store, make_item("foreign", tenant_id=OTHER_TENANT, confidence=0.0))
+        s = store.execute(GetStats(flt(statuses=(), include_expired=True)))
+        assert s.total == 4
+        assert s.by_type == {"fact": 3, "preference": 1}
+        assert s.by_scope == {"user": 3, "project": 1}
+        assert s.by_status == {"active": 3, "archived": 1}
+        assert s.avg_confidence == pytest.approx(0.65)
+        assert s.avg_importance == pytest.approx(0.55)
+        s = store.execute(GetStats(flt()))  # active, unexpired
+        assert s.total == 2
+        assert s.by_status == {"active": 2}
+        assert s.avg_confidence == pytest.approx(0.7)
+        s = store.execute(GetStats(flt(scope_keys=("user:alice", "project:p1"), statuses=())))
+        assert s.total == 3
+        assert s.by_scope == {"user": 2, "project": 1}
+        s = store.execute(GetStats(flt(memory_types=(MemoryType.PREFERENCE,))))
+        assert (s.total, s.by_type, s.avg_importance) == (1, {"preference": 1}, pytest.approx(0.4))
+
+    # ------------------------------------------------------------ GetHistory
+
+    def test_history_keeps_order_and_snapshots(self, store: Store) -> None:
+        v1 = make_item("history v1")
+        v2 = v1.evolve(content="history v2", version=2, updated_at=T0 + timedelta(hours=1))
+        other = make_item("someone else")
+        add = event_for(v1, reason="extracted", actor="agent-1")
+        store.execute(Write((Upsert(v1, index_text(v1.content), add), upsert(other))))
+        update = event_for(v2, HistoryAction.UPDATE, before=v1, reason="user edit", actor="alice")
+        store.execute(Write((Upsert(v2, index_text(v2.content), update),)))
+        store.execute(Write((Touch(TENANT, (v1.id,), NOW),)))
+        gone = event_for(v2, HistoryAction.PURGE, before=v2, after=None, at=T0 + timedelta(hours=2))
+        store.execute(Write((Purge(TENANT, v1.id, gone),)))
+
+        history = store.execute(GetHistory(TENANT, v1.id))
+        assert [e.action for e in history] == [HistoryAction.ADD, HistoryAction.UPDATE, HistoryAction.PURGE]
+        seqs = [e.seq for e in history]
+        assert all(s is not None for s in seqs)
+        assert seqs == sorted(seqs)
+        assert len(set(seqs)) == 3
+        for got, want in zip(history, (add, update, gone), strict=True):
+            assert got.model_dump(exclude={"seq"}) == want.model_dump(exclude={"seq"})
+        assert history[0].before is None
+        assert history[0].after == v1.to_json_dict()
+        assert history[1].before == v1.to_json_dict()
+        assert history[1].after == v2.to_json_dict()
+        assert history[1].after["content"] == "history v2"  # type: ignore[index]
+        assert history[2].after is None
+        assert [e.action for e in store.execute(GetHistory(TENANT, other.id))] == [HistoryAction.ADD]
+
+    def test_history_of_several_changes_in_one_write_keeps_their_order(self, store: Store) -> None:
+        v1 = make_item("one write v1")
+        versions = [v1, *(v1.evolve(version=k, content=f"one write v{k}") for k in range(2, 6))]
+        store.execute(Write(tuple(upsert(v, action=HistoryAction.UPDATE) for v in versions)))
+        history = store.execute(GetHistory(TENANT, v1.id))
+        assert [e.version for e in history] == [1, 2, 3, 4, 5]
+        assert get(store, v1) == versions[-1]
+
+    # ------------------------------------------------------------ async
+
+    async def test_async_operations(self, store: Store) -> None:
+        rng = np.random.default_rng(20)
+        q = unit(rng)
+        item = make_item("异步 async memory about sailing", tags=("boat",))
+        await store.aexecute(Write((upsert(item, q), RecordEvent("k", T0), CachePut(MODEL, (("h", q),)))))
+        assert await store.aexecute(GetItems(TENANT, (item.id,))) == [item]
+        page = await store.aexecute(ListItems(flt(tags=("boat",))))
+        assert [i.id for i in page.items] == [item.id]
+        cands = await store.aexecute(
+            Retrieve(flt(), MODEL, q, query_terms("sailing 异步"), vector_k=5, keyword_k=5)
+        )
+        assert [c.item.id for c in cands] == [item.id]
+        assert cands[0].keyword is not None
+        assert cands[0].cosine == pytest.approx(1.0, abs=1e-5)
+        assert (await store.aexecute(GetStats(flt()))).total == 1
+        assert await store.aexecute(CountEvents("k", T0)) == 1
+        assert (await store.aexecute(CacheGet(MODEL, ("h",))))["h"].tobytes() == q.tobytes()
+        assert (await store.aexecute(VectorsFor(TENANT, MODEL, (item.id,))))[item.id].tobytes() == q.tobytes()
+        await store.aexecute(Write((Touch(TENANT, (item.id,), NOW),)))
+        touched = (await store.aexecute(GetItems(TENANT, (item.id,))))[0]
+        assert touched.access_count == 1
+        await store.aexecute(Write((purge(item),)))
+        assert await store.aexecute(GetItems(TENANT, (item.id,))) == []
+        history = await store.aexecute(GetHistory(TENANT, item.id))
+        assert [e.action for e in history] == [HistoryAction.ADD, HistoryAction.PURGE]
+        with pytest.raises(InvalidInput):
+            await store.aexecute(ListItems(flt(), cursor="garbage"))
+
+    async def test_async_write_is_atomic(self, store: Store) -> None:
+        foreign = make_item("foreign", tenant_id=OTHER_TENANT)
+        await store.aexecute(Write((upsert(foreign),)))
+        new = make_item("async newcomer")
+        with pytest.raises(InvalidInput):
+            await store.aexecute(Write((upsert(new), upsert(make_item("clash", id=foreign.id)))))
+        assert await store.aexecute(GetItems(TENANT, (new.id,))) == []
+
+    async def test_concurrent_writers_and_readers(self, store: Store) -> None:
+        """8 asyncio tasks and 8 threads write 25 items each while readers search."""
+        seed_rng = np.random.default_rng(21)
+        seeds = [make_item(f"seed plum {k}") for k in range(10)]
+        put(store, *seeds, vectors=[unit(seed_rng) for _ in seeds])
+        q = unit(seed_rng)
+        errors: list[BaseException] = []
+        reads = [0]
+        stop = threading.Event()
+        per_writer = 25
+
+        def new_upsert(tag: str, rng: np.random.Generator, k: int) -> Write:
+            item = make_item(f"plum written by {tag} number {k}", id=f"{tag}-{k:02d}")
+            return Write((upsert(item, unit(rng)),))
+
+        def thread_writer(w: int) -> None:
+            try:
+                rng = np.random.default_rng(100 + w)
+                for k in range(per_writer):
+                    store.execute(new_upsert(f"thread{w}", rng, k))
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        def retrieve() -> Retrieve:
+            return Retrieve(flt(), MODEL, q, query_terms("plum"), vector_k=5, keyword_k=5)
+
+        def thread_reader() -> None:
+            try:
+                while not stop.is_set():
+                    assert store.execute(retrieve())
+                    reads[0] += 1
+            except BaseException as exc:
+                errors.append(exc)
+
+        async def task_writer(w: int) -> None:
+            rng = np.random.default_rng(200 + w)
+            for k in range(per_writer):
+                await store.aexecute(new_upsert(f"task{w}", rng, k))
+
+        async def task_reader() -> None:
+            while not stop.is_set():
+                assert await store.aexecute(retrieve())
+                reads[0] += 1
+                await asyncio.sleep(0)
+
+        writers = [threading.Thread(target=thread_writer, args=(w,)) for w in range(8)]
+        readers = [threading.Thread(target=thread_reader) for _ in range(2)]
+        for t in (*writers, *readers):
+            t.start()
+        async_readers = [asyncio.ensure_future(task_reader()) for _ in range(2)]
+        try:
+            await asyncio.gather(*(task_writer(w) for w in range(8)))
+            await asyncio.to_thread(_join, writers)
+        finally:
+            stop.set()
+            await asyncio.to_thread(_join, readers)
+            await asyncio.gather(*async_readers)
+        assert errors == []
+        assert reads[0] > 0
+
+        expected = {
+            f"{kind}{w}-{k:02d}" for kind in ("thread", "task") for w in range(8) for k in range(per_writer)
+        }
+        listed = all_ids(store, page_size=37)
+        assert len(listed) == len(set(listed)) == 400 + len(seeds)
+        assert set(listed) == expected | {s.id for s in seeds}
+        assert store.execute(GetStats(flt())).total == 410
+        assert len(store.execute(GetItems(TENANT, tuple(sorted(expected))))) == 400
+        assert len(store.execute(VectorsFor(TENANT, MODEL, tuple(sorted(expected))))) == 400
+        assert len(keyword_ids(store, "written")) == 50  # keyword_k caps; index is there
+
+    # ------------------------------------------------------------ close
+
+    def test_close_is_idempotent(self, store: Store) -> None:
+        store.close()
+        store.close()
+
+    def test_context_manager_closes(self, store: Store) -> None:
+        with store as s:
+            assert s is store
+        with pytest.raises(StoreError):
+            store.execute(GetItems(TENANT, ("x",)))
+
+    @pytest.mark.parametrize("name", OP_NAMES)
+    def test_closed_store_raises_store_error(self, store: Store, name: str) -> None:
+        item = make_item("closing")
+        put(store, item)
+        op = sample_ops(item)[name]
+        store.close()
+        with pytest.raises(StoreError):
+            store.execute(op)
+
+    async def test_closed_store_raises_store_error_async(self, store: Store) -> None:
+        item = make_item("closing")
+        await store.aexecute(Write((upsert(item),)))
+        ops = sample_ops(item)
+        store.close()
+        for name in OP_NAMES:
+            with pytest.raises(StoreError):
+                await store.aexecute(ops[name])
+
+
+def _join(threads: Iterable[threading.Thread]) -> None:
+    for t in threads:
+        t.join(timeout=60)
+        assert not t.is_alive(), f"{t.name} did not finish"
