@@ -149,6 +149,9 @@ def load_conversation(number: int, sample: dict[str, Any]) -> Conversation:
                     "content": turn_content(turn),
                     "memory_type": "event",
                     "user_id": sample_id,
+                    # The conversation's session: jiyi orders a session's turns and uses
+                    # each turn's neighbours as its context.
+                    "session_id": f"{sample_id}:session_{session}",
                     "source_id": dia_id,
                     "occurred_at": occurred_at,
                     "metadata": {"dia_id": dia_id, "session": session},

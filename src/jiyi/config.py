@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Literal
 
@@ -81,12 +81,13 @@ DEFAULT_SCOPE_PRIORITY: dict[Scope, float] = {
 
 @dataclass(frozen=True)
 class RankConfig:
-    """How search candidates are scored.
+    """How search candidates are scored (see :mod:`jiyi.read.rank` for the formulas).
 
     ``formula="seed000"``: ``similarity*w_similarity + confidence*w_confidence + scope*w_scope``.
     ``formula="seed002"``: ``similarity*0.6 + decay*0.2 + importance*0.2`` where decay is
     ``exp(-days_since_last_use / decay_days)``.
-    ``similarity`` itself fuses vector and keyword evidence with ``keyword_weight``.
+    The similarity weights below were chosen on LoCoMo conversations 1-5 and checked on
+    6-10 (docs/benchmarks.md).
     """
 
     formula: Literal["seed000", "seed002"] = "seed000"
@@ -98,25 +99,69 @@ class RankConfig:
     w2_importance: float = 0.2
     decay_days: float = 30.0
     scope_priority: Mapping[Scope, float] = field(default_factory=lambda: dict(DEFAULT_SCOPE_PRIORITY))
-    keyword_weight: float = 0.5
-    """Share of the keyword (BM25) evidence in ``similarity``; the rest is cosine."""
+    keyword_weight: float = 0.7
+    """Share of the keyword (BM25) evidence in similarity; the rest is cosine."""
     keyword_saturation: float = 8.0
     """BM25 score at which the keyword evidence reaches half of its maximum."""
+    context_vector: float = 0.7
+    """Weight of the best neighbouring turn's cosine in an item's vector evidence."""
+    context_keyword: float = 0.5
+    """Weight of the best neighbouring turn's BM25 in an item's keyword evidence."""
+    context_score: float = 0.35
+    """Weight of the best neighbour's fused evidence in the similarity."""
+    neighbours: int = 1
+    """How many turns on each side of a candidate become candidates too."""
+    time_weight: float = 0.2
+    """Bonus for items that happened inside a time the query names ("in May 2023", "上周")."""
+    importance_boost: float = 0.0
+    """Added to the score: ``importance_boost * importance``."""
+    recency_boost: float = 0.0
+    """Added to the score: ``recency_boost * exp(-days since last use / recency_days)``."""
+    recency_days: float = 30.0
+    superseded_factor: float = 0.5
+    """A superseded item (shown only when asked for) keeps this share of its score."""
     threshold: float | None = None
     """Similarity floor: candidates below it are dropped (None: keep all)."""
     mmr: bool = True
     mmr_lambda: float = 0.7
+    mmr_redundancy_floor: float = 0.8
+    """Cosine between two results below which MMR sees no redundancy (0 = classic MMR)."""
     pool_factor: int = 3
     """Candidates taken from each index: ``pool_factor * limit`` (at least ``min_pool``)."""
     min_pool: int = 30
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            bounded = f.name.startswith(("w_", "w2_", "keyword_weight", "mmr_lambda"))
-            if bounded and isinstance(value, float) and not 0.0 <= value <= 1.0:
-                raise ConfigError(f"{f.name} must be within 0..1, got {value}")
+        unit = (
+            "w_similarity",
+            "w_confidence",
+            "w_scope",
+            "w2_similarity",
+            "w2_decay",
+            "w2_importance",
+            "keyword_weight",
+            "mmr_lambda",
+            "mmr_redundancy_floor",
+            "superseded_factor",
+        )
+        for name in unit:
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"{name} must be within 0..1, got {value}")
+        for name in (
+            "context_vector",
+            "context_keyword",
+            "context_score",
+            "time_weight",
+            "importance_boost",
+            "recency_boost",
+        ):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
+            raise ConfigError(f"threshold must be within 0..1, got {self.threshold}")
         if self.formula not in ("seed000", "seed002"):
             raise ConfigError(f"formula must be 'seed000' or 'seed002', got {self.formula!r}")
-        if self.pool_factor < 1 or self.min_pool < 1:
-            raise ConfigError("pool_factor and min_pool must be >= 1")
+        if self.pool_factor < 1 or self.min_pool < 1 or self.neighbours < 0:
+            raise ConfigError("pool_factor and min_pool must be >= 1 and neighbours >= 0")
+        if self.keyword_saturation <= 0 or self.decay_days <= 0 or self.recency_days <= 0:
+            raise ConfigError("keyword_saturation, decay_days and recency_days must be > 0")

@@ -37,7 +37,7 @@ from jiyi.model import (
     scope_key,
     utcnow,
 )
-from jiyi.read.rank import SearchHit, mmr_select, score_item
+from jiyi.read.rank import SearchHit, mmr_select, score_candidates
 from jiyi.store.base import (
     CacheGet,
     CachePut,
@@ -60,6 +60,7 @@ from jiyi.store.base import (
     Write,
 )
 from jiyi.store.sqlcommon import text_hash
+from jiyi.text.timeparse import time_windows
 from jiyi.text.tokenize import index_text, query_terms
 from jiyi.write.gate import GateDecision, Screened, duplicate_decision, rate_key, rate_limit_decision, screen
 
@@ -442,26 +443,42 @@ class MemoryCore:
         )
         cfg = self.rank
         qvec = yield from self._query_vector(query)
+        windows = time_windows(query, now)
         pool = max(cfg.min_pool, cfg.pool_factor * limit)
         candidates = yield from call(
-            Retrieve(flt, self.embedder.model_id, qvec, query_terms(query), vector_k=pool, keyword_k=pool)
+            Retrieve(
+                flt,
+                self.embedder.model_id,
+                qvec,
+                query_terms(query),
+                vector_k=pool,
+                keyword_k=pool,
+                neighbours=cfg.neighbours,
+                time_ranges=windows.ranges,
+                time_months=windows.months,
+            )
         )
         floor = cfg.threshold if threshold is None else threshold
-        scored: list[tuple[float, float, dict[str, float], Any]] = []
-        for c in candidates:
-            score, sim, breakdown = score_item(c.item, c.cosine, c.keyword, cfg, now)
-            if floor is not None and sim < floor:
-                continue
-            scored.append((score, sim, breakdown, c))
-        scored.sort(key=lambda s: -s[0])
+        scored = [
+            s
+            for s in score_candidates(candidates, cfg, now, lambda item: windows.contains(item.occurred_at))
+            if floor is None or s.similarity >= floor
+        ]
         if cfg.mmr and len(scored) > limit:
             window = scored[: cfg.pool_factor * limit]
-            picked = mmr_select([s[0] for s in window], [s[3].vector for s in window], limit, cfg.mmr_lambda)
+            picked = mmr_select(
+                [s.score for s in window],
+                [s.candidate.vector for s in window],
+                limit,
+                cfg.mmr_lambda,
+                cfg.mmr_redundancy_floor,
+            )
             scored = [window[i] for i in picked]
-        hits = [SearchHit(c.item, score, sim, breakdown) for score, sim, breakdown, c in scored[:limit]]
+        hits = [SearchHit(s.candidate.item, s.score, s.similarity, s.breakdown) for s in scored[:limit]]
         if explain:
             for hit in hits:
                 hit.breakdown["threshold"] = floor if floor is not None else 0.0
+                hit.breakdown["query.time_windows"] = float(len(windows.ranges) + len(windows.months))
         if touch and hits:
             # Searching a read-only store is fine; usage stats just are not kept.
             with contextlib.suppress(StoreReadOnly):

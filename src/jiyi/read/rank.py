@@ -1,18 +1,32 @@
-"""Ranking: fuse vector and keyword evidence, apply the seed formula, diversify with MMR.
+"""Ranking: fuse vector and keyword evidence with their context, apply the seed formula,
+keep replacements above what they replaced, diversify with MMR.
 
-Pure functions over :class:`~jiyi.store.base.Candidate` values; no I/O.
+Pure functions over :class:`~jiyi.store.base.Candidate` values; no I/O. Every number
+that goes into a score is kept in a breakdown, so ``search(..., explain=True)`` can show
+each signal's contribution.
+
+Similarity (0..1) is built in two stages, weights chosen by measurement (docs/benchmarks.md):
+
+1. Each candidate's own evidence, widened by its thread neighbours (a turn is often
+   understood through the turn before or after it):
+   ``vec = (cos + c*max(cos of neighbours)) / (1 + c)`` and
+   ``kw = saturate(bm25 + a*max(bm25 of neighbours))``;
+   ``base = (1 - w)*vec + w*kw``.
+2. ``similarity = (base + g*max(base of neighbours) + t*in_time_window) / (1 + g + t)``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 
 from jiyi.config import RankConfig
-from jiyi.model import MemoryItem
+from jiyi.model import MemoryItem, RelationType, Status
+from jiyi.store.base import Candidate
 
 
 @dataclass(frozen=True)
@@ -23,7 +37,8 @@ class SearchHit:
     score: float
     similarity: float
     breakdown: dict[str, float] = field(default_factory=dict)
-    """Each signal's contribution to ``score`` (they sum to it) plus the raw evidence."""
+    """Raw evidence (``cosine``, ``keyword_bm25``, ...) and each signal's share of the
+    similarity (``similarity.*``) and of the score (``contribution.*``, summing to it)."""
 
     def to_json_dict(self) -> dict[str, object]:
         data = self.item.to_json_dict()
@@ -33,79 +48,171 @@ class SearchHit:
         return data
 
 
-def keyword_evidence(score: float | None, saturation: float) -> float:
+def keyword_evidence(score: float, saturation: float) -> float:
     """Map an unbounded BM25 score into 0..1 (half way at ``saturation``)."""
-    if not score or score <= 0:
+    if score <= 0:
         return 0.0
     return score / (score + saturation)
 
 
-def fused_similarity(
-    cosine: float | None, keyword: float | None, cfg: RankConfig
-) -> tuple[float, float, float]:
-    """(similarity, cosine part, keyword part)."""
-    cos = max(0.0, cosine or 0.0)
-    kw = keyword_evidence(keyword, cfg.keyword_saturation)
-    cos_part = (1.0 - cfg.keyword_weight) * cos
-    kw_part = cfg.keyword_weight * kw
-    return cos_part + kw_part, cos_part, kw_part
+def _neighbour_index(cands: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of each candidate's previous and next item among the candidates (-1: absent)."""
+    pos = {c.item.id: i for i, c in enumerate(cands)}
+    prev = np.array([pos.get(c.prev_id, -1) if c.prev_id else -1 for c in cands], dtype=np.int64)
+    nxt = np.array([pos.get(c.next_id, -1) if c.next_id else -1 for c in cands], dtype=np.int64)
+    return prev, nxt
 
 
-def _decay(item: MemoryItem, now: datetime, days: float) -> float:
-    last = item.last_used_at or item.updated_at
-    age_days = max(0.0, (now - last).total_seconds() / 86400.0)
-    return math.exp(-age_days / days) if days > 0 else 1.0
+def _at(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    return np.where(idx >= 0, values[np.maximum(idx, 0)], 0.0)
 
 
-def score_item(
-    item: MemoryItem, cosine: float | None, keyword: float | None, cfg: RankConfig, now: datetime
-) -> tuple[float, float, dict[str, float]]:
-    """(final score, similarity, breakdown) for one candidate."""
-    sim, cos_part, kw_part = fused_similarity(cosine, keyword, cfg)
-    breakdown: dict[str, float] = {
-        "cosine": cosine if cosine is not None else 0.0,
-        "keyword_bm25": keyword if keyword is not None else 0.0,
-        "similarity.vector": cos_part,
-        "similarity.keyword": kw_part,
+@dataclass
+class Scored:
+    candidate: Candidate
+    score: float
+    similarity: float
+    breakdown: dict[str, float]
+
+
+def _arr(values: list[float | None]) -> np.ndarray:
+    return np.maximum(np.array([v or 0.0 for v in values], dtype=np.float64), 0.0)
+
+
+def similarities(
+    cands: Sequence[Candidate], cfg: RankConfig, in_time: Callable[[MemoryItem], bool]
+) -> list[tuple[float, dict[str, float]]]:
+    """Similarity of every candidate (0..1) and the parts it is made of."""
+    if not cands:
+        return []
+    cos = _arr([c.cosine for c in cands])
+    bm25 = _arr([c.keyword for c in cands])
+    cos_n = np.maximum(_arr([c.prev_cosine for c in cands]), _arr([c.next_cosine for c in cands]))
+    bm25_n = np.maximum(_arr([c.prev_keyword for c in cands]), _arr([c.next_keyword for c in cands]))
+    c, a, w = cfg.context_vector, cfg.context_keyword, cfg.keyword_weight
+    vec = (cos + c * cos_n) / (1.0 + c)
+    raw_kw = bm25 + a * bm25_n
+    kw = raw_kw / (raw_kw + cfg.keyword_saturation)
+    base = (1.0 - w) * vec + w * kw
+    prev, nxt = _neighbour_index(cands)
+    base_n = np.maximum(_at(base, prev), _at(base, nxt))
+    g, t = cfg.context_score, cfg.time_weight
+    norm = 1.0 + g + t
+    timely = np.array([1.0 if t > 0 and in_time(x.item) else 0.0 for x in cands])
+    parts = {
+        "similarity.vector": (1.0 - w) * vec / norm,
+        "similarity.keyword": w * kw / norm,
+        "similarity.neighbours": g * base_n / norm,
+        "similarity.time": t * timely / norm,
     }
+    evidence = {
+        "cosine": cos,
+        "cosine.neighbours": cos_n,
+        "keyword_bm25": bm25,
+        "keyword_bm25.neighbours": bm25_n,
+    }
+    total = sum(parts.values())
+    columns = {**evidence, **parts}
+    return [(float(total[i]), {k: float(v[i]) for k, v in columns.items()}) for i in range(len(cands))]
+
+
+def _recency(item: MemoryItem, now: datetime, days: float) -> float:
+    last = item.last_used_at or item.updated_at
+    age = max(0.0, (now - last).total_seconds() / 86400.0)
+    return math.exp(-age / days) if days > 0 else 1.0
+
+
+def final_score(item: MemoryItem, similarity: float, cfg: RankConfig, now: datetime) -> dict[str, float]:
+    """The seed formula's contributions (they sum to the score)."""
     if cfg.formula == "seed002":
-        decay = _decay(item, now, cfg.decay_days)
         parts = {
-            "similarity": sim * cfg.w2_similarity,
-            "decay": decay * cfg.w2_decay,
+            "similarity": similarity * cfg.w2_similarity,
+            "decay": _recency(item, now, cfg.decay_days) * cfg.w2_decay,
             "importance": item.importance * cfg.w2_importance,
         }
     else:
-        priority = cfg.scope_priority.get(item.scope, 0.0)
         parts = {
-            "similarity": sim * cfg.w_similarity,
+            "similarity": similarity * cfg.w_similarity,
             "confidence": item.confidence * cfg.w_confidence,
-            "scope": priority * cfg.w_scope,
+            "scope": cfg.scope_priority.get(item.scope, 0.0) * cfg.w_scope,
         }
-    breakdown.update({f"contribution.{k}": v for k, v in parts.items()})
-    return sum(parts.values()), sim, breakdown
+    if cfg.importance_boost:
+        parts["importance_boost"] = cfg.importance_boost * item.importance
+    if cfg.recency_boost:
+        parts["recency_boost"] = cfg.recency_boost * _recency(item, now, cfg.recency_days)
+    if item.status == Status.SUPERSEDED:
+        total = sum(parts.values())
+        parts["superseded"] = -total * (1.0 - cfg.superseded_factor)
+    return parts
 
 
-def mmr_select(scores: list[float], vectors: list[np.ndarray | None], k: int, lam: float) -> list[int]:
+def score_candidates(
+    cands: Sequence[Candidate], cfg: RankConfig, now: datetime, in_time: Callable[[MemoryItem], bool]
+) -> list[Scored]:
+    """Score every candidate, best first, replacements above what they replaced."""
+    scored: list[Scored] = []
+    for cand, (sim, parts) in zip(cands, similarities(cands, cfg, in_time), strict=True):
+        contributions = final_score(cand.item, sim, cfg, now)
+        breakdown = {**parts, **{f"contribution.{k}": v for k, v in contributions.items()}}
+        scored.append(Scored(cand, sum(contributions.values()), sim, breakdown))
+    _replacements_first(scored)
+    scored.sort(key=lambda s: -s.score)
+    return scored
+
+
+def _replacements_first(scored: list[Scored]) -> None:
+    """An item that supersedes (or, newer, contradicts) another ranks above it."""
+    by_id = {s.candidate.item.id: s for s in scored}
+    for s in scored:
+        item = s.candidate.item
+        for rel in item.relations:
+            other = by_id.get(rel.target_id)
+            if other is None:
+                continue
+            older: Scored | None = None
+            newer: Scored | None = None
+            if rel.type == RelationType.SUPERSEDES:
+                newer, older = s, other
+            elif rel.type == RelationType.SUPERSEDED_BY:
+                newer, older = other, s
+            elif rel.type == RelationType.CONTRADICTS:
+                newer, older = (
+                    (s, other) if item.updated_at >= other.candidate.item.updated_at else (other, s)
+                )
+            if newer is not None and older is not None and older.score >= newer.score:
+                penalty = older.score - newer.score + 1e-6
+                older.score -= penalty
+                older.breakdown["contribution.replaced"] = -penalty
+
+
+def mmr_select(
+    scores: list[float], vectors: list[np.ndarray | None], k: int, lam: float, floor: float
+) -> list[int]:
     """Maximal marginal relevance: indices of up to ``k`` items, relevant and not alike.
 
+    Redundancy is the cosine to the closest chosen item above ``floor``, rescaled to
+    0..1, so only near-duplicates are pushed down (``floor=0`` gives classic MMR).
     Items without a vector count as unlike everything.
     """
-    remaining = list(range(len(scores)))
+    n = len(scores)
+    if n == 0:
+        return []
+    dims = {v.shape[0] for v in vectors if v is not None}
+    dim = dims.pop() if len(dims) == 1 else 0
+    matrix = np.zeros((n, max(dim, 1)), dtype=np.float32)
+    if dim:
+        for i, v in enumerate(vectors):
+            if v is not None:
+                matrix[i] = v
+    sims = np.clip((matrix @ matrix.T - floor) / max(1e-9, 1.0 - floor), 0.0, None)
+    relevance = lam * np.asarray(scores, dtype=np.float64)
+    redundancy = np.zeros(n)
+    available = np.ones(n, dtype=bool)
     chosen: list[int] = []
-    while remaining and len(chosen) < k:
-        best, best_value = remaining[0], -math.inf
-        for idx in remaining:
-            vec = vectors[idx]
-            redundancy = 0.0
-            if vec is not None:
-                for c in chosen:
-                    other = vectors[c]
-                    if other is not None:
-                        redundancy = max(redundancy, float(np.dot(vec, other)))
-            value = lam * scores[idx] - (1.0 - lam) * redundancy
-            if value > best_value:
-                best, best_value = idx, value
+    for _ in range(min(k, n)):
+        value = np.where(available, relevance - (1.0 - lam) * redundancy, -np.inf)
+        best = int(np.argmax(value))
         chosen.append(best)
-        remaining.remove(best)
+        available[best] = False
+        redundancy = np.maximum(redundancy, sims[best])
     return chosen

@@ -87,12 +87,24 @@ class Filter:
 
 @dataclass(frozen=True)
 class Candidate:
-    """An item found by :class:`Retrieve`, with the evidence that found it."""
+    """An item found by :class:`Retrieve`, with the evidence that found it.
+
+    Items of one *thread* (same tenant, scope and ``session_id``) are ordered by
+    ``(occurred_at or created_at, insertion order)``; ``prev_id``/``next_id`` name the
+    adjacent items and ``prev_*``/``next_*`` their evidence, so a ranker can use a turn's
+    surroundings as context without loading them.
+    """
 
     item: MemoryItem
     cosine: float | None  # None when the item has no vector for this model
     keyword: float | None  # BM25-style score, higher is better; None if no keyword match
     vector: Vector | None
+    prev_id: str | None = None
+    next_id: str | None = None
+    prev_cosine: float | None = None
+    next_cosine: float | None = None
+    prev_keyword: float | None = None
+    next_keyword: float | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +150,10 @@ class Retrieve(Op[list[Candidate]]):
 
     ``terms`` are already-normalised index terms (see :mod:`jiyi.text.tokenize`).
     Candidates found by only one index still carry both scores where they exist.
+    With ``time_ranges``/``time_months``, the top ``vector_k`` items (by cosine) whose
+    ``occurred_at`` falls in a range, or in one of the months of any year, are
+    candidates too. ``neighbours`` adds the items up to that many positions before and
+    after each candidate in its thread.
     """
 
     filter: Filter
@@ -146,6 +162,9 @@ class Retrieve(Op[list[Candidate]]):
     terms: tuple[str, ...]
     vector_k: int
     keyword_k: int
+    neighbours: int = 0
+    time_ranges: tuple[tuple[datetime, datetime], ...] = ()
+    time_months: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,12 @@ import json
 import sqlite3
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -134,7 +137,19 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             ) WITHOUT ROWID""",
         ),
     ),
+    (
+        "index version counter and thread order",
+        (
+            # Bumped by writes that change what search sees (not by usage counters), so
+            # readers can keep a scope's vectors in memory until the index really changes.
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+            "INSERT INTO meta VALUES ('index_version', 0)",
+            "CREATE INDEX items_thread ON items(tenant_id, scope_key, session_id)",
+        ),
+    ),
 ]
+
+SCOPE_CACHE_ENTRIES = 16
 
 _ITEM_COLUMNS = (
     "id, tenant_id, scope, scope_key, user_id, project_id, session_id, agent_id, memory_type, status, "
@@ -228,6 +243,72 @@ def _map_error(exc: sqlite3.Error, path: str) -> StoreError:
     if "unable to open" in text:
         return StoreError(f"cannot open {path}: {exc} (does the directory exist?)")
     return StoreError(f"database error on {path}: {exc}")
+
+
+def _top(scores: np.ndarray, mask: np.ndarray, k: int) -> list[int]:
+    """Indices of the ``k`` best scores where ``mask`` holds, best first."""
+    idx = np.flatnonzero(mask)
+    if k <= 0 or idx.size == 0:
+        return []
+    sub = scores[idx]
+    k = min(k, idx.size)
+    part = np.argpartition(-sub, k - 1)[:k]
+    return [int(i) for i in idx[part[np.argsort(-sub[part], kind="stable")]]]
+
+
+@dataclass
+class _ScopeRows:
+    """A scope's items in thread order: vectors as one matrix, neighbours as index arrays."""
+
+    version: int
+    pks: np.ndarray
+    ids: list[str]
+    index: dict[int, int]
+    occurred: list[str | None]
+    expires: list[str | None]
+    matrix: np.ndarray | None
+    has_vector: np.ndarray
+    prev: np.ndarray
+    next: np.ndarray
+
+    @classmethod
+    def build(cls, version: int, rows: list[tuple[Any, ...]], dim: int) -> _ScopeRows:
+        n = len(rows)
+        prev = np.full(n, -1, dtype=np.int64)
+        nxt = np.full(n, -1, dtype=np.int64)
+        has_vector = np.zeros(n, dtype=bool)
+        matrix = np.zeros((n, dim), dtype=np.float32) if dim else None
+        for i, row in enumerate(rows):
+            session = row[2]
+            if session is not None and i > 0 and rows[i - 1][2] == session:
+                prev[i] = i - 1
+                nxt[i - 1] = i
+            if matrix is not None and row[6] is not None:
+                matrix[i] = from_blob(row[6])
+                has_vector[i] = True
+        return cls(
+            version=version,
+            pks=np.array([r[0] for r in rows], dtype=np.int64),
+            ids=[r[1] for r in rows],
+            index={r[0]: i for i, r in enumerate(rows)},
+            occurred=[r[4] for r in rows],
+            expires=[r[5] for r in rows],
+            matrix=matrix,
+            has_vector=has_vector,
+            prev=prev,
+            next=nxt,
+        )
+
+    def in_time(self, ranges: Sequence[tuple[datetime, datetime]], months: Sequence[int]) -> np.ndarray:
+        bounds = [(ts(a), ts(b)) for a, b in ranges]
+        wanted = {f"-{m:02d}-" for m in months}
+        return np.array(
+            [
+                o is not None and (any(a <= o < b for a, b in bounds if a and b) or o[4:8] in wanted)
+                for o in self.occurred
+            ],
+            dtype=bool,
+        )
 
 
 class SQLiteStore(Store):
@@ -470,62 +551,110 @@ class SQLiteStore(Store):
         cursor = encode_cursor(rows[-1][1], rows[-1][2]) if more and rows else None
         return Page(items=[_load_item(r[0]) for r in rows], next_cursor=cursor)
 
+    def _scope_rows(self, conn: sqlite3.Connection, op: Retrieve) -> _ScopeRows:
+        """Every item of the filter (expiry aside) with its vector and thread order, cached
+        per reader thread until the index version changes."""
+        f = op.filter
+        dim = 0 if op.vector is None else int(op.vector.shape[0])
+        key = (replace(f, now=None, include_expired=True), op.model_id, dim)
+        version = conn.execute("SELECT value FROM meta WHERE key = 'index_version'").fetchone()[0]
+        cache: OrderedDict[Any, _ScopeRows] = getattr(self._local, "scopes", None) or OrderedDict()
+        self._local.scopes = cache
+        hit = cache.get(key)
+        if hit is not None and hit.version == version:
+            cache.move_to_end(key)
+            return hit
+        where, params = _filter_sql(replace(f, include_expired=True))
+        rows = conn.execute(
+            f"SELECT i.pk, i.id, i.session_id, coalesce(i.occurred_at, i.created_at), i.occurred_at, "
+            f"i.expires_at, v.vec FROM items i LEFT JOIN vectors v ON v.pk = i.pk AND v.model = ? AND v.dim = ? "
+            f"WHERE {where} ORDER BY i.session_id, coalesce(i.occurred_at, i.created_at), i.pk",
+            (op.model_id, dim, *params),
+        ).fetchall()
+        built = _ScopeRows.build(version, rows, dim)
+        cache[key] = built
+        while len(cache) > SCOPE_CACHE_ENTRIES:
+            cache.popitem(last=False)
+        return built
+
     def _retrieve(self, op: Retrieve) -> list[Candidate]:
-        where, params = _filter_sql(op.filter)
+        f = op.filter
         with self._read() as conn:
-            cosines: dict[int, float] = {}
-            vectors: dict[int, Vector] = {}
-            order: list[int] = []
-            if op.vector is not None:
-                rows = conn.execute(
-                    f"SELECT i.pk, v.vec FROM items i JOIN vectors v ON v.pk = i.pk "
-                    f"WHERE v.model = ? AND v.dim = ? AND {where}",
-                    (op.model_id, int(op.vector.shape[0]), *params),
-                ).fetchall()
-                if rows:
-                    pks = [r[0] for r in rows]
-                    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
-                        len(rows), -1
-                    )
-                    scores = matrix @ op.vector
-                    for idx, pk in enumerate(pks):
-                        cosines[pk] = float(scores[idx])
-                        vectors[pk] = matrix[idx]
-                    k = min(op.vector_k, len(pks))
-                    if k > 0:
-                        top = np.argpartition(-scores, k - 1)[:k]
-                        order.extend(pks[i] for i in top[np.argsort(-scores[top])])
+            rows = self._scope_rows(conn, op)
+            n = len(rows.pks)
+            if n == 0:
+                return []
+            live = np.ones(n, dtype=bool)
+            if not f.include_expired:
+                if f.now is None:
+                    raise InvalidInput("a filter that hides expired items needs 'now'", field="now")
+                now = ts(f.now) or ""
+                live = np.array([e is None or e > now for e in rows.expires], dtype=bool)
+            chosen: dict[int, None] = {}
+            cosines: np.ndarray | None = None
+            if op.vector is not None and rows.matrix is not None:
+                cosines = rows.matrix @ op.vector
+                usable = live & rows.has_vector
+                for idx in _top(cosines, usable, op.vector_k):
+                    chosen[idx] = None
+                if op.time_ranges or op.time_months:
+                    in_time = usable & rows.in_time(op.time_ranges, op.time_months)
+                    for idx in _top(cosines, in_time, op.vector_k):
+                        chosen[idx] = None
             keyword: dict[int, float] = {}
             if op.terms and op.keyword_k > 0:
-                rows = conn.execute(
+                where, params = _filter_sql(f)
+                hits = conn.execute(
                     f"SELECT i.pk, -bm25(items_fts, 0.0, 1.0) AS score FROM items_fts "
                     f"JOIN items i ON i.pk = items_fts.rowid "
                     f"WHERE items_fts MATCH ? AND {where} ORDER BY score DESC LIMIT ?",
-                    (_fts_query(op.filter, op.terms), *params, op.keyword_k),
+                    (_fts_query(f, op.terms), *params, op.keyword_k),
                 ).fetchall()
-                in_top = set(order)
-                for pk, score in rows:
-                    keyword[pk] = float(score)
-                    if pk not in in_top:
-                        order.append(pk)
-            wanted = list(dict.fromkeys(order))
-            if not wanted:
+                for pk, score in hits:
+                    found = rows.index.get(pk)
+                    if found is not None:
+                        keyword[found] = float(score)
+                        chosen[found] = None
+            for _ in range(max(0, op.neighbours)):
+                for idx in list(chosen):
+                    for other in (rows.prev[idx], rows.next[idx]):
+                        if other >= 0 and live[other]:
+                            chosen[other] = None
+            if not chosen:
                 return []
+            order = list(chosen)
+            pks = [int(rows.pks[i]) for i in order]
             docs = dict(
                 conn.execute(
-                    f"SELECT pk, doc FROM items WHERE pk IN ({','.join('?' * len(wanted))})", wanted
+                    f"SELECT pk, doc FROM items WHERE pk IN ({','.join('?' * len(pks))})", pks
                 ).fetchall()
             )
-        return [
-            Candidate(
-                item=_load_item(docs[pk]),
-                cosine=cosines.get(pk),
-                keyword=keyword.get(pk),
-                vector=vectors.get(pk),
+
+        def cos_at(i: int) -> float | None:
+            ok = i >= 0 and cosines is not None and bool(rows.has_vector[i])
+            return float(cosines[i]) if ok and cosines is not None else None
+
+        out: list[Candidate] = []
+        for idx, pk in zip(order, pks, strict=True):
+            if pk not in docs:
+                continue
+            prev_i, next_i = int(rows.prev[idx]), int(rows.next[idx])
+            has_vec = cosines is not None and bool(rows.has_vector[idx])
+            out.append(
+                Candidate(
+                    item=_load_item(docs[pk]),
+                    cosine=cos_at(idx),
+                    keyword=keyword.get(idx),
+                    vector=rows.matrix[idx] if has_vec and rows.matrix is not None else None,
+                    prev_id=rows.ids[prev_i] if prev_i >= 0 else None,
+                    next_id=rows.ids[next_i] if next_i >= 0 else None,
+                    prev_cosine=cos_at(prev_i),
+                    next_cosine=cos_at(next_i),
+                    prev_keyword=keyword.get(prev_i),
+                    next_keyword=keyword.get(next_i),
+                )
             )
-            for pk in wanted
-            if pk in docs
-        ]
+        return out
 
     def _history(self, op: GetHistory) -> list[HistoryEvent]:
         with self._read() as conn:
@@ -602,6 +731,8 @@ class SQLiteStore(Store):
         if self.read_only:
             raise StoreReadOnly(f"cannot write {self.path}: it was opened read-only")
         with self._transaction() as conn:
+            if any(isinstance(c, Upsert | Purge) for c in op.changes):
+                conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'index_version'")
             for change in op.changes:
                 match change:
                     case Upsert():
