@@ -10,7 +10,8 @@
     │   ├── StoreCorrupt           the file is not a jiyi database or is damaged
     │   ├── StoreReadOnly          the file or directory cannot be written
     │   └── StoreUnavailable       a server could not be reached
-    └── EmbedderError              the embedding model failed (HTTP error, bad answer)
+    ├── EmbedderError              the embedding model failed (HTTP error, bad answer)
+    └── LLMError                   the language model failed (HTTP error, unusable answer)
 
 Every error carries a message a person can act on: what failed and why.
 """
@@ -63,3 +64,7 @@ class StoreUnavailable(StoreError):
 
 class EmbedderError(JiyiError):
     """The embedding model failed or returned something unusable."""
+
+
+class LLMError(JiyiError):
+    """The language model failed (HTTP error, timeout) or returned something unusable."""

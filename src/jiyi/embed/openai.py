@@ -8,77 +8,22 @@ The API key is sent as a Bearer header and never appears in a repr, a log or an 
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import math
-import os
 import threading
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
 
 import httpx
 import numpy as np
 
+from jiyi._http import env as _env
+from jiyi._http import retry_after_seconds as _retry_after_seconds
+from jiyi._http import server_message as _server_message
 from jiyi.embed.base import Vectors, normalise
 from jiyi.errors import ConfigError, EmbedderError, InvalidInput
 
 _DEFAULT_BASE_URL = "https://api.openai.com/v1"
-# Servers sometimes echo large bodies (HTML error pages); keep error messages readable.
-_MAX_ERROR_CHARS = 300
-
-
-def _env(*names: str) -> str | None:
-    for name in names:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
-    return None
-
-
-def _retry_after_seconds(response: httpx.Response) -> float | None:
-    """Parse ``Retry-After`` (seconds or an HTTP date); ``None`` when absent or unreadable."""
-    raw = response.headers.get("retry-after")
-    if raw is None:
-        return None
-    raw = raw.strip()
-    try:
-        seconds = float(raw)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(raw)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    if not math.isfinite(seconds):
-        return None
-    return max(0.0, seconds)
-
-
-def _server_message(response: httpx.Response) -> str:
-    """The server's own explanation: OpenAI's ``{"error": {"message"}}`` or the raw text."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    message: Any = None
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict):
-            message = error.get("message")
-        elif isinstance(error, str):
-            message = error
-        if message is None:
-            message = body.get("message") or body.get("detail")
-    if message is None:
-        message = response.text
-    text = " ".join(str(message).split())
-    if len(text) > _MAX_ERROR_CHARS:
-        text = text[:_MAX_ERROR_CHARS] + "..."
-    return text or "(empty body)"
 
 
 class OpenAIEmbedder:
