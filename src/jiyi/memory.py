@@ -13,7 +13,7 @@ import functools
 import json
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Concatenate, ParamSpec, TypeVar
@@ -25,10 +25,12 @@ from jiyi.config import GateConfig, RankConfig
 from jiyi.embed.base import Embedder, Vectors, resolve_embedder
 from jiyi.errors import InvalidInput, NotFound, StoreReadOnly
 from jiyi.flow import Flow, call, embed, run_async, run_sync
+from jiyi.llm.base import ChatModel, resolve_chat_model
 from jiyi.model import (
     DEFAULT_TENANT,
     MemoryItem,
     MemoryType,
+    RelationType,
     Scope,
     Source,
     Status,
@@ -38,9 +40,11 @@ from jiyi.model import (
     utcnow,
 )
 from jiyi.read.rank import SearchHit, mmr_select, score_candidates
+from jiyi.session.flows import RememberResult, SessionConfig, SessionFlows
 from jiyi.store.base import (
     CacheGet,
     CachePut,
+    Candidate,
     CountEvents,
     Filter,
     GetHistory,
@@ -60,7 +64,7 @@ from jiyi.store.base import (
     Write,
 )
 from jiyi.store.sqlcommon import text_hash
-from jiyi.text.timeparse import time_windows
+from jiyi.text.timeparse import time_windows, without_spans
 from jiyi.text.tokenize import index_text, query_terms
 from jiyi.write.gate import GateDecision, Screened, duplicate_decision, rate_key, rate_limit_decision, screen
 
@@ -181,16 +185,22 @@ class _LRU:
             self._data.popitem(last=False)
 
 
-class MemoryCore:
-    """Holds configuration and builds flows; see :class:`Memory` and :class:`AsyncMemory`."""
+class MemoryCore(SessionFlows):
+    """Holds configuration and builds flows; see :class:`Memory` and :class:`AsyncMemory`.
+
+    The conversation flows (``remember``, checkpoints, documents, ``context`` ...) come
+    from :class:`~jiyi.session.flows.SessionFlows`.
+    """
 
     def __init__(
         self,
         store: Store,
         *,
         embedder: Embedder | Callable[[list[str]], Any] | str | None = None,
+        llm: ChatModel | Callable[[list[dict[str, str]]], str] | str | None = None,
         gate: GateConfig | None = None,
         rank: RankConfig | None = None,
+        session: SessionConfig | None = None,
         clock: Callable[[], datetime] | None = None,
         tenant_id: str = DEFAULT_TENANT,
     ) -> None:
@@ -198,8 +208,10 @@ class MemoryCore:
             raise InvalidInput(f"store must be a jiyi Store, not {type(store).__name__}", field="store")
         self.store = store
         self.embedder = resolve_embedder(embedder)
+        self.llm = resolve_chat_model(llm)
         self.gate = gate or GateConfig()
         self.rank = rank or RankConfig()
+        self.session_config = session or SessionConfig()
         self._clock = clock or utcnow
         self.tenant_id = tenant_id
         self._query_cache = _LRU()
@@ -430,11 +442,14 @@ class MemoryCore:
                 "give at least one scope to search: user_id, project_id, session_id or agent_id"
             )
         now = self.now()
+        wanted = _enum_tuple(Status, statuses, "status") or (Status.ACTIVE,)
         flt = Filter(
             tenant_id=tenant_id or self.tenant_id,
             scope_keys=keys,
             memory_types=_enum_tuple(MemoryType, memory_types, "memory_type"),
-            statuses=_enum_tuple(Status, statuses, "status") or (Status.ACTIVE,),
+            # Superseded items are looked at too, so their replacements can be found
+            # through the old wording; they are shown only when asked for.
+            statuses=tuple(dict.fromkeys((*wanted, Status.SUPERSEDED))),
             tags=tuple(tags),
             include_expired=include_expired,
             now=now,
@@ -450,7 +465,7 @@ class MemoryCore:
                 flt,
                 self.embedder.model_id,
                 qvec,
-                query_terms(query),
+                query_terms(without_spans(query, windows.spans)),
                 vector_k=pool,
                 keyword_k=pool,
                 neighbours=cfg.neighbours,
@@ -458,6 +473,7 @@ class MemoryCore:
                 time_months=windows.months,
             )
         )
+        candidates = yield from self._follow_replacements(candidates, flt, wanted)
         floor = cfg.threshold if threshold is None else threshold
         scored = [
             s
@@ -484,6 +500,37 @@ class MemoryCore:
             with contextlib.suppress(StoreReadOnly):
                 yield from call(Write((Touch(flt.tenant_id, tuple(h.item.id for h in hits), now),)))
         return hits
+
+    def _follow_replacements(
+        self, candidates: list[Candidate], flt: Filter, shown: tuple[Status, ...]
+    ) -> Flow[list[Candidate]]:
+        """Give each superseded candidate's replacement its evidence; drop superseded
+        candidates unless the caller asked for them."""
+        by_id = {c.item.id: c for c in candidates}
+        wanted: dict[str, Candidate] = {}
+        for c in candidates:
+            if c.item.status != Status.SUPERSEDED:
+                continue
+            for rel in c.item.relations:
+                if rel.type == RelationType.SUPERSEDED_BY:
+                    best = wanted.get(rel.target_id)
+                    if best is None or (c.cosine or 0) > (best.cosine or 0):
+                        wanted[rel.target_id] = c
+        missing = tuple(i for i in wanted if i not in by_id)
+        found = (yield from call(GetItems(flt.tenant_id, missing))) if missing else []
+        for item in found:
+            if item.status in shown and (not flt.scope_keys or item.scope_key in flt.scope_keys):
+                src = wanted[item.id]
+                by_id[item.id] = Candidate(item, src.cosine, src.keyword, None)
+        for target_id, src in wanted.items():
+            cur = by_id.get(target_id)
+            if cur is not None and cur.item.status in shown:
+                by_id[target_id] = replace(
+                    cur,
+                    cosine=max(cur.cosine or 0.0, src.cosine or 0.0),
+                    keyword=max(cur.keyword or 0.0, src.keyword or 0.0) or None,
+                )
+        return [c for c in by_id.values() if c.item.status in shown]
 
     # ------------------------------------------------------------ read one / many
 
@@ -766,6 +813,51 @@ class MemoryCore:
 # ---------------------------------------------------------------- drivers
 
 
+class BackgroundWorker:
+    """A daemon thread that runs ``step`` whenever woken, or every ``interval`` seconds,
+    until stopped. ``step`` returns what it did; an empty result means "idle"."""
+
+    def __init__(self, step: Callable[[], Sequence[Any]], interval: float) -> None:
+        import threading
+
+        self._step = step
+        self._interval = interval
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="jiyi-worker", daemon=True)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        import logging
+
+        log = logging.getLogger("jiyi.worker")
+        while not self._stop.is_set():
+            try:
+                did = self._step()
+            except Exception:  # keep the worker alive; the job rows hold the errors
+                log.exception("job batch failed")
+                did = []
+            if did:
+                continue
+            self._wake.wait(self._interval)
+            self._wake.clear()
+
+
 class _Driver:
     """What both drivers share: the core, and the store/embedder it uses."""
 
@@ -788,23 +880,27 @@ class _Driver:
     def rank(self) -> RankConfig:
         return self.core.rank
 
+    @property
+    def llm(self) -> ChatModel | None:
+        return self.core.llm
 
-def _sync(flow_fn: Callable[Concatenate[MemoryCore, P], Flow[R]]) -> Callable[Concatenate[Memory, P], R]:
+
+def _sync(flow_fn: Callable[Concatenate[Any, P], Flow[R]]) -> Callable[Concatenate[Memory, P], R]:
     @functools.wraps(flow_fn)
     def method(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
         core = self.core
-        return run_sync(flow_fn(core, *args, **kwargs), core.store, core.embedder)
+        return run_sync(flow_fn(core, *args, **kwargs), core.store, core.embedder, core.llm)
 
     return method
 
 
 def _async(
-    flow_fn: Callable[Concatenate[MemoryCore, P], Flow[R]],
+    flow_fn: Callable[Concatenate[Any, P], Flow[R]],
 ) -> Callable[Concatenate[AsyncMemory, P], Awaitable[R]]:
     @functools.wraps(flow_fn)
     async def method(self: AsyncMemory, /, *args: P.args, **kwargs: P.kwargs) -> R:
         core = self.core
-        return await run_async(flow_fn(core, *args, **kwargs), core.store, core.embedder)
+        return await run_async(flow_fn(core, *args, **kwargs), core.store, core.embedder, core.llm)
 
     return method
 
@@ -828,6 +924,24 @@ class Memory(_Driver):
     reset = _sync(MemoryCore.reset)
     export = _sync(MemoryCore.export)
     import_items = _sync(MemoryCore.import_items)
+    _remember = _sync(MemoryCore.remember)
+
+    add_messages = _sync(MemoryCore.add_messages)
+    messages = _sync(MemoryCore.messages)
+    working_window = _sync(MemoryCore.working_window)
+    compact = _sync(MemoryCore.compact)
+    end_session = _sync(MemoryCore.end_session)
+    process_jobs = _sync(MemoryCore.process_jobs)
+    jobs = _sync(MemoryCore.jobs)
+    store_extracted = _sync(MemoryCore.store_extracted)
+    add_episode = _sync(MemoryCore.add_episode)
+    save_checkpoint = _sync(MemoryCore.save_checkpoint)
+    restore_checkpoint = _sync(MemoryCore.restore_checkpoint)
+    list_checkpoints = _sync(MemoryCore.list_checkpoints)
+    prune_checkpoints = _sync(MemoryCore.prune_checkpoints)
+    add_document = _sync(MemoryCore.add_document)
+    get_document = _sync(MemoryCore.get_document)
+    context = _sync(MemoryCore.context)
 
     @classmethod
     def open(cls, path: str | Path, **options: Any) -> Memory:
@@ -836,7 +950,63 @@ class Memory(_Driver):
 
         return cls(SQLiteStore(path), **options)
 
+    def __init__(self, store: Store, *, background: bool = True, **options: Any) -> None:
+        super().__init__(store, **options)
+        self._background = background
+        self._worker: BackgroundWorker | None = None
+
+    def remember(
+        self,
+        messages: Sequence[Any],
+        *,
+        session_id: str,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        agent_id: str | None = None,
+        tenant_id: str | None = None,
+    ) -> RememberResult:
+        """Keep messages in the session and queue extraction; returns at once.
+
+        With ``background=True`` (the default) a worker thread in this process runs the
+        queued jobs; otherwise call :meth:`process_jobs` or run ``jiyi worker``.
+        """
+        result = self._remember(
+            messages,
+            session_id=session_id,
+            user_id=user_id,
+            project_id=project_id,
+            agent_id=agent_id,
+            tenant_id=tenant_id,
+        )
+        if self._background and (result.job_id or (result.compacted and result.compacted.episode_job_id)):
+            self.start_worker().wake()
+        return result
+
+    def start_worker(self, *, interval: float = 5.0) -> BackgroundWorker:
+        """Start (once) the in-process worker thread that drains the job queue."""
+        if self._worker is None or not self._worker.alive:
+            self._worker = BackgroundWorker(lambda: self.process_jobs(worker="in-process"), interval)
+            self._worker.start()
+        return self._worker
+
+    def wait_for_jobs(self, timeout: float = 30.0) -> bool:
+        """Block until the queue has no runnable job (for tests and scripts). True if idle."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.jobs(statuses=["queued", "running"], limit=1):
+                return True
+            if self._worker is None or not self._worker.alive:
+                self.process_jobs(worker="waiter")
+            else:
+                self._worker.wake()
+                time.sleep(0.02)
+        return False
+
     def close(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
         self.store.close()
 
     def __enter__(self) -> Memory:
@@ -856,6 +1026,11 @@ class Memory(_Driver):
 class AsyncMemory(_Driver):
     """The asynchronous Memory API: the same methods as :class:`Memory`, awaited."""
 
+    def __init__(self, store: Store, **options: Any) -> None:
+        super().__init__(store, **options)
+        self._task: Any = None
+        self._wake: Any = None
+
     add = _async(MemoryCore.add)
     search = _async(MemoryCore.search)
     get = _async(MemoryCore.get)
@@ -867,6 +1042,24 @@ class AsyncMemory(_Driver):
     reset = _async(MemoryCore.reset)
     export = _async(MemoryCore.export)
     import_items = _async(MemoryCore.import_items)
+    _remember = _async(MemoryCore.remember)
+
+    add_messages = _async(MemoryCore.add_messages)
+    messages = _async(MemoryCore.messages)
+    working_window = _async(MemoryCore.working_window)
+    compact = _async(MemoryCore.compact)
+    end_session = _async(MemoryCore.end_session)
+    process_jobs = _async(MemoryCore.process_jobs)
+    jobs = _async(MemoryCore.jobs)
+    store_extracted = _async(MemoryCore.store_extracted)
+    add_episode = _async(MemoryCore.add_episode)
+    save_checkpoint = _async(MemoryCore.save_checkpoint)
+    restore_checkpoint = _async(MemoryCore.restore_checkpoint)
+    list_checkpoints = _async(MemoryCore.list_checkpoints)
+    prune_checkpoints = _async(MemoryCore.prune_checkpoints)
+    add_document = _async(MemoryCore.add_document)
+    get_document = _async(MemoryCore.get_document)
+    context = _async(MemoryCore.context)
 
     @classmethod
     def open(cls, path: str | Path, **options: Any) -> AsyncMemory:
@@ -875,7 +1068,64 @@ class AsyncMemory(_Driver):
 
         return cls(SQLiteStore(path), **options)
 
+    async def remember(
+        self,
+        messages: Sequence[Any],
+        *,
+        session_id: str,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        agent_id: str | None = None,
+        tenant_id: str | None = None,
+    ) -> RememberResult:
+        """Keep messages in the session and queue extraction; returns at once.
+
+        Call :meth:`start_worker` once to drain the queue in a background task, or
+        :meth:`process_jobs`, or run ``jiyi worker``.
+        """
+        result = await self._remember(
+            messages,
+            session_id=session_id,
+            user_id=user_id,
+            project_id=project_id,
+            agent_id=agent_id,
+            tenant_id=tenant_id,
+        )
+        if self._task is not None:
+            self._wake.set()
+        return result
+
+    def start_worker(self, *, interval: float = 5.0) -> None:
+        """Run queued jobs in a background task of the running event loop."""
+        import asyncio
+
+        if self._task is None or self._task.done():
+            self._wake = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._work(interval))
+
+    async def _work(self, interval: float) -> None:
+        import asyncio
+        import logging
+
+        while True:  # cancelled by aclose()
+            try:
+                reports = await self.process_jobs(worker="in-process")
+            except Exception:  # keep the worker alive; the job rows hold the errors
+                logging.getLogger("jiyi.worker").exception("job batch failed")
+                reports = []
+            if reports:
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), interval)
+            self._wake.clear()
+
     async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            import contextlib
+
+            with contextlib.suppress(BaseException):
+                await self._task
         self.store.close()
 
     async def __aenter__(self) -> AsyncMemory:

@@ -141,8 +141,8 @@ def final_score(item: MemoryItem, similarity: float, cfg: RankConfig, now: datet
     if cfg.recency_boost:
         parts["recency_boost"] = cfg.recency_boost * _recency(item, now, cfg.recency_days)
     if item.status == Status.SUPERSEDED:
-        total = sum(parts.values())
-        parts["superseded"] = -total * (1.0 - cfg.superseded_factor)
+        # Only the match is discounted: an old value stays findable when asked for.
+        parts["superseded"] = -parts["similarity"] * (1.0 - cfg.superseded_factor)
     return parts
 
 

@@ -48,6 +48,8 @@ _ZH_MONTH_YEAR = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月")
 _ZH_MONTH_DAY = re.compile(r"(?<![\d年])(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")
 _ZH_MONTH_ONLY = re.compile(rf"(?<![\d年])(\d{{1,2}}|{_ZH_MONTH})\s*月(?:份)?(?!\s*\d)")
 _ZH_YEAR = re.compile(r"(\d{4})\s*年(?!\s*\d{1,2}\s*月)")
+_ZH_REL_YEAR_MONTH = re.compile(rf"(去年|今年|前年|明年)\s*(\d{{1,2}}|{_ZH_MONTH})\s*月(?:份)?")
+_ZH_REL_YEARS = {"前年": -2, "去年": -1, "今年": 0, "明年": 1}
 
 _RELATIVE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(?:yesterday)\b|昨天|昨日", re.I), "yesterday"),
@@ -59,6 +61,7 @@ _RELATIVE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\blast month\b|上个月|上月", re.I), "last_month"),
     (re.compile(r"\bthis month\b|这个月|本月", re.I), "this_month"),
     (re.compile(r"\blast year\b|去年", re.I), "last_year"),
+    (re.compile(r"\byear before last\b|前年", re.I), "year_before_last"),
     (re.compile(r"\bthis year\b|今年", re.I), "this_year"),
 ]
 _AGO = re.compile(
@@ -131,6 +134,8 @@ def _relative(kind: str, now: datetime) -> tuple[datetime, datetime]:
         return month_start, nxt
     if kind == "last_year":
         return _year(today.year - 1)
+    if kind == "year_before_last":
+        return _year(today.year - 2)
     return _year(today.year)  # this_year
 
 
@@ -179,6 +184,9 @@ def time_windows(query: str, now: datetime) -> TimeWindows:
         add(_day(int(m[1]), int(m[2]), int(m[3])), m.span())
     for m in _ZH_MONTH_DAY.finditer(query):
         add(_day(now.year, int(m[1]), int(m[2])), m.span())
+    for m in _ZH_REL_YEAR_MONTH.finditer(query):
+        value = int(m[2]) if m[2].isdigit() else _ZH_NUM[m[2]]
+        add(_month(now.year + _ZH_REL_YEARS[m[1]], value), m.span())
     for m in _EN_MONTH_YEAR.finditer(query):
         add(_month(int(m[2]), _MONTHS[m[1].lower()]), m.span())
     for m in _ZH_MONTH_YEAR.finditer(query):
@@ -209,3 +217,12 @@ def time_windows(query: str, now: datetime) -> TimeWindows:
             spans.append(m.span())
             taken.append(m.span())
     return TimeWindows(tuple(ranges), tuple(dict.fromkeys(months)), tuple(spans))
+
+
+def without_spans(query: str, spans: tuple[tuple[int, int], ...]) -> str:
+    """``query`` with the time expressions blanked, so their words are not keywords too."""
+    chars = list(query)
+    for start, end in spans:
+        for i in range(start, min(end, len(chars))):
+            chars[i] = " "
+    return "".join(chars)
