@@ -56,20 +56,31 @@ import pytest
 
 from jiyi.errors import InvalidInput, StoreError
 from jiyi.model import MemoryItem, MemoryType, Relation, RelationType, Scope, Source, Status, Visibility
+from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
+    AppendMessages,
     CacheGet,
     CachePut,
     Candidate,
+    ClaimJobs,
     CountEvents,
+    DeleteCheckpoints,
+    DeleteMessages,
     Filter,
+    GetCheckpoint,
     GetHistory,
     GetItems,
+    GetMessages,
     GetStats,
     HistoryAction,
     HistoryEvent,
+    ListCheckpoints,
     ListItems,
+    ListJobs,
     Op,
     Purge,
+    PutCheckpoint,
+    PutJob,
     RecordEvent,
     Retrieve,
     Store,
@@ -1264,6 +1275,208 @@ class StoreConformance:
         for name in OP_NAMES:
             with pytest.raises(StoreError):
                 await store.aexecute(ops[name])
+
+    # ------------------------------------------------------------ thread neighbours and time windows
+
+    def test_neighbours_follow_thread_order_and_expand_candidates(self, store: Store) -> None:
+        rng = np.random.default_rng(7)
+        turns = [
+            make_item(f"turn {i} of the chat", session_id="s1", occurred_at=T0 + timedelta(minutes=i))
+            for i in range(5)
+        ]
+        other = make_item("turn of another chat", session_id="s2", occurred_at=T0)
+        loose = make_item("a memory from no chat")
+        vecs = [unit(rng) for _ in range(7)]
+        put(store, *turns, other, loose, vectors=vecs)
+        cands = store.execute(Retrieve(flt(), MODEL, vecs[2], (), vector_k=1, keyword_k=0, neighbours=1))
+        by_id = {c.item.id: c for c in cands}
+        assert set(by_id) == {turns[1].id, turns[2].id, turns[3].id}
+        mid = by_id[turns[2].id]
+        assert (mid.prev_id, mid.next_id) == (turns[1].id, turns[3].id)
+        assert mid.prev_cosine == pytest.approx(float(vecs[1] @ vecs[2]), abs=1e-5)
+        assert mid.next_cosine == pytest.approx(float(vecs[3] @ vecs[2]), abs=1e-5)
+        assert by_id[turns[1].id].prev_id == turns[0].id
+        two = store.execute(Retrieve(flt(), MODEL, vecs[0], (), vector_k=1, keyword_k=0, neighbours=2))
+        assert {c.item.id for c in two} == {turns[0].id, turns[1].id, turns[2].id}
+        assert two[0].prev_id is None or all(
+            c.item.id != two[0].prev_id for c in two if c.item.id == turns[0].id
+        )
+        lone = store.execute(Retrieve(flt(), MODEL, vecs[6], (), vector_k=1, keyword_k=0, neighbours=1))
+        assert [(c.item.id, c.prev_id, c.next_id) for c in lone] == [(loose.id, None, None)]
+
+    def test_neighbour_keyword_scores_are_reported(self, store: Store) -> None:
+        a = make_item("what is your favourite book", session_id="chat", occurred_at=T0)
+        b = make_item(
+            "charlotte's web, without a doubt", session_id="chat", occurred_at=T0 + timedelta(seconds=1)
+        )
+        put(store, a, b)
+        cands = store.execute(
+            Retrieve(flt(), MODEL, None, query_terms("favourite book"), 0, 10, neighbours=1)
+        )
+        by_id = {c.item.id: c for c in cands}
+        assert set(by_id) == {a.id, b.id}
+        assert by_id[b.id].keyword is None
+        assert by_id[b.id].prev_keyword is not None and by_id[b.id].prev_keyword > 0
+        assert by_id[a.id].next_id == b.id
+
+    def test_time_windows_add_candidates_from_that_time(self, store: Store) -> None:
+        rng = np.random.default_rng(11)
+        q = unit(rng)
+        near = [make_item(f"close match {i}", occurred_at=T0) for i in range(3)]
+        may = make_item("something that happened in May 2023", occurred_at=datetime(2023, 5, 8, tzinfo=UTC))
+        june = make_item("something in June 2022", occurred_at=datetime(2022, 6, 1, tzinfo=UTC))
+        far = [(q * 0.9 + unit(rng) * 0.1) for _ in near]
+        far = [(v / np.linalg.norm(v)).astype(np.float32) for v in far]
+        put(store, *near, may, june, vectors=[*far, -q, -q])
+        plain = store.execute(Retrieve(flt(), MODEL, q, (), vector_k=3, keyword_k=0))
+        assert may.id not in {c.item.id for c in plain}
+        window = ((datetime(2023, 5, 1, tzinfo=UTC), datetime(2023, 6, 1, tzinfo=UTC)),)
+        timed = store.execute(Retrieve(flt(), MODEL, q, (), vector_k=3, keyword_k=0, time_ranges=window))
+        assert may.id in {c.item.id for c in timed} and june.id not in {c.item.id for c in timed}
+        monthly = store.execute(Retrieve(flt(), MODEL, q, (), vector_k=3, keyword_k=0, time_months=(6,)))
+        assert june.id in {c.item.id for c in monthly}
+
+    def test_retrieve_sees_writes_made_after_an_earlier_search(self, store: Store) -> None:
+        rng = np.random.default_rng(3)
+        q = unit(rng)
+        first = make_item("first")
+        put(store, first, vectors=[q])
+        assert [c.item.id for c in vector_cands(store, q)] == [first.id]
+        second = make_item("second")
+        put(store, second, vectors=[q])
+        assert {c.item.id for c in vector_cands(store, q)} == {first.id, second.id}
+        store.execute(Write((purge(first),)))
+        assert [c.item.id for c in vector_cands(store, q)] == [second.id]
+
+    # ------------------------------------------------------------ session messages
+
+    def test_messages_append_in_order_and_read_back(self, store: Store) -> None:
+        msgs = tuple(
+            Message(role=r, content=f"m{i}", session_id="s", tenant_id=TENANT)
+            for i, r in enumerate(["system", "user", "assistant", "user"])
+        )
+        store.execute(Write((AppendMessages(msgs[:2]),)))
+        store.execute(Write((AppendMessages(msgs[2:]),)))
+        got = store.execute(GetMessages(TENANT, "s"))
+        assert [m.content for m in got] == ["m0", "m1", "m2", "m3"]
+        assert [m.seq for m in got] == [0, 1, 2, 3]
+        assert [m.id for m in got] == [m.id for m in msgs]
+        assert [m.content for m in store.execute(GetMessages(TENANT, "s", last=2))] == ["m2", "m3"]
+        assert [m.content for m in store.execute(GetMessages(TENANT, "s", after_seq=1))] == ["m2", "m3"]
+        assert store.execute(GetMessages(OTHER_TENANT, "s")) == []
+        assert store.execute(GetMessages(TENANT, "other")) == []
+
+    def test_messages_replace_range_atomically(self, store: Store) -> None:
+        msgs = tuple(
+            Message(role="user", content=f"m{i}", session_id="s", tenant_id=TENANT) for i in range(4)
+        )
+        store.execute(Write((AppendMessages(msgs),)))
+        summary = Message(role="system", content="summary of m0 m1", session_id="s", tenant_id=TENANT, seq=0)
+        store.execute(Write((DeleteMessages(TENANT, "s", (0, 1)), AppendMessages((summary,)))))
+        assert [(m.seq, m.content) for m in store.execute(GetMessages(TENANT, "s"))] == [
+            (0, "summary of m0 m1"),
+            (2, "m2"),
+            (3, "m3"),
+        ]
+        clash = Message(role="user", content="clash", session_id="s", tenant_id=TENANT, seq=2)
+        with pytest.raises(InvalidInput):
+            store.execute(
+                Write(
+                    (
+                        AppendMessages(
+                            (Message(role="user", content="x", session_id="s", tenant_id=TENANT),)
+                        ),
+                        AppendMessages((clash,)),
+                    )
+                )
+            )
+        assert len(store.execute(GetMessages(TENANT, "s"))) == 3
+        nxt = Message(role="user", content="m4", session_id="s", tenant_id=TENANT)
+        store.execute(Write((AppendMessages((nxt,)),)))
+        assert store.execute(GetMessages(TENANT, "s", last=1))[0].seq == 4
+
+    # ------------------------------------------------------------ checkpoints
+
+    def test_checkpoints_round_trip_and_order(self, store: Store) -> None:
+        msgs = (
+            Message(
+                role="user",
+                content="你好，帮我订机票",
+                session_id="s",
+                tenant_id=TENANT,
+                seq=0,
+                tool_calls=({"id": "c1", "name": "book"},),
+            ),
+        )
+        first = Checkpoint(
+            session_id="s",
+            tenant_id=TENANT,
+            messages=msgs,
+            agent_state={"todo": ["订票"]},
+            tool_states={"book": {"step": 2}},
+            pending_tool_calls=({"id": "c1", "name": "book", "args": {"to": "上海"}},),
+            created_at=T0,
+        )
+        second = Checkpoint(
+            session_id="s", tenant_id=TENANT, label="later", created_at=T0 + timedelta(minutes=1)
+        )
+        store.execute(Write((PutCheckpoint(first), PutCheckpoint(second))))
+        assert store.execute(GetCheckpoint(TENANT, "s", first.id)) == first
+        assert store.execute(GetCheckpoint(TENANT, "s")) == second
+        assert [c.id for c in store.execute(ListCheckpoints(TENANT, "s"))] == [second.id, first.id]
+        assert store.execute(GetCheckpoint(OTHER_TENANT, "s", first.id)) is None
+        store.execute(Write((DeleteCheckpoints(TENANT, "s", (second.id,)),)))
+        assert store.execute(GetCheckpoint(TENANT, "s")) == first
+        assert store.execute(GetCheckpoint(TENANT, "nope")) is None
+
+    # ------------------------------------------------------------ jobs
+
+    def test_jobs_are_claimed_once_and_leases_expire(self, store: Store) -> None:
+        jobs = [
+            Job(
+                kind="extract",
+                tenant_id=TENANT,
+                payload={"n": i},
+                run_after=T0,
+                created_at=T0 + timedelta(seconds=i),
+            )
+            for i in range(3)
+        ]
+        later = Job(kind="extract", tenant_id=TENANT, run_after=T0 + timedelta(hours=1), created_at=T0)
+        store.execute(Write(tuple(PutJob(j) for j in [*jobs, later])))
+        got = store.execute(ClaimJobs("w1", T0 + timedelta(seconds=5), lease_seconds=60, limit=2))
+        assert [j.payload["n"] for j in got] == [0, 1]
+        assert all(j.status == "running" and j.attempts == 1 and j.locked_by == "w1" for j in got)
+        rest = store.execute(ClaimJobs("w2", T0 + timedelta(seconds=6), lease_seconds=60, limit=10))
+        assert [j.payload["n"] for j in rest] == [2]
+        assert store.execute(ClaimJobs("w3", T0 + timedelta(seconds=7), limit=10)) == []
+        expired = store.execute(ClaimJobs("w3", T0 + timedelta(seconds=70), limit=10))
+        assert {j.payload.get("n") for j in expired} == {0, 1, 2}
+        assert all(j.attempts == 2 for j in expired)
+        done = expired[0].model_copy(update={"status": "done"})
+        store.execute(Write((PutJob(done),)))
+        assert [j.id for j in store.execute(ListJobs(("done",)))] == [done.id]
+        assert len(store.execute(ListJobs(("queued",)))) == 1
+        assert store.execute(ClaimJobs("w4", T0 + timedelta(hours=2), kinds=("episode",))) == []
+
+    def test_concurrent_claims_never_hand_out_a_job_twice(self, store: Store) -> None:
+        store.execute(Write(tuple(PutJob(Job(kind="k", tenant_id=TENANT, run_after=T0)) for _ in range(40))))
+        claimed: list[str] = []
+        lock = threading.Lock()
+
+        def worker(name: str) -> None:
+            while True:
+                got = store.execute(ClaimJobs(name, T0 + timedelta(seconds=1), lease_seconds=600, limit=3))
+                if not got:
+                    return
+                with lock:
+                    claimed.extend(j.id for j in got)
+
+        threads = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(4)]
+        for t in threads:
+            t.start()
+        _join(threads)
+        assert len(claimed) == 40 and len(set(claimed)) == 40
 
 
 def _join(threads: Iterable[threading.Thread]) -> None:

@@ -1,7 +1,8 @@
 """Pipelines as generators, driven by a thin sync or async driver.
 
-A *flow* is a generator that yields effects — a store :class:`~jiyi.store.base.Op` or an
-:class:`Embed` request — and receives each effect's result back (httpx's ``auth_flow``
+A *flow* is a generator that yields effects — a store :class:`~jiyi.store.base.Op`, an
+:class:`Embed` request or a chat-model :class:`~jiyi.llm.base.Complete` request — and
+receives each effect's result back (httpx's ``auth_flow``
 pattern). The flow holds all the logic and does no I/O itself, so one implementation
 serves :class:`~jiyi.memory.Memory` and :class:`~jiyi.memory.AsyncMemory`.
 
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from jiyi.embed.base import Embedder, Vectors, aembed
+from jiyi.errors import ConfigError
+from jiyi.llm.base import ChatModel, Complete, acomplete, check_answer
 from jiyi.store.base import Op, Store
 
 R = TypeVar("R")
@@ -27,7 +30,7 @@ class Embed:
     texts: tuple[str, ...]
 
 
-Effect = Op[Any] | Embed
+Effect = Op[Any] | Embed | Complete
 Flow = Generator[Effect, Any, R]
 
 
@@ -41,12 +44,33 @@ def embed(texts: Sequence[str]) -> Generator[Effect, Any, Vectors]:
     return result
 
 
-def run_sync(flow: Flow[R], store: Store, embedder: Embedder) -> R:
+def _need(chat: ChatModel | None) -> ChatModel:
+    if chat is None:
+        raise ConfigError("this step needs a language model, but none is configured (pass llm=...)")
+    return chat
+
+
+def run_sync(flow: Flow[R], store: Store, embedder: Embedder, chat: ChatModel | None = None) -> R:
     try:
         effect = next(flow)
         while True:
             try:
-                result = embedder.embed(effect.texts) if isinstance(effect, Embed) else store.execute(effect)
+                result: Any
+                if isinstance(effect, Embed):
+                    result = embedder.embed(effect.texts)
+                elif isinstance(effect, Complete):
+                    model = _need(chat)
+                    result = check_answer(
+                        model.complete(
+                            list(effect.messages),
+                            temperature=effect.temperature,
+                            max_tokens=effect.max_tokens,
+                            json_mode=effect.json_mode,
+                        ),
+                        model.model_id,
+                    )
+                else:
+                    result = store.execute(effect)
             except Exception as exc:  # let the flow see the failure where it asked
                 effect = flow.throw(exc)
             else:
@@ -57,13 +81,24 @@ def run_sync(flow: Flow[R], store: Store, embedder: Embedder) -> R:
         flow.close()
 
 
-async def run_async(flow: Flow[R], store: Store, embedder: Embedder) -> R:
+async def run_async(flow: Flow[R], store: Store, embedder: Embedder, chat: ChatModel | None = None) -> R:
     try:
         effect = next(flow)
         while True:
             try:
+                result: Any
                 if isinstance(effect, Embed):
                     result = await aembed(embedder, effect.texts)
+                elif isinstance(effect, Complete):
+                    model = _need(chat)
+                    answer = await acomplete(
+                        model,
+                        list(effect.messages),
+                        temperature=effect.temperature,
+                        max_tokens=effect.max_tokens,
+                        json_mode=effect.json_mode,
+                    )
+                    result = check_answer(answer, model.model_id)
                 else:
                     result = await store.aexecute(effect)
             except Exception as exc:

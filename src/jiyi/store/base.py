@@ -6,10 +6,13 @@ each typed by what it returns. A backend has exactly two entry points,
 reconciliation — lives above it and is shared by all backends.
 
 Reads: :class:`GetItems`, :class:`ListItems`, :class:`Retrieve`, :class:`GetHistory`,
-:class:`GetStats`, :class:`CountEvents`, :class:`CacheGet`.
+:class:`GetStats`, :class:`CountEvents`, :class:`CacheGet`, :class:`VectorsFor`,
+:class:`GetMessages`, :class:`GetCheckpoint`, :class:`ListCheckpoints`, :class:`ListJobs`.
 Writes: :class:`Write` — one transaction holding any number of :class:`Upsert`,
-:class:`Purge`, :class:`Touch`, :class:`RecordEvent`, :class:`CachePut`; all of it lands
-or none of it does.
+:class:`Purge`, :class:`Touch`, :class:`RecordEvent`, :class:`CachePut`,
+:class:`AppendMessages`, :class:`DeleteMessages`, :class:`PutCheckpoint`,
+:class:`DeleteCheckpoints`, :class:`PutJob`; all of it lands or none of it does.
+:class:`ClaimJobs` takes queued jobs for one worker (a write that returns them).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from jiyi.model import MemoryItem, MemoryType, Status
+from jiyi.session.model import Checkpoint, Job, Message
 
 R = TypeVar("R")
 Vector = npt.NDArray[np.float32]
@@ -49,6 +53,8 @@ class HistoryAction(StrEnum):
     PURGE = "purge"
     IMPORT = "import"
     RESET = "reset"
+    RECONCILE = "reconcile"
+    """A reconciliation decided to change nothing; the reason is kept."""
 
 
 class HistoryEvent(BaseModel):
@@ -203,6 +209,58 @@ class VectorsFor(Op[dict[str, Vector]]):
     ids: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class GetMessages(Op[list[Message]]):
+    """A session's messages in ``seq`` order: after ``after_seq``, or the ``last`` N."""
+
+    tenant_id: str
+    session_id: str
+    after_seq: int | None = None
+    last: int | None = None
+
+
+@dataclass(frozen=True)
+class GetCheckpoint(Op[Checkpoint | None]):
+    """One checkpoint by id, or the session's latest when ``checkpoint_id`` is None."""
+
+    tenant_id: str
+    session_id: str
+    checkpoint_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ListCheckpoints(Op[list[Checkpoint]]):
+    """A session's checkpoints, newest first (without their message lists' contents
+    trimmed: they are returned whole)."""
+
+    tenant_id: str
+    session_id: str
+    limit: int = 50
+
+
+@dataclass(frozen=True)
+class ListJobs(Op[list[Job]]):
+    """Jobs by status (all when empty), oldest first."""
+
+    statuses: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    tenant_id: str | None = None
+    limit: int = 100
+
+
+@dataclass(frozen=True)
+class ClaimJobs(Op[list[Job]]):
+    """Atomically take up to ``limit`` runnable jobs for ``worker``: queued (or running
+    with an expired lease) and due at ``now``; they become running, leased until
+    ``now + lease``, with ``attempts`` raised by one."""
+
+    worker: str
+    now: datetime
+    lease_seconds: float = 300.0
+    kinds: tuple[str, ...] = ()
+    limit: int = 10
+
+
 # ---------------------------------------------------------------- writes
 
 
@@ -249,7 +307,53 @@ class CachePut:
     entries: tuple[tuple[str, Vector], ...]
 
 
-Change = Upsert | Purge | Touch | RecordEvent | CachePut
+@dataclass(frozen=True)
+class AppendMessages:
+    """Add messages at the end of their session (the store assigns ``seq``), or at the
+    given ``seq`` when a message carries one (a compaction summary takes the place of
+    the first message it replaces)."""
+
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class DeleteMessages:
+    tenant_id: str
+    session_id: str
+    seqs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PutCheckpoint:
+    checkpoint: Checkpoint
+
+
+@dataclass(frozen=True)
+class DeleteCheckpoints:
+    tenant_id: str
+    session_id: str
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PutJob:
+    """Insert or replace a job (enqueue, or record its outcome)."""
+
+    job: Job
+
+
+Change = (
+    Upsert
+    | Purge
+    | Touch
+    | RecordEvent
+    | CachePut
+    | AppendMessages
+    | DeleteMessages
+    | PutCheckpoint
+    | DeleteCheckpoints
+    | PutJob
+)
 
 
 @dataclass(frozen=True)

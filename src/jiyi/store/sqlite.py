@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -32,20 +32,31 @@ import numpy as np
 
 from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreReadOnly
 from jiyi.model import MemoryItem
+from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
+    AppendMessages,
     CacheGet,
     CachePut,
     Candidate,
+    ClaimJobs,
     CountEvents,
+    DeleteCheckpoints,
+    DeleteMessages,
     Filter,
+    GetCheckpoint,
     GetHistory,
     GetItems,
+    GetMessages,
     GetStats,
     HistoryEvent,
+    ListCheckpoints,
     ListItems,
+    ListJobs,
     Op,
     Page,
     Purge,
+    PutCheckpoint,
+    PutJob,
     RecordEvent,
     Retrieve,
     Store,
@@ -145,6 +156,41 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
             "INSERT INTO meta VALUES ('index_version', 0)",
             "CREATE INDEX items_thread ON items(tenant_id, scope_key, session_id)",
+        ),
+    ),
+    (
+        "session messages, checkpoints and the job queue",
+        (
+            """CREATE TABLE messages (
+                tenant_id TEXT NOT NULL,
+                session_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                id TEXT NOT NULL,
+                role TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                doc TEXT NOT NULL,
+                PRIMARY KEY (tenant_id, session_id, seq)
+            ) WITHOUT ROWID""",
+            """CREATE TABLE checkpoints (
+                tenant_id TEXT NOT NULL,
+                session_id TEXT NOT NULL,
+                id TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                doc TEXT NOT NULL,
+                PRIMARY KEY (tenant_id, session_id, id)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX checkpoints_time ON checkpoints(tenant_id, session_id, created_at)",
+            """CREATE TABLE jobs (
+                id TEXT PRIMARY KEY,
+                tenant_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                status TEXT NOT NULL,
+                run_after TEXT NOT NULL,
+                locked_until TEXT,
+                created_at TEXT NOT NULL,
+                doc TEXT NOT NULL
+            )""",
+            "CREATE INDEX jobs_runnable ON jobs(status, run_after)",
         ),
     ),
 ]
@@ -489,7 +535,7 @@ class SQLiteStore(Store):
     async def aexecute(self, op: Op[R]) -> R:
         if self._closed:
             raise StoreError(f"store {self.path} is closed")
-        pool = self._write_thread if isinstance(op, Write) else self._readers
+        pool = self._write_thread if isinstance(op, Write | ClaimJobs) else self._readers
         return await asyncio.get_running_loop().run_in_executor(pool, self.execute, op)
 
     def _dispatch(self, op: Op[Any]) -> Any:
@@ -516,6 +562,22 @@ class SQLiteStore(Store):
                 return self._cache_get(op)
             case VectorsFor():
                 return self._vectors_for(op)
+            case GetMessages():
+                return self._get_messages(op)
+            case GetCheckpoint():
+                return self._get_checkpoint(op)
+            case ListCheckpoints():
+                with self._read() as conn:
+                    rows = conn.execute(
+                        "SELECT doc FROM checkpoints WHERE tenant_id = ? AND session_id = ? "
+                        "ORDER BY created_at DESC, id DESC LIMIT ?",
+                        (op.tenant_id, op.session_id, max(1, op.limit)),
+                    ).fetchall()
+                return [Checkpoint.model_validate_json(r[0]) for r in rows]
+            case ListJobs():
+                return self._list_jobs(op)
+            case ClaimJobs():
+                return self._claim_jobs(op)
         raise InvalidInput(f"SQLiteStore does not know operation {type(op).__name__}")
 
     # ------------------------------------------------------------ reads
@@ -748,6 +810,152 @@ class SQLiteStore(Store):
                             "INSERT OR REPLACE INTO embedding_cache VALUES (?, ?, ?)",
                             [(change.model_id, h, to_blob(v)) for h, v in change.entries],
                         )
+                    case AppendMessages():
+                        self._append_messages(conn, change)
+                    case DeleteMessages():
+                        conn.executemany(
+                            "DELETE FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?",
+                            [(change.tenant_id, change.session_id, q) for q in change.seqs],
+                        )
+                    case PutCheckpoint():
+                        c = change.checkpoint
+                        conn.execute(
+                            "INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?, ?, ?)",
+                            (c.tenant_id, c.session_id, c.id, ts(c.created_at), c.model_dump_json()),
+                        )
+                    case DeleteCheckpoints():
+                        conn.executemany(
+                            "DELETE FROM checkpoints WHERE tenant_id = ? AND session_id = ? AND id = ?",
+                            [(change.tenant_id, change.session_id, i) for i in change.ids],
+                        )
+                    case PutJob():
+                        self._put_job(conn, change.job)
+
+    # ------------------------------------------------------------ sessions and jobs
+
+    def _get_messages(self, op: GetMessages) -> list[Message]:
+        with self._read() as conn:
+            if op.last is not None:
+                rows = conn.execute(
+                    "SELECT doc FROM (SELECT seq, doc FROM messages WHERE tenant_id = ? AND session_id = ? "
+                    "ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+                    (op.tenant_id, op.session_id, max(0, op.last)),
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT doc FROM messages WHERE tenant_id = ? AND session_id = ? AND seq > ? ORDER BY seq",
+                    (op.tenant_id, op.session_id, -1 if op.after_seq is None else op.after_seq),
+                ).fetchall()
+        return [Message.model_validate_json(r[0]) for r in rows]
+
+    def _append_messages(self, conn: sqlite3.Connection, change: AppendMessages) -> None:
+        next_seq: dict[tuple[str, str], int] = {}
+        for m in change.messages:
+            key = (m.tenant_id, m.session_id)
+            seq = m.seq
+            if seq is None:
+                if key not in next_seq:
+                    row = conn.execute(
+                        "SELECT max(seq) FROM messages WHERE tenant_id = ? AND session_id = ?", key
+                    ).fetchone()
+                    next_seq[key] = 0 if row[0] is None else int(row[0]) + 1
+                seq = next_seq[key]
+                next_seq[key] = seq + 1
+            stored = m.model_copy(update={"seq": seq})
+            try:
+                conn.execute(
+                    "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        m.tenant_id,
+                        m.session_id,
+                        seq,
+                        m.id,
+                        m.role,
+                        ts(m.created_at),
+                        stored.model_dump_json(),
+                    ),
+                )
+            except sqlite3.IntegrityError:
+                raise InvalidInput(
+                    f"session {m.session_id!r} already has a message at position {seq}", field="seq"
+                ) from None
+
+    def _get_checkpoint(self, op: GetCheckpoint) -> Checkpoint | None:
+        with self._read() as conn:
+            if op.checkpoint_id is None:
+                row = conn.execute(
+                    "SELECT doc FROM checkpoints WHERE tenant_id = ? AND session_id = ? "
+                    "ORDER BY created_at DESC, id DESC LIMIT 1",
+                    (op.tenant_id, op.session_id),
+                ).fetchone()
+            else:
+                row = conn.execute(
+                    "SELECT doc FROM checkpoints WHERE tenant_id = ? AND session_id = ? AND id = ?",
+                    (op.tenant_id, op.session_id, op.checkpoint_id),
+                ).fetchone()
+        return None if row is None else Checkpoint.model_validate_json(row[0])
+
+    @staticmethod
+    def _put_job(conn: sqlite3.Connection, job: Job) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                job.id,
+                job.tenant_id,
+                job.kind,
+                job.status,
+                ts(job.run_after),
+                ts(job.locked_until),
+                ts(job.created_at),
+                job.model_dump_json(),
+            ),
+        )
+
+    def _list_jobs(self, op: ListJobs) -> list[Job]:
+        clauses, params = ["1 = 1"], []
+        if op.statuses:
+            clauses.append(f"status IN ({','.join('?' * len(op.statuses))})")
+            params += list(op.statuses)
+        if op.kinds:
+            clauses.append(f"kind IN ({','.join('?' * len(op.kinds))})")
+            params += list(op.kinds)
+        if op.tenant_id is not None:
+            clauses.append("tenant_id = ?")
+            params.append(op.tenant_id)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT doc FROM jobs WHERE {' AND '.join(clauses)} ORDER BY created_at, id LIMIT ?",
+                (*params, max(1, op.limit)),
+            ).fetchall()
+        return [Job.model_validate_json(r[0]) for r in rows]
+
+    def _claim_jobs(self, op: ClaimJobs) -> list[Job]:
+        if self.read_only:
+            raise StoreReadOnly(f"cannot claim jobs in {self.path}: it was opened read-only")
+        now = ts(op.now)
+        kinds = f" AND kind IN ({','.join('?' * len(op.kinds))})" if op.kinds else ""
+        with self._transaction() as conn:
+            rows = conn.execute(
+                "SELECT doc FROM jobs WHERE run_after <= ? AND (status = 'queued' OR "
+                f"(status = 'running' AND locked_until < ?)){kinds} ORDER BY run_after, created_at LIMIT ?",
+                (now, now, *op.kinds, max(1, op.limit)),
+            ).fetchall()
+            claimed = []
+            until = op.now + timedelta(seconds=op.lease_seconds)
+            for (doc,) in rows:
+                job = Job.model_validate_json(doc)
+                job = job.model_copy(
+                    update={
+                        "status": "running",
+                        "attempts": job.attempts + 1,
+                        "locked_by": op.worker,
+                        "locked_until": until,
+                        "updated_at": op.now,
+                    }
+                )
+                self._put_job(conn, job)
+                claimed.append(job)
+        return claimed
 
     def _upsert(self, conn: sqlite3.Connection, change: Upsert) -> None:
         item = change.item

@@ -1,0 +1,1 @@
+"""Sessions: short-term messages, compaction, episodes, checkpoints, resources."""

@@ -1,0 +1,89 @@
+"""Session data: messages (short-term memory), checkpoints and background jobs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from jiyi.model import DEFAULT_TENANT, MAX_ID_LENGTH, as_utc, new_id, utcnow
+
+Role = Literal["user", "assistant", "system", "tool"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Message(_Frozen):
+    """One message of a session. ``seq`` orders a session's messages; the store assigns it."""
+
+    role: Role
+    content: str
+    session_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    tenant_id: str = Field(default=DEFAULT_TENANT, min_length=1, max_length=MAX_ID_LENGTH)
+    user_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    agent_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    name: str | None = None
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    token_count: int = Field(default=0, ge=0)
+    created_at: datetime = Field(default_factory=utcnow)
+    seq: int | None = Field(default=None, ge=0)
+    id: str = Field(default_factory=new_id, min_length=1, max_length=MAX_ID_LENGTH)
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return as_utc(value)
+
+
+class Checkpoint(_Frozen):
+    """A session's state at one moment (seed 000): enough to resume after a refresh,
+    an interruption or an error."""
+
+    session_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    tenant_id: str = Field(default=DEFAULT_TENANT, min_length=1, max_length=MAX_ID_LENGTH)
+    id: str = Field(default_factory=new_id, min_length=1, max_length=MAX_ID_LENGTH)
+    label: str | None = None
+    messages: tuple[Message, ...] = ()
+    agent_state: dict[str, Any] = Field(default_factory=dict)
+    """Agent internals: todo list, reasoning context, ..."""
+    tool_states: dict[str, Any] = Field(default_factory=dict)
+    pending_tool_calls: tuple[dict[str, Any], ...] = ()
+    """Tool calls awaiting a person's approval (human in the loop)."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return as_utc(value)
+
+
+JobStatus = Literal["queued", "running", "done", "failed"]
+
+
+class Job(_Frozen):
+    """A unit of background work (extraction, episodes, embedding), kept in the store so
+    that nothing is lost when a process dies and failures stay visible."""
+
+    kind: str = Field(min_length=1, max_length=100)
+    payload: dict[str, Any] = Field(default_factory=dict)
+    tenant_id: str = Field(default=DEFAULT_TENANT, min_length=1, max_length=MAX_ID_LENGTH)
+    id: str = Field(default_factory=new_id, min_length=1, max_length=MAX_ID_LENGTH)
+    status: JobStatus = "queued"
+    attempts: int = Field(default=0, ge=0)
+    max_attempts: int = Field(default=5, ge=1)
+    last_error: str | None = None
+    run_after: datetime = Field(default_factory=utcnow)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    locked_by: str | None = None
+    locked_until: datetime | None = None
+
+    @field_validator("run_after", "created_at", "updated_at", "locked_until")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else as_utc(value)
