@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from jiyi.errors import InvalidInput, JiyiError
+from jiyi.errors import InvalidInput
 from jiyi.flow import Flow, call, embed
 from jiyi.model import MemoryItem, MemoryType, Relation, RelationType, Scope, Source, Status
 from jiyi.session.model import Checkpoint, Job, Message
@@ -471,7 +471,7 @@ class SessionFlows:
                     raise InvalidInput(f"unknown job kind {job.kind!r}")
             except Exception as exc:  # a job's failure must not stop the others
                 error = f"{type(exc).__name__}: {exc}"
-                final = job.attempts >= job.max_attempts or not isinstance(exc, JiyiError | OSError)
+                final = job.attempts >= job.max_attempts
                 delay = self.session_config.job_backoff_seconds * (2 ** max(0, job.attempts - 1))
                 failed = job.model_copy(
                     update={
@@ -646,8 +646,10 @@ class SessionFlows:
             elif action == "reinforce" and target is not None:
                 updated = target.evolve(
                     mention_count=target.mention_count + 1,
-                    confidence=min(
-                        1.0, max(target.confidence, decision.confidence or 0.0) + self.gate.reinforce_step
+                    confidence=(
+                        decision.confidence
+                        if decision.confidence is not None
+                        else min(1.0, target.confidence + self.gate.reinforce_step)
                     ),
                     updated_at=now,
                 )

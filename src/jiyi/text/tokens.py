@@ -129,7 +129,7 @@ def _units(text: str) -> int:
 
 def count_tokens(text: str) -> int:
     """Estimated cl100k token count of ``text`` (0 for empty or whitespace-only text)."""
-    if not text:
+    if not text or text.isspace():
         return 0
     units = _units(text)
     if units == 0:

@@ -1,0 +1,1080 @@
+"""Rule-based memory extraction: offline, precompiled regexes, Chinese and English.
+
+:class:`RuleExtractor` reads only the user's own turns (role ``"user"``), plus system turns
+that carry a conversation summary (content starting with ``Summary:``, ``摘要：`` or
+``[summary]``). It catches only what the user *explicitly* stated:
+
+* explicit requests: 记住/帮我记住/请记住/记一下/别忘了 ...; "remember that ...", "please
+  remember ...", "don't forget (that) ...", "note that ..." (confidence 0.95; the type is
+  inferred from the remembered content, default ``fact``);
+* self-descriptions (``fact``, 0.9, with a ``key``): name, profession, employer, location
+  (where the user lives now) and hometown (where they come from); "I'm a vegetarian" or
+  "我是个急性子" is a fact without a key;
+* preferences (0.85): likes and dislikes, "比起X我更喜欢Y", "I'd rather ...", favourites;
+* habits (0.85): 我通常/我每天/我一般/我经常/我习惯, "I usually/always ...", "every morning I ...";
+* decisions (0.9): choice, rejected alternatives and reason;
+* constraints (0.9): 必须/一定要/不能/不允许/禁止/务必, "must", "has to", "cannot", "never use" ...,
+  imperatives ("Always ...", "Never ...", 不要/别 ...), standing instructions (以后/今后/从现在开始 ...,
+  "from now on ...") and allergies (我对X过敏, "I'm allergic to X", key ``"allergy:<x>"``);
+* skills (0.85): 我熟悉/我精通/我会用/我擅长, "I'm experienced with X", "I know X well" ...
+
+Hedged statements (我好像/可能/也许/大概/不太确定/说不定/应该是, "I guess", "probably",
+"maybe", "might", "not sure" ...) are still extracted, but with confidence 0.5 and the
+reason ``"hedged"``. Questions (ending in ?/？, ending in 吗, starting with an
+interrogative, or containing 什么/哪里/谁/怎么/是不是 ...) yield nothing, and so do
+low-value turns (small talk, error messages; see :func:`~jiyi.text.lowvalue.low_value_reason`).
+Constraints and decisions tied to a day (今天/明天/现在, "today", "right now" ...) are
+temporary states, not memories, and are skipped.
+
+How a turn is read. It is split into sentences at 。！？.!?；; and line breaks (a ``.``
+inside a token, as in "Next.js" or "3.11", does not end a sentence). A sentence is split
+further into clauses at commas, but only where the next clause starts a new statement
+(我/我们/I/my/we/let's ..., optionally after and/but/而且/但是 ...); "..., 因为 ..." stays
+with its clause. Each clause gets at most one memory; an explicit "remember" request
+covers its whole sentence. Results are de-duplicated within one call (same type and
+content, case-insensitive), the first occurrence wins. Clauses over 300 characters are
+not read: they are not explicit short statements, and the cap keeps the work linear.
+
+**Content convention.** ``content`` keeps the user's own words and language: the clause
+as the user wrote it (first person kept, e.g. "我喜欢 Python", "I live in Berlin"), trimmed
+of surrounding whitespace, of request wrappers (帮我记住：, "remember that", "please note
+that", "note to self:"), of leading connectives and lead-ins (而且, 对了, but, also, FYI,
+btw ...), of trailing modal particles (吧/呢/啊/哦/呀/啦/嘛) and of final punctuation. Words
+that qualify the statement stay ("我好像喜欢 Python" keeps 好像, "I think ..." stays). Nothing is translated or rephrased; the
+parsed parts go into ``structured`` and ``key`` instead:
+
+* facts: ``key`` in {"name", "profession", "employer", "location", "hometown"} (or
+  ``"my:<attribute>"`` for remembered "my X is Y" statements), ``structured``
+  ``{"key": ..., "value": ...}``;
+* preferences: ``structured`` ``{"polarity": "like" | "dislike", "object": ..., "over":
+  [...]?}``, ``key`` ``"preference:<object>"`` (lower-cased), or ``"favorite:<category>"``
+  for "my favourite X is Y" / "我最喜欢的X是Y". An ended preference ("I no longer prefer
+  X", "我不再喜欢X", "... anymore") is a dislike with ``"change": "no_longer"`` and *no*
+  key, so reconciliation supersedes the old "like" by polarity whatever its confidence;
+  when the same turn states a new like ("I no longer prefer tabs; I prefer spaces") only
+  the new like is returned, and the ended one reaches reconciliation via ``source_text``;
+* decisions: ``{"choice": ... | None, "rejected": [...], "reason": ... | None}``;
+* constraints: ``{"modality": "must" | "must_not"}`` (allergies add ``"allergy"``);
+* skills: ``{"skill": ...}``, ``key`` ``"skill:<skill>"``; habits: ``{"habit": ...}``.
+
+``source_text`` is the whole turn (stripped), as with the LLM extractor: reconciliation
+reads its other clauses. ``language`` is "zh" when ``content`` has a Han character, else "en".
+
+Summary turns are often written in the third person ("The user prefers dark mode",
+"用户喜欢喝茶"); "the user"/"用户" is read as "I"/"我" for matching, the content stays as
+written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jiyi.model import MemoryType
+from jiyi.text.lowvalue import low_value_reason
+from jiyi.write.extract import ChatTurn, Extracted, Language
+
+__all__ = [
+    "CONFIDENCE_HEDGED",
+    "RuleExtractor",
+]
+
+CONFIDENCE_REMEMBER = 0.95
+CONFIDENCE_FACT = 0.9
+CONFIDENCE_DECISION = 0.9
+CONFIDENCE_CONSTRAINT = 0.9
+CONFIDENCE_PREFERENCE = 0.85
+CONFIDENCE_HABIT = 0.85
+CONFIDENCE_SKILL = 0.85
+CONFIDENCE_HEDGED = 0.5
+"""Confidence of any hedged statement (below the 0.7 that counts as "stated")."""
+
+_IMPORTANCE: dict[MemoryType, float] = {
+    MemoryType.FACT: 0.6,
+    MemoryType.PREFERENCE: 0.55,
+    MemoryType.HABIT: 0.5,
+    MemoryType.SKILL: 0.55,
+    MemoryType.DECISION: 0.7,
+    MemoryType.CONSTRAINT: 0.75,
+}
+
+_I = re.IGNORECASE
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+# -- reading turns ---------------------------------------------------------------------------
+
+_USER_ROLES = frozenset({"user", "human"})
+_SUMMARY_PREFIX = re.compile(r"^\s*(?:summary\s*[:：]|摘要\s*[:：]|\[summary\]\s*[:：]?)\s*", _I)
+
+# A sentence runs to 。！？!?；; or a line break; "." ends it only before whitespace or the end.
+_SENTENCE = re.compile(
+    r"(?:\b(?:Dr|Mr|Mrs|Ms|Prof|Jr|Sr|St|vs|etc|e\.g|i\.e|approx|No)\.|[^。！？!?；;.\n]|\.(?=[^\s.]))+[。！？!?；;.…]*"
+)
+_CLAUSE_SEP = re.compile(
+    r"([，,]\s*|\s+(?=(?:and|but)\s+(?:i|we|my)\b)|(?<=[\u4e00-\u9fff\w])(?=(?:而且|但是|并且)我))", re.I
+)
+_CONJ = r"(?:and|but|also|so|plus|then|and\s+also|now|currently|nowadays|these\s+days|而且|但是|但|不过|并且|另外|同时|还有|所以|然后|而|对了)"
+_CLAUSE_START = re.compile(
+    rf"^(?:{_CONJ}[\s，,]*)?"
+    r"(?:我|咱们|用户|比起|相比|i\b|i'|my\b|we\b|we'|let's\b|let\s+us\b|the\s+team\b|our\s+team\b|"
+    r"(?:the\s+)?user\b|every\s+(?:morning|day|night|evening|week|weekend)\b|每天|平时|每周|"
+    r"(?:please\s+)?(?:remember|don't\s+forget|note\s+that)\b|(?:请|帮我)?记住|别忘了)",
+    _I,
+)
+_LEADING_CONJ = re.compile(rf"^{_CONJ}(?:[\s，,]+|(?=我|咱们|用户))", _I)
+# Lead-ins dropped from content (words that qualify the statement, like "I think", stay).
+_CONTENT_LEAD = re.compile(
+    r"^(?:(?:fyi|btw|by\s+the\s+way|oh|well|anyway|ok|okay|yes|yeah|for\s+the\s+record|just\s+so\s+you\s+know)"
+    r"\b[,:\s]*|(?:对了|顺便说一下|顺便说一句|顺便|嗯|哦|噢)[，,\s]*)+",
+    _I,
+)
+_KEEP_JOINED = re.compile(r"^(?:比起|相比|与其|compared\s+(?:to|with)|rather\s+than)", _I)
+# Once a reason has started ("因为 ...", "because ..."), what follows belongs to it.
+_REASON_STARTED = re.compile(r"因为|由于|\b(?:because|since)\b", _I)
+
+_TRAIL_CHARS = " \t\r\n\u3000。！？!?.,，;；:：~～…、"
+_LEAD_CHARS = " \t\r\n\u3000:：,，;；-—~～、"
+_PARTICLES = ("吧", "呢", "啊", "哦", "呀", "啦", "嘛", "哈", "喔", "噢")
+_QUOTES = re.compile(r"^[\"'“”‘’「」『』《》]+|[\"'“”‘’「」『』《》]+$")
+
+
+def _trim(text: str) -> str:
+    """Drop surrounding whitespace, final punctuation and trailing modal particles."""
+    # Plain string operations, not a regex anchored at "$": that would be quadratic on long runs.
+    out = text.strip().lstrip(_LEAD_CHARS).rstrip(_TRAIL_CHARS).strip()
+    while len(out) >= 2 and out.endswith(_PARTICLES) and (out[-2].isspace() or _HAN.match(out[-2])):
+        out = out[:-1].rstrip(_TRAIL_CHARS).strip()
+    return out
+
+
+# A value (name, object, choice ...) stops at a comma or a conjunction.
+_VALUE_STOP = re.compile(
+    r"[，,；;。]|\s(?:and|but|because|since|so|although|though|which|who|where|as\s+well)\b"
+    r"|因为|由于|所以|但是|不过|而且|并且|，",
+    _I,
+)
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", _I)
+_SLOT_LEAD = re.compile(r"^(?:to\s+use|using|use|to|the|a|an|用|使用|去)\s*", _I)
+
+
+_VALUE_STOP_KEEP_AND = re.compile(
+    r"[，,；;。]|\s(?:but|because|since|so|although|though|which|who|where|as\s+well)\b"
+    r"|因为|由于|所以|但是|不过|而且|并且",
+    _I,
+)
+
+
+_VALUE_TAIL = re.compile(r"(?:\s+(?:anymore|any\s+more|these\s+days|nowadays|now)|(?<=\S)\s*了)$", _I)
+
+
+def _value(text: str, *, keep_and: bool = False) -> str:
+    m = (_VALUE_STOP_KEEP_AND if keep_and else _VALUE_STOP).search(text)
+    if m and m.start() > 0:
+        text = text[: m.start()]
+    return _QUOTES.sub("", _VALUE_TAIL.sub("", _trim(text))).strip()
+
+
+def _slot(text: str) -> str:
+    """A stable, lower-cased slot name for a value."""
+    out = " ".join(text.lower().split())
+    prev = None
+    while prev != out:
+        prev = out
+        out = _SLOT_LEAD.sub("", out) if len(out) > 1 else out
+    return out or " ".join(text.lower().split())
+
+
+_PRONOUN_OBJECT = re.compile(
+    r"^(?:it|this|that|these|those|you|them|him|her|what|how|one|some|your|so|not)\b|"
+    r"^to\s+(?:say|admit|break|bother|ask|interrupt|tell|hear|see|think)\b|^(?:这|那|你|它|他|她|啥|什么)",
+    _I,
+)
+
+
+def _language(text: str) -> Language:
+    return "zh" if _HAN.search(text) else "en"
+
+
+# -- hedges, questions, temporary states -----------------------------------------------------------
+
+_HEDGE = re.compile(
+    r"好像|似乎|(?<![尽不])可能|也许|大概|不太确定|不确定|说不定|应该是|或许|估计|貌似|记不清|不太记得|"
+    r"\b(?:i\s+think\s+maybe|i\s+guess|probably|"
+    r"not\s+(?:\d+\s*%\s*|entirely\s+|completely\s+|totally\s+|quite\s+|really\s+|too\s+|so\s+)?(?:sure|certain)|might|maybe|perhaps|"
+    r"i\s+suppose|possibly|kind\s+of|sort\s+of|if\s+i\s+remember\s+correctly|iirc)\b",
+    _I,
+)
+_HEDGE_STRIP = re.compile(
+    r"好像|似乎|(?<![尽不])可能(?:会)?|也许|大概|说不定|或许|估计|貌似|应该(?=是)|"
+    r"\b(?:i\s+think\s+maybe|i\s+guess|probably|maybe|perhaps|possibly|kind\s+of|sort\s+of|"
+    r"i\s+suppose|might)\b,?\s*",
+    _I,
+)
+_LEAD_FILLER = re.compile(
+    r"^(?:(?:其实|另外|还有|而且|但是|不过|对了|顺便说一下|顺便说一句|顺便|所以|然后|总之|"
+    r"说实话|老实说|坦白说|我觉得|我认为)[，,\s]*"
+    r"|(?:嗯|哦|噢|对|而|也|但|我想)(?:[，,\s]+|(?=我))"
+    r"|(?:also|and|but|so|actually|btw|by\s+the\s+way|oh|well|honestly|just\s+so\s+you\s+know|fyi|"
+    r"for\s+the\s+record|anyway|plus|then|i\s+think|i\s+believe|i\s+feel\s+like|in\s+general|"
+    r"to\s+be\s+honest|tbh|ok|okay|yes|yeah|no|right|please|pls|kindly)\b[,\s]*)+",
+    _I,
+)
+_QUESTION_EN = re.compile(
+    r"^(?:what|who|whom|whose|where|when|why|how|which|do(?!\s+not\b)|does|did|is|are|am|was|were|"
+    r"can|could|would|should|will|shall|have|has|may|isn't|aren't|didn't|doesn't|won't|wouldn't)\b",
+    _I,
+)
+_QUESTION_ZH = re.compile(
+    r"[吗么]$|什么(?!都|也)|哪(?:里|儿|个|些|种|家|位|年|天|一)|谁(?!都|也)|怎么|为什么|为何|是不是|"
+    r"有没有|要不要|能不能|可不可以|会不会|对不对|好不好|行不行|是否|多少|几点|几岁|难道"
+)
+_TEMPORARY = re.compile(
+    r"今天|今晚|明天|昨天|现在|刚才|这会儿|马上|一会儿|待会|这周|本周|"
+    r"\b(?:right\s+now|today|tonight|tomorrow|yesterday|at\s+the\s+moment|this\s+(?:morning|afternoon|evening|week))\b",
+    _I,
+)
+
+
+def _is_question(sentence: str) -> bool:
+    s = sentence.strip()
+    if s.endswith(("?", "？")):
+        return True
+    core = _LEAD_FILLER.sub("", _trim(s))
+    if _QUESTION_EN.match(core):
+        return True
+    return bool(_HAN.search(core) and _QUESTION_ZH.search(_trim(core)))
+
+
+# Summaries in the third person: "The user prefers X" is read as "I prefer X".
+_SUMMARY_SUBJECT: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(?:the\s+)?user\s+is\b", _I), "I am"),
+    (re.compile(r"^(?:the\s+)?user's\b", _I), "my"),
+    (re.compile(r"^(?:the\s+)?user\s+has\b", _I), "I have"),
+    (re.compile(r"^(?:the\s+)?user\s+((?:\w+ly\s+)?)(\w+?)(?<!s)s\b", _I), r"I \1\2"),
+    (re.compile(r"^用户的"), "我的"),
+    (re.compile(r"^用户"), "我"),
+)
+
+
+def _first_person(text: str) -> str:
+    for pattern, repl in _SUMMARY_SUBJECT:
+        new = pattern.sub(repl, text, count=1)
+        if new != text:
+            return new
+    return text
+
+
+_MIGHT_BE = re.compile(r"^(i)\s+(?:might|may|could)\s+be\b", _I)
+
+
+def _core(clause: str) -> str:
+    """The clause as matched: lead fillers, hedge words and trailing particles removed."""
+    out = _trim(clause)
+    out = _LEAD_FILLER.sub("", out)
+    out = _MIGHT_BE.sub(r"\1 am", out)
+    out = _HEDGE_STRIP.sub("", out)
+    out = _LEAD_FILLER.sub("", out)
+    out = _first_person(out)
+    out = re.sub(r"[ \t]{2,}", " ", out)
+    return _trim(out)
+
+
+# -- rules -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Hit:
+    memory_type: MemoryType
+    rule: str
+    confidence: float
+    key: str | None = None
+    structured: dict[str, Any] | None = None
+
+
+def _fact(rule: str, key: str | None, value: str) -> _Hit | None:
+    value = _value(value)
+    if not value or _PRONOUN_OBJECT.match(value):
+        return None
+    structured = {"key": key, "value": value} if key else {"value": value}
+    return _Hit(MemoryType.FACT, rule, CONFIDENCE_FACT, key, structured)
+
+
+# --- decisions
+
+_DECISION_ZH = re.compile(
+    r"^(?:我们|咱们|我|大家)?(?:的)?(?:团队|小组|组|项目组|公司|部门)?(?P<adv>(?:已经|最后|最终|还是|一致|刚刚|都|也)*)"
+    r"(?P<verb>决定不(?:再)?|决定|选择|选了|选定|敲定|确定(?=用|使用|采用|选)|定(?=了|下|用))"
+    r"(?:了|下来|下)?[，,：:\s]*(?:要|还是|先|就)?"
+    r"(?:用|使用|采用|选用|选|改用|换成|换用|迁移到|切换到|上)?\s*(?P<tail>.+)$"
+)
+_DECISION_ZH_SHORT = re.compile(
+    r"^(?:(?:那|那么)?(?:我们|咱们)?就(?:用|选|定)|(?:我们|咱们|团队)(?:还是|就|以后)?(?:用|使用|采用)(?=.+(?:而不是|而非)))"
+    r"(?P<tail>.+)$"
+)
+_DECISION_EN = re.compile(
+    r"^(?:(?:we|i|the\s+team|our\s+team|my\s+team|everyone)(?:\s+have|'ve|\s+had|'d)?\s+"
+    r"(?:finally\s+|eventually\s+|already\s+|just\s+|officially\s+|all\s+)?"
+    r"(?:decided|agreed|chose|chosen|picked|selected|settled\s+on|opted|went\s+with|gone\s+with)"
+    r"|(?:we|the\s+team)(?:\s+are|'re|\s+will|'ll)\s+(?:going\s+with|go\s+with|going\s+to\s+(?:use|go\s+with)|sticking\s+with)"
+    r"|let's\s+(?:go\s+with|use|stick\s+with|pick|choose)"
+    r"|(?:going|go)\s+with"
+    r"|(?:we|the\s+team)(?:'ll|\s+will)\s+(?:use|adopt|stick\s+with)"
+    r"|(?:we|the\s+team)\s+(?:use|are\s+using|'re\s+using)(?=.+\b(?:instead\s+of|rather\s+than)\b)"
+    r"|let\s+us\s+(?:go\s+with|use)"
+    r"|the\s+decision\s+(?:is|was)(?:\s+to)?"
+    r")\b(?P<tail>.*)$",
+    _I,
+)
+_DECISION_EN_TAIL = re.compile(
+    r"^\s*(?:that\s+)?(?P<neg>not\s+to\s+|against\s+)?(?:on\s+|for\s+|to\s+)?"
+    r"(?:(?:use|using|go\s+with|adopt|adopting|(?:switch|switching|migrate|migrating|move|moving)(?:\s+to)?|"
+    r"stick\s+with|keep|pick|choose)\s+)?"
+    r"(?P<tail>.+)$",
+    _I,
+)
+_REASON = re.compile(
+    r"[，,]?\s*(?:因为|由于|原因是|理由是|主要是因为)|[,，]?\s*\b(?:because(?:\s+of)?|since|due\s+to|as\s+it|as\s+they)\b",
+    _I,
+)
+_REJECT = re.compile(
+    r"\s*[，,]?\s*(?:而不是|而非|而没有(?:用|选)?|不用|不选|代替|取代|替代|替换掉?)\s*"
+    r"|\s+(?:instead\s+of|rather\s+than|over|in\s+place\s+of)\s+|\s*[，,]\s*not\s+",
+    _I,
+)
+_SWITCH = re.compile(
+    r"^(?:from\s+(?P<en_old>.+?)\s+to\s+(?P<en_new>.+)|从(?P<zh_old>.+?)(?:迁移到|换成|改成|切换到|改用|换到)(?P<zh_new>.+))$",
+    _I,
+)
+_LIST_SPLIT = re.compile(r"\s*(?:、|和|或者?|以及|及|/|,|，|\band\b|\bor\b)\s*", _I)
+
+
+def _split_list(text: str) -> list[str]:
+    return [v for v in (_value(p) for p in _LIST_SPLIT.split(_trim(text))) if v]
+
+
+def _decision_parts(tail: str, negative: bool) -> dict[str, Any] | None:
+    reason: str | None = None
+    m = _REASON.search(tail)
+    if m and m.start() > 0:
+        reason = _trim(tail[m.end() :]) or None
+        tail = tail[: m.start()]
+    tail = _trim(tail)
+    rejected: list[str] = []
+    sw = _SWITCH.match(tail)
+    if sw:
+        old = sw.group("en_old") or sw.group("zh_old") or ""
+        new = sw.group("en_new") or sw.group("zh_new") or ""
+        rejected = _split_list(old)
+        tail = new
+    else:
+        m = _REJECT.search(tail)
+        if m and m.start() > 0:
+            rejected = _split_list(tail[m.end() :])
+            tail = tail[: m.start()]
+    choice: str | None = _QUOTES.sub("", _trim(tail)).strip() or None
+    if negative:
+        if choice:
+            rejected = [*_split_list(choice), *rejected]
+        choice = None
+    if choice is None and not rejected:
+        return None
+    if choice is not None and _PRONOUN_OBJECT.match(choice) and not rejected:
+        return None
+    return {"choice": choice, "rejected": rejected, "reason": reason}
+
+
+def _decision(core: str) -> _Hit | None:
+    if _TEMPORARY.search(core):
+        return None  # "我决定明天去北京" is a plan for a day, not a lasting decision
+    m = _DECISION_ZH.match(core)
+    if m and (m.group("verb") != "定" or re.search("最后|最终", m.group("adv"))):
+        parts = _decision_parts(m.group("tail"), m.group("verb").startswith("决定不"))
+        if parts:
+            return _Hit(MemoryType.DECISION, "rule:decision-zh", CONFIDENCE_DECISION, None, parts)
+    m = _DECISION_ZH_SHORT.match(core)
+    if m:
+        parts = _decision_parts(m.group("tail"), False)
+        if parts:
+            return _Hit(MemoryType.DECISION, "rule:decision-zh", CONFIDENCE_DECISION, None, parts)
+    m = _DECISION_EN.match(core)
+    if m:
+        t = _DECISION_EN_TAIL.match(m.group("tail"))
+        if t:
+            parts = _decision_parts(t.group("tail"), bool(t.group("neg")))
+            if parts:
+                return _Hit(MemoryType.DECISION, "rule:decision-en", CONFIDENCE_DECISION, None, parts)
+    return None
+
+
+# --- constraints
+
+_CONSTRAINT_ZH = re.compile(
+    r"必须|一定要|一定得|务必|(?<!不)不能(?!确定|肯定|理解|想象|相信|说)|不可以|不允许|不准|禁止|不得|严禁|只能|"
+    r"千万(?:不要|别)|绝对不(?:能|要)|^(?:不要|别|永远不要|永远别)(?!忘)"
+)
+_MUST_NOT_ZH = re.compile(r"不能|不可以|不允许|不准|禁止|不得|严禁|千万|绝对不|^不要|^别|^永远")
+_CONSTRAINT_EN = re.compile(
+    r"\b(?:must(?:n't|\s+not)?|has\s+to|have\s+to|needs?\s+to\s+(?:support|be|run|work|handle|stay|use|have|"
+    r"comply|pass|follow|include|remain|avoid|keep|stay)|cannot|can't|can\s+not|may\s+not|"
+    r"never\s+(?:use|commit|push|deploy|store|log|call|expose|share|send|modify|delete|touch|add|rely|"
+    r"hardcode|hard-code|put|write|run|mention|include)|"
+    r"(?:is|are)\s+(?:not\s+)?(?:allowed|permitted|required|forbidden|prohibited|mandatory)|"
+    r"should\s+never|shall(?:\s+not)?|only\s+use|do\s+not\s+use|don't\s+use|avoid\s+using)\b"
+    r"|^(?:always|never|don't|do\s+not|avoid)\s",
+    _I,
+)
+_MUST_NOT_EN = re.compile(
+    r"\b(?:mustn't|must\s+not|cannot|can't|can\s+not|may\s+not|never|not\s+allowed|not\s+permitted|"
+    r"forbidden|prohibited|should\s+never|shall\s+not|do\s+not|don't|avoid)\b",
+    _I,
+)
+_CONSTRAINT_EN_EXCLUDE = re.compile(
+    r"^must\s+be\b|\byou\s+must\s+be\b|\b(?:must\s+(?:say|admit|be\s+joking|be\s+kidding)|can't\s+(?:believe|wait|remember|find|see|tell|decide|stand|"
+    r"make\s+it|help)|cannot\s+(?:believe|wait|remember|find|see|tell|decide|stand)|"
+    r"i\s+(?:really\s+|just\s+)?(?:have|had)\s+to\s+(?:go|leave|run|admit|say)|don't\s+know|"
+    r"do\s+not\s+know|don't\s+(?:forget|worry|mind)|never\s+mind|anymore|any\s+more|no\s+longer)\b"
+    # guesses, not rules: "this must be a bug", "it must have been the cache"
+    r"|\bmust\s+have\s+been\b|\bmust've\b|^(?:this|that|there|which)\s+must\s+be\b"
+    # inability, not a rule: "I can't figure out why" (but "I can't eat peanuts" is one)
+    r"|^i\s+(?:really\s+|just\s+|still\s+)?(?:can't|cannot|can\s+not)\s+"
+    r"(?!eat|drink|have|use|tolerate|consume|take|work\s+(?:on|after|before|weekends))"
+    # about the code at hand, not a lasting rule
+    r"|\bhere\b",
+    _I,
+)
+_CONSTRAINT_ZH_EXCLUDE = re.compile(
+    r"必须(?:说|承认)|不得不说|一定要(?:试|去|看|尝|来)|不能(?:正常|用了|运行|打开|启动|连接|访问|登录|加载|编译|工作)|这里|这儿"
+)
+
+
+# Standing instructions: "以后都用中文回答", "from now on, reply in English".
+_FROM_NOW_ON = re.compile(
+    r"^(?:以后|今后|从现在开始|从现在起|从今以后|从今往后|之后)[，,\s]*(?:请你?|你|都|也|一律|永远)*(?P<rest>.+)$"
+    r"|^(?:from\s+now\s+on|going\s+forward|in\s+(?:the\s+)?future|from\s+here\s+on(?:\s+out)?)[,\s]+"
+    r"(?:please\s+)?(?P<rest_en>.+)$",
+    _I,
+)
+_ALLERGY_ZH = re.compile(r"^我(?:对|吃)(?P<x>.+?)(?:严重|非常|很|有点|都)?过敏$")
+_ALLERGY_EN = re.compile(
+    r"^(?:i'm|i\s+am|im)\s+(?:severely\s+|very\s+|highly\s+)?allergic\s+to\s+(?P<x>.+)$", _I
+)
+
+
+def _constraint(core: str) -> _Hit | None:
+    m = _FROM_NOW_ON.match(core)
+    rest = _trim((m.group("rest") or m.group("rest_en") or "") if m else "")
+    if m and len(rest) >= 2:
+        rule = "rule:constraint-zh" if _HAN.search(core) else "rule:constraint-en"
+        modality = "must_not" if _MUST_NOT_ZH.search(rest) or _MUST_NOT_EN.search(rest) else "must"
+        return _Hit(MemoryType.CONSTRAINT, rule, CONFIDENCE_CONSTRAINT, None, {"modality": modality})
+    if _TEMPORARY.search(core):
+        return None
+    m = _ALLERGY_ZH.match(core) or _ALLERGY_EN.match(core)
+    if m:
+        allergen = _value(m.group("x"))
+        if allergen:
+            rule = "rule:constraint-zh" if _HAN.search(core) else "rule:constraint-en"
+            return _Hit(
+                MemoryType.CONSTRAINT,
+                rule,
+                CONFIDENCE_CONSTRAINT,
+                f"allergy:{_slot(allergen)}",
+                {"modality": "must_not", "allergy": allergen},
+            )
+    if _HAN.search(core) and _CONSTRAINT_ZH.search(core) and not _CONSTRAINT_ZH_EXCLUDE.search(core):
+        modality = "must_not" if _MUST_NOT_ZH.search(core) else "must"
+        return _Hit(
+            MemoryType.CONSTRAINT, "rule:constraint-zh", CONFIDENCE_CONSTRAINT, None, {"modality": modality}
+        )
+    if _CONSTRAINT_EN.search(core) and not _CONSTRAINT_EN_EXCLUDE.search(core):
+        modality = "must_not" if _MUST_NOT_EN.search(core) else "must"
+        return _Hit(
+            MemoryType.CONSTRAINT, "rule:constraint-en", CONFIDENCE_CONSTRAINT, None, {"modality": modality}
+        )
+    return None
+
+
+# --- skills
+
+_SKILL_ZH = re.compile(
+    r"^我(?:比较|非常|很|挺|特别|相当|还算|也|还)*(?:熟悉|精通|擅长|熟练(?:掌握|使用)?|会用|懂|掌握了?|会写|会说)"
+    r"(?P<obj>.+)$"
+)
+_SKILL_ZH_EXPERIENCE = re.compile(
+    r"^我有(?:[\d一二三四五六七八九十两几多半]+年(?:多)?)?(?:的)?(?P<obj>.+?)(?:开发|编程|工作|使用|相关)?经验$"
+)
+_SKILL_EN = (
+    re.compile(
+        r"^(?:i'm|i\s+am)\s+(?:very\s+|really\s+|quite\s+|pretty\s+|highly\s+|fairly\s+|also\s+)?"
+        r"(?:experienced\s+(?:with|in|at)|familiar\s+with|proficient\s+(?:in|with|at)|good\s+at|great\s+at|"
+        r"skilled\s+(?:in|at|with)|an?\s+expert\s+(?:in|on|at|with)|fluent\s+in|comfortable\s+with|"
+        r"well[-\s]versed\s+in)\s+(?P<obj>.+)$",
+        _I,
+    ),
+    re.compile(r"^i\s+know\s+(?P<obj>.+?)\s+(?:very\s+|really\s+|pretty\s+|quite\s+)?well$", _I),
+    re.compile(
+        r"^i(?:\s+have|'ve|\s+got|'ve\s+got)\s+(?:\S+\s+)?(?:years?|decades?)\s+of\s+(?:professional\s+)?"
+        r"experience\s+(?:with|in|using)\s+(?P<obj>.+)$",
+        _I,
+    ),
+    re.compile(r"^i\s+(?:can\s+)?speak\s+(?P<obj>.+?)(?:\s+fluently)?$", _I),
+    re.compile(
+        r"^i(?:'ve|\s+have)\s+been\s+(?:using|writing|programming\s+in|working\s+with|coding\s+in|doing)\s+"
+        r"(?P<obj>.+?)\s+(?:for|since)\s+(?:over\s+|more\s+than\s+|about\s+|almost\s+)?\S+\s*(?:years?|decades?)?$",
+        _I,
+    ),
+)
+
+
+def _skill_hit(rule: str, obj: str) -> _Hit | None:
+    value = _value(obj, keep_and=True)
+    if not value or _PRONOUN_OBJECT.match(value) or value in {"了", "的"}:
+        return None
+    return _Hit(MemoryType.SKILL, rule, CONFIDENCE_SKILL, f"skill:{_slot(value)}", {"skill": value})
+
+
+def _skill(core: str) -> _Hit | None:
+    for pattern in (_SKILL_ZH, _SKILL_ZH_EXPERIENCE):
+        m = pattern.match(core)
+        if m:
+            return _skill_hit("rule:skill-zh", m.group("obj"))
+    for pattern in _SKILL_EN:
+        m = pattern.match(core)
+        if m:
+            return _skill_hit("rule:skill-en", m.group("obj"))
+    return None
+
+
+# --- habits
+
+_HABIT_ZH = re.compile(
+    r"^(?:我(?:平时|平常)?(?P<a1>通常|每天|一般|经常|平时|平常|习惯(?:于)?|总是|常常|每周|每个?星期|每晚|每个?月|一向|向来|天天)"
+    r"|(?P<a2>每天早上|每天晚上|每天|每周|每晚|平时|周末|早上|晚上)[，,\s]*我(?:一般|通常|都|会|总是|经常)*)(?P<rest>.+)$"
+)
+_HABIT_EN = (
+    re.compile(
+        r"^i\s+(?P<a1>usually|always|normally|often|typically|regularly|tend\s+to|every\s+(?:day|morning|night|"
+        r"evening|week))\s+(?P<rest>.+)$",
+        _I,
+    ),
+    re.compile(
+        r"^(?P<a1>every\s+(?:morning|day|night|evening|week|weekend|monday|friday)|on\s+weekends|"
+        r"most\s+(?:days|mornings|evenings)|usually),?\s+i\s+(?P<rest>.+)$",
+        _I,
+    ),
+)
+
+
+def _habit(core: str) -> _Hit | None:
+    m = _HABIT_ZH.match(core)
+    rule = "rule:habit-zh"
+    if not m:
+        rule = "rule:habit-en"
+        for pattern in _HABIT_EN:
+            m = pattern.match(core)
+            if m:
+                break
+    if not m:
+        return None
+    rest = _trim(re.sub(r"^(?:都|会|要|也|还)+", "", m.group("rest")))
+    if len(rest) < 2:
+        return None
+    adv = m.groupdict().get("a1") or m.groupdict().get("a2") or ""
+    return _Hit(MemoryType.HABIT, rule, CONFIDENCE_HABIT, None, {"habit": rest, "frequency": adv})
+
+
+# --- preferences
+
+_FAVOURITE_ZH = re.compile(r"^我(?:最|最最)(?:喜欢|爱|常用)的(?P<cat>.+?)(?:是|就是)(?P<obj>.+)$")
+_FAVOURITE_EN = re.compile(
+    r"^my\s+(?:all-time\s+)?(?:favou?rite|preferred)\s+(?P<cat>.+?)\s+is\s+(?P<obj>.+)$", _I
+)
+_COMPARE_ZH = re.compile(
+    r"^(?:比起|相比(?:于)?|与其(?:用)?)(?P<over>.+?)[，,\s]*(?:来说|而言)?[，,\s]*(?:我)?(?:还是|更|其实)*"
+    r"(?:更|宁愿|宁可)(?:喜欢|偏好|倾向于|愿意)?(?:用|使用)?(?P<obj>.+)$"
+)
+_PREFERENCE_ZH = re.compile(
+    r"^我(?:是)?(?:也|还|一直|真的|确实|特别|非常|很|最|比较|挺|蛮|超|超级|更|都|从来|向来|其实)*"
+    r"(?P<verb>(?:不再|再也不|已经不)(?:想)?用|(?:不再|再也不|已经不|不)(?:太|怎么|是很|大)?(?:喜欢|爱|想用)|讨厌|反感|厌恶|受不了|喜欢|偏好|偏爱|喜爱|钟爱|爱|倾向于|宁愿|宁可)"
+    r"(?P<obj>.+)$"
+)
+_DISLIKE_ZH = re.compile(r"^(?:不|再也不|已经不|讨厌|反感|厌恶|受不了)")
+_PREFERENCE_EN = re.compile(
+    r"^i(?:\s+|(?='))(?:(?:really|also|just|much|definitely|generally|strongly|absolutely|totally|still|do|"
+    r"actually|personally|very\s+much|always)\s+)*"
+    r"(?P<verb>prefer|like|love|enjoy|adore|dislike|hate|detest|despise|loathe|can't\s+stand|cannot\s+stand|"
+    r"don't\s+(?:really\s+)?(?:like|enjoy|love|care\s+for)|do\s+not\s+(?:like|enjoy|love)|'d\s+rather|would\s+rather|"
+    r"'d\s+prefer|would\s+prefer|no\s+longer\s+(?:like|prefer|love|enjoy|use|want)|"
+    r"(?:don't|do\s+not)\s+(?:prefer|use|want)(?=\s+.+\b(?:anymore|any\s+more)\b))\s+(?P<obj>.+)$",
+    _I,
+)
+_FAN_EN = re.compile(
+    r"^(?:i'm|i\s+am)\s+(?P<neg>not\s+)?(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of\s+(?P<obj>.+)$", _I
+)
+_DISLIKE_EN = re.compile(
+    r"^(?:dislike|hate|detest|despise|loathe|can't|cannot|don't|do\s+not|no\s+longer)", _I
+)
+_OVER_ZH = re.compile(r"\s*[，,]?\s*(?:而不是|而非|胜过|多于|超过|不喜欢)\s*")
+_OVER_EN = re.compile(r"\s+(?:over|rather\s+than|instead\s+of|more\s+than|than)\s+", _I)
+_OVER_EN_TO = re.compile(r"\s+to\s+", _I)
+
+
+_OBJECT_VERB = re.compile(r"^(?:to\s+use|using|use|用|使用|死)\s*(?=\S)", _I)
+
+
+# "no longer", "不再", "anymore": the user says an earlier preference has ended.
+_CHANGE = re.compile(r"不再|再也不|已经不|\bno\s+longer\b|\bany\s*more\b", _I)
+
+
+def _preference_hit(
+    rule: str, polarity: str, obj: str, over: list[str] | None = None, *, change: bool = False
+) -> _Hit | None:
+    value = _value(_OBJECT_VERB.sub("", obj.strip()), keep_and=True)
+    if not value or _PRONOUN_OBJECT.match(value):
+        return None
+    structured: dict[str, Any] = {"polarity": polarity, "object": value}
+    if over:
+        structured["over"] = over
+    if change:
+        # No key: reconciliation then treats it as a reversed polarity (which always supersedes)
+        # rather than a new value for a slot (which loses to a more confident old value).
+        structured["change"] = "no_longer"
+        return _Hit(MemoryType.PREFERENCE, rule, CONFIDENCE_PREFERENCE, None, structured)
+    return _Hit(MemoryType.PREFERENCE, rule, CONFIDENCE_PREFERENCE, f"preference:{_slot(value)}", structured)
+
+
+def _preference(core: str) -> _Hit | None:
+    m = _FAVOURITE_ZH.match(core) or _FAVOURITE_EN.match(core)
+    if m:
+        rule = "rule:preference-zh" if _HAN.search(core) else "rule:preference-en"
+        value = _value(m.group("obj"))
+        cat = _value(m.group("cat"))
+        if value and cat:
+            return _Hit(
+                MemoryType.PREFERENCE,
+                rule,
+                CONFIDENCE_PREFERENCE,
+                f"favorite:{_slot(cat)}",
+                {"polarity": "like", "object": value, "category": cat},
+            )
+    m = _COMPARE_ZH.match(core)
+    if m:
+        return _preference_hit("rule:preference-zh", "like", m.group("obj"), _split_list(m.group("over")))
+    m = _PREFERENCE_ZH.match(core)
+    if m:
+        polarity = "dislike" if _DISLIKE_ZH.match(m.group("verb")) else "like"
+        obj = m.group("obj")
+        over: list[str] = []
+        o = _OVER_ZH.search(obj)
+        if o and o.start() > 0 and polarity == "like":
+            over = _split_list(obj[o.end() :])
+            obj = obj[: o.start()]
+        change = polarity == "dislike" and bool(_CHANGE.search(m.group("verb")))
+        return _preference_hit("rule:preference-zh", polarity, obj, over, change=change)
+    m = _FAN_EN.match(core)
+    if m:
+        return _preference_hit("rule:preference-en", "dislike" if m.group("neg") else "like", m.group("obj"))
+    m = _PREFERENCE_EN.match(core)
+    if m:
+        verb = m.group("verb")
+        polarity = "dislike" if _DISLIKE_EN.match(verb) else "like"
+        obj = m.group("obj")
+        over = []
+        if polarity == "like":
+            o = _OVER_EN.search(obj)
+            if o is None and "prefer" in verb.lower() and not obj.lower().startswith("to "):
+                o = _OVER_EN_TO.search(obj)
+            if o and o.start() > 0:
+                over = _split_list(obj[o.end() :])
+                obj = obj[: o.start()]
+        change = polarity == "dislike" and bool(_CHANGE.search(core))
+        return _preference_hit("rule:preference-en", polarity, obj, over, change=change)
+    return None
+
+
+# --- self-descriptions
+
+_NAME_ZH = re.compile(r"^(?:我叫|我的名字(?:是|叫)|我名字(?:是|叫)|叫我)(?P<v>.+?)(?:就行|就好|就可以)?$")
+_EMPLOYER_ZH = re.compile(
+    r"^我(?:现在|目前|一直)?(?:是)?(?:在|于)(?P<v>.+?)(?:工作|上班|任职|就职|实习)(?:了|过)?(?P<rest>.*)$"
+)
+_EMPLOYER_ZH2 = re.compile(r"^我(?:现在|目前)?(?:就职于|任职于|供职于)(?P<v>.+)$")
+_LOCATION_ZH = re.compile(
+    r"^我(?:现在|目前|一直|常年)?(?:住在|住(?=[^院了得下进过手店宿着])|定居在|定居于|生活在|居住在)(?P<v>.+)$"
+)
+_MOVED_ZH = re.compile(r"^我(?:已经|刚|刚刚|最近|去年|前年)?搬(?:到|去|来)了?(?P<v>[^，,]+?)(?:了|住)?$")
+_PLAN_ZH = re.compile(r"打算|准备|计划|想|要|下个?月|明年|下周|将|会")
+_HOMETOWN_ZH = re.compile(r"^我(?:来自|老家(?:在|是)|出生在|出生于|是从)(?P<v>.+?)(?:来的)?$")
+_DO_FOR_A_LIVING_ZH = re.compile(r"^我(?:现在|目前)?是(?:做|搞|干|当)(?P<v>[^，,的]{1,20})的$")
+_IAM_ZH = re.compile(r"^我(?:现在|目前)?是(?P<mw>一名|一个|一位|一枚|个|名|位)?(?P<v>.+)$")
+_IAM_ZH_EXCLUDE = re.compile(
+    r"^(?:说|不是|不|否|想|觉得|在|要|会|因为|为了|真的|挺|很|有点|太|故意|开玩笑|认真|从|对|错|第一次|来|去|刚|"
+    r"已经|还|这么|那么|这样|那样|怎么|问|指|讲|看|听|用|把|被|让)"
+)
+_PROFESSION_ZH = re.compile(
+    r"(?:师|员|生|家|者|工|手|经理|总监|主管|顾问|开发|老板|医生|护士|律师|作家|博士|硕士|创始人|合伙人|"
+    r"CEO|CTO|CFO|PM|负责人|老师|教授|司机|厨师|记者|编辑|主播|运营|产品|前端|后端|全栈|实习生|打工人)$",
+    _I,
+)
+_SURNAMES = (
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢"
+    "姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤欧上司诸"
+)
+_NAME_EN = re.compile(
+    r"^(?:my\s+name\s+is|my\s+name's|i'm\s+called|i\s+am\s+called|(?:you\s+can\s+|please\s+)call\s+me|"
+    r"people\s+call\s+me)\s+(?P<v>.+)$",
+    _I,
+)
+_IAM_NAME_EN = re.compile(
+    r"^(?:I'm|I\s+am|Im)\s+(?P<v>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})$"
+)
+_NOT_NAMES = frozenset(
+    "sorry fine good okay ok back here done ready busy tired not going so very just also still in on at from the "
+    "a an happy glad sure new home there english chinese american british".split()
+)
+_EMPLOYER_EN = re.compile(
+    r"^(?:i|i'm|i\s+am)\s+(?:currently\s+|now\s+|still\s+)?(?:work|working|employed)\s+(?:at|for|with)\s+(?P<v>.+)$",
+    _I,
+)
+_WORK_AS_EN = re.compile(r"^i\s+(?:currently\s+|now\s+)?work\s+as\s+(?:an?\s+)?(?P<v>.+)$", _I)
+_LOCATION_EN = re.compile(
+    r"^(?:i|i'm|i\s+am)\s+(?:currently\s+|now\s+|still\s+)?(?:live|living|reside|residing|based|located)\s+"
+    r"(?:in|at)\s+(?P<v>.+)$"
+    r"|^i(?:'ve|\s+have)?\s+(?:just\s+|recently\s+)?moved\s+to\s+(?P<moved>.+)$",
+    _I,
+)
+_HOMETOWN_EN = re.compile(
+    r"^(?:i'm|i\s+am|i|i\s+originally)\s+(?:originally\s+)?(?:from|come\s+from|came\s+from|grew\s+up\s+in|"
+    r"was\s+born\s+in)\s+(?P<v>.+)$",
+    _I,
+)
+_NOT_PLACE_EN = re.compile(r"\b(?:team|department|dept|company|office|group|squad|side|future|past)\b", _I)
+_IAM_EN = re.compile(r"^(?:i'm|i\s+am|im)\s+(?:a|an)\s+(?P<v>.+)$", _I)
+_IAM_EN_EXCLUDE = re.compile(
+    r"^(?:bit|little|lot|tad|few|couple|big\s+fan|huge\s+fan|fan|way|long\s+way|good\s+way|lot)\b", _I
+)
+_NOT_PROFESSIONS = frozenset(
+    "vegetarian vegan person fan beginner newbie novice parent mother father mom dad mum husband wife introvert "
+    "extrovert christian muslim buddhist citizen native speaker guy girl man woman boy kid human riser sleeper owl "
+    "bird drinker eater smoker user lover learner gamer member customer".split()
+)
+_PROFESSION_STOP = re.compile(r"\s+(?:at|for|in|with|from|who|that|based|working|by|on)\b", _I)
+_MY_ATTR_ZH = re.compile(r"^我的(?P<attr>[^，,是]{1,10})是(?P<v>.+)$")
+_MY_ATTR_EN = re.compile(r"^my\s+(?P<attr>[\w' -]{1,30}?)\s+(?:is|are)\s+(?P<v>.+)$", _I)
+_NOT_ATTRS = frozenset(
+    "问题 意思 想法 目的 建议 需求 观点 question point problem guess idea issue concern bad pleasure "
+    "understanding suggestion request goal".split()
+)
+
+
+def _self_description(core: str) -> _Hit | None:
+    if _HAN.search(core):
+        return _self_description_zh(core)
+    return _self_description_en(core)
+
+
+def _self_description_zh(core: str) -> _Hit | None:
+    rule = "rule:self-zh"
+    m = _NAME_ZH.match(core)
+    if m:
+        return _fact(rule, "name", m.group("v"))
+    m = _EMPLOYER_ZH.match(core)
+    if m and _value(m.group("v")) not in {"家", "家里", "这里", "那里", "这", "那", "公司", "这边", "那边"}:
+        return _fact(rule, "employer", m.group("v"))
+    m = _EMPLOYER_ZH2.match(core)
+    if m:
+        return _fact(rule, "employer", m.group("v"))
+    m = _LOCATION_ZH.match(core)
+    if m:
+        return _fact(rule, "location", m.group("v"))
+    m = _MOVED_ZH.match(core)
+    if m and not _PLAN_ZH.search(core):  # "我下个月要搬去深圳" is a plan, not where the user lives
+        return _fact(rule, "location", m.group("v"))
+    m = _HOMETOWN_ZH.match(core)
+    if m:
+        return _fact(rule, "hometown", m.group("v"))
+    m = _DO_FOR_A_LIVING_ZH.match(core)
+    if m:
+        return _fact(rule, "profession", m.group("v"))
+    m = _IAM_ZH.match(core)
+    if m and (m.group("mw") or not _IAM_ZH_EXCLUDE.match(m.group("v"))):
+        value = _value(m.group("v"))
+        if not value or len(value) > 30:
+            return None
+        if value.endswith(("的人", "的")):
+            return _fact(rule, None, value)
+        if _PROFESSION_ZH.search(value):
+            return _fact(rule, "profession", value)
+        if m.group("mw") in {"一名", "名"}:  # the measure word of occupations
+            return _fact(rule, "profession", value)
+        if m.group("mw"):
+            return _fact(rule, None, value)
+        if value.endswith("人") and 2 <= len(value) <= 6:
+            return _fact(rule, "hometown", value[:-1])
+        if 2 <= len(value) <= 4 and value[0] in _SURNAMES and all(_HAN.match(c) for c in value):
+            return _fact(rule, "name", value)
+    return None
+
+
+def _self_description_en(core: str) -> _Hit | None:
+    rule = "rule:self-en"
+    m = _NAME_EN.match(core)
+    if m:
+        return _fact(rule, "name", m.group("v"))
+    m = _IAM_NAME_EN.match(core)
+    if m and m.group("v").split()[0].lower() not in _NOT_NAMES:
+        return _fact(rule, "name", m.group("v"))
+    m = _EMPLOYER_EN.match(core)
+    if m:
+        return _fact(rule, "employer", m.group("v"))
+    m = _WORK_AS_EN.match(core)
+    if m:
+        return _fact(rule, "profession", _PROFESSION_STOP.split(m.group("v"), maxsplit=1)[0])
+    m = _LOCATION_EN.match(core)
+    if m:
+        return _fact(rule, "location", m.group("v") or m.group("moved") or "")
+    m = _HOMETOWN_EN.match(core)
+    if m and not _NOT_PLACE_EN.search(m.group("v")):
+        return _fact(rule, "hometown", m.group("v"))
+    m = _IAM_EN.match(core)
+    if m and not _IAM_EN_EXCLUDE.match(m.group("v")):
+        value = _value(_PROFESSION_STOP.split(m.group("v"), maxsplit=1)[0])
+        if not value or len(value.split()) > 5:
+            return None
+        last = value.split()[-1].lower()
+        key = None if last in _NOT_PROFESSIONS else "profession"
+        return _fact(rule, key, value)
+    return None
+
+
+def _my_attribute(core: str) -> _Hit | None:
+    """Facts like "my X is Y" or "我的X是Y", only read inside explicit remember requests."""
+    m = _MY_ATTR_ZH.match(core) or _MY_ATTR_EN.match(core)
+    if not m:
+        return None
+    attr = _trim(m.group("attr"))
+    if not attr or attr.lower() in _NOT_ATTRS:
+        return None
+    rule = "rule:self-zh" if _HAN.search(core) else "rule:self-en"
+    return _fact(rule, f"my:{_slot(attr)}", m.group("v"))
+
+
+_RULES: tuple[Callable[[str], _Hit | None], ...] = (
+    _decision,
+    _constraint,
+    _skill,
+    _habit,
+    _preference,
+    _self_description,
+)
+
+
+def _classify(core: str) -> _Hit | None:
+    if not core:
+        return None
+    for rule in _RULES:
+        hit = rule(core)
+        if hit is not None:
+            return hit
+    return None
+
+
+# --- explicit requests
+
+_REMEMBER_ZH = re.compile(
+    r"^(?:你)?(?:能不能|能否|可以|可不可以|能)?(?:请你?|麻烦你?|你)?(?:帮我|给我|替我)?(?:好好)?"
+    r"(?:记住|记一下|记下来|记下|记好|别忘了|别忘记|不要忘了|不要忘记|千万别忘了)(?:一下)?(?:这件事|这个|这点)?"
+    r"[：:，,\s]*(?P<c>.+)$"
+)
+_REMEMBER_EN = re.compile(
+    r"^(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+|pls\s+|kindly\s+)?(?:also\s+)?"
+    r"(?:remember|note\s+to\s+self|note|keep\s+in\s+mind|don't\s+forget|do\s+not\s+forget|never\s+forget|make\s+a\s+note|"
+    r"take\s+note|note\s+down|note\s+to\s+self|save\s+this)"
+    r"(?:\s+(?:that|this|of\s+this))?(?:\s*[:,\-]\s*|\s+)(?P<c>.+)$",
+    _I,
+)
+_REMEMBER_EN_EXCLUDE = re.compile(r"^(?:when|how|what|where|who|why|me\b|the\s+time|if\b|whether\b)", _I)
+_POLITE_QUESTION_TAIL = re.compile(r"(?:[,，]?\s*(?:吗|好吗|好不好|可以吗|ok|okay|please))?\s*[?？]*$", _I)
+
+
+def _remember(sentence: str) -> tuple[str, str] | None:
+    """The remembered content of an explicit request, and its rule name."""
+    s = _LEAD_FILLER.sub("", _trim(sentence))
+    m = _REMEMBER_ZH.match(s)
+    rule = "rule:remember-zh"
+    if not m:
+        m = _REMEMBER_EN.match(s)
+        rule = "rule:remember-en"
+        if m and _REMEMBER_EN_EXCLUDE.match(m.group("c")):
+            return None
+    if not m:
+        return None
+    content = _trim(_POLITE_QUESTION_TAIL.sub("", m.group("c")))
+    if len(content) < 2:
+        return None
+    return content, rule
+
+
+# -- the extractor -----------------------------------------------------------------------------
+
+
+_SPACE_RUN = re.compile(r"[ \t\u3000]{2,}")
+_MAX_SENTENCE = 1000
+"""Longer sentences are not read as one explicit request (their clauses still are)."""
+_MAX_CLAUSE = 300
+"""Longer clauses are not explicit statements; skipping them also bounds the regex work."""
+
+
+def _sentences(text: str) -> Iterator[str]:
+    # Runs of spaces collapse to one, which also keeps every regex below linear.
+    for m in _SENTENCE.finditer(_SPACE_RUN.sub(" ", text)):
+        s = m.group().strip()
+        if s:
+            yield s
+
+
+# Chinese drops a repeated subject: "我叫张伟，在字节跳动工作，平时写 Go" has three statements.
+_ZH_CONTINUATION = re.compile(
+    r"^(?:也|还|都)*(?:平时|平常|通常|一般|经常|每天|喜欢|不喜欢|不太喜欢|讨厌|住在|来自|熟悉|擅长|精通|会用|"
+    r"在(?=[^，,]{1,20}?(?:工作|上班|任职)))"
+)
+_FIRST_PERSON_ZH = re.compile(r"^我(?!们)")
+
+
+def _clauses(sentence: str) -> list[tuple[str, str]]:
+    """The clauses of a sentence: (the clause as written, the text to match)."""
+    parts = _CLAUSE_SEP.split(sentence)
+    clauses: list[list[str]] = [[parts[0], parts[0]]]
+    first_person = bool(_FIRST_PERSON_ZH.match(_LEAD_FILLER.sub("", parts[0].strip())))
+    for i in range(1, len(parts) - 1, 2):
+        sep, clause = parts[i], parts[i + 1]
+        joinable = not _KEEP_JOINED.match(clauses[-1][0].strip()) and not _REASON_STARTED.search(
+            clauses[-1][0]
+        )
+        bare = _LEADING_CONJ.sub("", clause.strip())
+        continues = first_person and bool(_ZH_CONTINUATION.match(bare))
+        if clause.strip() and joinable and (continues or _CLAUSE_START.match(clause)):
+            clauses.append([clause, "我" + bare if continues else bare])
+            if not continues:
+                first_person = bool(_FIRST_PERSON_ZH.match(_LEAD_FILLER.sub("", bare)))
+        else:
+            clauses[-1][0] += sep + clause
+            clauses[-1][1] += sep + clause
+    out: list[tuple[str, str]] = []
+    for written, matched in clauses:
+        written = _trim(_CONTENT_LEAD.sub("", _LEADING_CONJ.sub("", _trim(written))))
+        if written:
+            out.append((written, matched))
+    return out
+
+
+class RuleExtractor:
+    """Offline, rule-based :class:`~jiyi.write.extract.Extractor` for Chinese and English.
+
+    Deterministic and fast; it catches only explicit statements (see the module docs)
+    and leaves anything subtler to :class:`~jiyi.write.extract_llm.LLMExtractor`.
+    """
+
+    def extract(self, turns: Sequence[ChatTurn]) -> list[Extracted]:
+        out: list[Extracted] = []
+        seen: set[tuple[MemoryType, str]] = set()
+        for index, turn in enumerate(turns):
+            text = _readable(turn)
+            if text is None or low_value_reason(text) is not None:
+                continue
+            source = turn.content.strip()
+            found = [
+                item for sentence in _sentences(text) for item in _extract_sentence(sentence, index, source)
+            ]
+            for item in _drop_replaced_changes(found):
+                dedup = (item.memory_type, " ".join(item.content.lower().split()))
+                if dedup in seen:
+                    continue
+                seen.add(dedup)
+                out.append(item)
+        return out
+
+
+def _is_change(item: Extracted) -> bool:
+    return item.memory_type is MemoryType.PREFERENCE and (item.structured or {}).get("change") is not None
+
+
+def _drop_replaced_changes(items: list[Extracted]) -> list[Extracted]:
+    """A turn like "I no longer prefer tabs; I prefer spaces" yields only "I prefer spaces".
+
+    The ended preference is still in the candidate's ``source_text``, where reconciliation
+    reads it to supersede the stored "I prefer tabs"; stored on its own it would only compete
+    with the new preference in search.
+    """
+    replaced = any(
+        i.memory_type is MemoryType.PREFERENCE
+        and not _is_change(i)
+        and (i.structured or {}).get("polarity") == "like"
+        for i in items
+    )
+    return [i for i in items if not (replaced and _is_change(i))]
+
+
+def _readable(turn: ChatTurn) -> str | None:
+    """The text of a turn worth reading, or None."""
+    role = str(getattr(turn, "role", "")).strip().lower()
+    content = getattr(turn, "content", None)
+    if not isinstance(content, str) or not content.strip():
+        return None
+    if role in _USER_ROLES:
+        return content
+    if role == "system":
+        m = _SUMMARY_PREFIX.match(content)
+        if m:
+            return content[m.end() :]
+    return None
+
+
+def _make(
+    hit: _Hit, content: str, source: str, index: int, hedged: bool, extra_reason: str | None = None
+) -> Extracted:
+    reasons: tuple[str, ...] = (extra_reason, hit.rule) if extra_reason else (hit.rule,)
+    confidence = hit.confidence
+    if hedged:
+        confidence = CONFIDENCE_HEDGED
+        reasons = (*reasons, "hedged")
+    return Extracted(
+        content=content,
+        memory_type=hit.memory_type,
+        confidence=confidence,
+        importance=_IMPORTANCE.get(hit.memory_type, 0.5),
+        structured=hit.structured,
+        key=hit.key,
+        source_text=source,
+        turn_index=index,
+        language=_language(content),
+        reasons=reasons,
+    )
+
+
+def _extract_sentence(sentence: str, index: int, source: str) -> list[Extracted]:
+    if low_value_reason(sentence) is not None:
+        return []
+    hedged = bool(_HEDGE.search(sentence))
+    remembered = _remember(sentence) if len(sentence) <= _MAX_SENTENCE else None
+    if remembered is not None:
+        content, rule = remembered
+        core = _core(content)
+        hit = _classify(core) or _my_attribute(core)
+        if hit is None:
+            hit = _Hit(MemoryType.FACT, rule, CONFIDENCE_REMEMBER)
+            return [_make(hit, content, source, index, hedged)]
+        hit = _Hit(hit.memory_type, hit.rule, CONFIDENCE_REMEMBER, hit.key, hit.structured)
+        return [_make(hit, content, source, index, hedged, rule)]
+    if _is_question(sentence):
+        return []
+    out: list[Extracted] = []
+    for clause, matched in _clauses(sentence):
+        if len(clause) > _MAX_CLAUSE:
+            continue
+        hit = _classify(_core(matched))
+        if hit is not None:
+            out.append(_make(hit, clause, source, index, hedged))
+    return out

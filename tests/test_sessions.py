@@ -1,0 +1,267 @@
+"""Conversation memory through the Python API: sessions, the background pipeline,
+reconciliation, episodes, checkpoints, documents and hierarchical context."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from jiyi.errors import InvalidInput, NotFound
+from jiyi.llm.base import ScriptedChatModel
+from jiyi.memory import AsyncMemory, Memory
+from jiyi.session.flows import SessionConfig
+from jiyi.store.sqlite import SQLiteStore
+from jiyi.text.tokens import count_message_tokens
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def mem(tmp_path: Path, clock: Clock) -> Iterator[Memory]:
+    with Memory(SQLiteStore(tmp_path / "s.db"), clock=clock, background=False) as m:
+        yield m
+
+
+def active(mem: Memory, user: str) -> list[str]:
+    return [i.content for i in mem.list(user_id=user, statuses=["active"]).items]
+
+
+# ------------------------------------------------------------------ session buffer
+
+
+def test_messages_and_working_window(mem: Memory) -> None:
+    mem.add_messages("s1", [("system", "You are a helpful assistant."), ("user", "我叫李雷，在深圳做后端开发"), ("assistant", "你好李雷！")])
+    mem.add_messages("s1", [{"role": "user", "content": "Can you help me plan a trip to Chengdu next month?"}])
+    msgs = mem.messages("s1")
+    assert [m.role for m in msgs] == ["system", "user", "assistant", "user"]
+    assert all(m.token_count == count_message_tokens(m.role, m.content) for m in msgs)
+    budget = msgs[0].token_count + msgs[-1].token_count
+    window = mem.working_window("s1", max_tokens=budget)
+    assert [m.role for m in window] == ["system", "user"]
+    assert window[-1].content.startswith("Can you help")
+    with pytest.raises(InvalidInput, match="role"):
+        mem.add_messages("s1", [("robot", "beep")])
+    with pytest.raises(InvalidInput, match="no messages"):
+        mem.add_messages("s1", [])
+
+
+def test_compaction_keeps_system_messages_and_the_budget(tmp_path: Path, clock: Clock) -> None:
+    cfg = SessionConfig(max_turns=6, keep_recent=2)
+    with Memory(SQLiteStore(tmp_path / "c.db"), clock=clock, background=False, session=cfg) as mem:
+        mem.add_messages("s", [("system", "Answer briefly.")])
+        result = None
+        for i in range(4):
+            result = mem.remember(
+                [("user", f"Question {i}: how do I configure feature {i} of the build system?"), ("assistant", f"Set option {i} in build.toml.")],
+                session_id="s",
+                user_id="u",
+            )
+        assert result is not None and result.compacted is not None
+        comp = result.compacted
+        assert comp.removed == 6 and comp.tokens_after < comp.tokens_before
+        msgs = mem.messages("s")
+        assert msgs[0].content == "Answer briefly."
+        summaries = [m for m in msgs if m.metadata.get("kind") == "summary"]
+        assert len(summaries) == 1 and summaries[0].role == "system"
+        assert len([m for m in msgs if m.role in ("user", "assistant")]) == 2
+        assert sum(m.token_count for m in msgs) == comp.tokens_after
+        # the removed turns became an episode
+        mem.process_jobs()
+        episodes = mem.search("build system options", user_id="u", tags=["episode"])
+        assert episodes and "episode" in episodes[0].item.tags
+
+
+# ------------------------------------------------------------------ the pipeline: extract -> gate -> reconcile -> store
+
+
+def test_remember_returns_at_once_and_the_worker_stores_typed_memories(mem: Memory) -> None:
+    result = mem.remember(
+        [
+            ("user", "帮我记住：我对花生过敏"),
+            ("assistant", "好的，我记住了。"),
+            ("user", "我们决定用 Next.js 而不是 Remix，因为团队更熟悉 React"),
+        ],
+        session_id="s1",
+        user_id="han",
+    )
+    assert result.job_id is not None
+    assert mem.list(user_id="han").items == []  # nothing extracted yet: it is queued
+    assert [j.status for j in mem.jobs()] == ["queued"]
+    reports = mem.process_jobs()
+    assert [r.status for r in reports] == ["done"]
+    items = mem.list(user_id="han").items
+    kinds = {i.memory_type.value for i in items}
+    assert "decision" in kinds
+    assert any("花生" in i.content for i in items)
+    decision = next(i for i in items if i.memory_type.value == "decision")
+    assert decision.structured and decision.structured.get("choice") == "Next.js"
+    assert mem.history(decision.id)[0].reason.startswith("add")
+    assert mem.jobs(statuses=["done"])[0].id == result.job_id
+
+
+def test_preference_changed_a_week_later_supersedes_the_old_one(mem: Memory, clock: Clock) -> None:
+    mem.remember([("user", "I prefer tabs for indentation.")], session_id="w1", user_id="ann")
+    mem.process_jobs()
+    old = mem.search("indentation preference", user_id="ann")[0].item
+    clock.now += timedelta(days=7)
+    mem.remember([("user", "I no longer prefer tabs; I prefer spaces for indentation now.")], session_id="w2", user_id="ann")
+    mem.process_jobs()
+    hits = mem.search("how does ann like to indent code?", user_id="ann")
+    assert "spaces" in hits[0].item.content
+    assert all(h.item.id != old.id for h in hits)
+    stale = mem.get(old.id)
+    assert stale.status.value == "superseded"
+    assert any(r.type.value == "superseded_by" for r in stale.relations)
+    assert [e.action.value for e in mem.history(old.id)] == ["add", "supersede"]
+    both = mem.search("indentation", user_id="ann", statuses=["active", "superseded"])
+    ids = [h.item.id for h in both]
+    assert ids.index(old.id) > ids.index(hits[0].item.id)
+
+
+def test_chinese_preference_change_and_reinforcement(mem: Memory, clock: Clock) -> None:
+    mem.remember([("user", "我喜欢喝美式咖啡")], session_id="z1", user_id="wang")
+    mem.process_jobs()
+    mem.remember([("user", "我喜欢喝美式咖啡。")], session_id="z2", user_id="wang")
+    mem.process_jobs()
+    items = [i for i in mem.list(user_id="wang").items if "咖啡" in i.content]
+    assert len(items) == 1 and items[0].mention_count == 2
+    clock.now += timedelta(days=7)
+    mem.remember([("user", "我不再喜欢喝美式咖啡了，现在只喝茶")], session_id="z3", user_id="wang")
+    mem.process_jobs()
+    assert mem.get(items[0].id).status.value == "superseded"
+
+
+def test_hedged_statements_are_refused_by_the_gate(mem: Memory) -> None:
+    mem.remember([("user", "我好像喜欢 Python，不太确定")], session_id="h", user_id="zhao")
+    reports = mem.process_jobs()
+    outcomes = reports[0].outcomes
+    assert outcomes and all(o.action == "rejected" for o in outcomes)
+    assert "confidence" in outcomes[0].reason
+    assert mem.list(user_id="zhao").items == []
+
+
+def test_failed_jobs_are_retried_then_visible(tmp_path: Path, clock: Clock) -> None:
+    broken = ScriptedChatModel([RuntimeError("model exploded")] * 10)
+    cfg = SessionConfig(job_attempts=2, job_backoff_seconds=0.0)
+    with Memory(SQLiteStore(tmp_path / "f.db"), clock=clock, background=False, llm=broken, session=cfg) as mem:
+        mem.remember([("user", "Remember that my passport expires in 2027")], session_id="s", user_id="u")
+        first = mem.process_jobs()
+        assert first[0].status == "failed" or first[0].status == "queued"
+        mem.process_jobs()
+        job = mem.jobs()[0]
+        assert job.status == "failed" and job.attempts == 2 and "model exploded" in (job.last_error or "")
+
+
+def test_llm_pipeline_with_scripted_model(tmp_path: Path, clock: Clock) -> None:
+    extraction = json.dumps(
+        {"memories": [{"content": "用户的女儿叫小雨", "memory_type": "fact", "confidence": 0.95, "importance": 0.7, "turn": 0}]},
+        ensure_ascii=False,
+    )
+    model = ScriptedChatModel([extraction])
+    with Memory(SQLiteStore(tmp_path / "l.db"), clock=clock, background=False, llm=model) as mem:
+        mem.remember([("user", "我女儿叫小雨，今年五岁")], session_id="s", user_id="li")
+        assert mem.process_jobs()[0].status == "done"
+        assert active(mem, "li") == ["用户的女儿叫小雨"]
+        assert len(model.calls) == 1
+
+
+def test_background_worker_drains_the_queue(tmp_path: Path) -> None:
+    with Memory(SQLiteStore(tmp_path / "b.db")) as mem:
+        mem.remember([("user", "Remember that the staging server is in Frankfurt")], session_id="s", user_id="ops")
+        assert mem.wait_for_jobs(timeout=30)
+        assert any("Frankfurt" in c for c in active(mem, "ops"))
+
+
+async def test_async_remember_and_worker(tmp_path: Path) -> None:
+    async with AsyncMemory(SQLiteStore(tmp_path / "a.db")) as mem:
+        mem.start_worker(interval=0.05)
+        await mem.remember([("user", "I am a data engineer at a logistics company")], session_id="s", user_id="kim")
+        import asyncio
+
+        for _ in range(200):
+            if not await mem.jobs(statuses=["queued", "running"]):
+                break
+            await asyncio.sleep(0.05)
+        page = await mem.list(user_id="kim")
+        assert any("data engineer" in i.content for i in page.items)
+
+
+# ------------------------------------------------------------------ checkpoints
+
+
+def test_checkpoint_round_trip_restores_exactly(mem: Memory, clock: Clock) -> None:
+    mem.add_messages("s", [("user", "Book me a flight to Osaka"), ("assistant", "Which date?")])
+    saved = mem.save_checkpoint(
+        "s",
+        agent_state={"todo": ["pick date", "book"], "step": 1},
+        tool_states={"flights": {"query": "KIX"}},
+        pending_tool_calls=[{"id": "call_1", "name": "book_flight", "arguments": {"to": "KIX"}}],
+        label="before booking",
+    )
+    before = mem.messages("s")
+    clock.now += timedelta(minutes=5)
+    mem.add_messages("s", [("user", "Actually make it Tokyo"), ("assistant", "Booking Tokyo...")])
+    restored = mem.restore_checkpoint("s", saved.id)
+    assert restored == saved
+    assert mem.messages("s") == before
+    later = mem.save_checkpoint("s", label="after")
+    assert [c.id for c in mem.list_checkpoints("s")] == [later.id, saved.id]
+    assert mem.restore_checkpoint("s", replace_messages=False).id == later.id
+    assert mem.prune_checkpoints("s", keep_last=1) == 1
+    assert [c.id for c in mem.list_checkpoints("s")] == [later.id]
+    with pytest.raises(NotFound):
+        mem.restore_checkpoint("s", "nope")
+
+
+# ------------------------------------------------------------------ documents
+
+
+def test_documents_are_chunked_and_reassembled(mem: Memory) -> None:
+    paragraphs = [f"Section {i}. The deployment runbook step {i} says to check service {i} health and logs. " * 20 for i in range(30)]
+    text = "\n\n".join(paragraphs)
+    chunks = mem.add_document(text, title="Runbook", project_id="ops")
+    assert len(chunks) > 1
+    parents = {c.metadata["parent_id"] for c in chunks}
+    assert len(parents) == 1
+    assert mem.get_document(parents.pop()) == text
+    hits = mem.search("service 17 health", project_id="ops", limit=3)
+    assert hits and "resource" in hits[0].item.tags
+    with pytest.raises(InvalidInput, match="not stored"):
+        mem.add_document("ok thanks", project_id="ops")
+
+
+# ------------------------------------------------------------------ hierarchical context
+
+
+def test_context_assembles_recent_semantic_and_summary(mem: Memory) -> None:
+    mem.add("User prefers concise answers with code", user_id="u", memory_type="preference")
+    mem.add("项目必须支持 PostgreSQL 16", user_id="u", memory_type="constraint")
+    mem.add("User's cat is named Mochi", user_id="u", memory_type="fact")
+    mem.add_episode("Last week we migrated the billing service to PostgreSQL 16 and fixed two bugs.", user_id="u", key_topics=["billing", "PostgreSQL"])
+    mem.add_messages("now", [("user", "Let's continue with the database work"), ("assistant", "Sure, where were we?")])
+    ctx = mem.context("database migration status", user_id="u", session_id="now", budget_tokens=400)
+    sources = [e.source for e in ctx.entries]
+    assert sources[:2] == ["recent", "recent"]
+    assert "semantic" in sources and "summary" in sources
+    assert "## Constraints" in ctx.text and "## Recent Conversation" in ctx.text and "## Past Sessions" in ctx.text
+    assert ctx.tokens <= 400 + 50
+    assert len(ctx.entries) <= 10
+    small = mem.context("database migration status", user_id="u", session_id="now", budget_tokens=40)
+    assert sum(e.tokens for e in small.entries) <= 40 and small.dropped > 0
+    with_profile = mem.context("anything", user_id="u", profile="Name: Wang; prefers zh-CN")
+    assert with_profile.text.startswith("# USER MEMORY\n\n## Profile")

@@ -1,0 +1,264 @@
+"""Episode summaries: the offline extractive summarizer, the LLM summarizer and compaction text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jiyi.errors import ConfigError, InvalidInput, LLMError
+from jiyi.llm.base import ScriptedChatModel
+from jiyi.session.summarize import (
+    COMPACTION_HEADERS,
+    SUMMARY_SYSTEM_PROMPT,
+    EpisodeSummary,
+    LLMSummarizer,
+    compaction_summary,
+    read_summary,
+    split_sentences,
+    summarize_extractive,
+    summary_messages,
+)
+from jiyi.text.tokens import count_tokens
+from jiyi.write.extract import Turn
+
+ZH = [
+    Turn("user", "你好！"),
+    Turn("assistant", "你好，有什么可以帮你？"),
+    Turn("user", "我们的订单服务部署到 Kubernetes 以后一直报错，数据库连接池总是耗尽。"),
+    Turn("assistant", "可以先看看连接池的配置。数据库连接池的最大连接数是多少？"),
+    Turn("user", "最大连接数是 10。我们决定把连接池改成 50，并且给数据库加一个只读副本。"),
+    Turn("assistant", "好的。改完以后重新部署订单服务，观察一下数据库连接数。"),
+    Turn("user", "重新部署以后成功了，连接池不再耗尽，问题解决了。谢谢！"),
+]
+
+EN = [
+    Turn("user", "Hi there"),
+    Turn("assistant", "Hello! How can I help?"),
+    Turn(
+        "user", "Our nightly backup job to S3 keeps failing with a timeout since we moved to the new cluster."
+    ),
+    Turn(
+        "assistant",
+        "The backup job may hit the default 60 second timeout. "
+        "Try raising the timeout and enabling multipart uploads for large backup files.",
+    ),
+    Turn(
+        "user",
+        "We decided to enable multipart uploads and raised the timeout to 10 minutes. "
+        "I also installed the new AWS CLI on the cluster.",
+    ),
+    Turn("assistant", "Great. Run the backup job once manually to check."),
+    Turn("user", "The backup finally worked, the S3 upload finished in 4 minutes."),
+]
+
+
+# -- extractive -----------------------------------------------------------------------------------------
+
+
+def test_split_sentences_chinese_and_english() -> None:
+    assert split_sentences("我们用 Next.js 14。它很快！真的吗？\n第二行") == [
+        "我们用 Next.js 14。",
+        "它很快！",
+        "真的吗？",
+        "第二行",
+    ]
+    assert split_sentences("We use Next.js 3.5 now. It works! Does it? “Yes.” Done") == [
+        "We use Next.js 3.5 now.",
+        "It works!",
+        "Does it?",
+        "“Yes.”",
+        "Done",
+    ]
+
+
+def test_chinese_conversation() -> None:
+    episode = summarize_extractive(ZH)
+    assert episode.language == "zh"
+    lines = episode.summary.splitlines()
+    assert 1 <= len(lines) <= 3
+    assert all(line.startswith(("user: ", "assistant: ")) for line in lines)
+    assert count_tokens(episode.summary) <= 200
+    assert "user: 我们决定把连接池改成 50，并且给数据库加一个只读副本。" in lines
+    assert "你好" not in episode.summary and "谢谢" not in episode.summary  # small talk is never kept
+    assert {"连接池", "数据库"} <= set(episode.key_topics)
+    assert all(len(t) >= 2 for t in episode.key_topics)
+    assert "我们决定把连接池改成 50，并且给数据库加一个只读副本。" in episode.actions_taken
+    assert not any("看看" in a for a in episode.actions_taken)  # a suggestion, not something done
+    assert episode.outcomes == ("重新部署以后成功了，连接池不再耗尽，问题解决了。",)
+    assert 0.5 < episode.importance <= 1.0
+
+
+def test_english_conversation() -> None:
+    episode = summarize_extractive(EN)
+    assert episode.language == "en"
+    assert count_tokens(episode.summary) <= 200
+    assert episode.summary.startswith("user: Our nightly backup job to S3")
+    assert (
+        "user: We decided to enable multipart uploads and raised the timeout to 10 minutes."
+        in episode.summary
+    )
+    assert "Hello" not in episode.summary
+    assert {"backup", "timeout"} <= set(episode.key_topics)
+    assert "S3" in episode.key_topics  # surface form, not the lower-cased term
+    assert episode.actions_taken == (
+        "We decided to enable multipart uploads and raised the timeout to 10 minutes.",
+        "I also installed the new AWS CLI on the cluster.",
+    )
+    assert episode.outcomes == ("The backup finally worked, the S3 upload finished in 4 minutes.",)
+    assert 0.0 < episode.importance <= 1.0
+
+
+def test_budgets_are_respected() -> None:
+    for turns in (ZH, EN):
+        for budget in (5, 12, 30, 60):
+            text = summarize_extractive(turns, max_tokens=budget).summary
+            assert text and count_tokens(text) <= budget
+        assert len(summarize_extractive(turns, max_sentences=1).summary.splitlines()) == 1
+        assert len(summarize_extractive(turns, max_topics=2).key_topics) == 2
+    # The best sentence is cut rather than replaced by a worse one that fits.
+    assert summarize_extractive(ZH, max_tokens=20).summary.startswith("user: 我们决定把连接池改成")
+
+
+def test_nothing_to_summarise() -> None:
+    empty = summarize_extractive([])
+    assert empty == EpisodeSummary("", (), (), (), 0.0, "en")
+    chat = summarize_extractive(
+        [Turn("user", "谢谢！"), Turn("assistant", "不客气"), Turn("system", "规则很多很多")]
+    )
+    assert chat.summary == "" and chat.importance == 0.0 and chat.language == "zh"
+
+
+def test_importance_grows_with_decisions_and_results() -> None:
+    idle = summarize_extractive(
+        [Turn("user", "Tell me about the history of Rome."), Turn("assistant", "Rome was...")]
+    )
+    assert idle.importance < summarize_extractive(EN).importance < summarize_extractive(ZH).importance + 0.5
+    assert idle.importance <= 0.4
+
+
+def test_dict_turns_and_bad_arguments() -> None:
+    episode = summarize_extractive(
+        [{"role": "human", "content": "I decided to use PostgreSQL for the billing service."}]
+    )
+    assert episode.summary == "user: I decided to use PostgreSQL for the billing service."
+    assert episode.to_structured() == {
+        "summary": episode.summary,
+        "key_topics": list(episode.key_topics),
+        "actions_taken": ["I decided to use PostgreSQL for the billing service."],
+        "outcomes": [],
+        "importance": episode.importance,
+        "language": "en",
+    }
+    with pytest.raises(InvalidInput, match="max_tokens"):
+        summarize_extractive(EN, max_tokens=0)
+    with pytest.raises(InvalidInput, match="turns"):
+        summarize_extractive("not turns")  # type: ignore[arg-type]
+
+
+# -- compaction ---------------------------------------------------------------------------------------
+
+
+def test_compaction_summary_and_compacting_again() -> None:
+    first = compaction_summary(ZH[:4])
+    assert first.startswith(COMPACTION_HEADERS["zh"] + "\n")
+    assert "数据库连接池总是耗尽" in first
+    second = compaction_summary(ZH[4:], first)
+    assert second.count(COMPACTION_HEADERS["zh"]) == 1
+    assert "数据库连接池总是耗尽" in second  # kept from the previous summary
+    assert "我们决定把连接池改成 50" in second
+    new_part = second.split("\n", 1)[1].removeprefix(first.split("\n", 1)[1]).strip()
+    assert 0 < count_tokens(new_part) <= sum(count_tokens(t.content) for t in ZH[4:]) / 2  # it shrinks
+    assert count_tokens(second) <= 600
+    english = compaction_summary(EN, max_tokens=80)
+    assert english.startswith("Summary of earlier conversation:\n")
+    assert count_tokens(english) <= 80
+
+
+def test_compaction_finds_an_earlier_summary_among_the_turns_and_cuts_it_to_fit() -> None:
+    old = "Summary of earlier conversation:\nuser: We chose Redis for the cache. " + "Old detail. " * 200
+    text = compaction_summary([Turn("system", old), *EN[2:]], max_tokens=150)
+    assert text.count("Summary of earlier conversation:") == 1
+    assert "We chose Redis for the cache." in text
+    assert "backup" in text
+    assert count_tokens(text) <= 150
+
+
+# -- with a model --------------------------------------------------------------------------------------
+
+ZH_ANSWER = {
+    "summary": "用户的订单服务数据库连接池耗尽，把连接池改成 50 并加只读副本后重新部署成功。",
+    "key_topics": ["连接池", "数据库", "Kubernetes"],
+    "actions_taken": ["连接池改成 50", "加只读副本"],
+    "outcomes": ["重新部署成功"],
+    "importance": 0.8,
+}
+
+
+def test_llm_summarizer_reads_the_fields_and_asks_in_the_conversation_language() -> None:
+    model = ScriptedChatModel([json.dumps(ZH_ANSWER, ensure_ascii=False)])
+    episode = LLMSummarizer(model).summarize(ZH)
+    assert episode == EpisodeSummary(
+        ZH_ANSWER["summary"],  # type: ignore[arg-type]
+        ("连接池", "数据库", "Kubernetes"),
+        ("连接池改成 50", "加只读副本"),
+        ("重新部署成功",),
+        0.8,
+        "zh",
+    )
+    (call,) = model.calls
+    assert call.json_mode
+    assert call.system == SUMMARY_SYSTEM_PROMPT
+    assert "[2] user: 我们的订单服务部署到 Kubernetes" in call.prompt
+    assert "write every value in Chinese" in call.prompt
+
+
+def test_lenient_fields() -> None:
+    episode = read_summary(
+        '```json\n{"Summary": "Fixed the S3 backup timeout.", "key_topics": "backup, S3、timeout", '
+        '"actions_taken": null, "outcomes": ["backup works", 3, null], "importance": "80%"}\n```'
+    )
+    assert episode.key_topics == ("backup", "S3", "timeout")
+    assert episode.actions_taken == ()
+    assert episode.outcomes == ("backup works", "3")
+    assert episode.importance == 0.8 and episode.language == "en"
+    assert read_summary('{"summary": "x y", "importance": 7}').importance == 0.7
+    assert read_summary('{"summary": "x y"}').importance == 0.5
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ('{"key_topics": []}', 'no "summary"'),
+        ('{"summary": "  "}', 'no "summary"'),
+        ('"just text"', "expected a JSON object"),
+        ('{"summary": "The user fixed the bac', "cut off"),
+    ],
+)
+def test_unusable_answers(bad: str, message: str) -> None:
+    with pytest.raises(LLMError, match=message):
+        read_summary(bad)
+
+
+def test_garbage_then_valid_is_retried_and_twice_garbage_raises() -> None:
+    model = ScriptedChatModel(
+        ["Sure, here is a summary: they fixed backups.", json.dumps({"summary": "Fixed backups."})]
+    )
+    assert LLMSummarizer(model).summarize(EN).summary == "Fixed backups."
+    assert len(model.calls) == 2
+    failing = ScriptedChatModel(["no", '{"summary": ""}'])
+    with pytest.raises(LLMError, match="after 2 attempts"):
+        LLMSummarizer(failing).summarize(EN)
+
+
+async def test_async_and_no_call_without_dialogue() -> None:
+    model = ScriptedChatModel([json.dumps({"summary": "Fixed backups.", "importance": 0.4})])
+    summarizer = LLMSummarizer(model)
+    episode = await summarizer.asummarize(EN)
+    assert episode.importance == 0.4
+    assert (await summarizer.asummarize([Turn("system", "x")])).summary == ""
+    assert len(model.calls) == 1
+    messages = summary_messages(EN)
+    assert "write every value in English" in messages[1]["content"]
+    with pytest.raises(ConfigError):
+        LLMSummarizer(None)  # type: ignore[arg-type]
