@@ -1281,10 +1281,10 @@ class StoreConformance:
     def test_neighbours_follow_thread_order_and_expand_candidates(self, store: Store) -> None:
         rng = np.random.default_rng(7)
         turns = [
-            make_item(f"turn {i} of the chat", session_id="s1", occurred_at=T0 + timedelta(minutes=i))
+            make_item(f"turn {i} of the chat", thread_id="s1", occurred_at=T0 + timedelta(minutes=i))
             for i in range(5)
         ]
-        other = make_item("turn of another chat", session_id="s2", occurred_at=T0)
+        other = make_item("turn of another chat", thread_id="s2", occurred_at=T0)
         loose = make_item("a memory from no chat")
         vecs = [unit(rng) for _ in range(7)]
         put(store, *turns, other, loose, vectors=vecs)
@@ -1305,9 +1305,9 @@ class StoreConformance:
         assert [(c.item.id, c.prev_id, c.next_id) for c in lone] == [(loose.id, None, None)]
 
     def test_neighbour_keyword_scores_are_reported(self, store: Store) -> None:
-        a = make_item("what is your favourite book", session_id="chat", occurred_at=T0)
+        a = make_item("what is your favourite book", thread_id="chat", occurred_at=T0)
         b = make_item(
-            "charlotte's web, without a doubt", session_id="chat", occurred_at=T0 + timedelta(seconds=1)
+            "charlotte's web, without a doubt", thread_id="chat", occurred_at=T0 + timedelta(seconds=1)
         )
         put(store, a, b)
         cands = store.execute(

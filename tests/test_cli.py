@@ -255,3 +255,34 @@ def test_demo_runs(tmp_path: Path) -> None:
     assert "reinforced" in out
     assert "refused" in out
     assert "Next.js" in out
+
+
+def test_remember_worker_jobs_context(db: Path) -> None:
+    out = json.loads(
+        jiyi(
+            "remember",
+            "帮我记住：我的生日是三月五日",
+            "I prefer window seats on flights",
+            "--session",
+            "s1",
+            "--user",
+            "u",
+            "--json",
+            db=db,
+        ).stdout
+    )
+    assert out["job_id"] and len(out["messages"]) == 2
+    jobs = json.loads(jiyi("jobs", "--json", db=db).stdout)
+    assert [j["status"] for j in jobs] == ["queued"]
+    worked = jiyi("worker", "--once", db=db)
+    assert "done" in worked.stdout
+    assert [j["status"] for j in json.loads(jiyi("jobs", "--json", db=db).stdout)] == ["done"]
+    hits = json.loads(
+        jiyi("search", "where does the user like to sit on a plane", "--user", "u", "--json", db=db).stdout
+    )
+    assert "window seats" in hits[0]["content"]
+    ctx = json.loads(jiyi("context", "birthday", "--user", "u", "--session", "s1", "--json", db=db).stdout)
+    assert {e["source"] for e in ctx["entries"]} >= {"recent"}
+    assert ctx["text"].startswith("# USER MEMORY")
+    proc = jiyi("remember", "hello there", "--user", "u", db=db, check=False)
+    assert proc.returncode == 1 and "--session" in proc.stderr

@@ -45,8 +45,17 @@ def active(mem: Memory, user: str) -> list[str]:
 
 
 def test_messages_and_working_window(mem: Memory) -> None:
-    mem.add_messages("s1", [("system", "You are a helpful assistant."), ("user", "我叫李雷，在深圳做后端开发"), ("assistant", "你好李雷！")])
-    mem.add_messages("s1", [{"role": "user", "content": "Can you help me plan a trip to Chengdu next month?"}])
+    mem.add_messages(
+        "s1",
+        [
+            ("system", "You are a helpful assistant."),
+            ("user", "我叫李雷，在深圳做后端开发"),
+            ("assistant", "你好李雷！"),
+        ],
+    )
+    mem.add_messages(
+        "s1", [{"role": "user", "content": "Can you help me plan a trip to Chengdu next month?"}]
+    )
     msgs = mem.messages("s1")
     assert [m.role for m in msgs] == ["system", "user", "assistant", "user"]
     assert all(m.token_count == count_message_tokens(m.role, m.content) for m in msgs)
@@ -67,7 +76,10 @@ def test_compaction_keeps_system_messages_and_the_budget(tmp_path: Path, clock: 
         result = None
         for i in range(4):
             result = mem.remember(
-                [("user", f"Question {i}: how do I configure feature {i} of the build system?"), ("assistant", f"Set option {i} in build.toml.")],
+                [
+                    ("user", f"Question {i}: how do I configure feature {i} of the build system?"),
+                    ("assistant", f"Set option {i} in build.toml."),
+                ],
                 session_id="s",
                 user_id="u",
             )
@@ -119,7 +131,11 @@ def test_preference_changed_a_week_later_supersedes_the_old_one(mem: Memory, clo
     mem.process_jobs()
     old = mem.search("indentation preference", user_id="ann")[0].item
     clock.now += timedelta(days=7)
-    mem.remember([("user", "I no longer prefer tabs; I prefer spaces for indentation now.")], session_id="w2", user_id="ann")
+    mem.remember(
+        [("user", "I no longer prefer tabs; I prefer spaces for indentation now.")],
+        session_id="w2",
+        user_id="ann",
+    )
     mem.process_jobs()
     hits = mem.search("how does ann like to indent code?", user_id="ann")
     assert "spaces" in hits[0].item.content
@@ -158,7 +174,9 @@ def test_hedged_statements_are_refused_by_the_gate(mem: Memory) -> None:
 def test_failed_jobs_are_retried_then_visible(tmp_path: Path, clock: Clock) -> None:
     broken = ScriptedChatModel([RuntimeError("model exploded")] * 10)
     cfg = SessionConfig(job_attempts=2, job_backoff_seconds=0.0)
-    with Memory(SQLiteStore(tmp_path / "f.db"), clock=clock, background=False, llm=broken, session=cfg) as mem:
+    with Memory(
+        SQLiteStore(tmp_path / "f.db"), clock=clock, background=False, llm=broken, session=cfg
+    ) as mem:
         mem.remember([("user", "Remember that my passport expires in 2027")], session_id="s", user_id="u")
         first = mem.process_jobs()
         assert first[0].status == "failed" or first[0].status == "queued"
@@ -169,7 +187,17 @@ def test_failed_jobs_are_retried_then_visible(tmp_path: Path, clock: Clock) -> N
 
 def test_llm_pipeline_with_scripted_model(tmp_path: Path, clock: Clock) -> None:
     extraction = json.dumps(
-        {"memories": [{"content": "用户的女儿叫小雨", "memory_type": "fact", "confidence": 0.95, "importance": 0.7, "turn": 0}]},
+        {
+            "memories": [
+                {
+                    "content": "用户的女儿叫小雨",
+                    "memory_type": "fact",
+                    "confidence": 0.95,
+                    "importance": 0.7,
+                    "turn": 0,
+                }
+            ]
+        },
         ensure_ascii=False,
     )
     model = ScriptedChatModel([extraction])
@@ -182,7 +210,9 @@ def test_llm_pipeline_with_scripted_model(tmp_path: Path, clock: Clock) -> None:
 
 def test_background_worker_drains_the_queue(tmp_path: Path) -> None:
     with Memory(SQLiteStore(tmp_path / "b.db")) as mem:
-        mem.remember([("user", "Remember that the staging server is in Frankfurt")], session_id="s", user_id="ops")
+        mem.remember(
+            [("user", "Remember that the staging server is in Frankfurt")], session_id="s", user_id="ops"
+        )
         assert mem.wait_for_jobs(timeout=30)
         assert any("Frankfurt" in c for c in active(mem, "ops"))
 
@@ -190,7 +220,9 @@ def test_background_worker_drains_the_queue(tmp_path: Path) -> None:
 async def test_async_remember_and_worker(tmp_path: Path) -> None:
     async with AsyncMemory(SQLiteStore(tmp_path / "a.db")) as mem:
         mem.start_worker(interval=0.05)
-        await mem.remember([("user", "I am a data engineer at a logistics company")], session_id="s", user_id="kim")
+        await mem.remember(
+            [("user", "I am a data engineer at a logistics company")], session_id="s", user_id="kim"
+        )
         import asyncio
 
         for _ in range(200):
@@ -232,7 +264,10 @@ def test_checkpoint_round_trip_restores_exactly(mem: Memory, clock: Clock) -> No
 
 
 def test_documents_are_chunked_and_reassembled(mem: Memory) -> None:
-    paragraphs = [f"Section {i}. The deployment runbook step {i} says to check service {i} health and logs. " * 20 for i in range(30)]
+    paragraphs = [
+        f"Section {i}. The deployment runbook step {i} says to check service {i} health and logs. " * 20
+        for i in range(30)
+    ]
     text = "\n\n".join(paragraphs)
     chunks = mem.add_document(text, title="Runbook", project_id="ops")
     assert len(chunks) > 1
@@ -252,16 +287,99 @@ def test_context_assembles_recent_semantic_and_summary(mem: Memory) -> None:
     mem.add("User prefers concise answers with code", user_id="u", memory_type="preference")
     mem.add("项目必须支持 PostgreSQL 16", user_id="u", memory_type="constraint")
     mem.add("User's cat is named Mochi", user_id="u", memory_type="fact")
-    mem.add_episode("Last week we migrated the billing service to PostgreSQL 16 and fixed two bugs.", user_id="u", key_topics=["billing", "PostgreSQL"])
-    mem.add_messages("now", [("user", "Let's continue with the database work"), ("assistant", "Sure, where were we?")])
+    mem.add_episode(
+        "Last week we migrated the billing service to PostgreSQL 16 and fixed two bugs.",
+        user_id="u",
+        key_topics=["billing", "PostgreSQL"],
+    )
+    mem.add_messages(
+        "now", [("user", "Let's continue with the database work"), ("assistant", "Sure, where were we?")]
+    )
     ctx = mem.context("database migration status", user_id="u", session_id="now", budget_tokens=400)
     sources = [e.source for e in ctx.entries]
     assert sources[:2] == ["recent", "recent"]
     assert "semantic" in sources and "summary" in sources
-    assert "## Constraints" in ctx.text and "## Recent Conversation" in ctx.text and "## Past Sessions" in ctx.text
+    assert (
+        "## Constraints" in ctx.text
+        and "## Recent Conversation" in ctx.text
+        and "## Past Sessions" in ctx.text
+    )
     assert ctx.tokens <= 400 + 50
     assert len(ctx.entries) <= 10
     small = mem.context("database migration status", user_id="u", session_id="now", budget_tokens=40)
     assert sum(e.tokens for e in small.entries) <= 40 and small.dropped > 0
     with_profile = mem.context("anything", user_id="u", profile="Name: Wang; prefers zh-CN")
     assert with_profile.text.startswith("# USER MEMORY\n\n## Profile")
+
+
+# ------------------------------------------------------------------ the real HTTP client against a scripted server
+
+
+def test_conversation_through_the_openai_client_and_a_scripted_server(tmp_path: Path, clock: Clock) -> None:
+    from jiyi.llm.openai import OpenAIChatModel
+    from tests.openai_server import ScriptedOpenAIServer
+
+    first = {
+        "memories": [
+            {
+                "content": "用户偏好用 Vim 写代码",
+                "memory_type": "preference",
+                "confidence": 0.9,
+                "key": "editor",
+                "turn": 0,
+            }
+        ]
+    }
+    second = {
+        "memories": [
+            {
+                "content": "用户现在改用 VS Code 写代码",
+                "memory_type": "preference",
+                "confidence": 0.95,
+                "key": "editor",
+                "turn": 0,
+            }
+        ]
+    }
+    decision = {"action": "supersede", "target": 0, "content": None, "reason": "the user switched editors"}
+    episode = {
+        "summary": "用户从 Vim 换到了 VS Code",
+        "key_topics": ["编辑器"],
+        "actions_taken": ["换编辑器"],
+        "outcomes": ["改用 VS Code"],
+        "importance": 0.6,
+    }
+    with ScriptedOpenAIServer() as server:
+        server.script_chat("not json at all {{{")  # a broken answer: repaired by a retry
+        server.script_chat(json.dumps(first, ensure_ascii=False))
+        server.script("/v1/chat/completions", status=429, headers={"Retry-After": "0"})  # rate-limited once
+        server.script_chat(json.dumps(second, ensure_ascii=False))
+        server.script_chat(json.dumps(decision, ensure_ascii=False))
+        server.script_chat(json.dumps(episode, ensure_ascii=False))
+        model = OpenAIChatModel(
+            "scripted", base_url=server.base_url, api_key="sk-test", backoff=0.0, max_wait=0.1
+        )
+        with Memory(SQLiteStore(tmp_path / "http.db"), clock=clock, background=False, llm=model) as mem:
+            mem.remember([("user", "我一般用 Vim 写代码")], session_id="a", user_id="dev")
+            assert mem.process_jobs()[0].status == "done"
+            clock.now += timedelta(days=7)
+            mem.remember([("user", "我现在改用 VS Code 了")], session_id="b", user_id="dev")
+            assert mem.process_jobs()[0].status == "done"
+            assert mem.end_session("b", user_id="dev") is not None
+            assert mem.process_jobs()[0].status == "done"
+            current = [h for h in mem.search("用什么编辑器", user_id="dev") if "episode" not in h.item.tags]
+            assert current[0].item.content == "用户现在改用 VS Code 写代码"
+            old = next(i for i in mem.list(user_id="dev").items if "Vim" in i.content)
+            assert old.status.value == "superseded"
+            assert "switched editors" in mem.history(old.id)[-1].reason
+            episodes = mem.search("编辑器", user_id="dev", tags=["episode"])
+            assert episodes[0].item.structured == {
+                "key_topics": ["编辑器"],
+                "actions_taken": ["换编辑器"],
+                "outcomes": ["改用 VS Code"],
+            }
+        chats = server.requests_to("/v1/chat/completions")
+        assert len(chats) == 6
+        assert all(r.headers.get("authorization") == "Bearer sk-test" for r in chats)
+        reconcile_prompt = json.dumps(chats[4].json, ensure_ascii=False)
+        assert old.id not in reconcile_prompt  # stored ids never reach the model

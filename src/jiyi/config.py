@@ -113,6 +113,8 @@ class RankConfig:
     """How many turns on each side of a candidate become candidates too."""
     time_weight: float = 0.2
     """Bonus for items that happened inside a time the query names ("in May 2023", "上周")."""
+    similarity_scale: float = 0.25
+    """Relevance at which similarity reaches 63% (``1 - exp(-relevance/scale)``)."""
     importance_boost: float = 0.0
     """Added to the score: ``importance_boost * importance``."""
     recency_boost: float = 0.0
@@ -163,5 +165,5 @@ class RankConfig:
             raise ConfigError(f"formula must be 'seed000' or 'seed002', got {self.formula!r}")
         if self.pool_factor < 1 or self.min_pool < 1 or self.neighbours < 0:
             raise ConfigError("pool_factor and min_pool must be >= 1 and neighbours >= 0")
-        if self.keyword_saturation <= 0 or self.decay_days <= 0 or self.recency_days <= 0:
-            raise ConfigError("keyword_saturation, decay_days and recency_days must be > 0")
+        if min(self.keyword_saturation, self.decay_days, self.recency_days, self.similarity_scale) <= 0:
+            raise ConfigError("keyword_saturation, decay_days, recency_days and similarity_scale must be > 0")

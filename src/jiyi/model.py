@@ -120,6 +120,10 @@ class MemoryItem(_Frozen):
 
     source: Source = Source.USER
     source_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    thread_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH)
+    """Items of one thread are consecutive pieces of one conversation or document (raw
+    turns, chunks), ordered by ``occurred_at`` (else ``created_at``) then insertion;
+    search reads a piece together with its neighbours. Extracted facts have none."""
 
     confidence: float = Field(default=0.9, ge=0.0, le=1.0)
     importance: float = Field(default=0.5, ge=0.0, le=1.0)

@@ -12,7 +12,12 @@ Similarity (0..1) is built in two stages, weights chosen by measurement (docs/be
    ``vec = (cos + c*max(cos of neighbours)) / (1 + c)`` and
    ``kw = saturate(bm25 + a*max(bm25 of neighbours))``;
    ``base = (1 - w)*vec + w*kw``.
-2. ``similarity = (base + g*max(base of neighbours) + t*in_time_window) / (1 + g + t)``.
+2. ``relevance = (base + g*max(base of neighbours) + t*in_time_window) / (1 + g + t)``.
+
+Relevance lives on a compressed scale (a clear match is ~0.2-0.5), so it is mapped to
+``similarity = 1 - exp(-relevance / similarity_scale)``: monotone (the order of matches
+is unchanged) but spread over 0..1, so that in the seed formula a better match outweighs
+a small difference in confidence or scope, as the seed intends.
 """
 
 from __future__ import annotations
@@ -100,10 +105,10 @@ def similarities(
     norm = 1.0 + g + t
     timely = np.array([1.0 if t > 0 and in_time(x.item) else 0.0 for x in cands])
     parts = {
-        "similarity.vector": (1.0 - w) * vec / norm,
-        "similarity.keyword": w * kw / norm,
-        "similarity.neighbours": g * base_n / norm,
-        "similarity.time": t * timely / norm,
+        "relevance.vector": (1.0 - w) * vec / norm,
+        "relevance.keyword": w * kw / norm,
+        "relevance.neighbours": g * base_n / norm,
+        "relevance.time": t * timely / norm,
     }
     evidence = {
         "cosine": cos,
@@ -111,9 +116,10 @@ def similarities(
         "keyword_bm25": bm25,
         "keyword_bm25.neighbours": bm25_n,
     }
-    total = sum(parts.values())
-    columns = {**evidence, **parts}
-    return [(float(total[i]), {k: float(v[i]) for k, v in columns.items()}) for i in range(len(cands))]
+    relevance = sum(parts.values())
+    similarity = 1.0 - np.exp(-relevance / cfg.similarity_scale)
+    columns = {**evidence, **parts, "relevance": relevance}
+    return [(float(similarity[i]), {k: float(v[i]) for k, v in columns.items()}) for i in range(len(cands))]
 
 
 def _recency(item: MemoryItem, now: datetime, days: float) -> float:

