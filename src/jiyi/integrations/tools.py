@@ -1,0 +1,626 @@
+"""Memory tools for function-calling agents: schemas and a dispatcher.
+
+:data:`TOOLS` describes the seed's four tools (``memory_save``, ``memory_search``,
+``memory_delete``, ``memory_stats``) plus ``memory_context`` in the OpenAI-compatible
+function-calling shape (``{"type": "function", "function": {name, description,
+parameters}}``). :class:`MemoryTools` runs the calls a model makes::
+
+    tools = MemoryTools(memory, user_id="alice", session_id="s1")
+    client.chat.completions.create(..., tools=tools.schemas())
+    for tc in message.tool_calls:
+        result = tools.call(tc.function.name, tc.function.arguments)
+        messages.append({"role": "tool", "tool_call_id": tc.id,
+                         "content": json.dumps(result, ensure_ascii=False)})
+
+Whose memory it is (tenant, user, project, session, agent) is bound when the
+dispatcher is made, from the runtime configuration, never taken from the model.
+``call`` never raises into the agent loop: unknown tools, bad JSON, arguments that do
+not fit the schema and library errors come back as ``{"error": {"code", "message"}}``
+for the model to read. :class:`AsyncMemoryTools` is the same over
+:class:`~jiyi.memory.AsyncMemory`: every tool is a :mod:`jiyi.flow` flow, run by the
+library's sync or async driver, so the logic exists once.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from jiyi.errors import (
+    ConfigError,
+    EmbedderError,
+    InvalidInput,
+    LLMError,
+    NotFound,
+    StoreError,
+    StoreReadOnly,
+)
+from jiyi.flow import Flow, run_async, run_sync
+from jiyi.memory import AsyncMemory, Memory, MemoryCore
+from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, scope_key
+from jiyi.session.flows import Context
+
+log = logging.getLogger("jiyi.tools")
+
+MEMORY_TYPES: Final = tuple(t.value for t in MemoryType)
+SCOPES: Final = tuple(s.value for s in Scope)
+MAX_K: Final = 50
+
+_TYPE_HELP = (
+    "Kind of memory: preference (likes, style: 'prefers dark mode'), fact (who the user is: "
+    "'is a front-end engineer'), skill ('knows TypeScript well'), habit ('uses VS Code'), "
+    "event ('shipped project A'), context (current project situation), constraint "
+    "('must support PostgreSQL 16'), decision ('chose Next.js over Remix'), pattern."
+)
+_SCOPE_HELP = (
+    "Whose memory: 'user' follows the user everywhere, 'project' is shared by the current "
+    "project, 'session' lasts for this conversation, 'agent' belongs to this agent."
+)
+
+
+def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+TOOLS: Final[list[dict[str, Any]]] = [
+    _function(
+        "memory_save",
+        "Save one durable piece of information about the user or the project to long-term memory. "
+        "Call it when the user asks you to remember something (「记住…」, 「帮我记住…」, 'remember that "
+        "...') or tells you who they are or what they prefer (「我是…」, 「我喜欢…」, 'I am ...', 'I prefer "
+        "...'). Write one self-contained statement in the user's own language. The write gate may "
+        "refuse it (too short, small talk, low confidence) or merge it with an existing memory; "
+        "personal data such as phone numbers is redacted. Returns status stored, reinforced or "
+        "refused, with the reasons.",
+        {
+            "content": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The memory, as one self-contained statement, e.g. '用户是一名前端工程师'.",
+            },
+            "memory_type": {
+                "type": "string",
+                "enum": list(MEMORY_TYPES),
+                "default": MemoryType.FACT.value,
+                "description": _TYPE_HELP,
+            },
+            "scope": {
+                "type": "string",
+                "enum": list(SCOPES),
+                "description": _SCOPE_HELP + " Default: the user when known.",
+            },
+        },
+        ["content"],
+    ),
+    _function(
+        "memory_search",
+        "Recall what is known about the user or the project. Searches long-term memory by meaning "
+        "and by keywords, in Chinese and English (a query in one language finds memories written in "
+        "the other). Use it before answering anything that depends on the user's background, "
+        "preferences or earlier decisions (「我之前说过…」, 「你还记得…吗」, 'what did we decide "
+        "about ...'). Returns the best matches with id, content, memory_type and score.",
+        {
+            "query": {
+                "type": "string",
+                "minLength": 1,
+                "description": "What to look for, in natural language.",
+            },
+            "k": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_K,
+                "default": 5,
+                "description": "How many memories to return at most.",
+            },
+            "memory_type": {
+                "type": "string",
+                "enum": list(MEMORY_TYPES),
+                "description": "Only memories of this kind. " + _TYPE_HELP,
+            },
+            "scope": {
+                "type": "string",
+                "enum": list(SCOPES),
+                "description": "Only this scope (default: every scope of this conversation). " + _SCOPE_HELP,
+            },
+        },
+        ["query"],
+    ),
+    _function(
+        "memory_delete",
+        "Delete a memory that is outdated or wrong, or that the user asks you to forget (「忘掉…」, "
+        "「删除这条记忆」, 'forget that ...'). Take the memory_id from memory_search. The memory is "
+        "archived (recoverable) unless hard is true.",
+        {
+            "memory_id": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The id of the memory, as returned by memory_search.",
+            },
+            "hard": {
+                "type": "boolean",
+                "default": False,
+                "description": "Purge it for good instead of archiving it. Only when the user insists.",
+            },
+        },
+        ["memory_id"],
+    ),
+    _function(
+        "memory_stats",
+        "Count the memories kept about this user or project, by type, scope and status "
+        "(「你记住了我多少信息」, 'how much do you remember about me?').",
+        {},
+        [],
+    ),
+    _function(
+        "memory_context",
+        "Load background for a task: the memories related to a topic grouped by type, summaries of "
+        "past sessions and the recent turns of this conversation, as one prompt-ready text that "
+        "fits a token budget. Use it at the start of a task or when the topic changes.",
+        {
+            "query": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The task or topic to gather background for.",
+            },
+            "budget_tokens": {
+                "type": "integer",
+                "minimum": 50,
+                "maximum": 8000,
+                "default": 1500,
+                "description": "Largest size of the text, in tokens.",
+            },
+            "max_items": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_K,
+                "default": 10,
+                "description": "Most entries to include.",
+            },
+        },
+        ["query"],
+    ),
+]
+
+TOOL_NAMES: Final = tuple(t["function"]["name"] for t in TOOLS)
+
+
+# ---------------------------------------------------------------- argument checking
+
+
+class ToolCallError(Exception):
+    """A call the model can fix: ``code`` says what kind, ``message`` says how."""
+
+    def __init__(self, code: str, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field = field
+
+    def to_json_dict(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.field is not None:
+            error["field"] = self.field
+        return {"error": error}
+
+
+def error_result(code: str, message: str, *, field: str | None = None) -> dict[str, Any]:
+    """The result shape of a failed call: ``{"error": {"code", "message"[, "field"]}}``."""
+    return ToolCallError(code, message, field=field).to_json_dict()
+
+
+def _is_integer(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (
+        isinstance(value, float) and math.isfinite(value) and value.is_integer()
+    )
+
+
+_TYPE_CHECKS: dict[str, Callable[[object], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": _is_integer,
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+}
+
+
+_ARTICLE = {"string": "a", "integer": "an", "number": "a", "boolean": "a"}
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
+def parse_arguments(arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The arguments as a dict: a JSON object string (as models send it) or a mapping."""
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        return {}
+    if isinstance(arguments, str):
+        try:
+            decoded = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            raise ToolCallError(
+                "invalid_json", f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+            ) from None
+    else:
+        decoded = arguments
+    if not isinstance(decoded, Mapping):
+        raise ToolCallError(
+            "invalid_arguments", f"arguments must be a JSON object, not {_type_name(decoded)}"
+        )
+    return dict(decoded)
+
+
+def validate_arguments(parameters: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Check ``arguments`` against a tool's ``parameters`` schema and fill in defaults.
+
+    Handles the subset of JSON Schema the tools use (an object of scalar properties with
+    ``type``, ``enum``, ``minimum``/``maximum``, ``minLength``/``maxLength``, ``required``
+    and ``additionalProperties: false``); the tests check it agrees with ``jsonschema``.
+    """
+    properties: Mapping[str, Any] = parameters.get("properties", {})
+    extra = sorted(set(arguments) - set(properties))
+    if extra and parameters.get("additionalProperties") is False:
+        allowed = ", ".join(properties) or "none"
+        raise ToolCallError(
+            "invalid_arguments",
+            f"unexpected argument {extra[0]!r}; this tool takes: {allowed}",
+            field=extra[0],
+        )
+    for name in parameters.get("required", []):
+        if name not in arguments:
+            raise ToolCallError("invalid_arguments", f"missing required argument {name!r}", field=name)
+    out: dict[str, Any] = {}
+    for name, schema in properties.items():
+        if name not in arguments:
+            if "default" in schema:
+                out[name] = copy.deepcopy(schema["default"])
+            continue
+        value = arguments[name]
+        kind = schema.get("type")
+        if kind is not None and not _TYPE_CHECKS[kind](value):
+            raise ToolCallError(
+                "invalid_arguments",
+                f"{name} must be {_ARTICLE[kind]} {kind}, not {_type_name(value)}",
+                field=name,
+            )
+        if kind == "integer":
+            value = int(value)
+        if "enum" in schema and value not in schema["enum"]:
+            allowed = ", ".join(str(v) for v in schema["enum"])
+            raise ToolCallError(
+                "invalid_arguments", f"{name} must be one of: {allowed}; got {value!r}", field=name
+            )
+        if "minimum" in schema and value < schema["minimum"]:
+            raise ToolCallError(
+                "invalid_arguments", f"{name} must be at least {schema['minimum']}, got {value}", field=name
+            )
+        if "maximum" in schema and value > schema["maximum"]:
+            raise ToolCallError(
+                "invalid_arguments", f"{name} must be at most {schema['maximum']}, got {value}", field=name
+            )
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            raise ToolCallError("invalid_arguments", f"{name} must not be empty", field=name)
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            raise ToolCallError(
+                "invalid_arguments", f"{name} must be at most {schema['maxLength']} characters", field=name
+            )
+        out[name] = value
+    return out
+
+
+def _failure(name: str, exc: Exception) -> dict[str, Any]:
+    """An error as a result the model can read (codes as in the REST service's errors)."""
+    if isinstance(exc, ToolCallError):
+        return exc.to_json_dict()
+    if isinstance(exc, NotFound):
+        return error_result("not_found", str(exc), field="memory_id")
+    if isinstance(exc, InvalidInput):
+        return error_result("invalid_input", str(exc), field=exc.field)
+    if isinstance(exc, StoreReadOnly):
+        return error_result("store_read_only", f"memory is read-only here: {exc}")
+    for kind, code in ((StoreError, "store_error"), (EmbedderError | LLMError, "upstream_error")):
+        if isinstance(exc, kind):
+            log.warning("%s failed: %s", name, exc)
+            return error_result(code, f"{name} failed: {exc}")
+    if isinstance(exc, ConfigError):
+        return error_result("config_error", f"{name} is not available: {exc}")
+    log.exception("%s raised an unexpected error", name)
+    return error_result("internal_error", f"{name} failed unexpectedly ({type(exc).__name__}); it was logged")
+
+
+# ---------------------------------------------------------------- results
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _item_brief(item: MemoryItem) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": item.id,
+        "content": item.content,
+        "memory_type": item.memory_type.value,
+        "scope": item.scope.value,
+        "confidence": _round(item.confidence),
+        "created_at": item.created_at.isoformat(),
+    }
+    if item.occurred_at is not None:
+        data["occurred_at"] = item.occurred_at.isoformat()
+    if item.status != Status.ACTIVE:
+        data["status"] = item.status.value
+    return data
+
+
+# ---------------------------------------------------------------- the dispatcher
+
+
+class _ToolsBase:
+    """Everything but running a flow: binding, schemas, validation and the tool flows."""
+
+    def __init__(
+        self,
+        memory: Memory | AsyncMemory,
+        *,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        tenant_id: str | None = None,
+        actor: str | None = "memory_tools",
+    ) -> None:
+        ids = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
+        for field, value in [*ids.items(), ("tenant_id", tenant_id)]:
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidInput(f"{field} must be a non-empty string", field=field)
+        bound = {k: v for k, v in ids.items() if v is not None}
+        if not bound:
+            raise InvalidInput(
+                "bind the tools to someone: give user_id, project_id, session_id or agent_id", field="user_id"
+            )
+        self.memory = memory
+        self.core: MemoryCore = memory.core
+        self.ids: dict[str, str] = bound
+        self.tenant_id = tenant_id
+        self.actor = actor
+        self.scopes: tuple[str, ...] = tuple(s.value for s in Scope if f"{s.value}_id" in bound)
+        self._scope_keys = frozenset(scope_key(Scope(s), bound[f"{s}_id"]) for s in self.scopes)
+        self._schemas = self._bind_schemas()
+        self._parameters = {t["function"]["name"]: t["function"]["parameters"] for t in self._schemas}
+        self._flows: dict[str, Callable[[dict[str, Any]], Flow[dict[str, Any]]]] = {
+            "memory_save": self._save,
+            "memory_search": self._search,
+            "memory_delete": self._delete,
+            "memory_stats": self._stats,
+            "memory_context": self._context,
+        }
+
+    def _bind_schemas(self) -> list[dict[str, Any]]:
+        """TOOLS with the ``scope`` choices narrowed to the scopes bound here."""
+        schemas = copy.deepcopy(TOOLS)
+        for tool in schemas:
+            scope = tool["function"]["parameters"]["properties"].get("scope")
+            if scope is not None:
+                scope["enum"] = list(self.scopes)
+        return schemas
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """The tool definitions to send to the model (a fresh copy)."""
+        return copy.deepcopy(self._schemas)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return TOOL_NAMES
+
+    def _prepare(self, name: object, arguments: str | Mapping[str, Any] | None) -> Flow[dict[str, Any]]:
+        if not isinstance(name, str) or name not in self._flows:
+            raise ToolCallError(
+                "unknown_tool",
+                f"there is no tool named {name!r}; the memory tools are: {', '.join(TOOL_NAMES)}",
+            )
+        args = validate_arguments(self._parameters[name], parse_arguments(arguments))
+        return self._flows[name](args)
+
+    # ------------------------------------------------------------ the tools (flows)
+
+    def _save(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
+        result = yield from self.core.add(
+            args["content"],
+            memory_type=args["memory_type"],
+            scope=args.get("scope"),
+            tenant_id=self.tenant_id,
+            source=Source.USER,
+            actor=self.actor,
+            user_id=self.ids.get("user_id"),
+            project_id=self.ids.get("project_id"),
+            session_id=self.ids.get("session_id"),
+            agent_id=self.ids.get("agent_id"),
+        )
+        decision = result.decision
+        out: dict[str, Any] = {
+            "status": {"add": "stored", "reinforce": "reinforced", "reject": "refused"}[decision.action],
+            "reasons": list(decision.reasons),
+        }
+        if decision.redacted:
+            out["redacted"] = list(decision.redacted)
+        if result.item is not None:
+            out["memory"] = _item_brief(result.item)
+            out["id"] = result.item.id
+        if decision.action == "reinforce":
+            out["duplicate_of"] = decision.duplicate_of
+            out["similarity"] = _round(decision.similarity)
+            if result.item is not None:
+                out["mention_count"] = result.item.mention_count
+        return out
+
+    def _search(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
+        scope = args.get("scope")
+        ids = {f"{scope}_id": self.ids[f"{scope}_id"]} if scope else self.ids
+        hits = yield from self.core.search(
+            args["query"],
+            limit=args["k"],
+            memory_types=args.get("memory_type"),
+            tenant_id=self.tenant_id,
+            user_id=ids.get("user_id"),
+            project_id=ids.get("project_id"),
+            session_id=ids.get("session_id"),
+            agent_id=ids.get("agent_id"),
+        )
+        results = [{**_item_brief(h.item), "score": _round(h.score)} for h in hits]
+        return {"count": len(results), "results": results}
+
+    def _delete(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
+        memory_id: str = args["memory_id"]
+        item = yield from self.core.get(memory_id, tenant_id=self.tenant_id)
+        if item.scope_key not in self._scope_keys:
+            # Someone else's memory in the same tenant: as invisible as another tenant's.
+            raise NotFound(f"no memory with id {memory_id!r}", item_id=memory_id)
+        if not args["hard"] and item.status == Status.ARCHIVED:
+            return {"status": "already_archived", "id": item.id}
+        yield from self.core.delete(
+            item.id,
+            hard=args["hard"],
+            tenant_id=self.tenant_id,
+            actor=self.actor,
+            reason="deleted by the agent",
+        )
+        return {"status": "purged" if args["hard"] else "archived", "id": item.id, "content": item.content}
+
+    def _stats(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
+        stats = yield from self.core.stats(
+            tenant_id=self.tenant_id,
+            user_id=self.ids.get("user_id"),
+            project_id=self.ids.get("project_id"),
+            session_id=self.ids.get("session_id"),
+            agent_id=self.ids.get("agent_id"),
+        )
+        return {
+            "total": stats.total,
+            "by_type": dict(stats.by_type),
+            "by_scope": dict(stats.by_scope),
+            "by_status": dict(stats.by_status),
+            "avg_confidence": _round(stats.avg_confidence),
+            "avg_importance": _round(stats.avg_importance),
+        }
+
+    def _context(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
+        # MemoryCore provides the session flows; mypy cannot match it to their protocol.
+        core: Any = self.core
+        ctx: Context = yield from core.context(
+            args["query"],
+            budget_tokens=args["budget_tokens"],
+            max_items=args["max_items"],
+            tenant_id=self.tenant_id,
+            user_id=self.ids.get("user_id"),
+            project_id=self.ids.get("project_id"),
+            session_id=self.ids.get("session_id"),
+            agent_id=self.ids.get("agent_id"),
+        )
+        return {
+            "text": ctx.text,
+            "tokens": ctx.tokens,
+            "entries": len(ctx.entries),
+            "by_source": dict(ctx.by_source),
+            "dropped": ctx.dropped,
+        }
+
+
+class MemoryTools(_ToolsBase):
+    """Runs the memory tools on a :class:`~jiyi.memory.Memory` for one bound user/project/session.
+
+    ``call(name, arguments)`` takes the tool name and its arguments (the JSON string a
+    model produced, or a dict) and returns a JSON-serialisable dict: the tool's result,
+    or ``{"error": {"code", "message"}}``. It never raises for a bad call.
+    """
+
+    memory: Memory
+
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        tenant_id: str | None = None,
+        actor: str | None = "memory_tools",
+    ) -> None:
+        super().__init__(
+            memory,
+            user_id=user_id,
+            project_id=project_id,
+            session_id=session_id,
+            agent_id=agent_id,
+            tenant_id=tenant_id,
+            actor=actor,
+        )
+
+    def call(self, name: str, arguments: str | Mapping[str, Any] | None = None) -> dict[str, Any]:
+        try:
+            flow = self._prepare(name, arguments)
+            return run_sync(flow, self.core.store, self.core.embedder, self.core.llm)
+        except Exception as exc:
+            return _failure(name, exc)
+
+
+class AsyncMemoryTools(_ToolsBase):
+    """:class:`MemoryTools` over an :class:`~jiyi.memory.AsyncMemory`: ``await tools.call(...)``."""
+
+    memory: AsyncMemory
+
+    def __init__(
+        self,
+        memory: AsyncMemory,
+        *,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        tenant_id: str | None = None,
+        actor: str | None = "memory_tools",
+    ) -> None:
+        super().__init__(
+            memory,
+            user_id=user_id,
+            project_id=project_id,
+            session_id=session_id,
+            agent_id=agent_id,
+            tenant_id=tenant_id,
+            actor=actor,
+        )
+
+    async def call(self, name: str, arguments: str | Mapping[str, Any] | None = None) -> dict[str, Any]:
+        try:
+            flow = self._prepare(name, arguments)
+            return await run_async(flow, self.core.store, self.core.embedder, self.core.llm)
+        except Exception as exc:
+            return _failure(name, exc)

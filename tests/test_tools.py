@@ -1,0 +1,348 @@
+"""The function-calling tools: schemas, the dispatcher, errors a model can read, isolation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from jiyi.errors import InvalidInput
+from jiyi.integrations.tools import (
+    TOOL_NAMES,
+    TOOLS,
+    AsyncMemoryTools,
+    MemoryTools,
+    ToolCallError,
+    validate_arguments,
+)
+from jiyi.memory import AsyncMemory, Memory
+
+SEED_TOOLS = {"memory_save", "memory_search", "memory_delete", "memory_stats"}
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Iterator[Memory]:
+    with Memory.open(tmp_path / "m.db") as m:
+        yield m
+
+
+@pytest.fixture
+def tools(mem: Memory) -> MemoryTools:
+    return MemoryTools(mem, user_id="alice", session_id="s1")
+
+
+def ok(result: dict[str, Any]) -> dict[str, Any]:
+    json.dumps(result)  # every result is JSON-serialisable
+    assert "error" not in result, result
+    return result
+
+
+def error(result: dict[str, Any], code: str) -> dict[str, Any]:
+    json.dumps(result)
+    assert set(result) == {"error"}, result
+    assert result["error"]["code"] == code, result
+    assert result["error"]["message"]
+    return result["error"]  # type: ignore[no-any-return]
+
+
+# ------------------------------------------------------------------ schemas
+
+
+def parameters(name: str) -> dict[str, Any]:
+    return next(t["function"]["parameters"] for t in TOOLS if t["function"]["name"] == name)
+
+
+def test_tools_have_the_openai_function_shape() -> None:
+    assert {t["function"]["name"] for t in TOOLS} == SEED_TOOLS | {"memory_context"}
+    assert tuple(t["function"]["name"] for t in TOOLS) == TOOL_NAMES
+    for tool in TOOLS:
+        assert set(tool) == {"type", "function"} and tool["type"] == "function"
+        assert set(tool["function"]) == {"name", "description", "parameters"}
+        assert len(tool["function"]["description"]) > 40
+        json.dumps(tool)
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t["function"]["name"])
+def test_parameters_are_valid_json_schema(tool: dict[str, Any]) -> None:
+    schema = tool["function"]["parameters"]
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft7Validator.check_schema(schema)
+    assert schema["type"] == "object" and schema["additionalProperties"] is False
+    for name in schema["required"]:
+        assert name in schema["properties"]
+    for prop in schema["properties"].values():
+        assert prop["description"]
+        if "default" in prop:  # defaults must themselves be valid values
+            jsonschema.validate(prop["default"], prop)
+
+
+def test_descriptions_name_the_chinese_triggers() -> None:
+    save = next(t for t in TOOLS if t["function"]["name"] == "memory_save")["function"]["description"]
+    for trigger in ("记住", "帮我记住", "我是"):
+        assert trigger in save
+
+
+GOOD = [
+    ("memory_save", {"content": "我是一名前端工程师"}),
+    ("memory_save", {"content": "I prefer dark mode", "memory_type": "preference", "scope": "session"}),
+    ("memory_search", {"query": "职业"}),
+    ("memory_search", {"query": "job", "k": 3, "memory_type": "fact", "scope": "user"}),
+    ("memory_search", {"query": "job", "k": 3.0}),
+    ("memory_delete", {"memory_id": "abc"}),
+    ("memory_delete", {"memory_id": "abc", "hard": True}),
+    ("memory_stats", {}),
+    ("memory_context", {"query": "写前端", "budget_tokens": 500, "max_items": 5}),
+]
+BAD = [
+    ("memory_save", {}),
+    ("memory_save", {"content": ""}),
+    ("memory_save", {"content": 42}),
+    ("memory_save", {"content": "hello there", "memory_type": "opinion"}),
+    ("memory_save", {"content": "hello there", "scope": "galaxy"}),
+    ("memory_save", {"content": "hello there", "user_id": "mallory"}),
+    ("memory_search", {"query": "x", "k": "3"}),
+    ("memory_search", {"query": "x", "k": True}),
+    ("memory_search", {"query": "x", "k": 0}),
+    ("memory_search", {"query": "x", "k": 51}),
+    ("memory_search", {"query": "x", "k": 2.5}),
+    ("memory_search", {"query": None}),
+    ("memory_delete", {"memory_id": ["a"]}),
+    ("memory_delete", {"memory_id": "a", "hard": "yes"}),
+    ("memory_stats", {"user_id": "bob"}),
+    ("memory_context", {"query": "x", "budget_tokens": 10}),
+]
+
+
+@pytest.mark.parametrize(("name", "args"), GOOD)
+def test_good_examples_pass_jsonschema_and_the_dispatcher_check(name: str, args: dict[str, Any]) -> None:
+    jsonschema.validate(args, parameters(name))
+    checked = validate_arguments(parameters(name), args)
+    jsonschema.validate(checked, parameters(name))  # defaults filled in stay valid
+    assert set(args) <= set(checked)
+
+
+@pytest.mark.parametrize(("name", "args"), BAD)
+def test_bad_examples_fail_jsonschema_and_the_dispatcher_check(name: str, args: dict[str, Any]) -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(args, parameters(name))
+    with pytest.raises(ToolCallError) as info:
+        validate_arguments(parameters(name), args)
+    assert info.value.code == "invalid_arguments" and info.value.field
+
+
+def test_bound_schemas_offer_only_the_bound_scopes(tools: MemoryTools) -> None:
+    for tool in tools.schemas():
+        scope = tool["function"]["parameters"]["properties"].get("scope")
+        if scope is not None:
+            assert scope["enum"] == ["user", "session"]
+        jsonschema.Draft202012Validator.check_schema(tool["function"]["parameters"])
+    tools.schemas()[0]["function"]["name"] = "changed"
+    assert tools.schemas()[0]["function"]["name"] == "memory_save"  # a copy each time
+
+
+# ------------------------------------------------------------------ happy paths
+
+
+def test_save_in_chinese_then_find_it_in_english(tools: MemoryTools) -> None:
+    saved = ok(tools.call("memory_save", '{"content": "我是一名前端工程师"}'))
+    assert saved["status"] == "stored" and saved["reasons"]
+    assert saved["memory"]["id"] == saved["id"]
+    assert saved["memory"]["memory_type"] == "fact" and saved["memory"]["scope"] == "user"
+
+    found = ok(tools.call("memory_search", '{"query": "what does the user do for a living?", "k": 3}'))
+    assert found["count"] >= 1
+    best = found["results"][0]
+    assert best["id"] == saved["id"] and best["content"] == "我是一名前端工程师"
+    assert best["memory_type"] == "fact" and 0 < best["score"] <= 1
+
+
+def test_save_in_english_then_find_it_in_chinese(tools: MemoryTools) -> None:
+    saved = ok(
+        tools.call(
+            "memory_save", {"content": "I prefer dark mode in every editor", "memory_type": "preference"}
+        )
+    )
+    found = ok(tools.call("memory_search", {"query": "用户喜欢什么编辑器主题?"}))
+    assert found["results"][0]["id"] == saved["id"]
+    assert found["results"][0]["memory_type"] == "preference"
+
+
+def test_duplicate_reinforces_and_small_talk_is_refused(tools: MemoryTools) -> None:
+    first = ok(tools.call("memory_save", {"content": "我是一名前端工程师"}))
+    again = ok(tools.call("memory_save", {"content": "我是一名前端工程师。"}))
+    assert again["status"] == "reinforced" and again["duplicate_of"] == first["id"]
+    assert again["mention_count"] == 2 and again["similarity"] >= 0.85
+    refused = ok(tools.call("memory_save", {"content": "hi"}))
+    assert refused["status"] == "refused" and "id" not in refused
+    assert any("too short" in r for r in refused["reasons"])
+    assert ok(tools.call("memory_stats"))["total"] == 1
+
+
+def test_sensitive_data_is_redacted(tools: MemoryTools) -> None:
+    saved = ok(tools.call("memory_save", {"content": "我的手机号是 13812345678, 有事打给我"}))
+    assert saved["status"] == "stored" and saved["redacted"]
+    assert "13812345678" not in saved["memory"]["content"]
+
+
+def test_search_filters_by_type_and_scope(tools: MemoryTools) -> None:
+    fact = ok(tools.call("memory_save", {"content": "用户在上海工作"}))
+    pref = ok(
+        tools.call(
+            "memory_save",
+            {"content": "用户喜欢在上海的咖啡馆写代码", "memory_type": "habit", "scope": "session"},
+        )
+    )
+    assert pref["memory"]["scope"] == "session"
+    habits = ok(tools.call("memory_search", {"query": "上海", "memory_type": "habit"}))
+    assert [r["id"] for r in habits["results"]] == [pref["id"]]
+    users = ok(tools.call("memory_search", {"query": "上海", "scope": "user"}))
+    assert [r["id"] for r in users["results"]] == [fact["id"]]
+    both = ok(tools.call("memory_search", {"query": "上海", "k": 10}))
+    assert {r["id"] for r in both["results"]} == {fact["id"], pref["id"]}
+
+
+def test_stats_and_context(tools: MemoryTools) -> None:
+    ok(tools.call("memory_save", {"content": "我是一名前端工程师"}))
+    ok(
+        tools.call(
+            "memory_save", {"content": "I prefer TypeScript over JavaScript", "memory_type": "preference"}
+        )
+    )
+    stats = ok(tools.call("memory_stats", "{}"))
+    assert stats["total"] == 2
+    assert stats["by_type"] == {"fact": 1, "preference": 1}
+    assert stats["by_status"] == {"active": 2}
+    ctx = ok(tools.call("memory_context", {"query": "help me with a frontend task"}))
+    assert "前端工程师" in ctx["text"] and "TypeScript" in ctx["text"]
+    assert ctx["entries"] == 2 and ctx["tokens"] > 0 and ctx["by_source"] == {"semantic": 2}
+
+
+def test_delete_is_soft_by_default_and_hard_on_request(tools: MemoryTools, mem: Memory) -> None:
+    saved = ok(tools.call("memory_save", {"content": "用户正在开发支付模块", "memory_type": "context"}))
+    deleted = ok(tools.call("memory_delete", {"memory_id": saved["id"]}))
+    assert deleted == {"status": "archived", "id": saved["id"], "content": "用户正在开发支付模块"}
+    assert mem.get(saved["id"]).status.value == "archived"  # kept, recoverable
+    assert ok(tools.call("memory_search", {"query": "支付模块"}))["count"] == 0
+    assert ok(tools.call("memory_stats"))["by_status"] == {"archived": 1}
+    assert ok(tools.call("memory_delete", {"memory_id": saved["id"]}))["status"] == "already_archived"
+
+    purged = ok(tools.call("memory_delete", {"memory_id": saved["id"], "hard": True}))
+    assert purged["status"] == "purged"
+    error(tools.call("memory_delete", {"memory_id": saved["id"]}), "not_found")
+    assert ok(tools.call("memory_stats"))["total"] == 0
+
+
+# ------------------------------------------------------------------ errors the model can read
+
+
+def test_unknown_tool(tools: MemoryTools) -> None:
+    err = error(tools.call("memory_forget", {}), "unknown_tool")
+    assert "memory_save" in err["message"]
+
+
+@pytest.mark.parametrize("raw", ['{"content": "我是', "not json", "{'content': 'x'}"])
+def test_bad_json(tools: MemoryTools, raw: str) -> None:
+    assert "JSON" in error(tools.call("memory_save", raw), "invalid_json")["message"]
+
+
+@pytest.mark.parametrize("raw", ["[]", '"text"', "3", "null"])
+def test_arguments_must_be_an_object(tools: MemoryTools, raw: str) -> None:
+    error(tools.call("memory_save", raw), "invalid_arguments")
+
+
+def test_missing_extra_and_wrongly_typed_arguments(tools: MemoryTools) -> None:
+    missing = error(tools.call("memory_save", {}), "invalid_arguments")
+    assert missing["field"] == "content" and "missing" in missing["message"]
+    extra = error(tools.call("memory_search", {"query": "x", "user_id": "bob"}), "invalid_arguments")
+    assert extra["field"] == "user_id"
+    wrong = error(tools.call("memory_search", '{"query": "x", "k": "5"}'), "invalid_arguments")
+    assert wrong["field"] == "k" and "integer" in wrong["message"]
+    kind = error(
+        tools.call("memory_save", {"content": "hello world", "memory_type": "opinion"}), "invalid_arguments"
+    )
+    assert kind["field"] == "memory_type" and "preference" in kind["message"]
+    blank = error(tools.call("memory_save", {"content": "   "}), "invalid_input")
+    assert blank["field"] == "content"
+
+
+def test_a_scope_that_is_not_bound_is_refused(mem: Memory) -> None:
+    tools = MemoryTools(mem, user_id="alice")
+    err = error(
+        tools.call("memory_save", {"content": "项目必须支持 PostgreSQL 16", "scope": "project"}),
+        "invalid_arguments",
+    )
+    assert err["field"] == "scope" and "user" in err["message"]
+
+
+def test_unexpected_failures_come_back_as_results(
+    tools: MemoryTools, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(tools.core, "search", boom)
+    err = error(tools.call("memory_search", {"query": "x"}), "internal_error")
+    assert "disk on fire" not in err["message"]  # internals stay in the log
+
+
+def test_binding_needs_a_scope(mem: Memory) -> None:
+    with pytest.raises(InvalidInput):
+        MemoryTools(mem)
+    with pytest.raises(InvalidInput):
+        MemoryTools(mem, user_id=" ")
+
+
+# ------------------------------------------------------------------ isolation
+
+
+def test_another_tenant_cannot_find_or_delete(mem: Memory) -> None:
+    a = MemoryTools(mem, user_id="alice", tenant_id="tenant-a")
+    b = MemoryTools(mem, user_id="alice", tenant_id="tenant-b")
+    saved = ok(a.call("memory_save", {"content": "我是一名前端工程师"}))
+    assert ok(b.call("memory_search", {"query": "前端工程师"}))["count"] == 0
+    assert ok(b.call("memory_stats"))["total"] == 0
+    error(b.call("memory_delete", {"memory_id": saved["id"]}), "not_found")
+    error(b.call("memory_delete", {"memory_id": saved["id"], "hard": True}), "not_found")
+    assert ok(a.call("memory_search", {"query": "前端工程师"}))["results"][0]["id"] == saved["id"]
+
+
+def test_another_user_in_the_same_tenant_cannot_delete(mem: Memory) -> None:
+    alice = MemoryTools(mem, user_id="alice")
+    bob = MemoryTools(mem, user_id="bob")
+    saved = ok(alice.call("memory_save", {"content": "I am allergic to peanuts"}))
+    assert ok(bob.call("memory_search", {"query": "allergy"}))["count"] == 0
+    error(bob.call("memory_delete", {"memory_id": saved["id"]}), "not_found")
+    assert mem.get(saved["id"]).status.value == "active"
+
+
+# ------------------------------------------------------------------ the async twin
+
+
+@pytest.fixture
+async def amem(tmp_path: Path) -> AsyncIterator[AsyncMemory]:
+    async with AsyncMemory.open(tmp_path / "a.db") as m:
+        yield m
+
+
+async def test_async_tools_behave_the_same(amem: AsyncMemory) -> None:
+    tools = AsyncMemoryTools(amem, user_id="alice", project_id="web")
+    assert tools.schemas()[0]["function"]["parameters"]["properties"]["scope"]["enum"] == ["user", "project"]
+    saved = ok(
+        await tools.call(
+            "memory_save",
+            '{"content": "我们决定用 Next.js 而不是 Remix", "memory_type": "decision", "scope": "project"}',
+        )
+    )
+    assert saved["status"] == "stored" and saved["memory"]["scope"] == "project"
+    found = ok(await tools.call("memory_search", {"query": "which framework did we choose?"}))
+    assert found["results"][0]["id"] == saved["id"]
+    assert ok(await tools.call("memory_stats"))["by_scope"] == {"project": 1}
+    error(await tools.call("memory_search", "{"), "invalid_json")
+    error(await tools.call("memory_nope"), "unknown_tool")
+    assert ok(await tools.call("memory_delete", {"memory_id": saved["id"]}))["status"] == "archived"
+    other = AsyncMemoryTools(amem, user_id="alice", tenant_id="elsewhere")
+    error(await other.call("memory_delete", {"memory_id": saved["id"]}), "not_found")
