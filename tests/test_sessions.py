@@ -383,3 +383,19 @@ def test_conversation_through_the_openai_client_and_a_scripted_server(tmp_path: 
         assert all(r.headers.get("authorization") == "Bearer sk-test" for r in chats)
         reconcile_prompt = json.dumps(chats[4].json, ensure_ascii=False)
         assert old.id not in reconcile_prompt  # stored ids never reach the model
+
+
+def test_extracted_items_keep_when_and_who(mem: Memory, clock: Clock) -> None:
+    said = clock.now
+    mem.remember(
+        [{"role": "user", "content": "I am a pastry chef in Lyon", "name": "Claire"}],
+        session_id="p",
+        user_id="c",
+    )
+    clock.now += timedelta(hours=3)
+    mem.process_jobs()
+    item = mem.list(user_id="c").items[0]
+    assert item.occurred_at == said
+    assert item.created_at == clock.now
+    assert item.metadata.get("speaker") == "Claire"
+    assert mem.messages("p")[0].created_at == said

@@ -247,6 +247,7 @@ class SessionFlows:
             "tenant_id": tenant_id or self.tenant_id,
             "user_id": user_id,
             "agent_id": agent_id,
+            "created_at": self.now(),
         }
         msgs = tuple(_as_message(m, base) for m in messages)
         if not msgs:
@@ -298,7 +299,13 @@ class SessionFlows:
             raise InvalidInput(
                 "say whose memory this is: give user_id, project_id or agent_id", field="user_id"
             )
-        base = {"session_id": session_id, "tenant_id": tenant, "user_id": user_id, "agent_id": agent_id}
+        base = {
+            "session_id": session_id,
+            "tenant_id": tenant,
+            "user_id": user_id,
+            "agent_id": agent_id,
+            "created_at": self.now(),
+        }
         msgs = tuple(_as_message(m, base) for m in messages)
         if not msgs:
             raise InvalidInput("no messages given", field="messages")
@@ -315,7 +322,10 @@ class SessionFlows:
                     "user_id": user_id,
                     "project_id": project_id,
                     "agent_id": agent_id,
-                    "turns": [{"role": m.role, "content": m.content} for m in msgs],
+                    "turns": [
+                        {"role": m.role, "content": m.content, "name": m.name, "at": m.created_at.isoformat()}
+                        for m in msgs
+                    ],
                 },
                 run_after=self.now(),
                 created_at=self.now(),
@@ -502,7 +512,8 @@ class SessionFlows:
     # ------------------------------------------------------------ extraction -> gate -> reconcile
 
     def _run_extract(self: _Core, job: Job) -> Flow[list[Outcome]]:
-        turns = [Turn(t["role"], t["content"]) for t in job.payload.get("turns", [])]
+        raw_turns = job.payload.get("turns", [])
+        turns = [Turn(t["role"], t["content"]) for t in raw_turns]
         if self.llm is not None:
             from jiyi.write.extract_llm import LLMExtractor
 
@@ -512,7 +523,14 @@ class SessionFlows:
             from jiyi.write.extract_rules import RuleExtractor
 
             candidates = RuleExtractor().extract(turns)
-        return (yield from SessionFlows.store_extracted(self, candidates, **_scope_of(job)))
+        # When and by whom each turn was said follows the candidate into the store.
+        times = [datetime.fromisoformat(t["at"]) if t.get("at") else None for t in raw_turns]
+        names = [t.get("name") for t in raw_turns]
+        return (
+            yield from SessionFlows.store_extracted(
+                self, candidates, turn_times=times, turn_names=names, **_scope_of(job)
+            )
+        )
 
     def store_extracted(
         self: _Core,
@@ -524,8 +542,13 @@ class SessionFlows:
         project_id: str | None = None,
         agent_id: str | None = None,
         tenant_id: str | None = None,
+        turn_times: Sequence[datetime | None] = (),
+        turn_names: Sequence[str | None] = (),
     ) -> Flow[list[Outcome]]:
         """Gate, reconcile and store extracted candidates (automatic: rate-limited per session).
+
+        ``turn_times``/``turn_names`` (indexed like the turns the candidates came from)
+        give each item the time its turn was said (``occurred_at``) and the speaker.
 
         All candidates are embedded in one call. Every decision lands in the history.
         """
@@ -573,6 +596,14 @@ class SessionFlows:
         )
         pending: dict[str, MemoryItem] = {}
         for (cand, text, _), vector in zip(passed, vectors, strict=True):
+            turn = cand.turn_index
+            said_at = turn_times[turn] if turn is not None and 0 <= turn < len(turn_times) else None
+            speaker = turn_names[turn] if turn is not None and 0 <= turn < len(turn_names) else None
+            meta: dict[str, Any] = {"extracted_by": list(cand.reasons)}
+            if cand.key:
+                meta["key"] = cand.key
+            if speaker:
+                meta["speaker"] = speaker
             item = MemoryItem.build(
                 content=text,
                 memory_type=cand.memory_type,
@@ -585,11 +616,10 @@ class SessionFlows:
                 confidence=cand.confidence,
                 importance=cand.importance,
                 structured=cand.structured,
-                metadata={"key": cand.key, "extracted_by": list(cand.reasons)}
-                if cand.key
-                else {"extracted_by": list(cand.reasons)},
+                metadata=meta,
                 source=Source.USER,
                 raw=cand.source_text or None,
+                occurred_at=said_at,
                 created_at=now,
                 updated_at=now,
             )
@@ -1069,10 +1099,12 @@ class SessionFlows:
                 if m.role != "system" and fresh(m.content):
                     entries.append(ContextEntry("recent", f"{m.role}: {m.content}", m.token_count, message=m))
         if semantic > 0:
-            hits = yield from self.search(query, tenant_id=tenant, limit=semantic, **scopes)
+            # Episodes are searched separately below; ask for enough to fill ``semantic`` without them.
+            hits = yield from self.search(
+                query, tenant_id=tenant, limit=semantic + max(summaries, 5), **scopes
+            )
+            hits = [h for h in hits if "episode" not in h.item.tags][:semantic]
             for h in hits:
-                if "episode" in h.item.tags:
-                    continue
                 if fresh(h.item.content):
                     entries.append(
                         ContextEntry(
