@@ -1478,6 +1478,163 @@ class StoreConformance:
         _join(threads)
         assert len(claimed) == 40 and len(set(claimed)) == 40
 
+    # ------------------------------------------------------------ DumpRows / LoadRows (store copies)
+
+    @staticmethod
+    def _fill_every_kind(store: Store) -> dict[str, Any]:
+        rng = np.random.default_rng(7)
+        full = full_item()
+        a = make_item("我喜欢用 Python 写代码 dump alpha", memory_type=MemoryType.PREFERENCE)
+        b = make_item("Alice lives in Berlin dump beta", created_at=T0 + timedelta(seconds=1))
+        gone = make_item("to be purged dump gamma")
+        vecs = {i.id: unit(rng) for i in (full, a, b)}
+        put(store, full, a, b, gone, vectors=[vecs[full.id], vecs[a.id], vecs[b.id], None])
+        b2 = b.model_copy(
+            update={"content": "Alice lives in Munich dump beta", "version": 2, "updated_at": NOW}
+        )
+        store.execute(Write((upsert(b2, None, action=HistoryAction.UPDATE, before=b),)))
+        store.execute(Write((purge(gone, at=NOW),)))
+        msgs = [
+            Message(tenant_id=TENANT, session_id=s, role=r, content=c, created_at=T0 + timedelta(seconds=n))
+            for n, (s, r, c) in enumerate(
+                [("s1", "user", "你好"), ("s1", "assistant", "hello"), ("s2", "user", "第二个会话")]
+            )
+        ]
+        store.execute(Write((AppendMessages(tuple(msgs)),)))
+        stored = store.execute(GetMessages(TENANT, "s1"))
+        cp = Checkpoint(tenant_id=TENANT, session_id="s1", messages=tuple(stored), created_at=T0)
+        jobs = [
+            Job(kind="extract", tenant_id=TENANT, run_after=T0),
+            Job(kind="episode", tenant_id=TENANT, run_after=NOW),
+        ]
+        store.execute(
+            Write(
+                (
+                    PutCheckpoint(cp),
+                    *(PutJob(j) for j in jobs),
+                    CachePut(MODEL, (("h1", unit(rng)), ("h2", unit(rng)))),
+                    RecordEvent("rate:a", T0),
+                    RecordEvent("rate:a", T0),
+                    RecordEvent("rate:b", NOW),
+                )
+            )
+        )
+        return {"items": [full, a, b2], "gone": gone, "vectors": vecs, "messages": stored}
+
+    @staticmethod
+    def _dump_all(store: Store, limit: int = 1000) -> dict[str, list[dict[str, Any]]]:
+        from jiyi.store.base import ROW_KINDS, DumpRows
+
+        out: dict[str, list[dict[str, Any]]] = {}
+        for kind in ROW_KINDS:
+            rows: list[dict[str, Any]] = []
+            after: str | None = None
+            for _ in range(10_000):
+                page = store.execute(DumpRows(kind, after=after, limit=limit))
+                assert (page.total is not None) == (after is None)
+                rows.extend(page.rows)
+                if page.next_after is None:
+                    break
+                after = page.next_after
+            out[kind] = rows
+        return out
+
+    def test_dump_rows_of_an_empty_store(self, store: Store) -> None:
+        from jiyi.store.base import ROW_KINDS, DumpRows
+
+        for kind in ROW_KINDS:
+            page = store.execute(DumpRows(kind))
+            assert (page.rows, page.next_after, page.total) == ([], None, 0)
+        with pytest.raises(InvalidInput):
+            store.execute(DumpRows("nonsense"))
+
+    def test_dump_rows_hold_everything_in_stable_pages(self, store: Store) -> None:
+        import json
+
+        from jiyi.store.base import DumpRows, vector_from_text
+
+        data = self._fill_every_kind(store)
+        whole = self._dump_all(store)
+        assert self._dump_all(store, limit=2) == whole == self._dump_all(store, limit=1)
+        json.dumps(whole)  # JSON-able as it is
+        counts = {k: len(v) for k, v in whole.items()}
+        assert counts == {
+            "items": 3,
+            "history": 6,
+            "messages": 3,
+            "checkpoints": 1,
+            "jobs": 2,
+            "embedding_cache": 2,
+            "rate_events": 3,
+        }
+        assert store.execute(DumpRows("history", limit=1)).total == 6
+        by_id = {r["id"]: r for r in whole["items"]}
+        for item in data["items"]:
+            row = by_id[item.id]
+            assert MemoryItem.model_validate_json(row["doc"]) == get(store, item)
+            assert row["terms"]
+        for item_id, vec in data["vectors"].items():
+            (v,) = by_id[item_id]["vectors"]
+            assert (v["model"], v["dim"]) == (MODEL, DIM)
+            assert np.array_equal(vector_from_text(v["vec"]), vec)
+        history = [r for r in whole["history"] if r["item_id"] == data["items"][2].id]
+        events = store.execute(GetHistory(TENANT, data["items"][2].id))
+        assert [r["seq"] for r in history] == [e.seq for e in events]
+        assert [r["action"] for r in history] == ["add", "update"]
+        assert [json.loads(r["after"]) for r in history] == [e.after for e in events]
+        seqs = [r["seq"] for r in whole["history"]]
+        assert seqs == sorted(seqs)
+        assert [r["action"] for r in whole["history"] if r["item_id"] == data["gone"].id] == ["add", "purge"]
+        assert [Message.model_validate_json(r["doc"]) for r in whole["messages"][:2]] == data["messages"]
+        assert sorted((r["key"], r["at"]) for r in whole["rate_events"]) == [
+            (r["key"], r["at"]) for r in whole["rate_events"]
+        ]
+        with pytest.raises(InvalidInput):
+            store.execute(DumpRows("items", after="not a cursor"))
+
+    def test_load_rows_restores_a_cleared_store_exactly(self, store: Store) -> None:
+        from jiyi.store.base import ROW_KINDS, ClearRows, LoadRows
+
+        data = self._fill_every_kind(store)
+        before = self._dump_all(store)
+        items = data["items"]
+        q = data["vectors"][items[1].id]
+        search = Retrieve(
+            flt(statuses=()), MODEL, q, query_terms("dump Berlin Munich"), vector_k=5, keyword_k=5
+        )
+        found = [(c.item.id, c.cosine, c.keyword) for c in store.execute(search)]
+        history = store.execute(GetHistory(TENANT, items[2].id))
+        store.execute(Write((ClearRows(ROW_KINDS),)))
+        assert self._dump_all(store) == {k: [] for k in ROW_KINDS}
+        assert store.execute(GetItems(TENANT, tuple(i.id for i in items))) == []
+        for kind in ROW_KINDS:
+            rows = before[kind]
+            for start in range(0, len(rows), 2):  # in batches, one transaction each
+                store.execute(Write((LoadRows(kind, tuple(rows[start : start + 2])),)))
+        assert self._dump_all(store) == before
+        assert store.execute(GetItems(TENANT, tuple(i.id for i in items))) == items
+        assert store.execute(GetHistory(TENANT, items[2].id)) == history
+        again = [(c.item.id, c.cosine, c.keyword) for c in store.execute(search)]
+        assert [x[0] for x in again] == [x[0] for x in found]
+        for (_, c1, k1), (_, c2, k2) in zip(again, found, strict=True):
+            assert c1 == pytest.approx(c2, abs=1e-6) if c2 is not None else c1 is None
+            assert k1 == pytest.approx(k2, rel=1e-9) if k2 is not None else k1 is None
+        assert store.execute(GetMessages(TENANT, "s1")) == data["messages"]
+        assert store.execute(CountEvents("rate:a", T0)) == 2
+        # New writes continue after the loaded history and message positions.
+        new = make_item("after the load")
+        put(store, new)
+        last = max(r["seq"] for r in before["history"])
+        assert store.execute(GetHistory(TENANT, new.id))[0].seq == last + 1
+        store.execute(
+            Write((AppendMessages((Message(tenant_id=TENANT, session_id="s1", role="user", content="x"),)),))
+        )
+        assert [m.seq for m in store.execute(GetMessages(TENANT, "s1"))] == [0, 1, 2]
+        # An item id that is already there is refused, and nothing of that write lands.
+        with pytest.raises(InvalidInput):
+            store.execute(Write((LoadRows("items", tuple(before["items"][:1])),)))
+        assert len(self._dump_all(store)["items"]) == 4
+
 
 def _join(threads: Iterable[threading.Thread]) -> None:
     for t in threads:

@@ -221,8 +221,65 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-items", type=int, default=10, help="at most this many entries (default 10)")
     _json_arg(p)
 
+    p = sub.add_parser("serve", help="run the REST service (and the background worker)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    p.add_argument(
+        "--keys", metavar="FILE", help="API key file (required unless bound to a loopback address)"
+    )
+    p.add_argument("--rate-limit", type=int, default=600, metavar="N", help="requests per minute per key")
+    p.add_argument("--max-body", type=int, default=1_000_000, metavar="BYTES", help="largest request body")
+
+    p = sub.add_parser("keys", help="create or revoke API keys for the REST service")
+    keys = p.add_subparsers(dest="keys_command", metavar="ACTION", parser_class=_Parser, required=True)
+    k = keys.add_parser("create", help="create a key (printed once; only its hash is stored)")
+    k.add_argument("--keys", required=True, metavar="FILE", help="API key file")
+    k.add_argument("--tenant", required=True, metavar="ID", help="tenant the key may see")
+    k.add_argument("--role", default="editor", choices=["owner", "admin", "editor", "viewer"])
+    k = keys.add_parser("revoke", help="revoke a key by its id")
+    k.add_argument("--keys", required=True, metavar="FILE", help="API key file")
+    k.add_argument("key_id", metavar="ID", help="the key's public id")
+
+    p = sub.add_parser("mcp", help="run the MCP server (stdio or streamable HTTP)")
+    p.add_argument("--transport", default="stdio", choices=["stdio", "streamable-http"])
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8766)
+    _scope_args(p)
+
     p = sub.add_parser("demo", help="remember a short Chinese/English conversation and search it")
     p.add_argument("--keep", action="store_true", help="keep the demo database (printed at the end)")
+
+    p = sub.add_parser(
+        "migrate",
+        help="apply pending schema migrations (or list them with --status)",
+        description="Apply the store's pending schema migrations and print what was applied; with "
+        "--status list applied and pending migrations without changing anything.",
+    )
+    p.add_argument(
+        "--db",
+        dest="db_url",
+        metavar="URL",
+        help="store: a SQLite file, sqlite:///path.db or postgresql://user@host/db "
+        "(default: the global --db, $JIYI_DB or a per-user data dir)",
+    )
+    p.add_argument(
+        "--status", action="store_true", help="list applied and pending migrations; change nothing"
+    )
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "copy",
+        help="copy a whole store to another (e.g. SQLite to PostgreSQL), losslessly",
+        description="Copy every memory, history entry, session message, checkpoint, job, cached "
+        "embedding and rate event from one store to another, keeping ids, order and times. "
+        "The destination must be empty unless --overwrite is given.",
+        epilog="Example: jiyi copy --from sqlite:///memory.db --to postgresql://me@db.example.com/jiyi",
+    )
+    p.add_argument("--from", dest="source", required=True, metavar="URL", help="store to copy from")
+    p.add_argument("--to", dest="dest", required=True, metavar="URL", help="store to copy into")
+    p.add_argument("--overwrite", action="store_true", help="empty a non-empty destination first")
+    p.add_argument("--batch", type=int, default=500, help="rows per transaction (default 500)")
+    _json_arg(p)
     return parser
 
 
@@ -563,6 +620,187 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     return run_demo(db=ns.db, keep=ns.keep, embedder=ns.embedder)
 
 
+def _store_url(ns: argparse.Namespace) -> str:
+    if getattr(ns, "db_url", None):
+        return str(ns.db_url)
+    if ns.db is not None:
+        return str(ns.db)
+    return str(default_db_path())
+
+
+def _migration_names(store: Any) -> dict[int, str]:
+    module = sys.modules[type(store).__module__]
+    migrations: list[tuple[str, Any]] = module.MIGRATIONS
+    return {v: name for v, (name, _) in enumerate(migrations, start=1)}
+
+
+def cmd_migrate(ns: argparse.Namespace) -> int:
+    from jiyi.store.open import open_store, redact_url, sqlite_path
+
+    url = _store_url(ns)
+    where = redact_url(url)
+    path = sqlite_path(url)
+    if path is not None and path != ":memory:" and not Path(path).expanduser().exists():
+        if ns.status:
+            from jiyi.store.sqlite import MIGRATIONS
+
+            pending = [(v, name) for v, (name, _) in enumerate(MIGRATIONS, start=1)]
+            if ns.json:
+                _emit({"store": where, "exists": False, "applied": [], "pending": pending})
+            else:
+                print(f"no database at {path} yet; {len(pending)} migrations pending:")
+                for v, name in pending:
+                    print(f"  pending  {v:>3}  {name}")
+            return EXIT_OK
+        if not getattr(ns, "db_url", None) and ns.db is None:
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    options: dict[str, Any] = {"migrate": False}
+    if ns.status and path is not None and path != ":memory:":
+        options["read_only"] = True
+    store: Any = open_store(url, **options)
+    try:
+        names = _migration_names(store)
+        if ns.status:
+            applied = [(v, names.get(v, "?")) for v in store.applied_migrations()]
+            pending = store.pending_migrations()
+            if ns.json:
+                _emit({"store": where, "exists": True, "applied": applied, "pending": pending})
+            else:
+                print(f"store {where}")
+                for v, name in applied:
+                    print(f"  applied  {v:>3}  {name}")
+                for v, name in pending:
+                    print(f"  pending  {v:>3}  {name}")
+                print(f"{len(applied)} applied, {len(pending)} pending")
+            return EXIT_OK
+        done = store.migrate()
+        if ns.json:
+            _emit({"store": where, "applied": done, "pending": store.pending_migrations()})
+        elif done:
+            print(f"applied {len(done)} migration{'s' if len(done) != 1 else ''} to {where}:")
+            for v, name in done:
+                print(f"  {v:>3}  {name}")
+        else:
+            print(f"{where} is up to date ({len(names)} migrations applied); nothing to do")
+        return EXIT_OK
+    finally:
+        store.close()
+
+
+def cmd_copy(ns: argparse.Namespace) -> int:
+    from jiyi.store.copy import copy_store
+    from jiyi.store.open import open_store, redact_url, sqlite_path, store_kind
+
+    store_kind(ns.source)  # a bad URL fails before anything is opened
+    store_kind(ns.dest)
+    src_path = sqlite_path(ns.source)
+    if src_path == ":memory:":
+        raise InvalidInput("the source cannot be ':memory:': a new in-memory store is always empty")
+    if src_path is not None and not Path(src_path).expanduser().is_file():
+        raise InvalidInput(f"the source {src_path} does not exist")
+    if ns.source.strip() == ns.dest.strip() or (
+        src_path is not None
+        and sqlite_path(ns.dest) not in (None, ":memory:")
+        and Path(src_path).expanduser().resolve() == Path(str(sqlite_path(ns.dest))).expanduser().resolve()
+    ):
+        raise InvalidInput("--from and --to name the same store")
+    if ns.batch < 1:
+        raise InvalidInput("--batch must be at least 1")
+    tty = sys.stderr.isatty()
+    width = 30
+
+    def progress(kind: str, done: int, total: int | None) -> None:
+        if tty:
+            if total:
+                filled = min(width, done * width // total)
+                bar = "#" * filled + "." * (width - filled)
+                line = f"{kind:<16} [{bar}] {done}/{total}"
+            else:
+                line = f"{kind:<16} {done}"
+            end = "\n" if total is not None and done >= total else ""
+            print(f"\r{line}\x1b[K", end=end, file=sys.stderr, flush=True)
+        elif total is not None and done >= total:
+            print(f"{kind}: {done}", file=sys.stderr, flush=True)
+
+    source = open_store(ns.source)
+    try:
+        dest = open_store(ns.dest)
+        try:
+            report = copy_store(source, dest, batch=ns.batch, progress=progress, overwrite=ns.overwrite)
+        finally:
+            dest.close()
+    finally:
+        source.close()
+    if ns.json:
+        _emit({"from": redact_url(ns.source), "to": redact_url(ns.dest), "copied": report.counts})
+    else:
+        parts = ", ".join(f"{n} {kind}" for kind, n in report.counts.items())
+        print(f"copied {report.total} rows from {redact_url(ns.source)} to {redact_url(ns.dest)}: {parts}")
+    return EXIT_OK
+
+
+def _db_for_servers(ns: argparse.Namespace) -> Path:
+    path: Path = ns.db or default_db_path()
+    if ns.db is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def cmd_serve(ns: argparse.Namespace) -> int:
+    from jiyi.server.run import serve
+
+    serve(
+        _db_for_servers(ns),
+        host=ns.host,
+        port=ns.port,
+        keys_file=ns.keys,
+        embedder=ns.embedder or os.environ.get("JIYI_EMBEDDER") or None,
+        llm=ns.llm or os.environ.get("JIYI_LLM") or None,
+        max_body_bytes=ns.max_body,
+        rate_limit_per_minute=ns.rate_limit,
+    )
+    return EXIT_OK
+
+
+def cmd_keys(ns: argparse.Namespace) -> int:
+    from jiyi.server.auth import create_key, revoke_key
+
+    if ns.keys_command == "create":
+        print(create_key(ns.keys, ns.tenant, ns.role))
+        print("store this key now: only its hash is kept", file=sys.stderr)
+        return EXIT_OK
+    if not revoke_key(ns.keys, ns.key_id):
+        raise InvalidInput(f"no key {ns.key_id!r} in {ns.keys}")
+    print(f"revoked {ns.key_id}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_mcp(ns: argparse.Namespace) -> int:
+    from jiyi.config import GateConfig
+    from jiyi.server.mcp import run
+
+    scope = _scope(ns)
+    run(
+        _db_for_servers(ns),
+        transport=ns.transport,
+        host=ns.host,
+        port=ns.port,
+        embedder=ns.embedder or os.environ.get("JIYI_EMBEDDER") or None,
+        gate=GateConfig.from_env(),
+        **scope,
+    )
+    return EXIT_OK
+
+
+STORE_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "migrate": cmd_migrate,
+    "copy": cmd_copy,
+    "serve": cmd_serve,
+    "keys": cmd_keys,
+    "mcp": cmd_mcp,
+}
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Any], int]] = {
     "add": cmd_add,
     "search": cmd_search,
@@ -591,6 +829,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if ns.command == "demo":
             return cmd_demo(ns)
+        if ns.command in STORE_COMMANDS:
+            return STORE_COMMANDS[ns.command](ns)
         mem = _open(ns)
         try:
             return COMMANDS[ns.command](ns, mem)

@@ -765,7 +765,11 @@ class MemoryCore(SessionFlows):
             if not isinstance(record, Mapping):
                 raise InvalidInput(f"record {number}: expected an object, got {type(record).__name__}")
             data = dict(record)
-            data.setdefault("tenant_id", tenant_id or self.tenant_id)
+            # An explicit tenant wins over what the records say (imports cross tenants safely).
+            if tenant_id is not None:
+                data["tenant_id"] = tenant_id
+            else:
+                data.setdefault("tenant_id", self.tenant_id)
             data.setdefault("created_at", now)
             data.setdefault("updated_at", data["created_at"])
             if "scope" not in data:

@@ -198,6 +198,8 @@ def _as_message(raw: Message | Mapping[str, Any] | tuple[str, str], base: dict[s
         data = {**base, "role": raw[0], "content": raw[1]}
     elif isinstance(raw, Mapping):
         data = {**base, **{k: v for k, v in raw.items() if v is not None}}
+        # The session decides where a message lives, never the message itself.
+        data.update(tenant_id=base["tenant_id"], session_id=base["session_id"])
     else:
         raise InvalidInput(
             f"a message must be a Message, a mapping or (role, content), not {type(raw).__name__}"
@@ -503,11 +505,15 @@ class SessionFlows:
             reports.append(JobReport(job.id, job.kind, "done", tuple(outcomes)))
         return reports
 
-    def jobs(self: _Core, /, *, statuses: Sequence[str] = (), limit: int = 100) -> Flow[list[Job]]:
-        """Queued, running, done or failed jobs (visibility for operators)."""
+    def jobs(
+        self: _Core, /, *, statuses: Sequence[str] = (), limit: int = 100, tenant_id: str | None = None
+    ) -> Flow[list[Job]]:
+        """Queued, running, done or failed jobs of one tenant (visibility for operators)."""
         from jiyi.store.base import ListJobs
 
-        return (yield from call(ListJobs(tuple(statuses), limit=limit)))
+        return (
+            yield from call(ListJobs(tuple(statuses), limit=limit, tenant_id=tenant_id or self.tenant_id))
+        )
 
     # ------------------------------------------------------------ extraction -> gate -> reconcile
 

@@ -18,6 +18,7 @@ Writes: :class:`Write` — one transaction holding any number of :class:`Upsert`
 from __future__ import annotations
 
 import abc
+import base64
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -27,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
+from jiyi.errors import InvalidInput
 from jiyi.model import MemoryItem, MemoryType, Status
 from jiyi.session.model import Checkpoint, Job, Message
 
@@ -248,6 +250,74 @@ class ListJobs(Op[list[Job]]):
     limit: int = 100
 
 
+ROW_KINDS: tuple[str, ...] = (
+    "items",
+    "history",
+    "messages",
+    "checkpoints",
+    "jobs",
+    "embedding_cache",
+    "rate_events",
+)
+"""What :class:`DumpRows`/:class:`LoadRows` move, in the order a copy moves them."""
+
+
+def vector_to_text(vector: Vector) -> str:
+    """A vector as base64 of its little-endian float32 bytes (exact, JSON-able)."""
+    return base64.b64encode(np.ascontiguousarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def vector_from_text(text: str) -> Vector:
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError) as exc:
+        raise InvalidInput("a dumped vector is not valid base64", field="vec") from exc
+    if len(raw) % 4:
+        raise InvalidInput("a dumped vector's length is not a multiple of 4 bytes", field="vec")
+    return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+
+
+def check_row_kind(kind: str) -> str:
+    if kind not in ROW_KINDS:
+        raise InvalidInput(f"unknown row kind {kind!r}; expected one of {', '.join(ROW_KINDS)}", field="kind")
+    return kind
+
+
+@dataclass(frozen=True)
+class RowPage:
+    """A page of :class:`DumpRows`: backend-neutral, JSON-able rows.
+
+    ``next_after`` resumes the dump (None at the end); ``total`` is the kind's row count,
+    given on the first page only (``after`` None)."""
+
+    rows: list[dict[str, Any]]
+    next_after: str | None
+    total: int | None = None
+
+
+@dataclass(frozen=True)
+class DumpRows(Op[RowPage]):
+    """Every row of one kind (all tenants) in a stable order, ``limit`` at a time, resuming
+    after the opaque cursor ``after``: for lossless copies between stores.
+
+    Row shapes (times are fixed-width UTC text, vectors base64 little-endian float32):
+
+    * ``items``: ``id``, ``doc`` (the item's JSON text), ``terms`` (keyword index terms),
+      ``vectors`` (list of ``{"model", "dim", "vec"}``); in insertion order.
+    * ``history``: ``seq``, ``item_id``, ``tenant_id``, ``action``, ``at``, ``version``,
+      ``reason``, ``actor``, ``before``/``after`` (JSON text or None); by ``seq``.
+    * ``messages``: ``tenant_id``, ``session_id``, ``seq``, ``doc``.
+    * ``checkpoints``: ``tenant_id``, ``session_id``, ``id``, ``doc``.
+    * ``jobs``: ``id``, ``doc``.
+    * ``embedding_cache``: ``model``, ``text_hash``, ``vec``.
+    * ``rate_events``: ``key``, ``at``.
+    """
+
+    kind: str
+    after: str | None = None
+    limit: int = 500
+
+
 @dataclass(frozen=True)
 class ClaimJobs(Op[list[Job]]):
     """Atomically take up to ``limit`` runnable jobs for ``worker``: queued (or running
@@ -342,6 +412,22 @@ class PutJob:
     job: Job
 
 
+@dataclass(frozen=True)
+class LoadRows:
+    """Insert rows of :class:`DumpRows` verbatim (ids, ``seq`` numbers, times, history
+    order kept); an item id that already exists is refused. Used by store copies only."""
+
+    kind: str
+    rows: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class ClearRows:
+    """Delete every row of the given kinds (all tenants), for a copy that overwrites."""
+
+    kinds: tuple[str, ...]
+
+
 Change = (
     Upsert
     | Purge
@@ -353,6 +439,8 @@ Change = (
     | PutCheckpoint
     | DeleteCheckpoints
     | PutJob
+    | LoadRows
+    | ClearRows
 )
 
 

@@ -88,9 +88,11 @@ from jiyi.store.base import (
     CachePut,
     Candidate,
     ClaimJobs,
+    ClearRows,
     CountEvents,
     DeleteCheckpoints,
     DeleteMessages,
+    DumpRows,
     Filter,
     GetCheckpoint,
     GetHistory,
@@ -101,6 +103,7 @@ from jiyi.store.base import (
     ListCheckpoints,
     ListItems,
     ListJobs,
+    LoadRows,
     Op,
     Page,
     Purge,
@@ -108,6 +111,7 @@ from jiyi.store.base import (
     PutJob,
     RecordEvent,
     Retrieve,
+    RowPage,
     Store,
     StoreStats,
     Touch,
@@ -115,6 +119,9 @@ from jiyi.store.base import (
     Vector,
     VectorsFor,
     Write,
+    check_row_kind,
+    vector_from_text,
+    vector_to_text,
 )
 from jiyi.store.sqlcommon import decode_cursor, encode_cursor, ts
 
@@ -421,6 +428,81 @@ def _cursor_time(text: str, cursor: str) -> datetime:
         return as_utc(datetime.fromisoformat(text))
     except ValueError as exc:
         raise InvalidInput(f"cursor {cursor[:40]!r} is not one this store issued", field="cursor") from exc
+
+
+# DumpRows: per kind, the key columns (a keyset cursor; None: an offset cursor) and the columns.
+_DUMP_KEYS: dict[str, tuple[str, ...] | None] = {
+    "items": ("pk",),
+    "history": ("seq",),
+    "messages": ("tenant_id", "session_id", "seq"),
+    "checkpoints": ("tenant_id", "session_id", "id"),
+    "jobs": ("id",),
+    "embedding_cache": ("model", "text_hash"),
+    "rate_events": None,
+}
+_DUMP_SQL = {
+    "items": "SELECT i.pk, i.id, i.doc::text, i.terms, v.model, v.dim, v.vec FROM {s}.items i "
+    "LEFT JOIN {s}.vectors v ON v.pk = i.pk",
+    "history": "SELECT seq, item_id, tenant_id, action, at, version, reason, actor, before::text, after::text "
+    "FROM {s}.history",
+    "messages": "SELECT tenant_id, session_id, seq, doc::text FROM {s}.messages",
+    "checkpoints": "SELECT tenant_id, session_id, id, doc::text FROM {s}.checkpoints",
+    "jobs": "SELECT id, doc::text FROM {s}.jobs",
+    "embedding_cache": "SELECT model, text_hash, vec FROM {s}.embedding_cache",
+    "rate_events": "SELECT key, at FROM {s}.rate_events",
+}
+
+
+def _dump_row(kind: str, r: Sequence[Any]) -> dict[str, Any]:
+    match kind:
+        case "items":
+            vectors = [] if r[4] is None else [{"model": r[4], "dim": int(r[5]), "vec": vector_to_text(r[6])}]
+            return {"id": r[1], "doc": r[2], "terms": r[3], "vectors": vectors}
+        case "history":
+            return {
+                "seq": int(r[0]),
+                "item_id": r[1],
+                "tenant_id": r[2],
+                "action": r[3],
+                "at": ts(r[4]),
+                "version": int(r[5]),
+                "reason": r[6],
+                "actor": r[7],
+                "before": r[8],
+                "after": r[9],
+            }
+        case "messages":
+            return {"tenant_id": r[0], "session_id": r[1], "seq": int(r[2]), "doc": r[3]}
+        case "checkpoints":
+            return {"tenant_id": r[0], "session_id": r[1], "id": r[2], "doc": r[3]}
+        case "jobs":
+            return {"id": r[0], "doc": r[1]}
+        case "embedding_cache":
+            return {"model": r[0], "text_hash": r[1], "vec": vector_to_text(r[2])}
+    return {"key": r[0], "at": ts(r[1])}
+
+
+def _dump_cursor(after: str | None, size: int) -> list[Any]:
+    if after is None:
+        return []
+    try:
+        data = json.loads(after)
+        if not isinstance(data, list) or len(data) != size:
+            raise ValueError
+    except ValueError:
+        raise InvalidInput(
+            f"dump cursor {after[:40]!r} is not one this store issued", field="after"
+        ) from None
+    return data
+
+
+def _time_value(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return as_utc(datetime.fromisoformat(str(value)))
+    except ValueError:
+        raise InvalidInput(f"{value!r} is not a time", field="at") from None
 
 
 # ---------------------------------------------------------------- connection description
@@ -781,6 +863,7 @@ class PostgresStore(Store):
         dimensions: int | None = None,
         schema: str = "jiyi",
         timeout: float = 10.0,
+        migrate: bool = True,
     ) -> None:
         if (dsn is None) == (pool is None):
             raise InvalidInput("give exactly one of dsn= or pool= to PostgresStore", field="dsn")
@@ -801,6 +884,7 @@ class PostgresStore(Store):
         self._s = quote_ident(schema)
         self._timeout = timeout
         self._max_size = max_size
+        self._auto_migrate = migrate  # False: open as is (for 'jiyi migrate --status'), create nothing
         self._closed = False
         self._lock = threading.Lock()
         self._loop_pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
@@ -946,8 +1030,13 @@ class PostgresStore(Store):
 
     # ------------------------------------------------------------ schema
 
-    def _bootstrap(self, conn: Conn) -> None:
-        """Create pgvector, the schema and the migrations table; find pgvector; migrate."""
+    def _bootstrap(self, conn: Conn, create: bool | None = None) -> list[tuple[int, str]]:
+        """Create pgvector, the schema and the migrations table; find pgvector; migrate.
+
+        With ``create`` False (the default when opened with ``migrate=False``) nothing is
+        created or migrated: the store is opened as it is. Returns the migrations applied."""
+        if create is None:
+            create = self._auto_migrate
         s = self._s
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
@@ -964,7 +1053,7 @@ class PostgresStore(Store):
                     f"schema {self.schema!r} at {self._target.where} holds tables that are not a jiyi "
                     "store; refusing to touch it (choose another schema=)"
                 )
-            if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+            if create and not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
                 try:
                     with conn.transaction():
                         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -978,15 +1067,18 @@ class PostgresStore(Store):
                         f"pgvector is not enabled in this database and the user may not enable it: "
                         f"ask an administrator to run CREATE EXTENSION vector ({exc})"
                     ) from exc
-            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {s}.jiyi_schema_migrations (version integer PRIMARY KEY, "
-                "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
+            if create:
+                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {s}.jiyi_schema_migrations (version integer PRIMARY KEY, "
+                    "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+                )
             row = conn.execute(
                 "SELECT t.oid, n.nspname FROM pg_extension e JOIN pg_type t ON t.typnamespace = e.extnamespace "
                 "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector' AND t.typname = 'vector'"
             ).fetchone()
+        if row is None and not create:
+            return []  # no pgvector yet: usable for pending_migrations() and migrate() only
         if row is None:
             raise StoreError(f"pgvector's vector type is missing at {self._target.where}")
         oid, vector_schema = int(row[0]), str(row[1])
@@ -995,7 +1087,7 @@ class PostgresStore(Store):
         self._cosine = f"OPERATOR({vs}.<=>)"
         self._vector_oid = oid
         self._dumper = cast(type[Dumper], type("VectorDumper", (_VectorDumper,), {"oid": oid}))
-        self._migrate(conn)
+        return self._migrate(conn) if create else []
 
     def _applied(self, conn: Conn) -> list[int]:
         exists = conn.execute(
@@ -1053,7 +1145,7 @@ class PostgresStore(Store):
         conn: Conn | None = None
         try:
             with self._connection() as conn:
-                return self._migrate(conn)
+                return self._bootstrap(conn, create=True)
         except psycopg.Error as exc:
             raise self._map_error(exc, conn) from exc
 
@@ -1153,6 +1245,8 @@ class PostgresStore(Store):
                 plan = self._list_jobs(op)
             case ClaimJobs():
                 return (lambda: cast(Plan[R], self._claim_jobs(op))), True
+            case DumpRows():
+                plan = self._dump_rows(op)
             case _:
                 raise InvalidInput(f"PostgresStore does not know operation {type(op).__name__}")
         return cast(Callable[[], Plan[R]], plan), False
@@ -1561,6 +1655,15 @@ class PostgresStore(Store):
                         )
                 case PutJob():
                     yield self._put_jobs([change.job])
+                case LoadRows():
+                    yield from self._load_rows(change, stats)
+                case ClearRows():
+                    for kind in change.kinds:
+                        check_row_kind(kind)
+                        yield _Query(f"DELETE FROM {self._s}.{kind}")
+                        if kind == "items":
+                            yield _Query(f"DELETE FROM {self._s}.keyword_stats")
+                            stats.clear()
                 case _:
                     raise InvalidInput(f"PostgresStore cannot write {type(change).__name__}")
         changed = sorted((t, d) for t, d in stats.items() if d != [0, 0])
@@ -1778,3 +1881,190 @@ class PostgresStore(Store):
                 "after": _json(e.after),
             },
         )
+
+    # ------------------------------------------------------------ bulk copy
+
+    def _dump_rows(self, op: DumpRows) -> Callable[[], Plan[RowPage]]:
+        kind = check_row_kind(op.kind)
+        keys = _DUMP_KEYS[kind]
+        limit = max(1, op.limit)
+        sql = _DUMP_SQL[kind].format(s=self._s)
+        params: dict[str, Any] = {"limit": limit}
+        start = 0
+        if keys is None:
+            offset = _dump_cursor(None if op.after is None else f"[{op.after}]", 1)
+            start = int(offset[0]) if offset else 0
+            sql += " ORDER BY key, at LIMIT %(limit)s OFFSET %(offset)s"
+            params["offset"] = start
+        else:
+            cursor = _dump_cursor(op.after, len(keys))
+            cols = ", ".join(("i." if kind == "items" else "") + k for k in keys)
+            if cursor:
+                marks = ", ".join(f"%(k{n})s" for n in range(len(keys)))
+                sql += f" WHERE ({cols}) > ({marks})"
+                params |= {f"k{n}": v for n, v in enumerate(cursor)}
+            sql += f" ORDER BY {cols} LIMIT %(limit)s"
+        query = _Query(sql, params)
+        count = _Query(f"SELECT count(*) FROM {self._s}.{kind}") if op.after is None else None
+
+        def plan() -> Plan[RowPage]:
+            rows = yield query
+            total = None
+            if count is not None:
+                total = int((yield count)[0][0])
+            out = [_dump_row(kind, r) for r in rows]
+            next_after: str | None = None
+            if len(rows) == limit:
+                if keys is None:
+                    next_after = str(start + len(rows))
+                else:
+                    values = [int(rows[-1][0])] if kind == "items" else [out[-1][k] for k in keys]
+                    next_after = json.dumps(values, ensure_ascii=False)
+            return RowPage(rows=out, next_after=next_after, total=total)
+
+        return plan
+
+    def _load_rows(self, change: LoadRows, stats: dict[str, list[int]]) -> Generator[_Query, Rows, None]:
+        kind = check_row_kind(change.kind)
+        if not change.rows:
+            return
+        s = self._s
+        try:
+            match kind:
+                case "items":
+                    for row in change.rows:
+                        yield from self._load_item(row, stats)
+                case "history":
+                    yield _Query(
+                        f"INSERT INTO {s}.history (seq, item_id, tenant_id, action, at, version, reason, actor, "
+                        "before, after) OVERRIDING SYSTEM VALUE VALUES (%(seq)s, %(item_id)s, %(tenant)s, "
+                        "%(action)s, %(at)s, %(version)s, %(reason)s, %(actor)s, %(before)s::json, %(after)s::json)",
+                        batch=[
+                            {
+                                "seq": int(r["seq"]),
+                                "item_id": r["item_id"],
+                                "tenant": r["tenant_id"],
+                                "action": r["action"],
+                                "at": _time_value(r["at"]),
+                                "version": int(r["version"]),
+                                "reason": r["reason"],
+                                "actor": r["actor"],
+                                "before": r["before"],
+                                "after": r["after"],
+                            }
+                            for r in change.rows
+                        ],
+                    )
+                    # Later appends continue after the highest loaded seq.
+                    yield _Query(
+                        f"SELECT setval(pg_get_serial_sequence(%(table)s, 'seq'), "
+                        f"(SELECT coalesce(max(seq), 0) + 1 FROM {s}.history), false)",
+                        {"table": f"{s}.history"},
+                    )
+                case "messages":
+                    batch = []
+                    for r in change.rows:
+                        m = Message.model_validate_json(r["doc"])
+                        batch.append(
+                            {
+                                "tenant": m.tenant_id,
+                                "session": m.session_id,
+                                "seq": int(r["seq"]),
+                                "id": m.id,
+                                "role": m.role,
+                                "at": m.created_at,
+                                "doc": r["doc"],
+                            }
+                        )
+                    yield _Query(
+                        f"INSERT INTO {s}.messages (tenant_id, session_id, seq, id, role, created_at, doc) "
+                        "VALUES (%(tenant)s, %(session)s, %(seq)s, %(id)s, %(role)s, %(at)s, %(doc)s::json)",
+                        batch=batch,
+                    )
+                case "checkpoints":
+                    cps = [(Checkpoint.model_validate_json(r["doc"]), r["doc"]) for r in change.rows]
+                    yield _Query(
+                        f"INSERT INTO {s}.checkpoints (tenant_id, session_id, id, created_at, doc) "
+                        "VALUES (%(tenant)s, %(session)s, %(id)s, %(at)s, %(doc)s::json)",
+                        batch=[
+                            {
+                                "tenant": c.tenant_id,
+                                "session": c.session_id,
+                                "id": c.id,
+                                "at": c.created_at,
+                                "doc": doc,
+                            }
+                            for c, doc in cps
+                        ],
+                    )
+                case "jobs":
+                    jobs = [(Job.model_validate_json(r["doc"]), r["doc"]) for r in change.rows]
+                    yield _Query(
+                        f"INSERT INTO {s}.jobs (id, tenant_id, kind, status, run_after, locked_until, created_at, "
+                        "doc) VALUES (%(id)s, %(tenant)s, %(kind)s, %(status)s, %(run_after)s, %(locked_until)s, "
+                        "%(created_at)s, %(doc)s::json)",
+                        batch=[
+                            {
+                                "id": j.id,
+                                "tenant": j.tenant_id,
+                                "kind": j.kind,
+                                "status": j.status,
+                                "run_after": j.run_after,
+                                "locked_until": j.locked_until,
+                                "created_at": j.created_at,
+                                "doc": doc,
+                            }
+                            for j, doc in jobs
+                        ],
+                    )
+                case "embedding_cache":
+                    yield _Query(
+                        f"INSERT INTO {s}.embedding_cache (model, text_hash, vec) "
+                        "VALUES (%(model)s, %(hash)s, %(vec)s)",
+                        batch=[
+                            {
+                                "model": r["model"],
+                                "hash": r["text_hash"],
+                                "vec": self._vector_param(vector_from_text(r["vec"]), "a cached vector"),
+                            }
+                            for r in change.rows
+                        ],
+                    )
+                case "rate_events":
+                    yield _Query(
+                        f"INSERT INTO {s}.rate_events (key, at) VALUES (%(key)s, %(at)s)",
+                        batch=[{"key": r["key"], "at": _time_value(r["at"])} for r in change.rows],
+                    )
+        except KeyError as exc:
+            raise InvalidInput(f"a dumped {kind} row lacks {exc.args[0]!r}", field=str(exc.args[0])) from None
+
+    def _load_item(
+        self, row: Mapping[str, Any], stats: dict[str, list[int]]
+    ) -> Generator[_Query, Rows, None]:
+        doc = row["doc"]
+        item = _load_item(doc)
+        values = _item_params(item, fold_terms(str(row["terms"])))
+        values["doc"] = doc
+        vectors = []
+        for v in row.get("vectors") or ():
+            vec = self._vector_param(vector_from_text(v["vec"]), "the item's vector")
+            if vec.shape[0] != int(v["dim"]):
+                raise InvalidInput(f"item {item.id!r}: vector has {vec.shape[0]} numbers, not {v['dim']}")
+            vectors.append((str(v["model"]), vec))
+        rows = yield _Query(
+            f"INSERT INTO {self._s}.items ({', '.join(_ITEM_COLUMNS)}) VALUES ({_ITEM_VALUES}) "
+            "ON CONFLICT (id) DO NOTHING RETURNING pk",
+            values,
+        )
+        if not rows:
+            raise InvalidInput(f"cannot load item {item.id!r}: that id is already taken", field="id")
+        pk = rows[0][0]
+        totals = stats.setdefault(item.tenant_id, [0, 0])
+        totals[0] += 1
+        totals[1] += values["n_terms"]
+        for model, vec in vectors:
+            yield _Query(
+                f"INSERT INTO {self._s}.vectors (pk, model, dim, vec) VALUES (%(pk)s, %(model)s, %(dim)s, %(vec)s) "
+                "ON CONFLICT (pk) DO UPDATE SET model = EXCLUDED.model, dim = EXCLUDED.dim, vec = EXCLUDED.vec",
+                {"pk": pk, "model": model, "dim": int(vec.shape[0]), "vec": vec},
+            )

@@ -39,9 +39,11 @@ from jiyi.store.base import (
     CachePut,
     Candidate,
     ClaimJobs,
+    ClearRows,
     CountEvents,
     DeleteCheckpoints,
     DeleteMessages,
+    DumpRows,
     Filter,
     GetCheckpoint,
     GetHistory,
@@ -52,6 +54,7 @@ from jiyi.store.base import (
     ListCheckpoints,
     ListItems,
     ListJobs,
+    LoadRows,
     Op,
     Page,
     Purge,
@@ -59,6 +62,7 @@ from jiyi.store.base import (
     PutJob,
     RecordEvent,
     Retrieve,
+    RowPage,
     Store,
     StoreStats,
     Touch,
@@ -66,6 +70,9 @@ from jiyi.store.base import (
     Vector,
     VectorsFor,
     Write,
+    check_row_kind,
+    vector_from_text,
+    vector_to_text,
 )
 from jiyi.store.sqlcommon import (
     decode_cursor,
@@ -282,6 +289,89 @@ def _filter_sql(f: Filter, alias: str = "i") -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
+def _kinds(change: LoadRows | ClearRows) -> tuple[str, ...]:
+    return (change.kind,) if isinstance(change, LoadRows) else change.kinds
+
+
+# DumpRows: per kind, the key columns (a keyset cursor; None: an offset cursor) and the columns.
+_DUMP_KEYS: dict[str, tuple[str, ...] | None] = {
+    "items": ("pk",),
+    "history": ("seq",),
+    "messages": ("tenant_id", "session_id", "seq"),
+    "checkpoints": ("tenant_id", "session_id", "id"),
+    "jobs": ("id",),
+    "embedding_cache": ("model", "text_hash"),
+    "rate_events": None,
+}
+_DUMP_SQL = {
+    "items": "SELECT i.pk, i.id, i.doc, f.terms, v.model, v.dim, v.vec FROM items i "
+    "LEFT JOIN items_fts f ON f.rowid = i.pk LEFT JOIN vectors v ON v.pk = i.pk",
+    "history": "SELECT seq, item_id, tenant_id, action, at, version, reason, actor, before, after FROM history",
+    "messages": "SELECT tenant_id, session_id, seq, doc FROM messages",
+    "checkpoints": "SELECT tenant_id, session_id, id, doc FROM checkpoints",
+    "jobs": "SELECT id, doc FROM jobs",
+    "embedding_cache": "SELECT model, text_hash, vec FROM embedding_cache",
+    "rate_events": "SELECT key, at FROM rate_events",
+}
+
+
+def _dump_row(kind: str, r: tuple[Any, ...]) -> dict[str, Any]:
+    match kind:
+        case "items":
+            vectors = (
+                []
+                if r[4] is None
+                else [{"model": r[4], "dim": int(r[5]), "vec": vector_to_text(from_blob(r[6]))}]
+            )
+            return {"id": r[1], "doc": r[2], "terms": r[3] or "", "vectors": vectors}
+        case "history":
+            keys = (
+                "seq",
+                "item_id",
+                "tenant_id",
+                "action",
+                "at",
+                "version",
+                "reason",
+                "actor",
+                "before",
+                "after",
+            )
+            return dict(zip(keys, r, strict=True))
+        case "messages" | "checkpoints":
+            last = "seq" if kind == "messages" else "id"
+            return {"tenant_id": r[0], "session_id": r[1], last: r[2], "doc": r[3]}
+        case "jobs":
+            return {"id": r[0], "doc": r[1]}
+        case "embedding_cache":
+            return {"model": r[0], "text_hash": r[1], "vec": vector_to_text(from_blob(r[2]))}
+    return {"key": r[0], "at": r[1]}
+
+
+def _dump_cursor(after: str | None, size: int) -> list[Any]:
+    if after is None:
+        return []
+    try:
+        data = json.loads(after)
+        if not isinstance(data, list) or len(data) != size:
+            raise ValueError
+    except ValueError:
+        raise InvalidInput(
+            f"dump cursor {after[:40]!r} is not one this store issued", field="after"
+        ) from None
+    return data
+
+
+def _time_text(value: Any) -> str | None:
+    """Fixed-width UTC text of a dumped time (text in either backend's spelling)."""
+    if value is None:
+        return None
+    try:
+        return ts(datetime.fromisoformat(str(value)))
+    except ValueError:
+        raise InvalidInput(f"{value!r} is not a time", field="at") from None
+
+
 def _fts_query(f: Filter, terms: Sequence[str]) -> str:
     if f.scope_keys:
         scopes = " OR ".join(f'"{scope_token(f.tenant_id, k)}"' for k in f.scope_keys)
@@ -371,9 +461,18 @@ class _ScopeRows:
 class SQLiteStore(Store):
     """A jiyi store in one SQLite file (``":memory:"`` for a private in-memory store)."""
 
-    def __init__(self, path: str | Path, *, read_only: bool = False, readers: int = 4, timeout: float = 30.0):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        read_only: bool = False,
+        readers: int = 4,
+        timeout: float = 30.0,
+        migrate: bool = True,
+    ):
         self.path = str(path)
         self.read_only = read_only
+        self._auto_migrate = migrate  # False: open as is (for 'jiyi migrate --status')
         self._timeout = timeout
         self._memory = self.path == ":memory:"
         if self._memory:
@@ -489,6 +588,8 @@ class SQLiteStore(Store):
             app_id == 0 and tables and "schema_migrations" not in tables
         ):
             raise StoreCorrupt(f"{self.path} is a SQLite file but not a jiyi database; refusing to touch it")
+        if not self._auto_migrate:
+            return
         if self.pending_migrations() and self.read_only:
             raise StoreReadOnly(f"{self.path} needs schema migrations but was opened read-only")
         if not self._memory and not self.read_only:
@@ -589,6 +690,8 @@ class SQLiteStore(Store):
                 return self._list_jobs(op)
             case ClaimJobs():
                 return self._claim_jobs(op)
+            case DumpRows():
+                return self._dump_rows(op)
         raise InvalidInput(f"SQLiteStore does not know operation {type(op).__name__}")
 
     # ------------------------------------------------------------ reads
@@ -804,7 +907,11 @@ class SQLiteStore(Store):
         if self.read_only:
             raise StoreReadOnly(f"cannot write {self.path}: it was opened read-only")
         with self._transaction() as conn:
-            if any(isinstance(c, Upsert | Purge) for c in op.changes):
+            if any(
+                isinstance(c, Upsert | Purge)
+                or (isinstance(c, LoadRows | ClearRows) and "items" in _kinds(c))
+                for c in op.changes
+            ):
                 conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'index_version'")
             for change in op.changes:
                 match change:
@@ -841,6 +948,14 @@ class SQLiteStore(Store):
                         )
                     case PutJob():
                         self._put_job(conn, change.job)
+                    case LoadRows():
+                        self._load_rows(conn, change)
+                    case ClearRows():
+                        for kind in change.kinds:
+                            check_row_kind(kind)
+                            if kind == "items":
+                                conn.execute("DELETE FROM items_fts")
+                            conn.execute(f"DELETE FROM {kind}")
 
     # ------------------------------------------------------------ sessions and jobs
 
@@ -1039,3 +1154,146 @@ class SQLiteStore(Store):
                 None if e.after is None else json.dumps(e.after, ensure_ascii=False),
             ),
         )
+
+    # ------------------------------------------------------------ bulk copy
+
+    def _dump_rows(self, op: DumpRows) -> RowPage:
+        kind = check_row_kind(op.kind)
+        keys = _DUMP_KEYS[kind]
+        limit = max(1, op.limit)
+        sql = _DUMP_SQL[kind]
+        params: list[Any] = []
+        alias = "i." if kind == "items" else ""
+        start = 0
+        if keys is None:
+            offset = _dump_cursor(f"[{op.after}]" if op.after is not None else None, 1)
+            start = int(offset[0]) if offset else 0
+            sql += " ORDER BY key, at LIMIT ? OFFSET ?"
+            params += [limit, start]
+        else:
+            cursor = _dump_cursor(op.after, len(keys))
+            cols = ", ".join(alias + k for k in keys)
+            if cursor:
+                sql += f" WHERE ({cols}) > ({', '.join('?' * len(keys))})"
+                params += cursor
+            sql += f" ORDER BY {cols} LIMIT ?"
+            params.append(limit)
+        table = kind
+        with self._read() as conn:
+            rows = conn.execute(sql, params).fetchall()
+            total = None
+            if op.after is None:
+                total = int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        out = [_dump_row(kind, r) for r in rows]
+        next_after: str | None = None
+        if len(rows) == limit:
+            if keys is None:
+                next_after = str(start + len(rows))
+            else:
+                last = out[-1]
+                values = [rows[-1][0]] if kind == "items" else [last[k] for k in keys]
+                next_after = json.dumps(values, ensure_ascii=False)
+        return RowPage(rows=out, next_after=next_after, total=total)
+
+    def _load_rows(self, conn: sqlite3.Connection, change: LoadRows) -> None:
+        kind = check_row_kind(change.kind)
+        for row in change.rows:
+            try:
+                match kind:
+                    case "items":
+                        self._load_item(conn, row)
+                    case "history":
+                        conn.execute(
+                            "INSERT INTO history (seq, item_id, tenant_id, action, at, version, reason, actor, "
+                            "before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (
+                                int(row["seq"]),
+                                row["item_id"],
+                                row["tenant_id"],
+                                row["action"],
+                                _time_text(row["at"]),
+                                int(row["version"]),
+                                row["reason"],
+                                row["actor"],
+                                row["before"],
+                                row["after"],
+                            ),
+                        )
+                    case "messages":
+                        m = Message.model_validate_json(row["doc"])
+                        conn.execute(
+                            "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (
+                                m.tenant_id,
+                                m.session_id,
+                                int(row["seq"]),
+                                m.id,
+                                m.role,
+                                ts(m.created_at),
+                                row["doc"],
+                            ),
+                        )
+                    case "checkpoints":
+                        c = Checkpoint.model_validate_json(row["doc"])
+                        conn.execute(
+                            "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?)",
+                            (c.tenant_id, c.session_id, c.id, ts(c.created_at), row["doc"]),
+                        )
+                    case "jobs":
+                        j = Job.model_validate_json(row["doc"])
+                        conn.execute(
+                            "INSERT INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            (
+                                j.id,
+                                j.tenant_id,
+                                j.kind,
+                                j.status,
+                                ts(j.run_after),
+                                ts(j.locked_until),
+                                ts(j.created_at),
+                                row["doc"],
+                            ),
+                        )
+                    case "embedding_cache":
+                        conn.execute(
+                            "INSERT INTO embedding_cache VALUES (?, ?, ?)",
+                            (row["model"], row["text_hash"], to_blob(vector_from_text(row["vec"]))),
+                        )
+                    case "rate_events":
+                        conn.execute(
+                            "INSERT INTO rate_events VALUES (?, ?)", (row["key"], _time_text(row["at"]))
+                        )
+            except KeyError as exc:
+                raise InvalidInput(
+                    f"a dumped {kind} row lacks {exc.args[0]!r}", field=str(exc.args[0])
+                ) from None
+            except sqlite3.IntegrityError as exc:
+                raise InvalidInput(f"cannot load a {kind} row: it is already there ({exc})") from None
+
+    def _load_item(self, conn: sqlite3.Connection, row: dict[str, Any]) -> None:
+        doc = row["doc"]
+        item = _load_item(doc)
+        values = (*_item_row(item)[:-2], doc, item.thread_id)
+        if conn.execute("SELECT 1 FROM items WHERE id = ?", (item.id,)).fetchone():
+            raise InvalidInput(f"cannot load item {item.id!r}: that id is already taken", field="id")
+        cur = conn.execute(
+            f"INSERT INTO items ({_ITEM_COLUMNS}) VALUES ({','.join('?' * len(values))})", values
+        )
+        pk = cur.lastrowid
+        conn.execute(
+            "INSERT INTO items_fts (rowid, scope, terms) VALUES (?, ?, ?)",
+            (
+                pk,
+                f"{scope_token(item.tenant_id, item.scope_key)} {tenant_token(item.tenant_id)}",
+                str(row["terms"]),
+            ),
+        )
+        conn.executemany("INSERT INTO item_tags VALUES (?, ?)", [(pk, t) for t in item.tags])
+        for v in row.get("vectors") or ():
+            vec = vector_from_text(v["vec"])
+            if vec.shape[0] != int(v["dim"]):
+                raise InvalidInput(f"item {item.id!r}: vector has {vec.shape[0]} numbers, not {v['dim']}")
+            conn.execute(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
+                (pk, v["model"], int(v["dim"]), to_blob(vec)),
+            )

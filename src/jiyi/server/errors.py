@@ -1,0 +1,183 @@
+"""One error shape for every failure: ``{"error": {"code", "message", "field"}}``.
+
+Codes are stable; clients branch on them, people read the message. Library exceptions
+(:mod:`jiyi.errors`) are mapped here, so handlers never catch them themselves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from jiyi.errors import (
+    ConfigError,
+    EmbedderError,
+    InvalidInput,
+    JiyiError,
+    LLMError,
+    NotFound,
+    StoreError,
+    StoreReadOnly,
+    StoreUnavailable,
+)
+
+log = logging.getLogger("jiyi.server")
+
+CODES = {
+    400: "invalid_input",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+    415: "unsupported_media_type",
+    422: "invalid_input",
+    429: "rate_limited",
+    500: "internal_error",
+    502: "upstream_error",
+    503: "store_error",
+}
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(
+        description="Stable machine-readable code: not_found, invalid_input, unauthorized, forbidden, "
+        "rate_limited, too_large, store_error, store_read_only, upstream_error, config_error, internal_error."
+    )
+    message: str = Field(description="What went wrong, for a person.")
+    field: str | None = Field(default=None, description="The offending input field, when known.")
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses=`` entries documenting the error body for these statuses."""
+    descriptions = {
+        401: "Missing or invalid API key",
+        403: "The key's role does not allow this",
+        404: "No such resource in this tenant",
+        413: "Request body too large",
+        422: "Invalid input (the message names the field)",
+        429: "Rate limit exceeded (see Retry-After)",
+        503: "The store is unavailable",
+    }
+    return {s: {"model": ErrorResponse, "description": descriptions.get(s, "Error")} for s in statuses}
+
+
+class ApiError(StarletteHTTPException):
+    """An HTTP error with a stable code (raised by handlers and dependencies)."""
+
+    def __init__(
+        self,
+        status_code: int,
+        message: str,
+        *,
+        code: str | None = None,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(status_code, message, headers)
+        self.code = code or CODES.get(status_code, "error")
+        self.field = field
+
+
+def error_json(
+    status: int, code: str, message: str, field: str | None = None, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    body = ErrorResponse(error=ErrorDetail(code=code, message=message, field=field))
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+def _status_of(exc: JiyiError) -> tuple[int, str]:
+    if isinstance(exc, NotFound):
+        return 404, "not_found"
+    if isinstance(exc, InvalidInput):
+        return 422, "invalid_input"
+    if isinstance(exc, StoreReadOnly):
+        return 503, "store_read_only"
+    if isinstance(exc, StoreUnavailable | StoreError):
+        return 503, "store_error"
+    if isinstance(exc, EmbedderError | LLMError):
+        return 502, "upstream_error"
+    if isinstance(exc, ConfigError):
+        return 500, "config_error"
+    return 500, "internal_error"
+
+
+def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
+    errors = list(exc.errors())
+    if not errors:
+        return "invalid request", None
+    first = errors[0]
+    loc = [str(p) for p in first.get("loc", ())]
+    where = loc[0] if loc else ""
+    field = ".".join(loc[1:]) or None
+    msg = str(first.get("msg", "invalid value"))
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    if first.get("type") == "json_invalid":
+        text = f"request body is not valid JSON: {first.get('ctx', {}).get('error', msg)}"
+        field = None
+    elif field:
+        text = f"{where} field {field!r}: {msg}"
+    else:
+        text = f"{where}: {msg}" if where else msg
+    if len(errors) > 1:
+        text += f" (and {len(errors) - 1} more problem(s))"
+    return text, field
+
+
+def _allowed_methods(request: Request) -> set[str]:
+    allowed: set[str] = set()
+    for route in request.app.routes:
+        regex = getattr(route, "path_regex", None)
+        methods = getattr(route, "methods", None)
+        if regex is not None and methods and regex.match(request.url.path):
+            allowed |= set(methods)
+    return allowed
+
+
+def install(app: FastAPI) -> None:
+    """Register the exception handlers that produce :class:`ErrorResponse` bodies."""
+
+    async def on_jiyi(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, JiyiError)
+        status, code = _status_of(exc)
+        if status >= 500:
+            log.warning("%s %s failed: %s", request.method, request.url.path, exc)
+        field = exc.field if isinstance(exc, InvalidInput) else None
+        return error_json(status, code, str(exc), field)
+
+    async def on_http(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        code = exc.code if isinstance(exc, ApiError) else CODES.get(exc.status_code, "error")
+        field = exc.field if isinstance(exc, ApiError) else None
+        headers = dict(exc.headers or {})
+        if exc.status_code == 400:  # FastAPI's "error parsing the body": one status for bad input
+            return error_json(422, "invalid_input", "request body could not be parsed; send JSON", "body")
+        if exc.status_code == 405:  # Starlette names only the first matching route's methods
+            headers["Allow"] = ", ".join(sorted(_allowed_methods(request)))
+        return error_json(exc.status_code, code, str(exc.detail), field, headers or None)
+
+    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        message, field = _validation_message(exc)
+        return error_json(422, "invalid_input", message, field)
+
+    async def on_other(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("%s %s crashed", request.method, request.url.path)
+        return error_json(500, "internal_error", "internal error; see the server log")
+
+    app.add_exception_handler(JiyiError, on_jiyi)
+    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(Exception, on_other)

@@ -1,0 +1,91 @@
+"""Start the REST service under uvicorn (what ``jiyi serve`` calls)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from jiyi.config import GateConfig
+from jiyi.errors import ConfigError
+from jiyi.memory import AsyncMemory
+from jiyi.server.app import LOOPBACK, create_app
+from jiyi.server.auth import ApiKeys
+
+
+def serve(
+    db_path: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    keys_file: str | Path | None = None,
+    *,
+    embedder: str | None = None,
+    llm: str | None = None,
+    max_body_bytes: int = 1_000_000,
+    rate_limit_per_minute: int | None = 600,
+    worker: bool = True,
+    log_level: str = "info",
+) -> None:
+    """Serve the SQLite store at ``db_path`` on ``host:port`` until interrupted.
+
+    With ``keys_file`` (JSON, made by :func:`jiyi.server.auth.create_key`) every request
+    needs one of its keys. Without it the server runs in single-tenant mode (tenant
+    ``default``, full access), which is allowed only on a loopback address: any other
+    ``host`` raises :class:`~jiyi.errors.ConfigError` before anything starts.
+    ``worker=True`` runs queued extraction jobs in the server process. The gate reads
+    the ``MEMORY_*`` environment variables.
+    """
+    keys: ApiKeys | None = None
+    if keys_file is None:
+        if host not in LOOPBACK:
+            raise ConfigError(
+                f"refusing to serve on {host} without API keys: pass a keys file "
+                "(create keys with jiyi.server.auth.create_key) or bind to 127.0.0.1"
+            )
+    else:
+        keys = ApiKeys.load(keys_file)
+        if not len(keys):
+            raise ConfigError(f"the keys file {keys_file} holds no keys; create one first")
+    asyncio.run(
+        _serve(
+            db_path,
+            host,
+            port,
+            keys,
+            embedder=embedder,
+            llm=llm,
+            max_body_bytes=max_body_bytes,
+            rate_limit_per_minute=rate_limit_per_minute,
+            worker=worker,
+            log_level=log_level,
+        )
+    )
+
+
+async def _serve(
+    db_path: str | Path,
+    host: str,
+    port: int,
+    keys: ApiKeys | None,
+    *,
+    embedder: str | None,
+    llm: str | None,
+    max_body_bytes: int,
+    rate_limit_per_minute: int | None,
+    worker: bool,
+    log_level: str,
+) -> None:
+    import uvicorn
+
+    memory = AsyncMemory.open(db_path, embedder=embedder, llm=llm, gate=GateConfig.from_env())
+    try:
+        app = create_app(
+            memory,
+            keys=keys,
+            max_body_bytes=max_body_bytes,
+            rate_limit_per_minute=rate_limit_per_minute,
+            start_worker=worker,
+        )
+        config = uvicorn.Config(app, host=host, port=port, log_level=log_level, proxy_headers=False)
+        await uvicorn.Server(config).serve()
+    finally:
+        await memory.aclose()

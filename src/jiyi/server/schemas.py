@@ -1,0 +1,230 @@
+"""Request and response bodies of the REST service (they make the OpenAPI document).
+
+Request models forbid unknown fields, so a typo is a 422 naming the field. None of them
+lets the caller choose a tenant: the tenant comes from the API key. ``tenant_id`` is
+accepted only to be checked: a value other than the key's tenant answers 404.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, Strict
+
+from jiyi.model import MAX_ID_LENGTH, MemoryItem, MemoryType, Scope, Source, Status, Visibility
+from jiyi.session.model import Message
+
+Id = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH)
+# JSON types are kept: true is not 1, 1 is not true ("lax" coercion would accept both)
+Int = Annotated[int, Strict()]
+Bool = Annotated[bool, Strict()]
+TENANT_DOC = "Optional; must equal the API key's tenant (any other value answers 404)."
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tenant_id: str | None = Field(default=None, description=TENANT_DOC)
+
+
+class _Scopes(_Request):
+    user_id: str | None = Id
+    project_id: str | None = Id
+    session_id: str | None = Id
+    agent_id: str | None = Id
+
+
+# ---------------------------------------------------------------- memories
+
+
+class AddRequest(_Scopes):
+    content: str = Field(min_length=1, description="The memory, in Chinese or English.")
+    memory_type: MemoryType = MemoryType.FACT
+    scope: Scope | None = Field(default=None, description="Inferred from the ids when omitted.")
+    confidence: float = Field(default=0.9, ge=0.0, le=1.0)
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    tags: list[str] = Field(default_factory=list, max_length=100)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    source: Source = Source.USER
+    source_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    occurred_at: datetime | None = None
+    expires_at: datetime | None = None
+    raw: str | None = None
+    summary: str | None = None
+    structured: dict[str, Any] | None = None
+    visibility: Visibility = Visibility.MEMBERS
+
+
+class GateDecisionOut(BaseModel):
+    action: str = Field(description="add, reinforce or reject")
+    reasons: list[str]
+    redacted: list[str] = Field(description="Kinds of sensitive data removed before storage.")
+    duplicate_of: str | None = None
+    similarity: float | None = None
+
+
+class AddResponse(BaseModel):
+    item: MemoryItem
+    decision: GateDecisionOut
+
+
+class RefusedDetail(BaseModel):
+    code: Literal["refused"] = "refused"
+    message: str
+    field: str | None = "content"
+    decision: GateDecisionOut
+
+
+class RefusedResponse(BaseModel):
+    """422 body when the write gate refuses a memory: the reasons are in ``decision``."""
+
+    error: RefusedDetail
+
+
+class SearchRequest(_Scopes):
+    query: str = Field(min_length=1)
+    memory_types: list[MemoryType] = Field(default_factory=list)
+    statuses: list[Status] = Field(default_factory=list, description="Default: active only.")
+    tags: list[str] = Field(default_factory=list, description="Every tag must be present.")
+    occurred_after: datetime | None = None
+    occurred_before: datetime | None = None
+    limit: Int = Field(default=10, ge=1, le=1000)
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    include_expired: Bool = False
+    explain: Bool = False
+
+
+class SearchHitOut(BaseModel):
+    item: MemoryItem
+    score: float
+    similarity: float
+    breakdown: dict[str, float] = Field(description="Evidence and each signal's contribution.")
+
+
+class SearchResponse(BaseModel):
+    hits: list[SearchHitOut]
+
+
+class PageResponse(BaseModel):
+    items: list[MemoryItem]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page; null at the end.")
+
+
+class UpdateRequest(_Request):
+    """Only the fields present are changed; the version goes up and history keeps the old one."""
+
+    content: str | None = Field(default=None, min_length=1)
+    memory_type: MemoryType | None = None
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    tags: list[str] | None = Field(default=None, max_length=100)
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="Replaces the metadata; created_by is kept as it was."
+    )
+    status: Status | None = None
+    summary: str | None = None
+    structured: dict[str, Any] | None = None
+    occurred_at: datetime | None = None
+    expires_at: datetime | None = None
+    visibility: Visibility | None = None
+    reason: str = Field(default="", max_length=2000, description="Why; kept in the history.")
+
+
+class HistoryEventOut(BaseModel):
+    item_id: str
+    action: str
+    at: datetime
+    version: int
+    reason: str
+    actor: str | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    seq: int | None
+
+
+class StatsResponse(BaseModel):
+    total: int
+    by_type: dict[str, int]
+    by_scope: dict[str, int]
+    by_status: dict[str, int]
+    avg_confidence: float | None
+    avg_importance: float | None
+
+
+class ImportResponse(BaseModel):
+    imported: int
+    embedded: int
+
+
+# ---------------------------------------------------------------- context and sessions
+
+
+class ContextRequest(_Scopes):
+    query: str = Field(min_length=1)
+    budget_tokens: Int = Field(default=1500, ge=1, le=1_000_000)
+    max_items: Int = Field(default=10, ge=1, le=1000)
+    recent: Int = Field(default=5, ge=0, le=1000)
+    semantic: Int = Field(default=5, ge=0, le=1000)
+    summaries: Int = Field(default=2, ge=0, le=1000)
+    profile: str | None = None
+
+
+class ContextEntryOut(BaseModel):
+    source: str = Field(description="recent, semantic or summary")
+    text: str
+    tokens: int
+    score: float | None = None
+    item_id: str | None = None
+    message_id: str | None = None
+
+
+class ContextResponse(BaseModel):
+    text: str = Field(description="The assembled prompt section.")
+    tokens: int
+    dropped: int
+    profile: str | None
+    by_source: dict[str, int]
+    entries: list[ContextEntryOut]
+
+
+class MessageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str
+    name: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class RememberRequest(_Request):
+    messages: list[MessageIn] = Field(min_length=1, max_length=1000)
+    user_id: str | None = Id
+    project_id: str | None = Id
+    agent_id: str | None = Id
+
+
+class CompactionOut(BaseModel):
+    removed: int
+    tokens_before: int
+    tokens_after: int
+    summary: Message | None = None
+    episode_job_id: str | None = None
+
+
+class RememberResponse(BaseModel):
+    messages: list[Message]
+    job_id: str | None = Field(description="The queued extraction job, if any.")
+    compacted: CompactionOut | None
+
+
+class CheckpointRequest(_Request):
+    label: str | None = Field(default=None, max_length=500)
+    agent_state: dict[str, Any] = Field(default_factory=dict)
+    tool_states: dict[str, Any] = Field(default_factory=dict)
+    pending_tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Health(BaseModel):
+    status: str
