@@ -11,6 +11,7 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encodi
 
 
 def test_readme_python_examples_run() -> None:
+    # ```python blocks must run as they are; ```py blocks show code that needs a server.
     blocks = re.findall(r"```python\n(.*?)```", README, re.S)
     assert blocks
     for block in blocks:
