@@ -286,3 +286,22 @@ def test_remember_worker_jobs_context(db: Path) -> None:
     assert ctx["text"].startswith("# USER MEMORY")
     proc = jiyi("remember", "hello there", "--user", "u", db=db, check=False)
     assert proc.returncode == 1 and "--session" in proc.stderr
+
+
+def test_maintain_dry_run_changes_nothing(db: Path, tmp_path: Path) -> None:
+    old = {
+        "content": "User once mentioned liking jazz",
+        "memory_type": "fact",
+        "user_id": "m",
+        "created_at": "2020-01-01T00:00:00Z",
+        "updated_at": "2020-01-01T00:00:00Z",
+    }
+    src = tmp_path / "old.jsonl"
+    src.write_text(json.dumps(old) + "\n", encoding="utf-8")
+    jiyi("import", str(src), db=db)
+    before = jiyi("export", db=db).stdout
+    report = json.loads(jiyi("maintain", "--dry-run", "--json", db=db).stdout)
+    assert report["counts"]["archive"] == 1 and report["dry_run"] is True
+    assert jiyi("export", db=db).stdout == before
+    jiyi("maintain", db=db)
+    assert json.loads(jiyi("stats", "--json", db=db).stdout)["by_status"] == {"archived": 1}

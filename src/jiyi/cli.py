@@ -221,6 +221,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-items", type=int, default=10, help="at most this many entries (default 10)")
     _json_arg(p)
 
+    p = sub.add_parser(
+        "maintain",
+        help="decay, expiry and retention: archive what has faded (every change audited)",
+        description="Episode importance halves every 90 days; rarely used items decay by access; "
+        "expired items and old session messages are removed. Use --dry-run first.",
+    )
+    p.add_argument("--dry-run", action="store_true", help="list what would change; write nothing")
+    p.add_argument("--delete", action="store_true", help="delete instead of archive below the floor")
+    p.add_argument("--tenant", metavar="ID")
+    _json_arg(p)
+
     p = sub.add_parser("serve", help="run the REST service (and the background worker)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765)")
@@ -514,6 +525,23 @@ def cmd_reset(ns: argparse.Namespace, mem: Any) -> int:
         raise InvalidInput("reset purges memories for good; add --yes to confirm")
     count = mem.reset(**_scope(ns))
     _emit({"purged": count}) if ns.json else print(f"purged {count} memories")
+    return EXIT_OK
+
+
+def cmd_maintain(ns: argparse.Namespace, mem: Any) -> int:
+    from jiyi.lifecycle import LifecyclePolicy
+
+    policy = LifecyclePolicy(action_below_floor="delete") if ns.delete else None
+    report = mem.maintain(policy=policy, dry_run=ns.dry_run, tenant_id=ns.tenant)
+    data = report.to_json_dict()
+    if ns.json:
+        _emit(data)
+        return EXIT_OK
+    verb = "would change" if ns.dry_run else "changed"
+    print(f"scanned {data['scanned']} memories; {verb}: {data['counts'] or 'nothing'}")
+    for change in data["changes"]:
+        print(f"  {change['action']:<8} {change['id']}  {change['reason']}")
+    print(f"session messages past retention: {data['messages_removed']}")
     return EXIT_OK
 
 
@@ -817,6 +845,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Any], int]] = {
     "worker": cmd_worker,
     "jobs": cmd_jobs,
     "context": cmd_context,
+    "maintain": cmd_maintain,
 }
 
 

@@ -25,6 +25,7 @@ from jiyi.config import GateConfig, RankConfig
 from jiyi.embed.base import Embedder, Vectors, resolve_embedder
 from jiyi.errors import InvalidInput, NotFound, StoreReadOnly
 from jiyi.flow import Flow, call, embed, run_async, run_sync
+from jiyi.lifecycle import LifecyclePolicy, MaintenanceReport, maintain_flow
 from jiyi.llm.base import ChatModel, resolve_chat_model
 from jiyi.model import (
     DEFAULT_TENANT,
@@ -813,6 +814,24 @@ class MemoryCore(SessionFlows):
             yield from call(Write(tuple(changes)))
         return ImportResult(imported=len(items), embedded=embedded)
 
+    # ------------------------------------------------------------ lifecycle
+
+    def maintain(
+        self,
+        /,
+        *,
+        policy: LifecyclePolicy | None = None,
+        dry_run: bool = False,
+        tenant_id: str | None = None,
+    ) -> Flow[MaintenanceReport]:
+        """Decay, expiry, retention: archive (or delete) what has faded, each change audited.
+        ``dry_run=True`` reports what would change and writes nothing."""
+        return (
+            yield from maintain_flow(
+                self, now=self.now(), policy=policy, dry_run=dry_run, tenant_id=tenant_id
+            )
+        )
+
 
 # ---------------------------------------------------------------- drivers
 
@@ -946,6 +965,7 @@ class Memory(_Driver):
     add_document = _sync(MemoryCore.add_document)
     get_document = _sync(MemoryCore.get_document)
     context = _sync(MemoryCore.context)
+    maintain = _sync(MemoryCore.maintain)
 
     @classmethod
     def open(cls, path: str | Path, **options: Any) -> Memory:
@@ -1064,6 +1084,7 @@ class AsyncMemory(_Driver):
     add_document = _async(MemoryCore.add_document)
     get_document = _async(MemoryCore.get_document)
     context = _async(MemoryCore.context)
+    maintain = _async(MemoryCore.maintain)
 
     @classmethod
     def open(cls, path: str | Path, **options: Any) -> AsyncMemory:
