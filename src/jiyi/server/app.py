@@ -21,7 +21,7 @@ from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Path, Query, Request, Security
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from jiyi.errors import InvalidInput
@@ -31,6 +31,7 @@ from jiyi.server import errors
 from jiyi.server.auth import ApiKeys, Principal, Role
 from jiyi.server.errors import ApiError, error_responses
 from jiyi.server.limits import BodySizeLimit, RateLimiter
+from jiyi.server.metrics import Metrics, RequestMetrics
 from jiyi.server.schemas import (
     AddRequest,
     AddResponse,
@@ -118,12 +119,15 @@ def create_app(
     max_body_bytes: int = 1_000_000,
     rate_limit_per_minute: int | None = 600,
     start_worker: bool = False,
+    metrics: bool = True,
 ) -> FastAPI:
     """The REST application over ``memory`` (which the caller opens and closes).
 
     ``keys=None`` is single-tenant mode (tenant ``default``, loopback servers only; see
     the module docstring). ``rate_limit_per_minute=None`` disables the rate limit.
     ``start_worker=True`` drains queued extraction jobs in a background task.
+    ``metrics=False`` removes the unauthenticated ``GET /metrics`` (see
+    :mod:`jiyi.server.metrics`); request ids and JSON request logs stay.
     """
     limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
 
@@ -146,6 +150,9 @@ def create_app(
     )
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    telemetry = Metrics(memory, keys)
+    app.state.metrics = telemetry
+    app.add_middleware(RequestMetrics, metrics=telemetry)  # outermost: sees every request
 
     api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, scheme_name="ApiKey")
     bearer = HTTPBearer(auto_error=False, scheme_name="Bearer")
@@ -172,6 +179,7 @@ def create_app(
             if found is None:
                 raise ApiError(401, "invalid API key", headers={"WWW-Authenticate": "Bearer"})
             who = found
+        request.state.tenant = who.tenant  # for the request log (jiyi.server.metrics)
         if limiter is not None:
             limiter.enforce(who.key_id)
         _same_tenant(who, request.query_params.get("tenant_id"))
@@ -211,6 +219,13 @@ def create_app(
         await memory.list(tenant_id=DEFAULT_TENANT, limit=1)
         return Health(status="ready")
 
+    if metrics:
+
+        @app.get("/metrics", tags=["probes"], summary="Prometheus metrics", include_in_schema=False)
+        async def prometheus_metrics() -> Response:
+            body, content_type = await telemetry.render()
+            return Response(body, media_type=content_type)
+
     # ------------------------------------------------------------ memories
 
     @app.post(
@@ -249,6 +264,7 @@ def create_app(
             visibility=body.visibility.value,
             actor=who.key_id,
         )
+        telemetry.gate(result.decision)
         decision = _decision(result.decision)
         if result.item is None:
             refused = RefusedResponse(
@@ -262,23 +278,24 @@ def create_app(
     @app.post("/v1/memories/search", tags=["memories"], summary="Search memories", responses=READ)
     async def search_memories(body: SearchRequest, who: Reader) -> SearchResponse:
         _same_tenant(who, body.tenant_id)
-        hits = await memory.search(
-            body.query,
-            user_id=body.user_id,
-            project_id=body.project_id,
-            session_id=body.session_id,
-            agent_id=body.agent_id,
-            tenant_id=who.tenant,
-            memory_types=body.memory_types,
-            statuses=body.statuses,
-            tags=body.tags,
-            occurred_after=body.occurred_after,
-            occurred_before=body.occurred_before,
-            limit=body.limit,
-            threshold=body.threshold,
-            include_expired=body.include_expired,
-            explain=body.explain,
-        )
+        with telemetry.search_seconds.time():
+            hits = await memory.search(
+                body.query,
+                user_id=body.user_id,
+                project_id=body.project_id,
+                session_id=body.session_id,
+                agent_id=body.agent_id,
+                tenant_id=who.tenant,
+                memory_types=body.memory_types,
+                statuses=body.statuses,
+                tags=body.tags,
+                occurred_after=body.occurred_after,
+                occurred_before=body.occurred_before,
+                limit=body.limit,
+                threshold=body.threshold,
+                include_expired=body.include_expired,
+                explain=body.explain,
+            )
         return SearchResponse(
             hits=[
                 SearchHitOut(item=h.item, score=h.score, similarity=h.similarity, breakdown=h.breakdown)

@@ -85,7 +85,20 @@ async def _serve(
             rate_limit_per_minute=rate_limit_per_minute,
             start_worker=worker,
         )
+        _log_to_stderr(log_level)
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level, proxy_headers=False)
         await uvicorn.Server(config).serve()
     finally:
         await memory.aclose()
+
+
+def _log_to_stderr(level: str) -> None:
+    """uvicorn configures its own loggers only; jiyi's request and worker logs need a handler."""
+    import logging
+
+    log = logging.getLogger("jiyi")
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        log.addHandler(handler)
+    log.setLevel(level.upper())
