@@ -456,3 +456,15 @@ async def test_async_concurrent_adds_lose_nothing(tmp_path: Path) -> None:
         )
         assert all(r.item is not None for r in results)
         assert (await mem.stats()).total == len(topics)
+
+
+def test_optional_reranker_reorders_and_explains(tmp_path: Path) -> None:
+    def prefers_tea(query: str, texts: list[str]) -> list[float]:
+        return [1.0 if "tea" in t else 0.0 for t in texts]
+
+    with Memory(SQLiteStore(tmp_path / "r.db"), reranker=prefers_tea, rerank_weight=1.0) as m:
+        m.add("User drinks coffee every morning", user_id="r")
+        m.add("User drinks green tea in the afternoon", user_id="r")
+        hits = m.search("what does the user drink in the morning", user_id="r", explain=True)
+        assert "tea" in hits[0].item.content
+        assert hits[0].breakdown["rerank.normalised"] == 1.0

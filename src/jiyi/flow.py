@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from jiyi.embed.base import Embedder, Vectors, aembed
 from jiyi.errors import ConfigError
 from jiyi.llm.base import ChatModel, Complete, acomplete, check_answer
+from jiyi.read.rerank import Rerank, Reranker, ascore_texts, score_texts
 from jiyi.store.base import Op, Store
 
 R = TypeVar("R")
@@ -30,7 +31,7 @@ class Embed:
     texts: tuple[str, ...]
 
 
-Effect = Op[Any] | Embed | Complete
+Effect = Op[Any] | Embed | Complete | Rerank
 Flow = Generator[Effect, Any, R]
 
 
@@ -44,13 +45,30 @@ def embed(texts: Sequence[str]) -> Generator[Effect, Any, Vectors]:
     return result
 
 
+def rerank_scores(query: str, texts: Sequence[str]) -> Generator[Effect, Any, Any]:
+    result = yield Rerank(query, tuple(texts))
+    return result
+
+
+def _need_reranker(reranker: Reranker | None) -> Reranker:
+    if reranker is None:
+        raise ConfigError("this step needs a reranker, but none is configured (pass reranker=...)")
+    return reranker
+
+
 def _need(chat: ChatModel | None) -> ChatModel:
     if chat is None:
         raise ConfigError("this step needs a language model, but none is configured (pass llm=...)")
     return chat
 
 
-def run_sync(flow: Flow[R], store: Store, embedder: Embedder, chat: ChatModel | None = None) -> R:
+def run_sync(
+    flow: Flow[R],
+    store: Store,
+    embedder: Embedder,
+    chat: ChatModel | None = None,
+    reranker: Reranker | None = None,
+) -> R:
     try:
         effect = next(flow)
         while True:
@@ -58,6 +76,8 @@ def run_sync(flow: Flow[R], store: Store, embedder: Embedder, chat: ChatModel | 
                 result: Any
                 if isinstance(effect, Embed):
                     result = embedder.embed(effect.texts)
+                elif isinstance(effect, Rerank):
+                    result = score_texts(_need_reranker(reranker), effect.query, effect.texts)
                 elif isinstance(effect, Complete):
                     model = _need(chat)
                     result = check_answer(
@@ -81,7 +101,13 @@ def run_sync(flow: Flow[R], store: Store, embedder: Embedder, chat: ChatModel | 
         flow.close()
 
 
-async def run_async(flow: Flow[R], store: Store, embedder: Embedder, chat: ChatModel | None = None) -> R:
+async def run_async(
+    flow: Flow[R],
+    store: Store,
+    embedder: Embedder,
+    chat: ChatModel | None = None,
+    reranker: Reranker | None = None,
+) -> R:
     try:
         effect = next(flow)
         while True:
@@ -89,6 +115,8 @@ async def run_async(flow: Flow[R], store: Store, embedder: Embedder, chat: ChatM
                 result: Any
                 if isinstance(effect, Embed):
                     result = await aembed(embedder, effect.texts)
+                elif isinstance(effect, Rerank):
+                    result = await ascore_texts(_need_reranker(reranker), effect.query, effect.texts)
                 elif isinstance(effect, Complete):
                     model = _need(chat)
                     answer = await acomplete(

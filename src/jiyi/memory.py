@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from jiyi.config import GateConfig, RankConfig
 from jiyi.embed.base import Embedder, Vectors, resolve_embedder
 from jiyi.errors import InvalidInput, NotFound, StoreReadOnly
-from jiyi.flow import Flow, call, embed, run_async, run_sync
+from jiyi.flow import Flow, call, embed, rerank_scores, run_async, run_sync
 from jiyi.lifecycle import LifecyclePolicy, MaintenanceReport, maintain_flow
 from jiyi.llm.base import ChatModel, resolve_chat_model
 from jiyi.model import (
@@ -41,6 +41,7 @@ from jiyi.model import (
     utcnow,
 )
 from jiyi.read.rank import SearchHit, mmr_select, score_candidates
+from jiyi.read.rerank import RerankerSpec, apply_rerank, rerank_texts, resolve_reranker
 from jiyi.session.flows import RememberResult, SessionConfig, SessionFlows
 from jiyi.store.base import (
     CacheGet,
@@ -202,6 +203,9 @@ class MemoryCore(SessionFlows):
         gate: GateConfig | None = None,
         rank: RankConfig | None = None,
         session: SessionConfig | None = None,
+        reranker: RerankerSpec = None,
+        rerank_weight: float = 0.5,
+        rerank_top: int = 30,
         clock: Callable[[], datetime] | None = None,
         tenant_id: str = DEFAULT_TENANT,
     ) -> None:
@@ -213,6 +217,10 @@ class MemoryCore(SessionFlows):
         self.gate = gate or GateConfig()
         self.rank = rank or RankConfig()
         self.session_config = session or SessionConfig()
+        # Optional second stage (a local cross-encoder or a stronger embedder), off by default.
+        self.reranker = resolve_reranker(reranker)
+        self.rerank_weight = rerank_weight
+        self.rerank_top = rerank_top
         self._clock = clock or utcnow
         self.tenant_id = tenant_id
         self._query_cache = _LRU()
@@ -481,6 +489,10 @@ class MemoryCore(SessionFlows):
             for s in score_candidates(candidates, cfg, now, lambda item: windows.contains(item.occurred_at))
             if floor is None or s.similarity >= floor
         ]
+        if self.reranker is not None and scored:
+            top = max(self.rerank_top, limit)
+            scores = yield from rerank_scores(query, rerank_texts(scored, top))
+            scored = apply_rerank(scored, scores, self.rerank_weight, top)
         if cfg.mmr and len(scored) > limit:
             window = scored[: cfg.pool_factor * limit]
             picked = mmr_select(
@@ -912,7 +924,7 @@ def _sync(flow_fn: Callable[Concatenate[Any, P], Flow[R]]) -> Callable[Concatena
     @functools.wraps(flow_fn)
     def method(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
         core = self.core
-        return run_sync(flow_fn(core, *args, **kwargs), core.store, core.embedder, core.llm)
+        return run_sync(flow_fn(core, *args, **kwargs), core.store, core.embedder, core.llm, core.reranker)
 
     return method
 
@@ -923,7 +935,9 @@ def _async(
     @functools.wraps(flow_fn)
     async def method(self: AsyncMemory, /, *args: P.args, **kwargs: P.kwargs) -> R:
         core = self.core
-        return await run_async(flow_fn(core, *args, **kwargs), core.store, core.embedder, core.llm)
+        return await run_async(
+            flow_fn(core, *args, **kwargs), core.store, core.embedder, core.llm, core.reranker
+        )
 
     return method
 

@@ -262,6 +262,14 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "CREATE INDEX items_thread ON {s}.items (tenant_id, scope_key, thread_id)",
         ),
     ),
+    (
+        "vectors stored inline",
+        (
+            # pgvector's default storage moves a 512-d vector (2 KB) out of line (TOAST), so
+            # every distance fetches it again: measured 87 ms vs 28.5 ms for 30k rows.
+            "ALTER TABLE {s}.vectors ALTER COLUMN vec SET STORAGE PLAIN",
+        ),
+    ),
 ]
 
 MIGRATION_LOCK = 0x4A49594900000001  # pg_advisory_xact_lock key shared by every jiyi schema
