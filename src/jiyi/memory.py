@@ -37,6 +37,7 @@ from jiyi.model import (
     Status,
     as_utc,
     invalid_from_pydantic,
+    owner_scope,
     scope_key,
     utcnow,
 )
@@ -131,14 +132,8 @@ def _infer_scope(
             raise InvalidInput(
                 f"unknown scope {scope!r}; use one of {', '.join(s.value for s in Scope)}", field="scope"
             ) from None
-    for candidate, value in (
-        (Scope.USER, user_id),
-        (Scope.PROJECT, project_id),
-        (Scope.AGENT, agent_id),
-        (Scope.SESSION, session_id),
-    ):
-        if value is not None:
-            return candidate
+    if any(v is not None for v in (user_id, project_id, agent_id, session_id)):
+        return owner_scope(user_id, project_id, agent_id, session_id)
     raise InvalidInput(
         "say whose memory this is: give user_id, project_id, session_id or agent_id", field="user_id"
     )

@@ -85,6 +85,19 @@ def as_utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
+def owner_scope(
+    user_id: str | None, project_id: str | None, agent_id: str | None, session_id: str | None = None
+) -> Scope:
+    """The scope an item gets when only ids are known: the broadest long-lived one given."""
+    if user_id:
+        return Scope.USER
+    if project_id:
+        return Scope.PROJECT
+    if agent_id:
+        return Scope.AGENT
+    return Scope.SESSION
+
+
 def scope_key(scope: Scope, scope_id: str) -> str:
     """The single string that places an item in one memory space, e.g. ``user:alice``."""
     return f"{scope.value}:{scope_id}"

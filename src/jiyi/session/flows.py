@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from jiyi.errors import InvalidInput
 from jiyi.flow import Flow, call, embed
-from jiyi.model import MemoryItem, MemoryType, Relation, RelationType, Scope, Source, Status
+from jiyi.model import MemoryItem, MemoryType, Relation, RelationType, Source, Status, owner_scope
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
     AppendMessages,
@@ -220,6 +220,29 @@ def _as_message(raw: Message | Mapping[str, Any] | tuple[str, str], base: dict[s
     return msg
 
 
+def _turn_job(
+    core: _Core, kind: str, tenant: str, turns: Sequence[Message], scope_ids: Mapping[str, str | None]
+) -> Job:
+    """A queued job over conversation turns (what was said, by whom, when)."""
+    now = core.now()
+    return Job(
+        kind=kind,
+        tenant_id=tenant,
+        max_attempts=core.session_config.job_attempts,
+        payload={
+            **scope_ids,
+            "turns": [
+                {"role": m.role, "content": m.content, "name": m.name, "at": m.created_at.isoformat()}
+                for m in turns
+            ],
+            "started_at": turns[0].created_at.isoformat() if turns else now.isoformat(),
+        },
+        run_after=now,
+        created_at=now,
+        updated_at=now,
+    )
+
+
 def _turns(messages: Sequence[Message]) -> list[Message]:
     return [m for m in messages if m.role in ("user", "assistant")]
 
@@ -315,24 +338,13 @@ class SessionFlows:
         changes: list[Any] = [AppendMessages(msgs)]
         job: Job | None = None
         if cfg.extract and any(m.role == "user" for m in msgs):
-            job = Job(
-                kind="extract",
-                tenant_id=tenant,
-                max_attempts=cfg.job_attempts,
-                payload={
-                    "session_id": session_id,
-                    "user_id": user_id,
-                    "project_id": project_id,
-                    "agent_id": agent_id,
-                    "turns": [
-                        {"role": m.role, "content": m.content, "name": m.name, "at": m.created_at.isoformat()}
-                        for m in msgs
-                    ],
-                },
-                run_after=self.now(),
-                created_at=self.now(),
-                updated_at=self.now(),
-            )
+            ids = {
+                "session_id": session_id,
+                "user_id": user_id,
+                "project_id": project_id,
+                "agent_id": agent_id,
+            }
+            job = _turn_job(self, "extract", tenant, msgs, ids)
             changes.append(PutJob(job))
         yield from call(Write(tuple(changes)))
         stored = yield from call(GetMessages(tenant, session_id, last=len(msgs)))
@@ -407,22 +419,13 @@ class SessionFlows:
         changes: list[Any] = [DeleteMessages(tenant, session_id, removed), AppendMessages((summary,))]
         episode: Job | None = None
         if self.session_config.episodes:
-            episode = Job(
-                kind="episode",
-                tenant_id=tenant,
-                max_attempts=self.session_config.job_attempts,
-                payload={
-                    "session_id": session_id,
-                    "user_id": user_id,
-                    "project_id": project_id,
-                    "agent_id": agent_id,
-                    "turns": [{"role": m.role, "content": m.content} for m in old],
-                    "started_at": old[0].created_at.isoformat(),
-                },
-                run_after=self.now(),
-                created_at=self.now(),
-                updated_at=self.now(),
-            )
+            ids = {
+                "session_id": session_id,
+                "user_id": user_id,
+                "project_id": project_id,
+                "agent_id": agent_id,
+            }
+            episode = _turn_job(self, "episode", tenant, old, ids)
             changes.append(PutJob(episode))
         yield from call(Write(tuple(changes)))
         after = before - sum(m.token_count for m in previous + old) + summary.token_count
@@ -444,22 +447,8 @@ class SessionFlows:
         turns = _turns(msgs)
         if not turns:
             return None
-        job = Job(
-            kind="episode",
-            tenant_id=tenant,
-            max_attempts=self.session_config.job_attempts,
-            payload={
-                "session_id": session_id,
-                "user_id": user_id,
-                "project_id": project_id,
-                "agent_id": agent_id,
-                "turns": [{"role": m.role, "content": m.content} for m in turns],
-                "started_at": turns[0].created_at.isoformat(),
-            },
-            run_after=self.now(),
-            created_at=self.now(),
-            updated_at=self.now(),
-        )
+        ids = {"session_id": session_id, "user_id": user_id, "project_id": project_id, "agent_id": agent_id}
+        job = _turn_job(self, "episode", tenant, turns, ids)
         yield from call(Write((PutJob(job),)))
         return job.id
 
@@ -562,15 +551,7 @@ class SessionFlows:
 
         tenant = tenant_id or self.tenant_id
         now = self.now()
-        scope = (
-            Scope.USER
-            if user_id
-            else Scope.PROJECT
-            if project_id
-            else Scope.AGENT
-            if agent_id
-            else Scope.SESSION
-        )
+        scope = owner_scope(user_id, project_id, agent_id)
         outcomes: list[Outcome] = []
         passed: list[tuple[Extracted, str, tuple[str, ...]]] = []
         for cand in candidates:
@@ -816,15 +797,7 @@ class SessionFlows:
     ) -> Flow[MemoryItem]:
         """Store an episode (seed 001): searchable like any memory, tagged ``episode``."""
         now = self.now()
-        scope = (
-            Scope.USER
-            if user_id
-            else Scope.PROJECT
-            if project_id
-            else Scope.AGENT
-            if agent_id
-            else Scope.SESSION
-        )
+        scope = owner_scope(user_id, project_id, agent_id)
         item = MemoryItem.build(
             content=summary,
             summary=summary,
@@ -978,15 +951,7 @@ class SessionFlows:
         cfg = self.session_config
         chunks = chunk_text(text, max_tokens=cfg.chunk_tokens, overlap_tokens=cfg.chunk_overlap)
         parent = parent_id or new_id()
-        scope = (
-            Scope.USER
-            if user_id
-            else Scope.PROJECT
-            if project_id
-            else Scope.AGENT
-            if agent_id
-            else Scope.SESSION
-        )
+        scope = owner_scope(user_id, project_id, agent_id)
         now = self.now()
         items = [
             MemoryItem.build(
