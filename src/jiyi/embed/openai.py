@@ -7,26 +7,18 @@ The API key is sent as a Bearer header and never appears in a repr, a log or an 
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import time
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import httpx
 import numpy as np
 
-from jiyi._http import env as _env
-from jiyi._http import retry_after_seconds as _retry_after_seconds
-from jiyi._http import server_message as _server_message
+from jiyi._http import OpenAICompatibleClient
 from jiyi.embed.base import Vectors, normalise
 from jiyi.errors import ConfigError, EmbedderError, InvalidInput
 
-_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-
-class OpenAIEmbedder:
+class OpenAIEmbedder(OpenAICompatibleClient):
     """Embeddings from an OpenAI-compatible HTTP API.
 
     ``base_url`` defaults to ``$JIYI_EMBED_BASE_URL``, then ``$OPENAI_BASE_URL``, then
@@ -44,6 +36,13 @@ class OpenAIEmbedder:
     ``httpx.AsyncClient`` cannot be shared between event loops.
     """
 
+    _PATH = "/embeddings"
+    _LABEL = "embedding"
+    _REQUEST = "embedding request"
+    _ENV_BASE = ("JIYI_EMBED_BASE_URL", "OPENAI_BASE_URL")
+    _ENV_KEY = ("JIYI_EMBED_API_KEY", "OPENAI_API_KEY")
+    _ERROR = EmbedderError
+
     def __init__(
         self,
         model: str,
@@ -59,41 +58,24 @@ class OpenAIEmbedder:
         backoff: float = 0.2,
         max_wait: float = 10.0,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise ConfigError("OpenAIEmbedder needs a model name, e.g. 'text-embedding-3-small'")
         if dimensions is not None and (isinstance(dimensions, bool) or dimensions < 1):
             raise ConfigError(f"dimensions must be a positive integer or None, not {dimensions!r}")
-        if not timeout > 0:
-            raise ConfigError(f"timeout must be positive, not {timeout!r}")
-        if max_retries < 0:
-            raise ConfigError(f"max_retries must be 0 or more, not {max_retries!r}")
         if batch_size < 1:
             raise ConfigError(f"batch_size must be at least 1, not {batch_size!r}")
-        if backoff < 0 or max_wait < 0:
-            raise ConfigError("backoff and max_wait must not be negative")
-        self._model = model.strip()
-        url = base_url if base_url is not None else _env("JIYI_EMBED_BASE_URL", "OPENAI_BASE_URL")
-        self._base_url = (url or _DEFAULT_BASE_URL).rstrip("/")
-        if not self._base_url.startswith(("http://", "https://")):
-            raise ConfigError(
-                f"embedding base_url must start with http:// or https://, not {self._base_url!r}"
-            )
-        try:
-            # For messages: no userinfo or query string, which may hold credentials.
-            self._display_url = str(httpx.URL(self._url).copy_with(username=None, password=None, query=None))
-        except httpx.InvalidURL as exc:
-            raise ConfigError(f"embedding base_url is not a valid URL: {exc}") from exc
-        self._api_key = api_key if api_key is not None else _env("JIYI_EMBED_API_KEY", "OPENAI_API_KEY")
+        super().__init__(
+            model,
+            model_hint="text-embedding-3-small",
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            max_wait=max_wait,
+            client=client,
+            async_client=async_client,
+        )
         self._dimensions = dimensions
-        self._timeout = float(timeout)
-        self._max_retries = max_retries
         self._batch_size = batch_size
-        self._backoff = float(backoff)
-        self._max_wait = float(max_wait)
-        self._client = client
-        self._owns_client = client is None
-        self._async_client = async_client
-        self._client_lock = threading.Lock()
         # Learned from the first answer, so an empty call can return (0, dim).
         self._dim: int | None = dimensions
 
@@ -106,47 +88,10 @@ class OpenAIEmbedder:
             return f"openai:{self._model}:{self._dimensions}d"
         return f"openai:{self._model}"
 
-    @property
-    def base_url(self) -> str:
-        return self._base_url
-
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model={self._model!r}, base_url={self._base_url!r}, dimensions={self._dimensions!r})"
 
-    # -- lifecycle ------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the sync client if this embedder created it."""
-        with self._client_lock:
-            if self._owns_client and self._client is not None:
-                self._client.close()
-                self._client = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def _sync_client(self) -> httpx.Client:
-        with self._client_lock:
-            if self._client is None:
-                self._client = httpx.Client(timeout=self._timeout)
-            return self._client
-
     # -- shared, I/O-free parts -----------------------------------------------------------
-
-    @property
-    def _url(self) -> str:
-        return f"{self._base_url}/embeddings"
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        return headers
 
     def _payload(self, batch: list[str]) -> dict[str, Any]:
         payload: dict[str, Any] = {"model": self._model, "input": batch}
@@ -165,39 +110,6 @@ class OpenAIEmbedder:
 
     def _empty(self) -> Vectors:
         return np.zeros((0, self._dim or 0), dtype=np.float32)
-
-    def _redact(self, text: str) -> str:
-        # Some gateways echo the Authorization header back in their error bodies.
-        if self._api_key and len(self._api_key) >= 4:
-            text = text.replace(self._api_key, "***")
-        return text
-
-    def _fail(self, what: str, attempts: int) -> EmbedderError:
-        tried = f" after {attempts} attempts" if attempts > 1 else ""
-        return EmbedderError(self._redact(f"embedding request to {self._display_url} failed{tried}: {what}"))
-
-    def _outcome(self, result: httpx.Response | Exception, expected: int, attempt: int) -> Vectors | float:
-        """Decide what one attempt means: the vectors, or seconds to wait before retrying.
-
-        Raises :class:`EmbedderError` when the attempt failed for good.
-        """
-        if isinstance(result, Exception):
-            what = f"{type(result).__name__}: {result}" if str(result) else type(result).__name__
-            retryable = isinstance(
-                result, httpx.TimeoutException | httpx.NetworkError | httpx.RemoteProtocolError
-            )
-            retry_after = None
-        else:
-            status = result.status_code
-            if 200 <= status < 300:
-                return self._parse(result, expected)
-            what = f"HTTP {status}: {_server_message(result)}"
-            retryable = status in (408, 429) or status >= 500
-            retry_after = _retry_after_seconds(result)
-        if not retryable or attempt >= self._max_retries:
-            raise self._fail(what, attempt + 1) from (result if isinstance(result, Exception) else None)
-        wait = retry_after if retry_after is not None else self._backoff * 2**attempt
-        return min(wait, self._max_wait)
 
     def _parse(self, response: httpx.Response, expected: int) -> Vectors:
         try:
@@ -243,53 +155,12 @@ class OpenAIEmbedder:
         batches = self._batches(texts)
         if not batches:
             return self._empty()
-        client = self._sync_client()
-        parts: list[Vectors] = []
-        for batch in batches:
-            payload = self._payload(batch)
-            attempt = 0
-            while True:
-                result: httpx.Response | Exception
-                try:
-                    result = client.post(
-                        self._url, json=payload, headers=self._headers(), timeout=self._timeout
-                    )
-                except (httpx.HTTPError, httpx.InvalidURL) as exc:
-                    result = exc
-                outcome = self._outcome(result, len(batch), attempt)
-                if isinstance(outcome, np.ndarray):
-                    parts.append(outcome)
-                    break
-                time.sleep(outcome)
-                attempt += 1
-        return self._combine(parts)
+        return self._combine([self._parse(self._post(self._payload(b)), len(b)) for b in batches])
 
     async def aembed(self, texts: Sequence[str]) -> Vectors:
         batches = self._batches(texts)
         if not batches:
             return self._empty()
-        if self._async_client is not None:
-            return await self._aembed_with(self._async_client, batches)
-        async with httpx.AsyncClient(timeout=self._timeout) as client:
-            return await self._aembed_with(client, batches)
-
-    async def _aembed_with(self, client: httpx.AsyncClient, batches: list[list[str]]) -> Vectors:
-        parts: list[Vectors] = []
-        for batch in batches:
-            payload = self._payload(batch)
-            attempt = 0
-            while True:
-                result: httpx.Response | Exception
-                try:
-                    result = await client.post(
-                        self._url, json=payload, headers=self._headers(), timeout=self._timeout
-                    )
-                except (httpx.HTTPError, httpx.InvalidURL) as exc:
-                    result = exc
-                outcome = self._outcome(result, len(batch), attempt)
-                if isinstance(outcome, np.ndarray):
-                    parts.append(outcome)
-                    break
-                await asyncio.sleep(outcome)
-                attempt += 1
+        async with self._async_session() as client:
+            parts = [self._parse(await self._apost(client, self._payload(b)), len(b)) for b in batches]
         return self._combine(parts)

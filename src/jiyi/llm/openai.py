@@ -7,26 +7,17 @@ them. The API key is sent as a Bearer header and never appears in a repr, a log 
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import time
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import httpx
 
-# The embeddings client's HTTP helpers are the same for chat; shared rather than copied.
-from jiyi._http import env as _env
-from jiyi._http import retry_after_seconds as _retry_after_seconds
-from jiyi._http import server_message as _server_message
-from jiyi.errors import ConfigError, LLMError
+from jiyi._http import OpenAICompatibleClient
+from jiyi.errors import LLMError
 from jiyi.llm.base import check_chat_options, check_messages, ensure_network_allowed
 
-_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-
-class OpenAIChatModel:
+class OpenAIChatModel(OpenAICompatibleClient):
     """Chat completions from an OpenAI-compatible HTTP API.
 
     ``base_url`` defaults to ``$JIYI_LLM_BASE_URL``, then ``$OPENAI_BASE_URL``, then OpenAI;
@@ -45,6 +36,13 @@ class OpenAIChatModel:
     ``httpx.AsyncClient`` cannot be shared between event loops.
     """
 
+    _PATH = "/chat/completions"
+    _LABEL = "llm"
+    _REQUEST = "chat request"
+    _ENV_BASE = ("JIYI_LLM_BASE_URL", "OPENAI_BASE_URL")
+    _ENV_KEY = ("JIYI_LLM_API_KEY", "OPENAI_API_KEY")
+    _ERROR = LLMError
+
     def __init__(
         self,
         model: str,
@@ -58,43 +56,24 @@ class OpenAIChatModel:
         client: httpx.Client | None = None,
         async_client: httpx.AsyncClient | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise ConfigError("OpenAIChatModel needs a model name, e.g. 'gpt-4o-mini'")
-        if not timeout > 0:
-            raise ConfigError(f"timeout must be positive, not {timeout!r}")
-        if max_retries < 0:
-            raise ConfigError(f"max_retries must be 0 or more, not {max_retries!r}")
-        if backoff < 0 or max_wait < 0:
-            raise ConfigError("backoff and max_wait must not be negative")
-        self._model = model.strip()
-        url = base_url if base_url is not None else _env("JIYI_LLM_BASE_URL", "OPENAI_BASE_URL")
-        self._base_url = (url or _DEFAULT_BASE_URL).rstrip("/")
-        if not self._base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"llm base_url must start with http:// or https://, not {self._base_url!r}")
-        try:
-            # For messages: no userinfo or query string, which may hold credentials.
-            self._display_url = str(httpx.URL(self._url).copy_with(username=None, password=None, query=None))
-        except httpx.InvalidURL as exc:
-            raise ConfigError(f"llm base_url is not a valid URL: {exc}") from exc
-        self._api_key = api_key if api_key is not None else _env("JIYI_LLM_API_KEY", "OPENAI_API_KEY")
-        self._timeout = float(timeout)
-        self._max_retries = max_retries
-        self._backoff = float(backoff)
-        self._max_wait = float(max_wait)
-        self._client = client
-        self._owns_client = client is None
-        self._async_client = async_client
-        self._client_lock = threading.Lock()
+        super().__init__(
+            model,
+            model_hint="gpt-4o-mini",
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            max_wait=max_wait,
+            client=client,
+            async_client=async_client,
+        )
 
     # -- identity -------------------------------------------------------------------------
 
     @property
     def model_id(self) -> str:
         return f"openai:{self._model}"
-
-    @property
-    def base_url(self) -> str:
-        return self._base_url
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel(model={self._model!r}, base_url={self._display_base!r})"
@@ -103,40 +82,7 @@ class OpenAIChatModel:
     def _display_base(self) -> str:
         return self._display_url.removesuffix("/chat/completions")
 
-    # -- lifecycle ------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the sync client if this model created it."""
-        with self._client_lock:
-            if self._owns_client and self._client is not None:
-                self._client.close()
-                self._client = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def _sync_client(self) -> httpx.Client:
-        with self._client_lock:
-            if self._client is None:
-                self._client = httpx.Client(timeout=self._timeout)
-            return self._client
-
     # -- shared, I/O-free parts -----------------------------------------------------------
-
-    @property
-    def _url(self) -> str:
-        return f"{self._base_url}/chat/completions"
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        return headers
 
     def _payload(
         self,
@@ -154,39 +100,6 @@ class OpenAIChatModel:
         if json_mode:
             payload["response_format"] = {"type": "json_object"}
         return payload
-
-    def _redact(self, text: str) -> str:
-        # Some gateways echo the Authorization header back in their error bodies.
-        if self._api_key and len(self._api_key) >= 4:
-            text = text.replace(self._api_key, "***")
-        return text
-
-    def _fail(self, what: str, attempts: int = 1) -> LLMError:
-        tried = f" after {attempts} attempts" if attempts > 1 else ""
-        return LLMError(self._redact(f"chat request to {self._display_url} failed{tried}: {what}"))
-
-    def _outcome(self, result: httpx.Response | Exception, attempt: int) -> str | float:
-        """Decide what one attempt means: the answer, or seconds to wait before retrying.
-
-        Raises :class:`LLMError` when the attempt failed for good.
-        """
-        if isinstance(result, Exception):
-            what = f"{type(result).__name__}: {result}" if str(result) else type(result).__name__
-            retryable = isinstance(
-                result, httpx.TimeoutException | httpx.NetworkError | httpx.RemoteProtocolError
-            )
-            retry_after = None
-        else:
-            status = result.status_code
-            if 200 <= status < 300:
-                return self._parse(result)
-            what = f"HTTP {status}: {_server_message(result)}"
-            retryable = status in (408, 429) or status >= 500
-            retry_after = _retry_after_seconds(result)
-        if not retryable or attempt >= self._max_retries:
-            raise self._fail(what, attempt + 1) from (result if isinstance(result, Exception) else None)
-        wait = retry_after if retry_after is not None else self._backoff * 2**attempt
-        return min(wait, self._max_wait)
 
     def _parse(self, response: httpx.Response) -> str:
         try:
@@ -227,19 +140,7 @@ class OpenAIChatModel:
         json_mode: bool = False,
     ) -> str:
         payload = self._payload(messages, temperature, max_tokens, json_mode)
-        client = self._sync_client()
-        attempt = 0
-        while True:
-            result: httpx.Response | Exception
-            try:
-                result = client.post(self._url, json=payload, headers=self._headers(), timeout=self._timeout)
-            except (httpx.HTTPError, httpx.InvalidURL) as exc:
-                result = exc
-            outcome = self._outcome(result, attempt)
-            if isinstance(outcome, str):
-                return outcome
-            time.sleep(outcome)
-            attempt += 1
+        return self._parse(self._post(payload))
 
     async def acomplete(
         self,
@@ -250,26 +151,8 @@ class OpenAIChatModel:
         json_mode: bool = False,
     ) -> str:
         payload = self._payload(messages, temperature, max_tokens, json_mode)
-        if self._async_client is not None:
-            return await self._acomplete_with(self._async_client, payload)
-        async with httpx.AsyncClient(timeout=self._timeout) as client:
-            return await self._acomplete_with(client, payload)
-
-    async def _acomplete_with(self, client: httpx.AsyncClient, payload: dict[str, Any]) -> str:
-        attempt = 0
-        while True:
-            result: httpx.Response | Exception
-            try:
-                result = await client.post(
-                    self._url, json=payload, headers=self._headers(), timeout=self._timeout
-                )
-            except (httpx.HTTPError, httpx.InvalidURL) as exc:
-                result = exc
-            outcome = self._outcome(result, attempt)
-            if isinstance(outcome, str):
-                return outcome
-            await asyncio.sleep(outcome)
-            attempt += 1
+        async with self._async_session() as client:
+            return self._parse(await self._apost(client, payload))
 
 
 def _text_of(content: Any) -> str | None:
