@@ -250,6 +250,17 @@ class MemoryCore(SessionFlows):
             self._query_cache.put(key, hit)
         return hit
 
+    def _all_items(self, flt: Filter) -> Flow[list[MemoryItem]]:
+        """Every item the filter matches, following the cursor page by page."""
+        items: list[MemoryItem] = []
+        cursor: str | None = None
+        while True:
+            page = yield from call(ListItems(flt, limit=MAX_LIMIT, cursor=cursor))
+            items.extend(page.items)
+            if page.next_cursor is None:
+                return items
+            cursor = page.next_cursor
+
     def _require(self, item_id: str, tenant_id: str | None) -> Flow[MemoryItem]:
         _check_text(item_id, "id")
         found = yield from call(GetItems(tenant_id or self.tenant_id, (item_id,)))
@@ -706,18 +717,12 @@ class MemoryCore(SessionFlows):
         flt = Filter(
             tenant_id=tenant_id or self.tenant_id, scope_keys=keys, statuses=(), include_expired=True
         )
-        purges: list[Purge] = []
-        cursor: str | None = None
-        while True:
-            page = yield from call(ListItems(flt, limit=MAX_LIMIT, cursor=cursor))
-            for item in page.items:
-                event = self._event(
-                    HistoryAction.RESET, item, None, f"scoped reset of {', '.join(keys)}", actor
-                )
-                purges.append(Purge(item.tenant_id, item.id, event))
-            if page.next_cursor is None:
-                break
-            cursor = page.next_cursor
+        reason = f"scoped reset of {', '.join(keys)}"
+        items = yield from self._all_items(flt)
+        purges = [
+            Purge(item.tenant_id, item.id, self._event(HistoryAction.RESET, item, None, reason, actor))
+            for item in items
+        ]
         if purges:
             yield from call(Write(tuple(purges)))
         return len(purges)
@@ -741,14 +746,8 @@ class MemoryCore(SessionFlows):
             statuses=(),
             include_expired=True,
         )
-        out: list[dict[str, Any]] = []
-        cursor: str | None = None
-        while True:
-            page = yield from call(ListItems(flt, limit=MAX_LIMIT, cursor=cursor))
-            out.extend(item.to_json_dict() for item in page.items)
-            if page.next_cursor is None:
-                return out
-            cursor = page.next_cursor
+        items = yield from self._all_items(flt)
+        return [item.to_json_dict() for item in items]
 
     def import_items(
         self,
