@@ -390,6 +390,20 @@ def _filter_sql(f: Filter, a: str) -> tuple[str, dict[str, Any]]:
     return " AND ".join(clauses), params
 
 
+def _job_row(j: Job, doc: str) -> dict[str, Any]:
+    """Parameters of one row of the jobs table (``doc`` is the job's exact JSON text)."""
+    return {
+        "id": j.id,
+        "tenant": j.tenant_id,
+        "kind": j.kind,
+        "status": j.status,
+        "run_after": j.run_after,
+        "locked_until": j.locked_until,
+        "created_at": j.created_at,
+        "doc": doc,
+    }
+
+
 def _item_params(item: MemoryItem, terms: str) -> dict[str, Any]:
     return {
         "id": item.id,
@@ -1794,19 +1808,7 @@ class PostgresStore(Store):
             "%(doc)s::json) ON CONFLICT (id) DO UPDATE SET tenant_id = EXCLUDED.tenant_id, kind = EXCLUDED.kind, "
             "status = EXCLUDED.status, run_after = EXCLUDED.run_after, locked_until = EXCLUDED.locked_until, "
             "created_at = EXCLUDED.created_at, doc = EXCLUDED.doc",
-            batch=[
-                {
-                    "id": j.id,
-                    "tenant": j.tenant_id,
-                    "kind": j.kind,
-                    "status": j.status,
-                    "run_after": j.run_after,
-                    "locked_until": j.locked_until,
-                    "created_at": j.created_at,
-                    "doc": j.model_dump_json(),
-                }
-                for j in jobs
-            ],
+            batch=[_job_row(j, j.model_dump_json()) for j in jobs],
         )
 
     def _claim_jobs(self, op: ClaimJobs) -> Plan[list[Job]]:
@@ -2011,19 +2013,7 @@ class PostgresStore(Store):
                         f"INSERT INTO {s}.jobs (id, tenant_id, kind, status, run_after, locked_until, created_at, "
                         "doc) VALUES (%(id)s, %(tenant)s, %(kind)s, %(status)s, %(run_after)s, %(locked_until)s, "
                         "%(created_at)s, %(doc)s::json)",
-                        batch=[
-                            {
-                                "id": j.id,
-                                "tenant": j.tenant_id,
-                                "kind": j.kind,
-                                "status": j.status,
-                                "run_after": j.run_after,
-                                "locked_until": j.locked_until,
-                                "created_at": j.created_at,
-                                "doc": doc,
-                            }
-                            for j, doc in jobs
-                        ],
+                        batch=[_job_row(j, doc) for j, doc in jobs],
                     )
                 case "embedding_cache":
                     yield _Query(
