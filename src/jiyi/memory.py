@@ -43,6 +43,10 @@ from jiyi.model import (
 )
 from jiyi.read.rank import SearchHit, mmr_select, score_candidates
 from jiyi.read.rerank import RerankerSpec, apply_rerank, rerank_texts, resolve_reranker
+from jiyi.files import FileFlows
+from jiyi.lifecycle.compress import CompressionFlows
+from jiyi.procedural import ProceduralFlows
+from jiyi.profile import ProfileFlows
 from jiyi.session.flows import RememberResult, SessionConfig, SessionFlows
 from jiyi.store.base import (
     CacheGet,
@@ -182,7 +186,7 @@ class _LRU:
             self._data.popitem(last=False)
 
 
-class MemoryCore(SessionFlows):
+class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, FileFlows):
     """Holds configuration and builds flows; see :class:`Memory` and :class:`AsyncMemory`.
 
     The conversation flows (``remember``, checkpoints, documents, ``context`` ...) come
@@ -975,6 +979,18 @@ class Memory(_Driver):
     context = _sync(MemoryCore.context)
     maintain = _sync(MemoryCore.maintain)
 
+    # profiles (jiyi/profile.py)
+    # end profiles
+
+    # procedural memory (jiyi/procedural.py)
+    # end procedural memory
+
+    # compression (jiyi/lifecycle/compress.py)
+    # end compression
+
+    # files (jiyi/files/)
+    # end files
+
     @classmethod
     def open(cls, path: str | Path, **options: Any) -> Memory:
         """A Memory on the SQLite file at ``path`` (created if missing)."""
@@ -1093,6 +1109,18 @@ class AsyncMemory(_Driver):
     get_document = _async(MemoryCore.get_document)
     context = _async(MemoryCore.context)
     maintain = _async(MemoryCore.maintain)
+
+    # profiles (jiyi/profile.py)
+    # end profiles
+
+    # procedural memory (jiyi/procedural.py)
+    # end procedural memory
+
+    # compression (jiyi/lifecycle/compress.py)
+    # end compression
+
+    # files (jiyi/files/)
+    # end files
 
     @classmethod
     def open(cls, path: str | Path, **options: Any) -> AsyncMemory:
