@@ -45,6 +45,25 @@ def _iso(value: str) -> datetime:
         ) from None
 
 
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _duration(value: str) -> float:
+    """``90``, ``30s``, ``15m``, ``6h`` or ``1d`` as seconds."""
+    text = value.strip().lower()
+    unit = _UNITS.get(text[-1:])
+    number = text[:-1] if unit is not None else text
+    try:
+        seconds = float(number) * (unit or 1.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a duration; use seconds or a number with s, m, h or d (e.g. 6h)"
+        ) from None
+    if seconds < 0 or seconds != seconds:
+        raise argparse.ArgumentTypeError(f"{value!r}: a duration cannot be negative")
+    return seconds
+
+
 def _json_object(value: str) -> dict[str, Any]:
     try:
         data = json.loads(value)
@@ -240,6 +259,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--rate-limit", type=int, default=600, metavar="N", help="requests per minute per key")
     p.add_argument("--max-body", type=int, default=1_000_000, metavar="BYTES", help="largest request body")
+    p.add_argument(
+        "--maintain-every",
+        type=_duration,
+        default=86400.0,
+        metavar="DURATION",
+        help="run the lifecycle pass (decay, expiry, retention) for every tenant this often, "
+        "e.g. 30m, 6h, 1d (default 1d); 0 turns the schedule off",
+    )
 
     p = sub.add_parser("keys", help="create or revoke API keys for the REST service")
     keys = p.add_subparsers(dest="keys_command", metavar="ACTION", parser_class=_Parser, required=True)
@@ -786,6 +813,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         llm=ns.llm or os.environ.get("JIYI_LLM") or None,
         max_body_bytes=ns.max_body,
         rate_limit_per_minute=ns.rate_limit,
+        maintain_every=ns.maintain_every or None,
     )
     return EXIT_OK
 

@@ -32,6 +32,7 @@ from jiyi.server.auth import ApiKeys, Principal, Role
 from jiyi.server.errors import ApiError, error_responses
 from jiyi.server.limits import BodySizeLimit, RateLimiter
 from jiyi.server.metrics import Metrics, RequestMetrics
+from jiyi.server.schedule import MaintenanceScheduler, MaintenanceStatus
 from jiyi.server.schemas import (
     AddRequest,
     AddResponse,
@@ -120,6 +121,7 @@ def create_app(
     rate_limit_per_minute: int | None = 600,
     start_worker: bool = False,
     metrics: bool = True,
+    maintain_every: float | None = None,
 ) -> FastAPI:
     """The REST application over ``memory`` (which the caller opens and closes).
 
@@ -128,14 +130,29 @@ def create_app(
     ``start_worker=True`` drains queued extraction jobs in a background task.
     ``metrics=False`` removes the unauthenticated ``GET /metrics`` (see
     :mod:`jiyi.server.metrics`); request ids and JSON request logs stay.
+    ``maintain_every`` (seconds) runs the lifecycle pass for every tenant at start-up and
+    then on that schedule (see :mod:`jiyi.server.schedule`); None leaves it to ``jiyi maintain``.
     """
     limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
+
+    def known_tenants() -> list[str]:
+        return [r.tenant for r in keys.records()] if keys is not None else [DEFAULT_TENANT]
+
+    scheduler = (
+        MaintenanceScheduler(memory, known_tenants, maintain_every) if maintain_every is not None else None
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if start_worker:
             memory.start_worker()
-        yield
+        if scheduler is not None:
+            scheduler.start()
+        try:
+            yield
+        finally:
+            if scheduler is not None:
+                await scheduler.stop()
 
     app = FastAPI(
         title="jiyi",
@@ -149,6 +166,7 @@ def create_app(
         lifespan=lifespan,
     )
     errors.install(app)
+    app.state.maintenance = scheduler
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
     telemetry = Metrics(memory, keys)
     app.state.metrics = telemetry
@@ -526,6 +544,23 @@ def create_app(
         )
 
     # ------------------------------------------------------------ whole tenant
+
+    @app.get(
+        "/v1/maintenance",
+        tags=["tenant"],
+        summary="The lifecycle schedule and this tenant's last scheduled pass",
+        responses=READ,
+    )
+    async def maintenance(who: Admin) -> MaintenanceStatus:
+        if scheduler is None:
+            return MaintenanceStatus(enabled=False)
+        last = scheduler.last.get(who.tenant)
+        return MaintenanceStatus(
+            enabled=True,
+            interval_seconds=scheduler.interval,
+            passes=scheduler.passes,
+            last=None if last is None else last.to_json_dict(),
+        )
 
     @app.get("/v1/stats", tags=["tenant"], summary="Counts by type, scope and status", responses=READ)
     async def stats(

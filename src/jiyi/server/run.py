@@ -24,6 +24,7 @@ def serve(
     rate_limit_per_minute: int | None = 600,
     worker: bool = True,
     log_level: str = "info",
+    maintain_every: float | None = 86400.0,
 ) -> None:
     """Serve the SQLite store at ``db_path`` on ``host:port`` until interrupted.
 
@@ -32,7 +33,8 @@ def serve(
     ``default``, full access), which is allowed only on a loopback address: any other
     ``host`` raises :class:`~jiyi.errors.ConfigError` before anything starts.
     ``worker=True`` runs queued extraction jobs in the server process. The gate reads
-    the ``MEMORY_*`` environment variables.
+    the ``MEMORY_*`` environment variables. ``maintain_every`` (seconds; default one
+    day, None to disable) runs the lifecycle pass for every tenant on that schedule.
     """
     keys: ApiKeys | None = None
     if keys_file is None:
@@ -57,6 +59,7 @@ def serve(
             rate_limit_per_minute=rate_limit_per_minute,
             worker=worker,
             log_level=log_level,
+            maintain_every=maintain_every,
         )
     )
 
@@ -73,6 +76,7 @@ async def _serve(
     rate_limit_per_minute: int | None,
     worker: bool,
     log_level: str,
+    maintain_every: float | None,
 ) -> None:
     import uvicorn
 
@@ -84,6 +88,7 @@ async def _serve(
             max_body_bytes=max_body_bytes,
             rate_limit_per_minute=rate_limit_per_minute,
             start_worker=worker,
+            maintain_every=maintain_every,
         )
         _log_to_stderr(log_level)
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level, proxy_headers=False)

@@ -1,0 +1,113 @@
+"""Lifecycle maintenance on a schedule inside the server (issue 6: "on a schedule").
+
+:class:`MaintenanceScheduler` runs :meth:`jiyi.memory.AsyncMemory.maintain` for every
+tenant the server knows (the tenants of its API keys, or ``default`` without keys)
+once at start-up and then every ``interval`` seconds, as an asyncio task beside the
+request handlers. Each pass is logged as one JSON line on the ``jiyi.maintenance``
+logger and kept as :attr:`MaintenanceScheduler.last` (served by ``GET /v1/maintenance``).
+
+Passes run one after the other, never two at once; a failing pass is logged and the
+next one runs on time (the store's history already records every change a pass made).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from jiyi.lifecycle import LifecyclePolicy, MaintenanceReport
+from jiyi.memory import AsyncMemory
+from jiyi.model import utcnow
+
+log = logging.getLogger("jiyi.maintenance")
+
+
+@dataclass
+class PassRecord:
+    """One scheduled pass over one tenant."""
+
+    tenant_id: str
+    started_at: datetime
+    report: MaintenanceReport | None = None
+    error: str | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"tenant_id": self.tenant_id, "started_at": self.started_at.isoformat()}
+        if self.report is not None:
+            rep = self.report.to_json_dict()
+            out.update(
+                dry_run=rep["dry_run"],
+                scanned=rep["scanned"],
+                counts=rep["counts"],
+                messages_removed=rep["messages_removed"],
+            )
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@dataclass
+class MaintenanceScheduler:
+    """Runs a maintenance pass per tenant every ``interval`` seconds."""
+
+    memory: AsyncMemory
+    tenants: Callable[[], list[str]]
+    interval: float
+    policy: LifecyclePolicy | None = None
+    last: dict[str, PassRecord] = field(default_factory=dict)
+    passes: int = 0
+    _task: asyncio.Task[None] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.interval > 0:
+            raise ValueError(f"the maintenance interval must be positive, got {self.interval!r}")
+
+    async def run_once(self) -> list[PassRecord]:
+        """One pass over every tenant, now."""
+        records: list[PassRecord] = []
+        for tenant in sorted(set(self.tenants())):
+            record = PassRecord(tenant, utcnow())
+            try:
+                record.report = await self.memory.maintain(policy=self.policy, tenant_id=tenant)
+            except Exception as exc:  # keep the schedule alive; the log says what failed
+                record.error = f"{type(exc).__name__}: {exc}"
+                log.exception("maintenance pass failed for tenant %s", tenant)
+            else:
+                log.info(json.dumps({"event": "maintenance", **record.to_json_dict()}, ensure_ascii=False))
+            self.last[tenant] = record
+            records.append(record)
+        self.passes += 1
+        return records
+
+    async def _loop(self) -> None:
+        while True:
+            await self.run_once()
+            await asyncio.sleep(self.interval)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._loop(), name="jiyi-maintenance")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+class MaintenanceStatus(BaseModel):
+    """What ``GET /v1/maintenance`` answers."""
+
+    enabled: bool
+    interval_seconds: float | None = None
+    passes: int = 0
+    last: dict[str, Any] | None = None
