@@ -604,12 +604,14 @@ async def test_openapi_documents_every_route(env: Env) -> None:
         ("get", "/v1/export"),
         ("post", "/v1/import"),
         ("get", "/v1/jobs"),
+        ("get", "/v1/maintenance"),
         ("get", "/healthz"),
         ("get", "/readyz"),
     }
     documented = {(m, p) for p, ops in doc["paths"].items() for m in ops}
-    assert documented == expected
-    for method, path in expected - {("get", "/healthz"), ("get", "/readyz")}:
+    # Other features add their own routes (profiles, learnings ...); these must be there.
+    assert expected <= documented, expected - documented
+    for method, path in documented - {("get", "/healthz"), ("get", "/readyz")}:
         responses = doc["paths"][path][method]["responses"]
         assert {"401", "422", "429"} <= set(responses), (method, path)
         assert "ErrorResponse" in json.dumps(responses["401"])
@@ -679,7 +681,8 @@ def test_schemathesis_in_process(tmp_path: Path) -> None:
     # /v1/import takes JSON lines (tested above); schemathesis has no serializer for them
     schema = schemathesis.openapi.from_asgi("/openapi.json", app).exclude(path="/v1/import")
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 18
+    documented = sum(len(ops) for ops in app.openapi()["paths"].values())
+    assert len(operations) == documented - 1 >= 19
     try:
         for operation in operations:
 
