@@ -1,5 +1,8 @@
 """A LangGraph ``BaseStore`` backed by jiyi: ``graph.compile(store=JiyiStore(memory))``.
 
+The checkpointer, :class:`JiyiCheckpointSaver` (``graph.compile(checkpointer=...)``),
+lives in :mod:`jiyi.integrations.langgraph_checkpoint` and is re-exported here.
+
 LangGraph's long-term memory API (``store.put/get/search/delete/list_namespaces``
 inside a node) then reads and writes jiyi memories, so they get jiyi's offline hybrid
 (meaning + words, Chinese and English) search, history and export::
@@ -66,11 +69,12 @@ from langgraph.store.base import (
 
 from jiyi.errors import InvalidInput, NotFound
 from jiyi.flow import Flow, run_async, run_sync
+from jiyi.integrations.langgraph_checkpoint import JiyiCheckpointSaver, checkpoint_session_id
 from jiyi.memory import MAX_LIMIT, AsyncMemory, Memory, MemoryCore
 from jiyi.model import MAX_ID_LENGTH, MemoryItem, Status
 from jiyi.write.gate import Screened, screen
 
-__all__ = ["JiyiStore"]
+__all__ = ["JiyiCheckpointSaver", "JiyiStore", "checkpoint_session_id"]
 
 TAG: Final = "langgraph"
 NS_TAG_PREFIX: Final = "lg-ns:"
