@@ -29,6 +29,7 @@ typecheck: $(VENV)/.test
 	$(BIN)/mypy
 
 pytest: $(VENV)/.test
+	@scripts/ensure-chromium.sh  # the web page tests need /usr/bin/chromium
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck pytest

@@ -1,0 +1,876 @@
+// jiyi web page: a client of the REST API on the same origin (../v1/...).
+// Safety rule: data from the API is only ever put into the page as text
+// (textContent, DOM nodes); no innerHTML anywhere, so stored text cannot inject markup.
+"use strict";
+
+(() => {
+  const TYPES = ["preference", "fact", "skill", "habit", "event", "context", "constraint", "decision", "pattern"];
+  const STATUSES = ["active", "archived", "superseded"];
+  const SCOPES = ["user_id", "project_id", "session_id", "agent_id"];
+  const KEY_STORE = "jiyi.apiKey";
+  // fields whose change every edit makes; the history shows the others
+  const ALWAYS_CHANGING = new Set(["updated_at", "version"]);
+
+  const $ = (id) => document.getElementById(id);
+
+  // ------------------------------------------------------------------ DOM helpers
+
+  /** An element with text children only: el("li", {className: "x"}, "text", otherNode). */
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (k === "dataset") Object.assign(node.dataset, v);
+      else if (k.startsWith("aria-") || k === "role") node.setAttribute(k, v);
+      else node[k] = v;
+    }
+    for (const child of children) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : String(child));
+    }
+    return node;
+  }
+
+  function clear(node) {
+    node.replaceChildren();
+    return node;
+  }
+
+  function shorten(text, n) {
+    const chars = Array.from(text || ""); // by code point: never split a Chinese character pair
+    return chars.length > n ? chars.slice(0, n).join("") + "…" : chars.join("");
+  }
+
+  function when(iso) {
+    if (!iso) return "—";
+    const d = new Date(iso);
+    return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleString();
+  }
+
+  function fmtNumber(v) {
+    return typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : "—";
+  }
+
+  function memoryHref(id) {
+    return "#/memories/" + encodeURIComponent(id);
+  }
+
+  // ------------------------------------------------------------------ API
+
+  class ApiFailure extends Error {
+    constructor(status, code, message, field, decision) {
+      super(message);
+      this.status = status;
+      this.code = code;
+      this.field = field || null;
+      this.decision = decision || null;
+    }
+  }
+
+  function apiKey() {
+    try {
+      return sessionStorage.getItem(KEY_STORE) || "";
+    } catch {
+      return ""; // storage disabled: the page still works on a server without keys
+    }
+  }
+
+  async function api(method, path, { query, body } = {}) {
+    // relative to the page (…/ui/), so the page also works behind a path prefix
+    const url = new URL("../" + path, document.baseURI);
+    for (const [k, v] of Object.entries(query || {})) {
+      if (v === null || v === undefined || v === "") continue;
+      for (const one of Array.isArray(v) ? v : [v]) url.searchParams.append(k, String(one));
+    }
+    const headers = { Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const key = apiKey();
+    if (key) headers["X-API-Key"] = key;
+    let resp;
+    try {
+      resp = await fetch(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        cache: "no-store",
+        credentials: "omit",
+      });
+    } catch (e) {
+      throw new ApiFailure(0, "network", `cannot reach the server (${e.message}); is jiyi serve running?`);
+    }
+    const text = await resp.text();
+    let data = null;
+    if (text) {
+      try {
+        data = JSON.parse(text);
+      } catch {
+        data = null;
+      }
+    }
+    if (!resp.ok) {
+      const err = data && typeof data === "object" && data.error ? data.error : {};
+      const message = typeof err.message === "string" ? err.message : shorten(text, 300) || resp.statusText;
+      throw new ApiFailure(resp.status, err.code || "http_" + resp.status, message, err.field, err.decision);
+    }
+    return data;
+  }
+
+  // ------------------------------------------------------------------ messages
+
+  const TITLES = {
+    0: "Server unreachable",
+    401: "API key needed",
+    403: "Not allowed",
+    404: "Not found",
+    413: "Too large",
+    422: "Invalid input",
+    429: "Too many requests",
+  };
+
+  function describe(err) {
+    if (!(err instanceof ApiFailure)) return `Unexpected error in the page: ${err && err.message}`;
+    const title = TITLES[err.status] || (err.status >= 500 ? "Server error" : "Request failed");
+    let text = `${title}: ${err.message}`;
+    if (err.field) text += ` (field: ${err.field})`;
+    if (err.status) text += ` [${err.status} ${err.code}]`;
+    if (err.status === 401) text += " — enter an API key at the top of the page.";
+    return text;
+  }
+
+  function showError(err) {
+    $("notice-text").textContent = describe(err);
+    $("notice").hidden = false;
+    $("status").textContent = "";
+    if (err instanceof ApiFailure && err.status === 401) $("api-key").focus();
+  }
+
+  function showNotice(text) {
+    $("notice-text").textContent = text;
+    $("notice").hidden = false;
+  }
+
+  function clearNotice() {
+    $("notice").hidden = true;
+    $("notice-text").textContent = "";
+  }
+
+  function say(text) {
+    $("status").textContent = text;
+  }
+
+  let pending = 0; // actions under way; the page is aria-busy while any is
+
+  // A newer load of the same view makes an older one stale: its answer is dropped, so a
+  // slow first response cannot overwrite a fast second one.
+  const generation = { list: 0, detail: 0, stats: 0, profile: 0 };
+  function ticket(view) {
+    const mine = ++generation[view];
+    return () => generation[view] === mine;
+  }
+
+  /** Run an action: buttons disabled meanwhile, errors shown to the person. */
+  async function act(buttons, fn) {
+    const busy = (Array.isArray(buttons) ? buttons : [buttons]).filter(Boolean);
+    busy.forEach((b) => (b.disabled = true));
+    pending += 1;
+    document.body.setAttribute("aria-busy", "true");
+    try {
+      await fn();
+      return true;
+    } catch (err) {
+      showError(err);
+      if (!(err instanceof ApiFailure)) console.warn(err); // a bug in the page: keep the trace
+      return false;
+    } finally {
+      busy.forEach((b) => (b.disabled = false));
+      syncButtons();
+      pending -= 1;
+      if (!pending) document.body.removeAttribute("aria-busy");
+    }
+  }
+
+  // ------------------------------------------------------------------ scope and filters
+
+  function scope() {
+    const ids = {};
+    for (const [name, input] of [
+      ["user_id", $("f-user")],
+      ["project_id", $("f-project")],
+      ["session_id", $("f-session")],
+      ["agent_id", $("f-agent")],
+    ]) {
+      const v = input.value.trim();
+      if (v) ids[name] = v;
+    }
+    return ids;
+  }
+
+  function scopeLabel(ids) {
+    const parts = SCOPES.filter((k) => ids[k]).map((k) => `${k.replace("_id", "")} ${ids[k]}`);
+    return parts.length ? parts.join(", ") : "the whole tenant";
+  }
+
+  function fillSelect(select, values) {
+    for (const v of values) select.append(el("option", { value: v }, v));
+  }
+
+  // ------------------------------------------------------------------ list and search
+
+  const list = { mode: "list", cursor: null, count: 0, ids: {}, query: {} };
+
+  function itemMeta(item, score) {
+    const meta = el("span", { className: "meta" });
+    meta.append(
+      el("span", { className: "badge type" }, item.memory_type),
+      el("span", { className: "badge status-" + item.status }, item.status),
+      el("span", {}, `${item.scope}: ${scopeIdOf(item)}`),
+      el("span", {}, `importance ${fmtNumber(item.importance)}`),
+    );
+    if (item.tags && item.tags.length) meta.append(el("span", {}, "tags: " + item.tags.join(", ")));
+    if (score !== undefined) meta.append(el("span", {}, `score ${fmtNumber(score)}`));
+    meta.append(el("span", { title: item.created_at }, when(item.created_at)));
+    return meta;
+  }
+
+  function scopeIdOf(item) {
+    return item[item.scope + "_id"] || "";
+  }
+
+  function resultRow(item, score) {
+    const link = el("a", { href: memoryHref(item.id), className: "item-link" }, shorten(item.content, 240));
+    const li = el("li", { dataset: { id: item.id } }, link, itemMeta(item, score));
+    if (current && current.id === item.id) link.setAttribute("aria-current", "true");
+    return li;
+  }
+
+  function setResultsTitle(text, note) {
+    $("results-title").textContent = text;
+    $("results-note").textContent = note || "";
+  }
+
+  async function runList(append) {
+    // "More" continues the listing as it was asked for, even if the form changed since:
+    // a cursor is only valid with the filters that produced it
+    const ids = append ? list.ids : scope();
+    const query = append
+      ? { ...list.query, cursor: list.cursor }
+      : {
+          ...ids,
+          memory_type: $("f-type").value,
+          status: $("f-status").value,
+          limit: $("f-limit").value,
+          newest_first: "true",
+        };
+    say("Loading…");
+    const latest = ticket("list");
+    const page = await api("GET", "v1/memories", { query });
+    if (!latest()) return;
+    const ol = $("result-list");
+    if (!append) {
+      clear(ol);
+      list.count = 0;
+    }
+    list.mode = "list";
+    list.ids = ids;
+    list.query = { ...query, cursor: null };
+    for (const item of page.items) ol.append(resultRow(item));
+    list.count += page.items.length;
+    list.cursor = page.next_cursor;
+    $("more-btn").hidden = !list.cursor;
+    setResultsTitle(
+      `Memories (${list.count}${list.cursor ? "+" : ""})`,
+      `Newest first, in ${scopeLabel(ids)}.` + (list.count ? "" : " Nothing here yet."),
+    );
+    say(`${list.count} memories shown${list.cursor ? "; more available" : ""}.`);
+  }
+
+  async function runSearch() {
+    const text = $("q").value.trim();
+    if (!text) return runList(false);
+    const ids = scope();
+    if (!Object.keys(ids).length) {
+      // the API would refuse too; say it here without a round trip
+      showNotice("Search needs a scope: enter a user, project, session or agent id above, then search again.");
+      $("f-user").focus();
+      return;
+    }
+    const type = $("f-type").value;
+    const status = $("f-status").value;
+    const body = {
+      query: text,
+      ...ids,
+      memory_types: type ? [type] : [],
+      statuses: status ? [status] : [],
+      limit: Number($("f-limit").value),
+    };
+    say("Searching…");
+    const latest = ticket("list");
+    const res = await api("POST", "v1/memories/search", { body });
+    if (!latest()) return;
+    const ol = clear($("result-list"));
+    for (const hit of res.hits) ol.append(resultRow(hit.item, hit.score));
+    list.mode = "search";
+    list.cursor = null;
+    list.count = res.hits.length;
+    $("more-btn").hidden = true;
+    setResultsTitle(
+      `Search results (${res.hits.length})`,
+      `Best first for “${shorten(text, 80)}” in ${scopeLabel(ids)}.` + (res.hits.length ? "" : " No match."),
+    );
+    say(`${res.hits.length} results.`);
+  }
+
+  function replaceRow(item) {
+    const old = $("result-list").querySelector(`li[data-id="${CSS.escape(item.id)}"]`);
+    if (old) old.replaceWith(resultRow(item));
+  }
+
+  function removeRow(id) {
+    const old = $("result-list").querySelector(`li[data-id="${CSS.escape(id)}"]`);
+    if (old) {
+      old.remove();
+      list.count = Math.max(0, list.count - 1);
+    }
+  }
+
+  // ------------------------------------------------------------------ one memory
+
+  let current = null; // the item shown in the detail pane
+
+  function fieldValue(key, value) {
+    if (value === null || value === undefined) return el("dd", { className: "muted" }, "—");
+    if (typeof value === "object") {
+      if (Array.isArray(value) && value.every((v) => typeof v === "string")) {
+        return el("dd", {}, value.length ? value.join(", ") : "—");
+      }
+      return el("dd", {}, el("pre", {}, JSON.stringify(value, null, 2)));
+    }
+    if (key.endsWith("_at")) return el("dd", { title: when(value) }, String(value));
+    return el("dd", {}, String(value));
+  }
+
+  function renderFields(item) {
+    const dl = clear($("fields"));
+    for (const [key, value] of Object.entries(item)) dl.append(el("dt", {}, key), fieldValue(key, value));
+  }
+
+  function fillEdit(item) {
+    $("e-content").value = item.content;
+    $("e-type").value = item.memory_type;
+    $("e-importance").value = String(item.importance);
+    $("e-status").value = item.status;
+    $("e-tags").value = (item.tags || []).join(", ");
+    $("e-reason").value = "";
+  }
+
+  function showItem(item) {
+    current = item;
+    $("detail-empty").hidden = true;
+    $("detail-body").hidden = false;
+    $("detail-title").textContent = `${item.memory_type} · version ${item.version} · ${item.status}`;
+    $("detail-content").textContent = item.content;
+    syncButtons();
+    fillEdit(item);
+    renderFields(item);
+    for (const a of document.querySelectorAll("#result-list .item-link")) {
+      if (a.closest("li").dataset.id === item.id) a.setAttribute("aria-current", "true");
+      else a.removeAttribute("aria-current");
+    }
+  }
+
+  function syncButtons() {
+    $("archive-btn").disabled = !current || current.status === "archived";
+  }
+
+  function showGone(text) {
+    current = null;
+    $("detail-body").hidden = true;
+    $("detail-empty").hidden = false;
+    $("detail-empty").textContent = text;
+    $("detail-title").textContent = "Details";
+  }
+
+  async function renderRelations(item) {
+    const ul = clear($("relations"));
+    $("relations-empty").hidden = item.relations.length > 0;
+    const rows = item.relations.map((rel) => {
+      const target = el("span", { className: "muted" }, "loading…");
+      const link = el("a", { href: memoryHref(rel.target_id) }, rel.target_id);
+      ul.append(
+        el(
+          "li",
+          {},
+          el("span", { className: "badge rel" }, rel.type.replaceAll("_", " ")),
+          " ",
+          link,
+          el("span", { className: "muted" }, ` strength ${fmtNumber(rel.strength)} `),
+          target,
+        ),
+      );
+      return { rel, target };
+    });
+    await Promise.all(
+      rows.map(async ({ rel, target }) => {
+        try {
+          const other = await api("GET", "v1/memories/" + encodeURIComponent(rel.target_id));
+          target.className = "";
+          target.textContent = `“${shorten(other.content, 120)}” (${other.status})`;
+        } catch (err) {
+          target.textContent = err instanceof ApiFailure && err.status === 404 ? "(no longer exists)" : describe(err);
+        }
+      }),
+    );
+  }
+
+  function changes(before, after) {
+    const keys = new Set([...Object.keys(before || {}), ...Object.keys(after || {})]);
+    const out = [];
+    for (const key of keys) {
+      if (ALWAYS_CHANGING.has(key)) continue;
+      const a = JSON.stringify(before ? before[key] : undefined);
+      const b = JSON.stringify(after ? after[key] : undefined);
+      if (a !== b) out.push([key, before ? before[key] : undefined, after ? after[key] : undefined]);
+    }
+    return out;
+  }
+
+  function show(v) {
+    if (v === undefined || v === null) return "—";
+    return typeof v === "string" ? shorten(v, 300) : shorten(JSON.stringify(v), 300);
+  }
+
+  async function renderHistory(id) {
+    const events = await api("GET", `v1/memories/${encodeURIComponent(id)}/history`);
+    const ol = clear($("history"));
+    for (const ev of events.slice().reverse()) {
+      const head = el(
+        "p",
+        { className: "event-head" },
+        el("strong", {}, ev.action),
+        ` · version ${ev.version} · `,
+        el("time", { dateTime: ev.at, title: ev.at }, when(ev.at)),
+        ev.actor ? ` · by ${ev.actor}` : "",
+      );
+      const li = el("li", { className: "event", dataset: { action: ev.action, version: String(ev.version) } }, head);
+      if (ev.reason) li.append(el("p", { className: "reason" }, ev.reason));
+      if (ev.before && ev.after) {
+        const diff = changes(ev.before, ev.after);
+        if (diff.length) {
+          const ul = el("ul", { className: "diff" });
+          for (const [key, a, b] of diff) {
+            ul.append(el("li", {}, el("code", {}, key), ": ", el("del", {}, show(a)), " → ", el("ins", {}, show(b))));
+          }
+          li.append(ul);
+        }
+      } else if (ev.after) {
+        li.append(el("p", { className: "diff" }, "content: ", el("ins", {}, show(ev.after.content))));
+      }
+      ol.append(li);
+    }
+  }
+
+  async function openMemory(id) {
+    say("Loading memory…");
+    const latest = ticket("detail");
+    const item = await api("GET", "v1/memories/" + encodeURIComponent(id));
+    if (!latest()) return;
+    showItem(item);
+    await Promise.all([renderHistory(item.id), renderRelations(item)]);
+    say(`Showing memory ${item.id}.`);
+  }
+
+  function parseTags(text) {
+    // both the ASCII and the full-width comma separate tags
+    return [...new Set(text.split(/[,，、]/).map((t) => t.trim()).filter(Boolean))];
+  }
+
+  async function saveEdit() {
+    if (!current) return;
+    const item = current;
+    const body = {};
+    const content = $("e-content").value;
+    if (!content.trim()) {
+      showNotice("Content must not be empty: to remove a memory, archive or delete it.");
+      $("e-content").focus();
+      return;
+    }
+    if (content !== item.content) body.content = content;
+    if ($("e-type").value !== item.memory_type) body.memory_type = $("e-type").value;
+    const importance = Number($("e-importance").value);
+    if (!(importance >= 0 && importance <= 1)) {
+      showNotice("Importance must be a number from 0 to 1.");
+      $("e-importance").focus();
+      return;
+    }
+    if (importance !== item.importance) body.importance = importance;
+    if ($("e-status").value !== item.status) body.status = $("e-status").value;
+    const tags = parseTags($("e-tags").value);
+    if (JSON.stringify(tags) !== JSON.stringify(item.tags || [])) body.tags = tags;
+    if (!Object.keys(body).length) {
+      showNotice("Nothing changed: edit a field first.");
+      return;
+    }
+    const reason = $("e-reason").value.trim();
+    if (reason) body.reason = reason;
+    const updated = await api("PATCH", "v1/memories/" + encodeURIComponent(item.id), { body });
+    clearNotice();
+    showItem(updated);
+    replaceRow(updated);
+    await renderHistory(updated.id);
+    say(`Saved: now version ${updated.version}.`);
+    $("detail-title").focus();
+  }
+
+  async function archive() {
+    if (!current) return;
+    const updated = await api("DELETE", "v1/memories/" + encodeURIComponent(current.id));
+    clearNotice();
+    showItem(updated);
+    replaceRow(updated);
+    await renderHistory(updated.id);
+    say("Archived. Set the status back to active to restore it.");
+  }
+
+  async function purge() {
+    if (!current) return;
+    const item = current;
+    const ok = window.confirm(
+      `Delete this memory permanently?\n\n“${shorten(item.content, 200)}”\n\n` +
+        "This cannot be undone (its history is kept). Archive it instead to keep it restorable.",
+    );
+    if (!ok) {
+      say("Not deleted.");
+      return;
+    }
+    await api("DELETE", "v1/memories/" + encodeURIComponent(item.id), { query: { hard: "true" } });
+    clearNotice();
+    removeRow(item.id);
+    showGone(`Memory ${item.id} was deleted permanently.`);
+    say("Deleted permanently.");
+    if (location.hash === memoryHref(item.id)) history.replaceState(null, "", "#/memories");
+    $("detail-title").focus();
+  }
+
+  // ------------------------------------------------------------------ stats
+
+  function countTable(title, counts) {
+    const table = el("table", { className: "counts" }, el("caption", {}, title));
+    const total = Object.values(counts).reduce((a, b) => a + b, 0);
+    table.append(
+      el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "name"), el("th", { scope: "col" }, "count"), el("th", { scope: "col" }, "share"))),
+    );
+    const body = el("tbody");
+    const entries = Object.entries(counts).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+    for (const [name, n] of entries) {
+      body.append(
+        el(
+          "tr",
+          { dataset: { name } },
+          el("th", { scope: "row" }, name),
+          el("td", { className: "num" }, String(n)),
+          el("td", {}, el("meter", { min: 0, max: total || 1, value: n, title: `${n} of ${total}` })),
+        ),
+      );
+    }
+    if (!entries.length) body.append(el("tr", {}, el("td", { colSpan: 3, className: "muted" }, "none")));
+    table.append(body);
+    return table;
+  }
+
+  async function loadStats() {
+    const ids = scope();
+    say("Loading stats…");
+    const latest = ticket("stats");
+    const s = await api("GET", "v1/stats", { query: ids });
+    if (!latest()) return;
+    $("stats-scope").textContent = `For ${scopeLabel(ids)}.`;
+    const dl = clear($("stats-summary"));
+    for (const [label, value, id] of [
+      ["Memories", String(s.total), "stat-total"],
+      ["Average confidence", fmtNumber(s.avg_confidence), "stat-confidence"],
+      ["Average importance", fmtNumber(s.avg_importance), "stat-importance"],
+    ]) {
+      dl.append(el("div", {}, el("dt", {}, label), el("dd", { id }, value)));
+    }
+    clear($("stats-tables")).append(
+      countTable("By type", s.by_type),
+      countTable("By scope", s.by_scope),
+      countTable("By status", s.by_status),
+    );
+    say(`Stats: ${s.total} memories.`);
+  }
+
+  // ------------------------------------------------------------------ profile
+
+  function profileScope() {
+    const which = $("p-scope").value;
+    const id = scope()[which];
+    if (!id) {
+      const name = which === "user_id" ? "user" : "project";
+      showNotice(`Enter a ${name} id in the scope above to see that ${name}'s profile.`);
+      $(which === "user_id" ? "f-user" : "f-project").focus();
+      return null;
+    }
+    return { [which]: id };
+  }
+
+  let profile = null; // the profile shown, as the API returned it
+
+  function decisionText(d) {
+    if (typeof d === "string") return d;
+    const parts = [d.decision];
+    if (d.reason) parts.push(`because ${d.reason}`);
+    if (d.at) parts.push(`(${when(d.at)})`);
+    return parts.join(" ");
+  }
+
+  function isEmpty(value) {
+    return value === null || value === undefined || value === "" || (Array.isArray(value) && !value.length);
+  }
+
+  function profileValue(value) {
+    const td = el("td", { className: "value" });
+    if (isEmpty(value)) {
+      td.append(el("span", { className: "muted" }, "—"));
+    } else if (Array.isArray(value)) {
+      const ul = el("ul", { className: "plain" });
+      for (const v of value) ul.append(el("li", {}, typeof v === "string" ? v : decisionText(v)));
+      td.append(ul);
+    } else {
+      td.append(typeof value === "string" ? value : JSON.stringify(value));
+    }
+    return td;
+  }
+
+  function renderProfile(p) {
+    profile = p;
+    $("profile-body").hidden = false;
+    $("profile-caption").textContent = `Profile of ${p.scope} ${p.scope_id}`;
+    const tbody = clear($("profile-rows"));
+    const select = $("pf-name");
+    const chosen = select.value;
+    clear(select);
+    const fields = Object.entries(p.fields || {});
+    for (const [name, f] of fields) {
+      select.append(el("option", { value: name }, name));
+      const evidence = el("td", { className: "evidence" });
+      for (const id of f.evidence || []) {
+        evidence.append(el("a", { href: memoryHref(id), title: id }, shorten(id, 10)), " ");
+      }
+      if (!(f.evidence || []).length) evidence.append(el("span", { className: "muted" }, "—"));
+      tbody.append(
+        el(
+          "tr",
+          { dataset: { field: name, source: f.source } },
+          el("th", { scope: "row" }, name.replaceAll("_", " ")),
+          profileValue(f.value),
+          el(
+            "td",
+            {},
+            isEmpty(f.value)
+              ? el("span", { className: "muted" }, "—") // nothing known: no source to name
+              : el("span", { className: "badge source-" + f.source }, f.source),
+          ),
+          evidence,
+        ),
+      );
+    }
+    if (!fields.length) tbody.append(el("tr", {}, el("td", { colSpan: 4, className: "muted" }, "No profile fields.")));
+    if (chosen && p.fields && chosen in p.fields) select.value = chosen;
+    fillProfileValue();
+    $("profile-text").textContent = p.text || "(nothing known yet)";
+  }
+
+  /** The edit box shows the chosen field's value: lists one entry per line. */
+  function fillProfileValue() {
+    const name = $("pf-name").value;
+    const f = profile && profile.fields ? profile.fields[name] : null;
+    const value = f ? f.value : null;
+    let text = "";
+    let hint = "(empty: back to what the memories say)";
+    if (Array.isArray(value)) {
+      hint = "(one entry per line; empty: back to what the memories say)";
+    }
+    if (Array.isArray(value)) {
+      const objects = value.some((v) => v && typeof v === "object");
+      // decisions keep their reason and date only as JSON; plain lines are new decisions
+      text = objects ? JSON.stringify(value, null, 2) : value.join("\n");
+    } else if (typeof value === "string") text = value;
+    $("pf-value").value = text;
+    $("pf-hint").textContent = hint;
+  }
+
+  function profileInput(name, text) {
+    const f = profile && profile.fields ? profile.fields[name] : null;
+    const trimmed = text.trim();
+    if (!trimmed) return null; // clears the explicit value
+    if (trimmed.startsWith("[")) {
+      try {
+        return JSON.parse(trimmed);
+      } catch {
+        /* not JSON: taken as lines below */
+      }
+    }
+    const isList = f && Array.isArray(f.value);
+    if (!isList) return trimmed;
+    return trimmed.split(/\r?\n/).map((t) => t.trim()).filter(Boolean);
+  }
+
+  async function loadProfile() {
+    const query = profileScope();
+    if (!query) return;
+    say("Loading profile…");
+    const latest = ticket("profile");
+    const p = await api("GET", "v1/profile", { query });
+    if (!latest()) return;
+    renderProfile(p);
+    say("Profile loaded.");
+  }
+
+  async function saveProfileField() {
+    const query = profileScope();
+    if (!query) return;
+    if (!profile || profile.scope_id !== Object.values(query)[0]) {
+      showNotice("Load the profile first, then set a field.");
+      return;
+    }
+    const name = $("pf-name").value;
+    const value = profileInput(name, $("pf-value").value);
+    renderProfile(await api("PATCH", "v1/profile", { query, body: { fields: { [name]: value } } }));
+    clearNotice();
+    say(value === null ? `Cleared the explicit value of ${name}.` : `Saved ${name}.`);
+  }
+
+  // ------------------------------------------------------------------ views and routing
+
+  const VIEWS = ["memories", "stats", "profile"];
+
+  function showView(name) {
+    for (const v of VIEWS) {
+      $("view-" + v).hidden = v !== name;
+      const link = $("nav-" + v);
+      if (v === name) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+  }
+
+  async function route() {
+    const hash = location.hash.replace(/^#\/?/, "");
+    const [view, ...rest] = hash.split("/");
+    if (view === "stats") {
+      showView("stats");
+      await act([$("stats-refresh")], loadStats);
+      return;
+    }
+    if (view === "profile") {
+      showView("profile");
+      $("profile-title").focus();
+      return;
+    }
+    showView("memories");
+    if (rest.length && rest[0]) {
+      const id = decodeURIComponent(rest.join("/"));
+      if (!current || current.id !== id || $("detail-body").hidden) {
+        const ok = await act([], () => openMemory(id));
+        if (ok) {
+          clearNotice();
+          $("detail-title").focus();
+        } else showGone(`Could not open memory ${id}.`);
+      }
+    }
+  }
+
+  function refreshKeyState() {
+    $("key-state").textContent = apiKey() ? "a key is set for this tab" : "no key set";
+  }
+
+  function init() {
+    fillSelect($("f-type"), TYPES);
+    fillSelect($("f-status"), STATUSES);
+    fillSelect($("e-type"), TYPES);
+    fillSelect($("e-status"), STATUSES);
+    refreshKeyState();
+
+    $("key-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      const key = $("api-key").value.trim();
+      try {
+        if (key) sessionStorage.setItem(KEY_STORE, key);
+        else sessionStorage.removeItem(KEY_STORE);
+      } catch {
+        showNotice("This browser does not allow session storage, so the key cannot be kept.");
+      }
+      $("api-key").value = "";
+      clearNotice();
+      refreshKeyState();
+      say(key ? "Key set for this tab." : "Key removed.");
+    });
+    $("key-forget").addEventListener("click", () => {
+      try {
+        sessionStorage.removeItem(KEY_STORE);
+      } catch {
+        /* nothing was stored */
+      }
+      $("api-key").value = "";
+      refreshKeyState();
+      say("Key forgotten.");
+    });
+    $("notice-close").addEventListener("click", clearNotice);
+
+    const find = (e) => {
+      e.preventDefault();
+      clearNotice();
+      act([$("search-btn"), $("list-btn")], runSearch);
+    };
+    $("search-form").addEventListener("submit", find);
+    // Enter in a scope field refreshes whatever view is showing
+    $("scope-form").addEventListener("submit", (e) => {
+      if (!$("view-stats").hidden) {
+        e.preventDefault();
+        clearNotice();
+        act([$("stats-refresh")], loadStats);
+      } else if (!$("view-profile").hidden) {
+        e.preventDefault();
+        clearNotice();
+        act([$("profile-load")], loadProfile);
+      } else find(e);
+    });
+    $("list-btn").addEventListener("click", () => {
+      clearNotice();
+      $("q").value = "";
+      act([$("search-btn"), $("list-btn")], () => runList(false));
+    });
+    $("more-btn").addEventListener("click", () => {
+      const first = $("result-list").children.length;
+      act([$("more-btn")], async () => {
+        await runList(true);
+        // keyboard users land on the first new row, not back at the top
+        const next = $("result-list").children[first];
+        if (next) next.querySelector("a").focus();
+      });
+    });
+    $("edit-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      act([$("save-btn")], saveEdit);
+    });
+    $("archive-btn").addEventListener("click", () => act([$("archive-btn")], archive));
+    $("purge-btn").addEventListener("click", () => act([$("purge-btn")], purge));
+    $("stats-refresh").addEventListener("click", () => act([$("stats-refresh")], loadStats));
+    $("profile-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      act([$("profile-load")], loadProfile);
+    });
+    $("pf-name").addEventListener("change", fillProfileValue);
+    $("profile-edit").addEventListener("submit", (e) => {
+      e.preventDefault();
+      act([$("pf-save")], saveProfileField);
+    });
+
+    window.addEventListener("hashchange", route);
+    route().then(() => {
+      if (!$("view-memories").hidden) act([$("search-btn"), $("list-btn")], () => runList(false));
+    });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();
