@@ -119,7 +119,7 @@ async def test_a_failing_pass_is_recorded_and_the_next_one_still_runs(mem: Async
     sched = MaintenanceScheduler(mem, tenants, 0.01)
     mem.store.close()  # every pass now fails inside the store
     first = await sched.run_once()
-    assert first[0].error and "default" == first[0].tenant_id
+    assert first[0].error and first[0].tenant_id == "default"
     sched.start()
     await _wait_for(lambda: sched.passes >= 3)
     await sched.stop()
