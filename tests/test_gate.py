@@ -21,6 +21,9 @@ def test_length_bounds() -> None:
     assert "too short" in rejected(screen("abcd", 0.9, CFG))
     assert "too long" in rejected(screen("x" * 2001, 0.9, CFG))
     assert isinstance(screen("abcde", 0.9, CFG), Screened)
+    # A wide character counts twice: a four-character Chinese fact is long enough.
+    assert isinstance(screen("我叫王芳", 0.9, CFG), Screened)
+    assert "too short: 2 characters (width 4), minimum is 5" in rejected(screen("王芳", 0.9, CFG))
     assert isinstance(screen("x" * 2000, 0.9, CFG), Screened)
 
 

@@ -8,6 +8,7 @@ last two need the store; the memory facade asks it and calls :func:`duplicate_de
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
@@ -55,11 +56,19 @@ class Screened:
     redacted: tuple[str, ...]
 
 
+def text_width(text: str) -> int:
+    """Length for the minimum-length check: a wide (CJK) character counts as two, since
+    one carries about as much as a short English word (「我叫王芳」 is a whole fact)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
 def screen(content: str, confidence: float, cfg: GateConfig) -> Screened | GateDecision:
     """Content checks that need no store. Returns a rejection or the text to store."""
     text = content.strip()
-    if len(text) < cfg.min_length:
-        return GateDecision("reject", (f"too short: {len(text)} characters, minimum is {cfg.min_length}",))
+    width = text_width(text)
+    if width < cfg.min_length:
+        shown = f"{len(text)} characters" + (f" (width {width})" if width != len(text) else "")
+        return GateDecision("reject", (f"too short: {shown}, minimum is {cfg.min_length}",))
     if len(text) > cfg.max_length:
         return GateDecision(
             "reject",
