@@ -88,6 +88,7 @@ from jiyi.store.base import (
     Upsert,
     Vector,
     VectorsFor,
+    Viewer,
     Write,
 )
 from jiyi.text.tokenize import index_text, query_terms
@@ -1634,6 +1635,163 @@ class StoreConformance:
         with pytest.raises(InvalidInput):
             store.execute(Write((LoadRows("items", tuple(before["items"][:1])),)))
         assert len(self._dump_all(store)["items"]) == 4
+
+    # ------------------------------------------------------------ per-item visibility (Filter.viewer)
+
+    @staticmethod
+    def _visibility_world(store: Store) -> list[MemoryItem]:
+        """Project items of every visibility and creator, plus user items (never restricted)
+        and another tenant's, all sharing the word "zebra" and a vector."""
+        rng = np.random.default_rng(21)
+
+        def item(n: int, project: str | None, vis: Visibility, creator: Any) -> MemoryItem:
+            meta = {} if creator is None else {"created_by": creator}
+            scope = {"scope": Scope.PROJECT, "project_id": project} if project else {}
+            return make_item(
+                f"zebra note {n}",
+                visibility=vis,
+                metadata=meta,
+                created_at=T0 + timedelta(seconds=n),
+                **scope,
+            )
+
+        items = [
+            item(0, "p1", Visibility.PUBLIC, "k1"),
+            item(1, "p1", Visibility.MEMBERS, "k1"),
+            item(2, "p1", Visibility.OWNER_ONLY, "k1"),
+            item(3, "p1", Visibility.OWNER_ONLY, "k2"),
+            item(4, "p1", Visibility.OWNER_ONLY, None),
+            item(5, "p1", Visibility.OWNER_ONLY, 5),  # not a string: nobody's
+            item(6, "p2", Visibility.PUBLIC, "k2"),
+            item(7, "p2", Visibility.MEMBERS, "k2"),
+            item(8, "p2", Visibility.OWNER_ONLY, "k2"),
+            item(9, "项目 三", Visibility.MEMBERS, "k3"),
+            item(10, None, Visibility.OWNER_ONLY, "k2"),  # user scope: visibility does not apply
+            item(11, None, Visibility.MEMBERS, None),
+        ]
+        put(store, *items, vectors=[unit(rng) for _ in items])
+        foreign = [
+            make_item(
+                "zebra foreign", tenant_id=OTHER_TENANT, scope=Scope.PROJECT, project_id="p1", visibility=v
+            )
+            for v in Visibility
+        ]
+        put(store, *foreign, vectors=[unit(rng) for _ in foreign])
+        return items
+
+    VIEWERS = (
+        Viewer(sees_all=True),
+        Viewer(actor="k1"),
+        Viewer(actor="k1", projects=("p1",)),
+        Viewer(actor="k2", projects=("p2",)),
+        Viewer(actor="k2", projects=("p1", "p2")),
+        Viewer(actor="k3", projects=("项目 三",)),
+        Viewer(actor="5", projects=()),
+        Viewer(projects=()),
+        Viewer(),
+    )
+
+    def test_viewer_restricts_list_stats_and_retrieve_exactly_as_viewer_sees(self, store: Store) -> None:
+        items = self._visibility_world(store)
+        q = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
+        for viewer in self.VIEWERS:
+            want = [i.id for i in items if viewer.sees(i)]
+            assert all_ids(store, viewer=viewer) == want, viewer
+            stats = store.execute(GetStats(flt(viewer=viewer)))
+            assert stats.total == len(want), viewer
+            assert stats.by_scope.get("project", 0) == sum(
+                1 for i in items if viewer.sees(i) and i.scope is Scope.PROJECT
+            )
+            vec = store.execute(Retrieve(flt(viewer=viewer), MODEL, q, (), vector_k=50, keyword_k=0))
+            assert sorted(c.item.id for c in vec) == sorted(want), viewer
+            assert keyword_ids(store, "zebra", viewer=viewer) == set(want), viewer
+        # The rule's corners, spelled out.
+        assert all_ids(store, viewer=Viewer(sees_all=True)) == all_ids(store) == [i.id for i in items]
+        assert all_ids(store, viewer=Viewer(actor="k2", projects=("p2",))) == [
+            items[i].id for i in (0, 3, 6, 7, 8, 10, 11)
+        ]
+        assert all_ids(store, viewer=Viewer(projects=())) == [items[i].id for i in (0, 6, 10, 11)]
+        assert all_ids(store, viewer=Viewer(actor="5", projects=())) == [items[i].id for i in (0, 6, 10, 11)]
+
+    def test_viewer_pages_hold_every_visible_item_once(self, store: Store) -> None:
+        items = self._visibility_world(store)
+        viewer = Viewer(actor="k1", projects=("p1",))
+        want = [i.id for i in items if viewer.sees(i)]
+        for size in (1, 2, 3):
+            assert all_ids(store, page_size=size, viewer=viewer) == want
+        out: list[str] = []
+        cursor: str | None = None
+        while True:
+            page = store.execute(ListItems(flt(viewer=viewer), limit=2, cursor=cursor, descending=True))
+            assert len(page.items) == 2 or page.next_cursor is None
+            out.extend(i.id for i in page.items)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert out == want[::-1]
+
+    def test_visibility_change_takes_effect_at_once(self, store: Store) -> None:
+        items = self._visibility_world(store)
+        viewer = Viewer(actor="k2", projects=("p2",))
+        q = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
+        members = items[1]  # p1, members, by k1: not visible to k2 (not a member of p1)
+
+        def seen() -> tuple[bool, bool, bool, int]:
+            listed = members.id in all_ids(store, viewer=viewer)
+            cands = store.execute(Retrieve(flt(viewer=viewer), MODEL, q, (), vector_k=50, keyword_k=0))
+            found = members.id in {c.item.id for c in cands}
+            words = members.id in keyword_ids(store, "zebra", viewer=viewer)
+            return listed, found, words, store.execute(GetStats(flt(viewer=viewer))).total
+
+        before = seen()
+        assert before[:3] == (False, False, False)
+        public = members.evolve(visibility=Visibility.PUBLIC, version=2)
+        store.execute(Write((upsert(public, action=HistoryAction.UPDATE, before=members),)))
+        assert seen() == (True, True, True, before[3] + 1)
+        private = public.evolve(visibility=Visibility.OWNER_ONLY, version=3)
+        store.execute(Write((upsert(private, action=HistoryAction.UPDATE, before=public),)))
+        assert seen() == before
+        assert members.id in all_ids(store, viewer=Viewer(actor="k1", projects=()))
+
+    def test_visibilities_filter_selects_by_visibility(self, store: Store) -> None:
+        items = self._visibility_world(store)
+        for wanted in ((Visibility.PUBLIC,), (Visibility.MEMBERS, Visibility.OWNER_ONLY)):
+            assert all_ids(store, visibilities=wanted) == [i.id for i in items if i.visibility in wanted]
+            assert keyword_ids(store, "zebra", visibilities=wanted) == {
+                i.id for i in items if i.visibility in wanted
+            }
+        both = flt(visibilities=(Visibility.OWNER_ONLY,), viewer=Viewer(actor="k2", projects=()))
+        assert store.execute(GetStats(both)).total == 3  # k2's two project items and the user item
+
+    def test_invisible_thread_items_are_never_neighbours(self, store: Store) -> None:
+        rng = np.random.default_rng(5)
+        turns = [
+            make_item(
+                f"turn {i}",
+                scope=Scope.PROJECT,
+                project_id="p1",
+                thread_id="t",
+                occurred_at=T0 + timedelta(minutes=i),
+                visibility=Visibility.OWNER_ONLY if i == 1 else Visibility.MEMBERS,
+                metadata={"created_by": "k2"},
+            )
+            for i in range(3)
+        ]
+        vecs = [unit(rng) for _ in turns]
+        put(store, *turns, vectors=vecs)
+        viewer = Viewer(actor="k1")
+        cands = store.execute(
+            Retrieve(flt(viewer=viewer), MODEL, vecs[0], (), vector_k=1, keyword_k=0, neighbours=2)
+        )
+        by_id = {c.item.id: c for c in cands}
+        assert set(by_id) == {turns[0].id, turns[2].id}
+        assert by_id[turns[0].id].next_id == turns[2].id and by_id[turns[2].id].prev_id == turns[0].id
+        owner = store.execute(
+            Retrieve(
+                flt(viewer=Viewer(actor="k2")), MODEL, vecs[0], (), vector_k=1, keyword_k=0, neighbours=1
+            )
+        )
+        assert {c.item.id for c in owner} == {turns[0].id, turns[1].id}
 
 
 def _join(threads: Iterable[threading.Thread]) -> None:

@@ -242,6 +242,49 @@ def test_file_store_readers_see_committed_writes_across_stores(tmp_path: Path) -
         assert len(cands) == 1
 
 
+def test_a_write_rebuilds_only_the_cached_scopes_it_touched(tmp_path: Path) -> None:
+    path = tmp_path / "scopes.db"
+    rng = np.random.default_rng(1)
+    q = unit(rng)
+    alice, bob = ("user:alice",), ("user:bob",)
+    with SQLiteStore(path) as store, SQLiteStore(path) as other:
+        put(store, make_item("alice fig"), make_item("bob fig", user_id="bob"), vectors=[q, q])
+
+        def search(scopes: tuple[str, ...]) -> list[str]:
+            found = store.execute(Retrieve(flt(scope_keys=scopes), MODEL, q, (), vector_k=10, keyword_k=0))
+            return sorted(c.item.content for c in found)
+
+        def cached() -> dict[tuple[str, ...], object]:
+            return {k[0].scope_keys: v for k, v in store._local.scopes.items()}
+
+        assert (
+            search(alice) == ["alice fig"]
+            and search(bob) == ["bob fig"]
+            and search(())
+            == [
+                "alice fig",
+                "bob fig",
+            ]
+        )
+        before = cached()
+        # Another connection (as another process would) writes into bob's scope only.
+        put(other, make_item("bob plum", user_id="bob"), vectors=[q])
+        assert search(alice) == ["alice fig"]
+        assert search(bob) == ["bob fig", "bob plum"]
+        assert search(()) == ["alice fig", "bob fig", "bob plum"]  # the tenant-wide view changed too
+        after = cached()
+        assert after[alice] is before[alice]  # untouched scope: no rebuild
+        assert after[bob] is not before[bob] and after[()] is not before[()]
+        # Moving an item between scopes invalidates both.
+        moved = make_item("moving fig", user_id="bob")
+        store.execute(Write((upsert(moved, q),)))
+        assert "moving fig" in search(bob)
+        store.execute(Write((upsert(moved.evolve(user_id="alice"), q),)))
+        assert search(alice) == ["alice fig", "moving fig"] and "moving fig" not in search(bob)
+        store.execute(Write((upsert(moved.evolve(user_id="carol"), q),)))
+        assert search(alice) == ["alice fig"] and search(("user:carol",)) == ["moving fig"]
+
+
 _WRITER_SCRIPT = textwrap.dedent(
     """
     import sys, time

@@ -17,6 +17,12 @@ without a restart.
 Roles, from most to least powerful: ``owner`` and ``admin`` may do everything in their
 tenant; ``editor`` may read everything, create memories and change or delete only the
 memories it created; ``viewer`` may only read.
+
+Project membership: an ``editor`` or ``viewer`` key may name the projects it belongs to
+(``projects``; None, the default, makes it a member of every project of its tenant).
+Project memories are then seen per their visibility (see :class:`jiyi.store.base.Viewer`
+and docs/permissions.md): ``public`` by every key of the tenant, ``members`` by member
+keys, ``owner_only`` by the key that created them; owner and admin keys see everything.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Any
 
 from jiyi.errors import InvalidInput
 from jiyi.model import MAX_ID_LENGTH, utcnow
+from jiyi.store.base import Viewer
 
 PREFIX = "jiyi_"
 ID_CHARS = 12
@@ -68,10 +75,16 @@ class KeyRecord:
     hash: str
     created_at: str
     label: str | None = None
+    projects: tuple[str, ...] | None = None
+    """The projects this key is a member of; None: every project of the tenant."""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["role"] = self.role.value
+        if self.projects is None:
+            del data["projects"]  # key files stay as they were for keys without a list
+        else:
+            data["projects"] = list(self.projects)
         return data
 
     @classmethod
@@ -85,6 +98,7 @@ class KeyRecord:
                 hash=str(data["hash"]),
                 created_at=str(data.get("created_at", "")),
                 label=data.get("label"),
+                projects=None if data.get("projects") is None else check_projects(data["projects"]),
             )
         except (KeyError, ValueError, TypeError) as exc:
             raise InvalidInput(f"bad key record in the key file: {exc}", field="keys") from None
@@ -92,11 +106,20 @@ class KeyRecord:
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: the key's id, its tenant and its role."""
+    """Who is calling: the key's id, its tenant, its role and its projects (None: all)."""
 
     key_id: str
     tenant: str
     role: Role
+    projects: tuple[str, ...] | None = None
+
+    @property
+    def viewer(self) -> Viewer:
+        """What this key may see: owner and admin keys see everything of their tenant."""
+        return Viewer(actor=self.key_id, projects=self.projects, sees_all=self.role.can_edit_any)
+
+    def member_of(self, project_id: str | None) -> bool:
+        return self.viewer.member_of(project_id)
 
 
 def _digest(salt: str, secret: str) -> str:
@@ -116,6 +139,22 @@ def _check_role(role: Role | str) -> Role:
         raise InvalidInput(
             f"unknown role {role!r}; use one of {', '.join(r.value for r in Role)}", field="role"
         ) from None
+
+
+def check_projects(projects: Iterable[str]) -> tuple[str, ...]:
+    """A key's project list, validated: project ids, no blanks, duplicates dropped."""
+    if isinstance(projects, str) or not isinstance(projects, Iterable):
+        raise InvalidInput("projects must be a list of project ids", field="projects")
+    out: list[str] = []
+    for p in projects:
+        if not isinstance(p, str) or not p.strip() or len(p) > MAX_ID_LENGTH:
+            raise InvalidInput(
+                f"project id {p!r} must be a non-empty string of at most {MAX_ID_LENGTH} characters",
+                field="projects",
+            )
+        if p not in out:
+            out.append(p)
+    return tuple(out)
 
 
 def parse_token(token: str) -> tuple[str, str] | None:
@@ -202,10 +241,27 @@ class ApiKeys:
         self._reload()
         return list(self._records.values())
 
-    def add(self, tenant: str, role: Role | str, *, label: str | None = None) -> tuple[KeyRecord, str]:
-        """Make a key; returns its record and the plaintext key (shown once, never stored)."""
+    def add(
+        self,
+        tenant: str,
+        role: Role | str,
+        *,
+        label: str | None = None,
+        projects: Iterable[str] | None = None,
+    ) -> tuple[KeyRecord, str]:
+        """Make a key; returns its record and the plaintext key (shown once, never stored).
+
+        ``projects`` makes an editor or viewer key a member of those projects only (None:
+        of every project; an empty list: of none)."""
         tenant = _check_tenant(tenant)
         checked = _check_role(role)
+        members = None if projects is None else check_projects(projects)
+        if members is not None and checked.can_edit_any:
+            raise InvalidInput(
+                f"an {checked.value} key sees every project of its tenant; "
+                "give projects only to editor and viewer keys",
+                field="projects",
+            )
         key_id = secrets.token_hex(ID_CHARS // 2)
         while key_id in self._records:  # pragma: no cover - 48 random bits
             key_id = secrets.token_hex(ID_CHARS // 2)
@@ -219,6 +275,7 @@ class ApiKeys:
             hash=_digest(salt, secret),
             created_at=utcnow().isoformat(),
             label=label,
+            projects=members,
         )
         self._records[key_id] = record
         return record, f"{PREFIX}{key_id}_{secret}"
@@ -239,14 +296,22 @@ class ApiKeys:
             return None
         if not hmac.compare_digest(_digest(record.salt, secret), record.hash):
             return None
-        return Principal(key_id=record.id, tenant=record.tenant, role=record.role)
+        return Principal(key_id=record.id, tenant=record.tenant, role=record.role, projects=record.projects)
 
 
-def create_key(store_path: str | Path, tenant: str, role: Role | str, *, label: str | None = None) -> str:
+def create_key(
+    store_path: str | Path,
+    tenant: str,
+    role: Role | str,
+    *,
+    label: str | None = None,
+    projects: Iterable[str] | None = None,
+) -> str:
     """Add a key to the key file at ``store_path`` (created if missing); returns the
-    plaintext key. Print it once: only its salted hash is kept."""
+    plaintext key. Print it once: only its salted hash is kept. ``projects``: see
+    :meth:`ApiKeys.add`."""
     keys = ApiKeys.load(store_path)
-    _, plaintext = keys.add(tenant, role, label=label)
+    _, plaintext = keys.add(tenant, role, label=label, projects=projects)
     keys.save()
     return plaintext
 

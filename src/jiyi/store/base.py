@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 import base64
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
@@ -29,7 +29,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from jiyi.errors import InvalidInput
-from jiyi.model import MemoryItem, MemoryType, Status
+from jiyi.model import MAX_ID_LENGTH, MemoryItem, MemoryType, Scope, Status, Visibility
 from jiyi.session.model import Checkpoint, Job, Message
 
 R = TypeVar("R")
@@ -76,9 +76,72 @@ class HistoryEvent(BaseModel):
     seq: int | None = None
 
 
+def creator_of(item: MemoryItem) -> str | None:
+    """Who created an item: ``metadata["created_by"]`` when it is a string (the REST
+    service sets it to the API key's id), else None."""
+    value = item.metadata.get("created_by")
+    return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who is reading, for the per-item visibility of project-scope memories.
+
+    ``public`` items are seen by everyone of the tenant; ``members`` items by members of
+    their project (``projects=None``: member of every project); ``owner_only`` items by
+    their creator (``actor`` equal to :func:`creator_of`). ``sees_all`` (owner and admin
+    keys) lifts every restriction. User, agent and session memories are not affected.
+    Passing no viewer at all (None) means no restriction: library users own their store.
+    """
+
+    actor: str | None = None
+    projects: tuple[str, ...] | None = None
+    sees_all: bool = False
+
+    def __post_init__(self) -> None:
+        if self.actor is not None and (
+            not isinstance(self.actor, str) or not self.actor.strip() or len(self.actor) > MAX_ID_LENGTH
+        ):
+            raise InvalidInput(
+                f"viewer actor must be a non-empty string of at most {MAX_ID_LENGTH} characters",
+                field="actor",
+            )
+        given: object = self.projects  # callers may pass any iterable (or, by mistake, a string)
+        if given is not None:
+            if isinstance(given, str):
+                raise InvalidInput(
+                    "viewer projects must be a list of project ids, not one string", field="projects"
+                )
+            projects = tuple(dict.fromkeys(self.projects or ()))
+            for p in projects:
+                if not isinstance(p, str) or not p.strip() or len(p) > MAX_ID_LENGTH:
+                    raise InvalidInput(
+                        f"project id {p!r} must be a non-empty string of at most {MAX_ID_LENGTH} characters",
+                        field="projects",
+                    )
+            # A tuple, so the viewer stays hashable (filters are cache keys).
+            object.__setattr__(self, "projects", projects)
+        if not isinstance(self.sees_all, bool):
+            raise InvalidInput("viewer sees_all must be true or false", field="sees_all")
+
+    def member_of(self, project_id: str | None) -> bool:
+        if self.sees_all or self.projects is None:
+            return True
+        return project_id is not None and project_id in self.projects
+
+    def sees(self, item: MemoryItem) -> bool:
+        """The rule every backend's query implements, for one item in hand."""
+        if self.sees_all or item.scope is not Scope.PROJECT or item.visibility is Visibility.PUBLIC:
+            return True
+        if item.visibility is Visibility.MEMBERS:
+            return self.member_of(item.project_id)
+        return self.actor is not None and creator_of(item) == self.actor
+
+
 @dataclass(frozen=True)
 class Filter:
-    """Which items an operation may see. ``scope_keys`` empty means every scope of the tenant."""
+    """Which items an operation may see. ``scope_keys`` empty means every scope of the tenant.
+    ``viewer`` (None: no restriction) hides project-scope items that viewer may not see."""
 
     tenant_id: str
     scope_keys: tuple[str, ...] = ()
@@ -91,6 +154,20 @@ class Filter:
     created_before: datetime | None = None
     occurred_after: datetime | None = None
     occurred_before: datetime | None = None
+    visibilities: tuple[Visibility, ...] = ()  # empty: any
+    viewer: Viewer | None = None
+
+
+def same_audience(flt: Filter, item: MemoryItem) -> Filter:
+    """``flt`` narrowed to the project items seen by exactly the people who see ``item``
+    (the same visibility; for ``owner_only`` the same creator), so that deduplication and
+    reconciliation never move content from one audience to another."""
+    if item.scope is not Scope.PROJECT:
+        return flt
+    if item.visibility is Visibility.OWNER_ONLY:
+        own = Viewer(actor=creator_of(item), projects=())
+        return replace(flt, visibilities=(Visibility.OWNER_ONLY,), viewer=own)
+    return replace(flt, visibilities=(item.visibility,))
 
 
 @dataclass(frozen=True)

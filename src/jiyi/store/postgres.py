@@ -120,6 +120,7 @@ from jiyi.store.base import (
     VectorsFor,
     Write,
     check_row_kind,
+    creator_of,
     vector_from_text,
     vector_to_text,
 )
@@ -270,6 +271,19 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "ALTER TABLE {s}.vectors ALTER COLUMN vec SET STORAGE PLAIN",
         ),
     ),
+    (
+        "creator column for owner_only visibility",
+        (
+            # Written with every item (creator_of: string creators only, as Viewer.sees).
+            # Not a generated column: PostgreSQL's json operators refuse documents holding
+            # \u0000, which items may; the backfill parses a copy with it made a space. No
+            # index: the visibility test runs on rows the scope index already chose.
+            'ALTER TABLE {s}.items ADD COLUMN created_by text COLLATE "C"',
+            "UPDATE {s}.items i SET created_by = x.d -> 'metadata' ->> 'created_by' "
+            "FROM (SELECT pk, replace(doc::text, '\\u0000', '\\u0020')::json AS d FROM {s}.items) x "
+            "WHERE x.pk = i.pk AND json_typeof(x.d -> 'metadata' -> 'created_by') = 'string'",
+        ),
+    ),
 ]
 
 MIGRATION_LOCK = 0x4A49594900000001  # pg_advisory_xact_lock key shared by every jiyi schema
@@ -312,6 +326,7 @@ _ITEM_COLUMNS = (
     "terms",
     "n_terms",
     "thread_id",
+    "created_by",
 )
 _ITEM_CASTS = {"tags": "::text[]", "doc": "::json"}
 _ITEM_VALUES = ", ".join(f"%({c})s{_ITEM_CASTS.get(c, '')}" for c in _ITEM_COLUMNS)
@@ -387,6 +402,23 @@ def _filter_sql(f: Filter, a: str) -> tuple[str, dict[str, Any]]:
         if value is not None:
             clauses.append(f"{a}.{column} {op} %({name})s")
             params[name] = as_utc(value)
+    if f.visibilities:
+        clauses.append(f"{a}.visibility = ANY(%(f_visibilities)s::text[])")
+        params["f_visibilities"] = [v.value for v in f.visibilities]
+    viewer = f.viewer
+    if viewer is not None and not viewer.sees_all:
+        # Viewer.sees as SQL: other scopes and public items pass; members items need a
+        # membership; owner_only items their creator.
+        seen = [f"{a}.scope <> 'project'", f"{a}.visibility = 'public'"]
+        if viewer.projects is None:
+            seen.append(f"{a}.visibility = 'members'")
+        elif viewer.projects:
+            seen.append(f"({a}.visibility = 'members' AND {a}.project_id = ANY(%(f_projects)s::text[]))")
+            params["f_projects"] = list(viewer.projects)
+        if viewer.actor is not None:
+            seen.append(f"({a}.visibility = 'owner_only' AND {a}.created_by = %(f_actor)s)")
+            params["f_actor"] = viewer.actor
+        clauses.append(f"({' OR '.join(seen)})")
     return " AND ".join(clauses), params
 
 
@@ -434,6 +466,7 @@ def _item_params(item: MemoryItem, terms: str) -> dict[str, Any]:
         "terms": terms,
         "n_terms": len(terms.split()),
         "thread_id": item.thread_id,
+        "created_by": creator_of(item),
     }
 
 

@@ -210,9 +210,48 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "UPDATE meta SET value = value + 1 WHERE key = 'index_version'",
         ),
     ),
+    (
+        "creator column for owner_only visibility",
+        (
+            # Derived from the document, so it can never disagree with it; only string
+            # creators count (Viewer.sees says the same). No index: the visibility test runs
+            # on rows the scope index already chose.
+            "ALTER TABLE items ADD COLUMN created_by TEXT GENERATED ALWAYS AS ("
+            "CASE json_type(doc, '$.metadata.created_by') WHEN 'text' "
+            "THEN json_extract(doc, '$.metadata.created_by') END) VIRTUAL",
+        ),
+    ),
 ]
 
 SCOPE_CACHE_ENTRIES = 16
+
+
+def _version_keys(tenant_id: str, scope_key: str | None) -> str:
+    # meta keys of the per-scope counters; \x1f cannot occur in a validated id's scope key
+    return f"v\x1f{tenant_id}" if scope_key is None else f"v\x1f{tenant_id}\x1f{scope_key}"
+
+
+def _bump_scope(conn: sqlite3.Connection, tenant_id: str, scope_key: str) -> None:
+    """Mark one scope (and its tenant) changed, so only readers cached on it rebuild."""
+    conn.executemany(
+        "INSERT INTO meta VALUES (?, 1) ON CONFLICT(key) DO UPDATE SET value = value + 1",
+        [(_version_keys(tenant_id, scope_key),), (_version_keys(tenant_id, None),)],
+    )
+
+
+def _scope_version(conn: sqlite3.Connection, f: Filter) -> tuple[int, ...]:
+    """What a cached scope was built from: the store-wide counter (migrations, bulk loads)
+    and the counters of the filter's scopes (of its tenant when it names none)."""
+    keys = ["index_version"] + (
+        [_version_keys(f.tenant_id, k) for k in f.scope_keys] or [_version_keys(f.tenant_id, None)]
+    )
+    found = dict(
+        conn.execute(
+            f"SELECT key, value FROM meta WHERE key IN ({','.join('?' * len(keys))})", keys
+        ).fetchall()
+    )
+    return tuple(int(found.get(k, 0)) for k in keys)
+
 
 _ITEM_COLUMNS = (
     "id, tenant_id, scope, scope_key, user_id, project_id, session_id, agent_id, memory_type, status, "
@@ -286,6 +325,25 @@ def _filter_sql(f: Filter, alias: str = "i") -> tuple[str, list[Any]]:
         if value is not None:
             clauses.append(f"{a}.{column} {op} ?")
             params.append(ts(value))
+    if f.visibilities:
+        clauses.append(f"{a}.visibility IN ({','.join('?' * len(f.visibilities))})")
+        params.extend(v.value for v in f.visibilities)
+    viewer = f.viewer
+    if viewer is not None and not viewer.sees_all:
+        # Viewer.sees as SQL: other scopes and public items pass; members items need a
+        # membership; owner_only items their creator.
+        seen = [f"{a}.scope <> 'project'", f"{a}.visibility = 'public'"]
+        if viewer.projects is None:
+            seen.append(f"{a}.visibility = 'members'")
+        elif viewer.projects:
+            seen.append(
+                f"({a}.visibility = 'members' AND {a}.project_id IN ({','.join('?' * len(viewer.projects))}))"
+            )
+            params.extend(viewer.projects)
+        if viewer.actor is not None:
+            seen.append(f"({a}.visibility = 'owner_only' AND {a}.created_by = ?)")
+            params.append(viewer.actor)
+        clauses.append(f"({' OR '.join(seen)})")
     return " AND ".join(clauses), params
 
 
@@ -407,7 +465,7 @@ def _top(scores: np.ndarray, mask: np.ndarray, k: int) -> list[int]:
 class _ScopeRows:
     """A scope's items in thread order: vectors as one matrix, neighbours as index arrays."""
 
-    version: int
+    version: tuple[int, ...]
     pks: np.ndarray
     ids: list[str]
     index: dict[int, int]
@@ -421,7 +479,7 @@ class _ScopeRows:
     next: np.ndarray
 
     @classmethod
-    def build(cls, version: int, rows: list[tuple[Any, ...]], dim: int) -> _ScopeRows:
+    def build(cls, version: tuple[int, ...], rows: list[tuple[Any, ...]], dim: int) -> _ScopeRows:
         n = len(rows)
         threads = [r[2] for r in rows]
         # Neighbours: consecutive rows of the same (non-null) thread; rows come thread-ordered.
@@ -743,7 +801,7 @@ class SQLiteStore(Store):
         f = op.filter
         dim = 0 if op.vector is None else int(op.vector.shape[0])
         key = (replace(f, now=None, include_expired=True), op.model_id, dim)
-        version = conn.execute("SELECT value FROM meta WHERE key = 'index_version'").fetchone()[0]
+        version = _scope_version(conn, f)
         cache: OrderedDict[Any, _ScopeRows] = getattr(self._local, "scopes", None) or OrderedDict()
         self._local.scopes = cache
         hit = cache.get(key)
@@ -920,11 +978,9 @@ class SQLiteStore(Store):
         if self.read_only:
             raise StoreReadOnly(f"cannot write {self.path}: it was opened read-only")
         with self._transaction() as conn:
-            if any(
-                isinstance(c, Upsert | Purge)
-                or (isinstance(c, LoadRows | ClearRows) and "items" in _kinds(c))
-                for c in op.changes
-            ):
+            # Upserts and purges bump only their scope's version (see _bump_scope); bulk
+            # loads and clears change everything at once.
+            if any(isinstance(c, LoadRows | ClearRows) and "items" in _kinds(c) for c in op.changes):
                 conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'index_version'")
             for change in op.changes:
                 match change:
@@ -1098,17 +1154,20 @@ class SQLiteStore(Store):
 
     def _upsert(self, conn: sqlite3.Connection, change: Upsert) -> None:
         item = change.item
-        row = conn.execute("SELECT pk, tenant_id FROM items WHERE id = ?", (item.id,)).fetchone()
+        row = conn.execute("SELECT pk, tenant_id, scope_key FROM items WHERE id = ?", (item.id,)).fetchone()
         values = _item_row(item)
+        _bump_scope(conn, item.tenant_id, item.scope_key)
         if row is None:
             cur = conn.execute(
                 f"INSERT INTO items ({_ITEM_COLUMNS}) VALUES ({','.join('?' * len(values))})", values
             )
             pk = cur.lastrowid
         else:
-            pk, tenant = row
+            pk, tenant, old_scope = row
             if tenant != item.tenant_id:
                 raise InvalidInput(f"id {item.id!r} is already taken; choose another id", field="id")
+            if old_scope != item.scope_key:
+                _bump_scope(conn, tenant, old_scope)
             sets = ", ".join(f"{c.strip()} = ?" for c in _ITEM_COLUMNS.split(","))
             conn.execute(f"UPDATE items SET {sets} WHERE pk = ?", (*values, pk))
             conn.execute("DELETE FROM items_fts WHERE rowid = ?", (pk,))
@@ -1133,10 +1192,12 @@ class SQLiteStore(Store):
 
     def _purge(self, conn: sqlite3.Connection, change: Purge) -> None:
         row = conn.execute(
-            "SELECT pk FROM items WHERE id = ? AND tenant_id = ?", (change.item_id, change.tenant_id)
+            "SELECT pk, scope_key FROM items WHERE id = ? AND tenant_id = ?",
+            (change.item_id, change.tenant_id),
         ).fetchone()
         if row is None:
             return  # nothing of this tenant's to purge: nothing to record either
+        _bump_scope(conn, change.tenant_id, row[1])
         conn.execute("DELETE FROM items_fts WHERE rowid = ?", (row[0],))
         conn.execute("DELETE FROM items WHERE pk = ?", (row[0],))
         self._record(conn, change.event)
