@@ -23,7 +23,14 @@ from mcp.shared.exceptions import MCPError
 from jiyi.memory import Memory
 from jiyi.server.mcp import build_server
 
-TOOL_NAMES = {"memory_save", "memory_search", "memory_delete", "memory_stats", "memory_context"}
+TOOL_NAMES = {
+    "memory_save",
+    "memory_search",
+    "memory_delete",
+    "memory_stats",
+    "memory_context",
+    "memory_profile",
+}
 
 
 def server_code(db: Path, **options: Any) -> str:

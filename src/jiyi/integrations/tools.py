@@ -3,7 +3,8 @@
 :data:`TOOLS` describes the seed's four tools (``memory_save``, ``memory_search``,
 ``memory_delete``, ``memory_stats``) plus ``memory_context`` in the OpenAI-compatible
 function-calling shape (``{"type": "function", "function": {name, description,
-parameters}}``). :class:`MemoryTools` runs the calls a model makes::
+parameters}}``); :data:`PROFILE_TOOL` (``memory_profile``, read-only) is added with
+``profile_tool=True``. :class:`MemoryTools` runs the calls a model makes::
 
     tools = MemoryTools(memory, user_id="alice", session_id="s1")
     client.chat.completions.create(..., tools=tools.schemas())
@@ -198,6 +199,25 @@ TOOLS: Final[list[dict[str, Any]]] = [
 ]
 
 TOOL_NAMES: Final = tuple(t["function"]["name"] for t in TOOLS)
+
+PROFILE_TOOL: Final[dict[str, Any]] = _function(
+    "memory_profile",
+    "Read the profile of the user and/or the current project: for the user their name, profession, "
+    "preferred language and answer style and format, custom instructions, expertise, programming "
+    "languages and tools; for a project its goal, tech stack, constraints, key decisions (with "
+    "reasons), team conventions and current phase. Each field says whether it was set explicitly or "
+    "gathered from memories. Use it when the user asks what you know about them (「你了解我什么」, "
+    "'what do you know about me?') or before adapting your answers to them. Read-only.",
+    {
+        "scope": {
+            "type": "string",
+            "enum": ["user", "project"],
+            "description": "Only this profile (default: the user's and the project's, as available).",
+        },
+    },
+    [],
+)
+"""Offered when a dispatcher is made with ``profile_tool=True`` (the MCP server does)."""
 
 
 # ---------------------------------------------------------------- argument checking
@@ -396,6 +416,7 @@ class _ToolsBase:
         agent_id: str | None = None,
         tenant_id: str | None = None,
         actor: str | None = "memory_tools",
+        profile_tool: bool = False,
     ) -> None:
         ids = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
         for field, value in [*ids.items(), ("tenant_id", tenant_id)]:
@@ -413,6 +434,9 @@ class _ToolsBase:
         self.actor = actor
         self.scopes: tuple[str, ...] = tuple(s.value for s in Scope if f"{s.value}_id" in bound)
         self._scope_keys = frozenset(scope_key(Scope(s), bound[f"{s}_id"]) for s in self.scopes)
+        # Profiles exist for users and projects; with neither bound the tool has nothing to read.
+        self._profile_scopes = [s for s in ("user", "project") if f"{s}_id" in bound]
+        self._profile_tool = bool(profile_tool and self._profile_scopes)
         self._schemas = self._bind_schemas()
         self._parameters = {t["function"]["name"]: t["function"]["parameters"] for t in self._schemas}
         self._flows: dict[str, Callable[[dict[str, Any]], Flow[dict[str, Any]]]] = {
@@ -422,6 +446,8 @@ class _ToolsBase:
             "memory_stats": self._stats,
             "memory_context": self._context,
         }
+        if self._profile_tool:
+            self._flows["memory_profile"] = self._profile
 
     def _bind_schemas(self) -> list[dict[str, Any]]:
         """TOOLS with the ``scope`` choices narrowed to the scopes bound here."""
@@ -430,6 +456,10 @@ class _ToolsBase:
             scope = tool["function"]["parameters"]["properties"].get("scope")
             if scope is not None:
                 scope["enum"] = list(self.scopes)
+        if self._profile_tool:
+            profile = copy.deepcopy(PROFILE_TOOL)
+            profile["function"]["parameters"]["properties"]["scope"]["enum"] = list(self._profile_scopes)
+            schemas.append(profile)
         return schemas
 
     def schemas(self) -> list[dict[str, Any]]:
@@ -438,13 +468,13 @@ class _ToolsBase:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return TOOL_NAMES
+        return tuple(self._flows)
 
     def _prepare(self, name: object, arguments: str | Mapping[str, Any] | None) -> Flow[dict[str, Any]]:
         if not isinstance(name, str) or name not in self._flows:
             raise ToolCallError(
                 "unknown_tool",
-                f"there is no tool named {name!r}; the memory tools are: {', '.join(TOOL_NAMES)}",
+                f"there is no tool named {name!r}; the memory tools are: {', '.join(self._flows)}",
             )
         args = validate_arguments(self._parameters[name], parse_arguments(arguments))
         return self._flows[name](args)
@@ -552,6 +582,17 @@ class _ToolsBase:
             "dropped": ctx.dropped,
         }
 
+    def _profile(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
+        core: Any = self.core  # as in _context: the mixin's protocol is not matched by mypy
+        scopes = [args["scope"]] if args.get("scope") else self._profile_scopes
+        profiles = []
+        for scope in scopes:
+            prof = yield from core.profile(
+                tenant_id=self.tenant_id, **{f"{scope}_id": self.ids[f"{scope}_id"]}
+            )
+            profiles.append(prof.to_json_dict(non_empty=True))
+        return {"profiles": profiles}
+
 
 class MemoryTools(_ToolsBase):
     """Runs the memory tools on a :class:`~jiyi.memory.Memory` for one bound user/project/session.
@@ -573,6 +614,7 @@ class MemoryTools(_ToolsBase):
         agent_id: str | None = None,
         tenant_id: str | None = None,
         actor: str | None = "memory_tools",
+        profile_tool: bool = False,
     ) -> None:
         super().__init__(
             memory,
@@ -582,6 +624,7 @@ class MemoryTools(_ToolsBase):
             agent_id=agent_id,
             tenant_id=tenant_id,
             actor=actor,
+            profile_tool=profile_tool,
         )
 
     def call(self, name: str, arguments: str | Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -607,6 +650,7 @@ class AsyncMemoryTools(_ToolsBase):
         agent_id: str | None = None,
         tenant_id: str | None = None,
         actor: str | None = "memory_tools",
+        profile_tool: bool = False,
     ) -> None:
         super().__init__(
             memory,
@@ -616,6 +660,7 @@ class AsyncMemoryTools(_ToolsBase):
             agent_id=agent_id,
             tenant_id=tenant_id,
             actor=actor,
+            profile_tool=profile_tool,
         )
 
     async def call(self, name: str, arguments: str | Mapping[str, Any] | None = None) -> dict[str, Any]:

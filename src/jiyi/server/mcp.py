@@ -2,7 +2,8 @@
 
 The server advertises exactly the tools of :mod:`jiyi.integrations.tools`
 (``memory_save``, ``memory_search``, ``memory_delete``, ``memory_stats``,
-``memory_context``) with the same JSON Schemas, and answers every call through the
+``memory_context`` and, when a user or project is served, the read-only
+``memory_profile``) with the same JSON Schemas, and answers every call through the
 same dispatcher, so the tool logic exists once. It is built on the official MCP Python
 SDK's low-level :class:`mcp.server.lowlevel.Server` (``MCPServer``, the SDK's high-level
 API, derives schemas from Python signatures; here the schemas already exist).
@@ -35,7 +36,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from jiyi.config import GateConfig
-from jiyi.integrations.tools import TOOL_NAMES, AsyncMemoryTools, MemoryTools
+from jiyi.integrations.tools import AsyncMemoryTools, MemoryTools
 from jiyi.memory import AsyncMemory, Memory
 
 log = logging.getLogger("jiyi.mcp")
@@ -48,7 +49,8 @@ INSTRUCTIONS = (
     "Long-term memory for this user (jiyi). Save durable facts and preferences with memory_save "
     "when the user says 「记住」「帮我记住」「我是…」 or 'remember that ...'; recall them with "
     "memory_search (Chinese and English queries both work) before answering questions that depend "
-    "on who the user is or on earlier decisions; memory_context loads background for a task."
+    "on who the user is or on earlier decisions; memory_context loads background for a task; "
+    "memory_profile shows the user's (and project's) profile: who they are and how they want answers."
 )
 
 _ANNOTATIONS: dict[str, types.ToolAnnotations] = {
@@ -66,6 +68,9 @@ _ANNOTATIONS: dict[str, types.ToolAnnotations] = {
     ),
     "memory_context": types.ToolAnnotations(
         title="Load background context", read_only_hint=True, open_world_hint=False
+    ),
+    "memory_profile": types.ToolAnnotations(
+        title="Read the user/project profile", read_only_hint=True, open_world_hint=False
     ),
 }
 
@@ -93,7 +98,9 @@ def build_server(
         "tenant_id": tenant_id,
     }
     dispatcher: MemoryTools | AsyncMemoryTools = (
-        AsyncMemoryTools(memory, **scope) if isinstance(memory, AsyncMemory) else MemoryTools(memory, **scope)
+        AsyncMemoryTools(memory, **scope, profile_tool=True)
+        if isinstance(memory, AsyncMemory)
+        else MemoryTools(memory, **scope, profile_tool=True)
     )
     schemas = {s["function"]["name"]: s["function"] for s in dispatcher.schemas()}
     tools = [
@@ -118,7 +125,7 @@ def build_server(
         if params.name not in schemas:
             raise MCPError(
                 types.INVALID_PARAMS,
-                f"unknown tool {params.name!r}; this server has: {', '.join(TOOL_NAMES)}",
+                f"unknown tool {params.name!r}; this server has: {', '.join(schemas)}",
             )
         result = await dispatch(params.name, params.arguments or {})
         return types.CallToolResult(
