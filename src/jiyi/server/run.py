@@ -25,6 +25,8 @@ def serve(
     worker: bool = True,
     log_level: str = "info",
     maintain_every: float | None = 86400.0,
+    files: str | Path | None = None,
+    watch_interval: float = 2.0,
 ) -> None:
     """Serve the SQLite store at ``db_path`` on ``host:port`` until interrupted.
 
@@ -35,6 +37,8 @@ def serve(
     ``worker=True`` runs queued extraction jobs in the server process. The gate reads
     the ``MEMORY_*`` environment variables. ``maintain_every`` (seconds; default one
     day, None to disable) runs the lifecycle pass for every tenant on that schedule.
+    ``files`` keeps memory.md / learnings.md per scope under that directory: API writes
+    update them, and a watcher syncs a person's edits every ``watch_interval`` seconds.
     """
     keys: ApiKeys | None = None
     if keys_file is None:
@@ -60,6 +64,8 @@ def serve(
             worker=worker,
             log_level=log_level,
             maintain_every=maintain_every,
+            files=files,
+            watch_interval=watch_interval,
         )
     )
 
@@ -77,10 +83,15 @@ async def _serve(
     worker: bool,
     log_level: str,
     maintain_every: float | None,
+    files: str | Path | None = None,
+    watch_interval: float = 2.0,
 ) -> None:
     import uvicorn
 
-    memory = AsyncMemory.open(db_path, embedder=embedder, llm=llm, gate=GateConfig.from_env())
+    from jiyi.files import watch_files
+
+    memory = AsyncMemory.open(db_path, embedder=embedder, llm=llm, gate=GateConfig.from_env(), files=files)
+    watcher = watch_files(memory, interval=watch_interval) if files is not None else None
     try:
         app = create_app(
             memory,
@@ -94,6 +105,8 @@ async def _serve(
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level, proxy_headers=False)
         await uvicorn.Server(config).serve()
     finally:
+        if watcher is not None:  # off the loop: a sync it is waiting for needs the loop
+            await asyncio.to_thread(watcher.stop)
         await memory.aclose()
 
 

@@ -1,0 +1,624 @@
+"""The three-way merge of a scope's files (F), its database items (D) and the state at
+the last sync (B, the common ancestor). Pure: :func:`plan_sync` decides, the flow applies
+the database actions, :func:`finish_sync` turns their outcomes into the files to write.
+
+Per memory id (``==`` compares section and text):
+
+=========================  ============================================================
+F == B, D == B             nothing to do
+F == B, D != B             the database changed: the file follows (a line is added,
+                           changed, moved or removed)
+F != B, D == B             the file changed: update the text (re-embedded) or the type
+                           (moved line); archive (deleted line); restore (line put back)
+F != B, D != B, F == D     both made the same change: fine
+F != B, D != B, F != D     CONFLICT: reported, neither side overwritten (the file keeps
+                           the person's line), reported again until resolved by editing
+                           the line to match or by ``prefer="file"`` / ``prefer="db"``
+=========================  ============================================================
+
+A line without an id is added through the write gate, unless the database gained the
+same text since the last sync (both added it). A line whose id the database has no
+trace of at all (a new or wiped database) is added again: the file is the source of
+truth. Lines that cannot be applied are reported with their line numbers and kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from jiyi.config import GateConfig
+from jiyi.files.document import Entry, Extras, Placed, at_key, normal_text
+from jiyi.files.layout import FILE_NAMES, ScopeRef, file_for, is_file_memory
+from jiyi.files.parse import Line, Problem, ScopeParse
+from jiyi.files.render import render_file
+from jiyi.files.report import FileChange, FileConflict, FileError
+from jiyi.files.state import ScopeState, digest
+from jiyi.model import MemoryItem, Status
+from jiyi.write.gate import GateDecision, screen
+
+Prefer = Literal["file", "db"] | None
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the database says about an id the files show but the scope's visible items
+    lack: the item in another state or scope, or only history (purged), or nothing."""
+
+    item: MemoryItem | None
+    purged: bool = False
+
+
+@dataclass(frozen=True)
+class Action:
+    """One database change a sync makes (through the Memory API, actor ``files``)."""
+
+    kind: Literal["update", "archive", "restore", "add"]
+    file: str
+    item_id: str | None  # add: None
+    line: Line | None  # the person's line (archive: None)
+    changes: tuple[tuple[str, Any], ...] = ()
+    reason: str = ""
+    replaces: str | None = None  # add: the id the line carried (a memory the database lost)
+    at: str = ""
+    base_before: Placed | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Applied:
+    """How an action went: the item it produced, the gate's decision (add), or an error."""
+
+    item: MemoryItem | None = None
+    decision: GateDecision | None = None
+    error: str | None = None
+
+
+@dataclass
+class Plan:
+    ref: ScopeRef
+    rel: Callable[[str], str]
+    shown: dict[str, Placed] = field(default_factory=dict)
+    base: dict[str, Placed] = field(default_factory=dict)
+    overrides: dict[str, Placed | None] = field(default_factory=dict)
+    actions: list[Action] = field(default_factory=list)
+    changes: list[FileChange] = field(default_factory=list)
+    conflicts: list[FileConflict] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    extras: dict[str, Extras] = field(default_factory=dict)
+    blocked: set[str] = field(default_factory=set)
+    frozen: set[str] = field(default_factory=set)  # ids whose entries stay exactly as they were
+    screened: _Screen | None = None
+
+    def error(self, problem: Problem) -> None:
+        self.errors.append(FileError(self.rel(problem.file), problem.line, problem.message, problem.text))
+
+    def keep_line(self, line: Line, message: str) -> None:
+        """Report a line and keep it verbatim where it stood."""
+        self.error(Problem(line.file, line.line, message, line.entry.text))
+        self.extras.setdefault(line.file, Extras()).add(line.entry.memory_type.value, line.line, line.raw)
+
+
+class _Screen:
+    """The gate's content checks, cached per text: redaction decides whether a line and
+    a stored memory say the same thing; refusals are predicted for dry runs."""
+
+    def __init__(self, gate: GateConfig) -> None:
+        self.gate = gate
+        self._cache: dict[str, str | GateDecision] = {}
+
+    def __call__(self, text: str) -> str | GateDecision:
+        hit = self._cache.get(text)
+        if hit is None:
+            result = screen(text, 1.0, self.gate)
+            hit = result if isinstance(result, GateDecision) else normal_text(result.text)
+            self._cache[text] = hit
+        return hit
+
+    def same(self, line: Entry | None, stored: Entry | None) -> bool:
+        if line is None or stored is None:
+            return line is None and stored is None
+        if line.memory_type is not stored.memory_type:
+            return False
+        return line.text == stored.text or self(line.text) == stored.text
+
+
+def _describe(entry: Entry) -> str:
+    return f"## {entry.memory_type.value}"
+
+
+def _why_hidden(item: MemoryItem) -> str:
+    if item.thread_id is not None:
+        return "is a piece of a conversation or document"
+    if "episode" in item.tags:
+        return "is an episode summary"
+    return "is a profile"
+
+
+def plan_sync(
+    ref: ScopeRef,
+    parse: ScopeParse,
+    state: ScopeState | None,
+    visible: Mapping[str, MemoryItem],
+    known: Mapping[str, Known],
+    *,
+    prefer: Prefer,
+    now: datetime,
+    gate: GateConfig,
+    rel: Callable[[str], str],
+) -> Plan:
+    """Decide every id's fate; database actions are listed, not run."""
+    screened = _Screen(gate)
+    plan = Plan(ref, rel, blocked=parse.blocked, screened=screened)
+    base0 = dict(state.base) if state else {}
+    over0 = dict(state.overrides) if state else {}
+    for name, parsed in parse.files.items():
+        plan.extras[name] = parsed.extras if not parsed.blocked else Extras()
+    for problem in parse.problems:
+        plan.error(problem)
+    stored = {i: Placed.of(item) for i, item in visible.items()}
+    lines = parse.by_id
+    held = set(parse.held)
+    # Anything tied to a file nothing could be read from stays exactly as it was.
+    if plan.blocked:
+        for item_id in base0.keys() | stored.keys() | over0.keys():
+            homes = {
+                file_for(p.entry.memory_type)
+                for p in (base0.get(item_id), stored.get(item_id), over0.get(item_id))
+                if p is not None
+            }
+            if homes & plan.blocked:
+                plan.frozen.add(item_id)
+                held.add(item_id)
+                if item_id in lines:  # e.g. moved out of the unreadable file: keep the line
+                    plan.keep_line(
+                        lines[item_id],
+                        f"memory {item_id} also belongs to {', '.join(sorted(homes & plan.blocked))}, "
+                        "which could not be read; this line is applied once that file is fixed",
+                    )
+        for name in plan.blocked:
+            plan.extras[name] = (state.extras.get(name) if state else None) or Extras()
+    for item_id in held:
+        if item_id in base0:
+            plan.base[item_id] = base0[item_id]
+        if item_id in plan.frozen:
+            if item_id in over0:
+                plan.overrides[item_id] = over0[item_id]
+        elif item_id in base0:
+            plan.overrides[item_id] = None  # its line is kept verbatim
+    _new_lines(plan, parse, base0, stored, held, screened)
+    now_key = at_key(now)
+    for item_id in sorted((lines.keys() | base0.keys() | stored.keys()) - held - plan.shown.keys()):
+        line = lines.get(item_id)
+        f = line.entry if line else None
+        b = base0[item_id].entry if item_id in base0 else None
+        d = stored[item_id].entry if item_id in stored else None
+        source = stored.get(item_id) or base0.get(item_id)
+        at_value = source.at if source else now_key
+        file_changed, db_changed = f != b, d != b
+        info = known.get(item_id)
+        if line is not None and d is None and info is not None and info.item is None and not info.purged:
+            # The database has no trace of it (a new or rebuilt database): the file is the truth.
+            _readd(plan, item_id, line, base0.get(item_id), "the database had no record of it")
+        elif not file_changed and not db_changed:
+            if f is not None:
+                _show(plan, item_id, Placed(f, at_value))
+                plan.base[item_id] = base0[item_id]
+        elif not file_changed:
+            _to_file(plan, item_id, f, stored.get(item_id))
+        elif not db_changed:
+            _to_db(plan, item_id, line, visible.get(item_id), info, base0.get(item_id), at_value)
+        elif screened.same(f, d):
+            if d is not None:
+                _show(plan, item_id, stored[item_id])
+                plan.base[item_id] = stored[item_id]
+        elif prefer == "file":
+            _to_db(plan, item_id, line, visible.get(item_id), info, base0.get(item_id), at_value)
+        elif prefer == "db":
+            _to_file(plan, item_id, f, stored.get(item_id))
+        else:
+            _conflict(plan, item_id, line, f, d, base0, at_value)
+    plan.actions.sort(key=lambda a: (a.file, a.line.line if a.line else 0))
+    return plan
+
+
+def _show(plan: Plan, item_id: str, placed: Placed) -> None:
+    plan.shown[item_id] = placed
+
+
+def _new_lines(
+    plan: Plan,
+    parse: ScopeParse,
+    base0: Mapping[str, Placed],
+    stored: Mapping[str, Placed],
+    held: set[str],
+    screened: _Screen,
+) -> None:
+    """Lines without an id: the same text the database gained since the last sync is
+    the same memory (added on both sides, or a crash between the two); others are added."""
+    pool: dict[tuple[str, str], str] = {}
+    for item_id, placed in sorted(stored.items(), key=lambda kv: (kv[1].at, kv[0])):
+        if item_id not in base0 and item_id not in parse.by_id and item_id not in held:
+            pool.setdefault((placed.entry.memory_type.value, placed.entry.text), item_id)
+    for line in parse.new:
+        kind = line.entry.memory_type.value
+        verdict = screened(line.entry.text)
+        match = pool.pop((kind, line.entry.text), None)
+        if match is None and isinstance(verdict, str):
+            match = pool.pop((kind, verdict), None)
+        if match is not None:
+            _show(plan, match, stored[match])
+            plan.base[match] = stored[match]
+            continue
+        plan.actions.append(
+            Action("add", line.file, None, line, reason=f"{line.file} line {line.line}: added in the file")
+        )
+
+
+def _to_file(plan: Plan, item_id: str, f: Entry | None, d: Placed | None) -> None:
+    """The database's version goes into the file."""
+    if d is None:
+        plan.base.pop(item_id, None)
+        if f is not None:
+            plan.changes.append(
+                FileChange(plan.rel(file_for(f.memory_type)), "removed", "to_file", item_id, f.text)
+            )
+        return
+    _show(plan, item_id, d)
+    plan.base[item_id] = d
+    e = d.entry
+    where = plan.rel(file_for(e.memory_type))
+    if f is None:
+        plan.changes.append(FileChange(where, "added", "to_file", item_id, e.text, detail=_describe(e)))
+        return
+    if f.text != e.text:
+        plan.changes.append(FileChange(where, "changed", "to_file", item_id, e.text, detail=f"was: {f.text}"))
+    if f.memory_type is not e.memory_type:
+        plan.changes.append(
+            FileChange(where, "moved", "to_file", item_id, e.text, detail=f"{_describe(f)} -> {_describe(e)}")
+        )
+
+
+def _to_db(
+    plan: Plan,
+    item_id: str,
+    line: Line | None,
+    item: MemoryItem | None,
+    info: Known | None,
+    base_before: Placed | None,
+    at: str,
+) -> None:
+    """The person's version goes into the database (as an action), and into the file."""
+    if line is None:
+        if item is None:  # deleted on both sides
+            plan.base.pop(item_id, None)
+            return
+        name = file_for(item.memory_type)
+        plan.actions.append(
+            Action(
+                "archive",
+                name,
+                item_id,
+                None,
+                reason=f"{name}: the line was deleted from the file",
+                base_before=base_before,
+            )
+        )
+        return
+    f = line.entry
+    if item is not None:
+        current = Entry.of(item)
+        changes: list[tuple[str, Any]] = []
+        what: list[str] = []
+        if f.text != current.text:
+            changes.append(("content", f.text))
+            what.append("text edited")
+            gate = plan.screened.gate if plan.screened else None
+            if gate is not None and item.confidence < gate.min_confidence:
+                # A person wrote this text: it is no longer a low-confidence guess.
+                changes.append(("confidence", gate.min_confidence))
+        if f.memory_type is not current.memory_type:
+            changes.append(("memory_type", f.memory_type))
+            what.append(f"moved from {_describe(current)} to {_describe(f)}")
+        plan.actions.append(
+            Action(
+                "update",
+                line.file,
+                item_id,
+                line,
+                tuple(changes),
+                reason=f"{line.file} line {line.line}: {', '.join(what)} in the file",
+                at=at,
+                base_before=base_before,
+                detail=f"{_describe(current)} -> {_describe(f)}"
+                if current.memory_type is not f.memory_type
+                else "",
+            )
+        )
+        return
+    found = info.item if info else None
+    if found is None:
+        why = (
+            "the memory was deleted for good" if info and info.purged else "the database had no record of it"
+        )
+        _readd(plan, item_id, line, base_before, why)
+        return
+    if found.scope_key != plan.ref.key:
+        plan.keep_line(
+            line,
+            f"id {item_id} belongs to {found.scope.value} {found.scope_id}, not to this file's "
+            f"{plan.ref.describe()}; remove the id comment to add it here as a new memory",
+        )
+        _hold(plan, item_id, base_before)
+        return
+    if found.status is Status.SUPERSEDED:
+        newer = next((r.target_id for r in found.relations if r.type.value == "superseded_by"), None)
+        plan.keep_line(
+            line,
+            f"memory {item_id} was superseded"
+            + (f" by {newer}" if newer else "")
+            + "; edit the newer memory's line instead (or remove the id comment to add this as new)",
+        )
+        _hold(plan, item_id, base_before)
+        return
+    if found.thread_id is not None or {"episode", "profile"} & set(found.tags):
+        plan.keep_line(line, f"memory {item_id} {_why_hidden(found)}, which the files do not hold")
+        _hold(plan, item_id, base_before)
+        return
+    # Archived or expired: the line was put back, so the memory comes back.
+    current = Entry.of(found)
+    changes = [("status", Status.ACTIVE)]
+    if found.expires_at is not None:
+        changes.append(("expires_at", None))
+    if f.text != current.text:
+        changes.append(("content", f.text))
+    if f.memory_type is not current.memory_type:
+        changes.append(("memory_type", f.memory_type))
+    plan.actions.append(
+        Action(
+            "restore",
+            line.file,
+            item_id,
+            line,
+            tuple(changes),
+            reason=f"{line.file} line {line.line}: the line was put back in the file",
+            at=at_key(found.created_at),
+            base_before=base_before,
+        )
+    )
+
+
+def _readd(plan: Plan, item_id: str, line: Line, base_before: Placed | None, why: str) -> None:
+    plan.actions.append(
+        Action(
+            "add",
+            line.file,
+            None,
+            line,
+            reason=f"{line.file} line {line.line}: added again ({why})",
+            replaces=item_id,
+            base_before=base_before,
+        )
+    )
+
+
+def _hold(plan: Plan, item_id: str, base_before: Placed | None) -> None:
+    if base_before is not None:
+        plan.base[item_id] = base_before
+        plan.overrides[item_id] = None
+
+
+def _conflict(
+    plan: Plan,
+    item_id: str,
+    line: Line | None,
+    f: Entry | None,
+    d: Entry | None,
+    base0: Mapping[str, Placed],
+    at: str,
+) -> None:
+    """Report; keep the person's line in the file and the database as it is. The base
+    stays, so the next sync finds the same conflict until it is resolved."""
+    if f is not None:
+        _show(plan, item_id, Placed(f, at))
+    if item_id in base0:
+        plan.base[item_id] = base0[item_id]
+    name = line.file if line else file_for((d or base0[item_id].entry).memory_type)
+    plan.conflicts.append(
+        FileConflict(
+            plan.rel(name),
+            item_id,
+            line.line if line else None,
+            f.text if f else None,
+            d.text if d else None,
+            f.memory_type.value if f else None,
+            d.memory_type.value if d else None,
+        )
+    )
+
+
+# ---------------------------------------------------------------- after the actions ran
+
+
+@dataclass
+class Finished:
+    texts: dict[str, str | None]  # None: leave that file alone
+    state: ScopeState | None  # None: nothing to write for this scope
+    changes: list[FileChange]
+    errors: list[FileError]
+
+
+def preview(plan: Plan) -> tuple[list[FileChange], list[FileError]]:
+    """The database changes a dry run would make, and the additions the gate's content
+    checks would refuse (duplicates are only found when the sync runs)."""
+    changes: list[FileChange] = []
+    errors: list[FileError] = []
+    for a in plan.actions:
+        line = a.line
+        text = line.entry.text if line else (a.base_before.entry.text if a.base_before else "")
+        if a.kind == "add" and line is not None and plan.screened is not None:
+            verdict = plan.screened(text)
+            if isinstance(verdict, GateDecision):
+                errors.append(
+                    FileError(
+                        plan.rel(a.file), line.line, f"would not be added: {'; '.join(verdict.reasons)}", text
+                    )
+                )
+                continue
+        kind = {"update": "changed", "archive": "archived", "restore": "restored", "add": "added"}[a.kind]
+        if a.kind == "update" and dict(a.changes).keys() == {"memory_type"}:
+            kind = "moved"
+        changes.append(
+            FileChange(
+                plan.rel(a.file), kind, "to_db", a.item_id, text, line.line if line else None, a.detail
+            )
+        )
+    return changes, errors
+
+
+def finish_sync(
+    plan: Plan,
+    results: list[tuple[Action, Applied]],
+    state: ScopeState | None,
+    *,
+    now: datetime,
+    files_exist: bool,
+) -> Finished:
+    """Fold the actions' outcomes into what the files show and the new base; render."""
+    changes: list[FileChange] = []
+    errors: list[FileError] = []
+    shown, base, overrides = plan.shown, plan.base, plan.overrides
+
+    def fail(action: Action, message: str) -> None:
+        line = action.line
+        errors.append(
+            FileError(
+                plan.rel(action.file), line.line if line else None, message, line.entry.text if line else ""
+            )
+        )
+
+    for action, result in results:
+        line = action.line
+        if action.kind in ("update", "restore"):
+            assert action.item_id is not None
+            assert line is not None
+            if result.item is None:
+                fail(action, f"not applied: {result.error}")
+                shown[action.item_id] = Placed(line.entry, action.at or at_key(now))
+                if action.base_before is not None:
+                    base[action.item_id] = action.base_before
+                continue
+            _adopt(plan, result.item, now)
+            kinds = dict(action.changes)
+            verb = "restored" if action.kind == "restore" else ("changed" if "content" in kinds else "moved")
+            changes.append(
+                FileChange(
+                    plan.rel(action.file),
+                    verb,
+                    "to_db",
+                    action.item_id,
+                    normal_text(result.item.content),
+                    line.line,
+                    action.detail,
+                )
+            )
+        elif action.kind == "archive":
+            assert action.item_id is not None
+            if result.item is None:
+                fail(action, f"could not archive memory {action.item_id}: {result.error}")
+                if action.base_before is not None:
+                    base[action.item_id] = action.base_before
+                    overrides[action.item_id] = None
+                continue
+            shown.pop(action.item_id, None)
+            base.pop(action.item_id, None)
+            text = action.base_before.entry.text if action.base_before else normal_text(result.item.content)
+            changes.append(FileChange(plan.rel(action.file), "archived", "to_db", action.item_id, text))
+        else:
+            assert line is not None
+            decision = result.decision
+            if result.item is None or decision is None:
+                reasons = "; ".join(decision.reasons) if decision else (result.error or "")
+                plan.keep_line(line, f"not added: {reasons}")
+                if action.replaces is not None and action.base_before is not None:
+                    base[action.replaces] = action.base_before
+                    overrides[action.replaces] = None
+                continue
+            if action.replaces is not None:
+                shown.pop(action.replaces, None)
+                base.pop(action.replaces, None)
+            known_line = result.item.id in shown or result.item.id in overrides
+            if decision.action != "reinforce" or not known_line:
+                # A reinforced memory keeps its own line (a conflict on it stays a conflict).
+                _adopt(plan, result.item, now)
+            if decision.action == "reinforce":
+                changes.append(
+                    FileChange(
+                        plan.rel(action.file),
+                        "reinforced",
+                        "to_db",
+                        result.item.id,
+                        line.entry.text,
+                        line.line,
+                        f"same as memory {result.item.id} (cosine {decision.similarity or 0:.2f}): it was "
+                        "confirmed again instead of adding a copy",
+                    )
+                )
+            else:
+                detail = "; ".join(r for r in decision.reasons if r.startswith("redacted"))
+                changes.append(
+                    FileChange(
+                        plan.rel(action.file),
+                        "added",
+                        "to_db",
+                        result.item.id,
+                        normal_text(result.item.content),
+                        line.line,
+                        detail,
+                    )
+                )
+    for item_id in base.keys() | shown.keys():
+        if item_id in plan.frozen:
+            continue  # its file was not read: it shows what it showed before
+        if item_id not in overrides and shown.get(item_id) != base.get(item_id):
+            overrides[item_id] = shown.get(item_id)
+    for item_id in [i for i in overrides if i not in base and overrides[i] is None]:
+        del overrides[item_id]
+    extras = plan.extras
+    has_any = bool(shown) or any(e.places() for e in extras.values())
+    if not has_any and state is None and not files_exist:
+        return Finished({}, None, changes, errors)
+    texts: dict[str, str | None] = {}
+    shas: dict[str, str | None] = {}
+    for name in FILE_NAMES:
+        if name in plan.blocked:
+            texts[name] = None
+            shas[name] = state.files.get(name) if state else None
+            continue
+        text = render_file(name, plan.ref, shown, extras.get(name) or Extras())
+        texts[name] = text
+        shas[name] = digest(text)
+    new_state = ScopeState(
+        plan.ref,
+        serial=state.serial if state else 0,
+        files=shas,
+        base=dict(base),
+        overrides=overrides,
+        extras={name: e for name, e in extras.items() if e.places()},
+    )
+    return Finished(texts, new_state, changes, errors)
+
+
+def _adopt(plan: Plan, item: MemoryItem, now: datetime) -> None:
+    """Show a stored item as the database now has it (if the files hold it)."""
+    if is_file_memory(item, now) and item.scope_key == plan.ref.key:
+        placed = Placed.of(item)
+        plan.overrides.pop(item.id, None)
+        plan.shown[item.id] = placed
+        plan.base[item.id] = placed
+    else:
+        plan.shown.pop(item.id, None)
+        plan.base.pop(item.id, None)
+        plan.overrides.pop(item.id, None)
