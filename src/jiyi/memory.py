@@ -24,8 +24,10 @@ from pydantic import ValidationError
 from jiyi.config import GateConfig, RankConfig
 from jiyi.embed.base import Embedder, Vectors, resolve_embedder
 from jiyi.errors import InvalidInput, NotFound, StoreReadOnly
+from jiyi.files import FileFlows, repair_files, with_files
 from jiyi.flow import Flow, call, embed, rerank_scores, run_async, run_sync
 from jiyi.lifecycle import LifecyclePolicy, MaintenanceReport, maintain_flow
+from jiyi.lifecycle.compress import CompressionFlows
 from jiyi.llm.base import ChatModel, resolve_chat_model
 from jiyi.model import (
     DEFAULT_TENANT,
@@ -41,12 +43,10 @@ from jiyi.model import (
     scope_key,
     utcnow,
 )
-from jiyi.read.rank import SearchHit, mmr_select, score_candidates
-from jiyi.read.rerank import RerankerSpec, apply_rerank, rerank_texts, resolve_reranker
-from jiyi.files import FileFlows
-from jiyi.lifecycle.compress import CompressionFlows
 from jiyi.procedural import ProceduralFlows
 from jiyi.profile import ProfileFlows
+from jiyi.read.rank import SearchHit, mmr_select, score_candidates
+from jiyi.read.rerank import RerankerSpec, apply_rerank, rerank_texts, resolve_reranker
 from jiyi.session.flows import RememberResult, SessionConfig, SessionFlows
 from jiyi.store.base import (
     CacheGet,
@@ -68,7 +68,9 @@ from jiyi.store.base import (
     StoreStats,
     Touch,
     Upsert,
+    Viewer,
     Write,
+    same_audience,
 )
 from jiyi.store.sqlcommon import text_hash
 from jiyi.text.timeparse import time_windows, without_spans
@@ -158,6 +160,18 @@ def _enum_tuple(kind: type[Any], values: Iterable[Any] | Any | None, name: str) 
     return tuple(out)
 
 
+def _last_snapshot(events: Sequence[HistoryEvent]) -> MemoryItem | None:
+    """The item as the newest readable snapshot of its history shows it (None if none is)."""
+    for event in reversed(events):
+        snapshot = event.after or event.before
+        if snapshot is not None:
+            try:
+                return MemoryItem.model_validate(snapshot)
+            except ValidationError:
+                continue
+    return None
+
+
 def _check_text(value: object, name: str) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be a string, not {type(value).__name__}", field=name)
@@ -207,10 +221,12 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         rerank_top: int = 30,
         clock: Callable[[], datetime] | None = None,
         tenant_id: str = DEFAULT_TENANT,
+        files: str | Path | None = None,
     ) -> None:
         if not isinstance(store, Store):
             raise InvalidInput(f"store must be a jiyi Store, not {type(store).__name__}", field="store")
-        self.store = store
+        # files (jiyi/files/): memory.md / learnings.md per scope under this directory
+        self.store = with_files(store, files)
         self.embedder = resolve_embedder(embedder)
         self.llm = resolve_chat_model(llm)
         self.gate = gate or GateConfig()
@@ -265,10 +281,11 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
                 return items
             cursor = page.next_cursor
 
-    def _require(self, item_id: str, tenant_id: str | None) -> Flow[MemoryItem]:
+    def _require(self, item_id: str, tenant_id: str | None, viewer: Viewer | None = None) -> Flow[MemoryItem]:
         _check_text(item_id, "id")
         found = yield from call(GetItems(tenant_id or self.tenant_id, (item_id,)))
-        if not found:
+        # An item the viewer may not see answers exactly like one that does not exist.
+        if not found or (viewer is not None and not viewer.sees(found[0])):
             raise NotFound(f"no memory with id {item_id!r}", item_id=item_id)
         return found[0]
 
@@ -322,14 +339,20 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         visibility: str = "members",
         automatic: bool = False,
         actor: str | None = None,
+        viewer: Viewer | None = None,
     ) -> Flow[AddResult]:
         """Store an explicit memory through the write gate.
 
         Returns the stored item, or the existing item it reinforced (mentions + 1,
         confidence + 0.05), or ``item=None`` with the gate's reasons for refusing.
         ``automatic=True`` marks an extraction (rate-limited per session).
+        With a ``viewer``, only items it may see count as duplicates (an invisible item
+        is never reinforced nor revealed), and ``viewer.actor`` becomes
+        ``metadata["created_by"]`` unless the metadata names a creator.
         """
         _check_text(content, "content")
+        if viewer is not None and viewer.actor is not None:
+            metadata = {"created_by": viewer.actor, **(metadata or {})}
         now = self.now()
         item = MemoryItem.build(
             content=content,
@@ -368,17 +391,27 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
             limited = rate_limit_decision(used, self.gate, item.session_id)
             if limited:
                 return AddResult(None, limited)
-        return (yield from self._store_new(item, checked, automatic, actor))
+        return (yield from self._store_new(item, checked, automatic, actor, viewer))
 
     def _store_new(
-        self, item: MemoryItem, checked: Screened, automatic: bool, actor: str | None
+        self,
+        item: MemoryItem,
+        checked: Screened,
+        automatic: bool,
+        actor: str | None,
+        viewer: Viewer | None = None,
     ) -> Flow[AddResult]:
         if checked.text != item.content:
             # The original, unredacted text must not survive in ``raw`` either.
             item = item.evolve(content=checked.text, raw=None if item.raw == item.content else item.raw)
         vectors, cache_put = yield from self._embed_documents([item.content])
         vector = vectors[0]
-        same_scope = Filter(tenant_id=item.tenant_id, scope_keys=(item.scope_key,), now=item.created_at)
+        same_scope = same_audience(
+            Filter(
+                tenant_id=item.tenant_id, scope_keys=(item.scope_key,), now=item.created_at, viewer=viewer
+            ),
+            item,
+        )
         nearest = yield from call(Retrieve(same_scope, self.embedder.model_id, vector, (), 1, 0))
         best = nearest[0] if nearest else None
         decision = duplicate_decision(
@@ -440,6 +473,7 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         include_expired: bool = False,
         explain: bool = False,
         touch: bool = True,
+        viewer: Viewer | None = None,
     ) -> Flow[list[SearchHit]]:
         """Search one or several scopes (give any of the ids) by meaning and by words.
 
@@ -447,6 +481,7 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         diversified with MMR. ``threshold`` drops results whose similarity is below it.
         ``explain=True`` adds a ``why`` line per signal to each hit's breakdown.
         Retrieval updates ``last_used_at`` and ``access_count`` unless ``touch=False``.
+        ``viewer`` hides project memories it may not see (see :class:`Viewer`).
         """
         _check_text(query, "query")
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
@@ -474,6 +509,7 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
             now=now,
             occurred_after=occurred_after,
             occurred_before=occurred_before,
+            viewer=viewer,
         )
         cfg = self.rank
         qvec = yield from self._query_vector(query)
@@ -542,7 +578,11 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         missing = tuple(i for i in wanted if i not in by_id)
         found = (yield from call(GetItems(flt.tenant_id, missing))) if missing else []
         for item in found:
-            if item.status in shown and (not flt.scope_keys or item.scope_key in flt.scope_keys):
+            if (
+                item.status in shown
+                and (not flt.scope_keys or item.scope_key in flt.scope_keys)
+                and (flt.viewer is None or flt.viewer.sees(item))
+            ):
                 src = wanted[item.id]
                 by_id[item.id] = Candidate(item, src.cosine, src.keyword, None)
         for target_id, src in wanted.items():
@@ -557,9 +597,12 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
 
     # ------------------------------------------------------------ read one / many
 
-    def get(self, item_id: str, *, tenant_id: str | None = None) -> Flow[MemoryItem]:
-        """One memory by id; :class:`~jiyi.errors.NotFound` if this tenant has none."""
-        return (yield from self._require(item_id, tenant_id))
+    def get(
+        self, item_id: str, *, tenant_id: str | None = None, viewer: Viewer | None = None
+    ) -> Flow[MemoryItem]:
+        """One memory by id; :class:`~jiyi.errors.NotFound` if this tenant has none (or
+        none that ``viewer`` may see)."""
+        return (yield from self._require(item_id, tenant_id, viewer))
 
     def list_page(
         self,
@@ -577,10 +620,12 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         limit: int = 50,
         cursor: str | None = None,
         newest_first: bool = False,
+        viewer: Viewer | None = None,
     ) -> Flow[Page]:
         """Memories in creation order, ``limit`` at a time; pass ``page.next_cursor`` to go on.
 
         Without scope ids, every scope of the tenant is listed. All statuses unless given.
+        ``viewer`` hides project memories it may not see.
         """
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(
@@ -594,13 +639,25 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
             tags=tuple(tags),
             include_expired=include_expired,
             now=self.now(),
+            viewer=viewer,
         )
         return (yield from call(ListItems(flt, limit=limit, cursor=cursor, descending=newest_first)))
 
-    def history(self, /, item_id: str, *, tenant_id: str | None = None) -> Flow[list[HistoryEvent]]:
-        """Every recorded change of one memory, oldest first (kept after a hard delete)."""
+    def history(
+        self, /, item_id: str, *, tenant_id: str | None = None, viewer: Viewer | None = None
+    ) -> Flow[list[HistoryEvent]]:
+        """Every recorded change of one memory, oldest first (kept after a hard delete).
+
+        With a ``viewer``, the whole history is shown when the item as it is now (after a
+        hard delete: as it last was) is visible to it, else :class:`NotFound`."""
         _check_text(item_id, "id")
-        events = yield from call(GetHistory(tenant_id or self.tenant_id, item_id))
+        tenant = tenant_id or self.tenant_id
+        events = yield from call(GetHistory(tenant, item_id))
+        if events and viewer is not None and not viewer.sees_all:
+            current = yield from call(GetItems(tenant, (item_id,)))
+            latest = current[0] if current else _last_snapshot(events)
+            if latest is None or not viewer.sees(latest):
+                events = []
         if not events:
             raise NotFound(f"no memory with id {item_id!r}", item_id=item_id)
         return events
@@ -614,13 +671,16 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         session_id: str | None = None,
         agent_id: str | None = None,
         tenant_id: str | None = None,
+        viewer: Viewer | None = None,
     ) -> Flow[StoreStats]:
-        """Counts by type, scope and status, with average confidence and importance."""
+        """Counts by type, scope and status, with average confidence and importance
+        (of the memories ``viewer`` may see, when given)."""
         flt = Filter(
             tenant_id=tenant_id or self.tenant_id,
             scope_keys=_scope_keys(user_id, project_id, session_id, agent_id),
             statuses=(),
             include_expired=True,
+            viewer=viewer,
         )
         return (yield from call(GetStats(flt)))
 
@@ -634,12 +694,14 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         tenant_id: str | None = None,
         reason: str = "",
         actor: str | None = None,
+        viewer: Viewer | None = None,
         **changes: Any,
     ) -> Flow[MemoryItem]:
         """Change fields of a memory; the version goes up and the old one stays in history.
 
         Changing ``content`` re-embeds and re-indexes the item. ``id``, ``tenant_id``,
-        ``created_at`` and ``version`` cannot be changed.
+        ``created_at`` and ``version`` cannot be changed. An item ``viewer`` may not see
+        is :class:`NotFound`.
         """
         frozen = {"id", "tenant_id", "created_at", "version"} & changes.keys()
         if frozen:
@@ -649,7 +711,7 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
             raise InvalidInput(f"unknown field(s): {', '.join(sorted(unknown))}", field=sorted(unknown)[0])
         if not changes:
             raise InvalidInput("nothing to update: pass at least one field to change")
-        old = yield from self._require(item_id, tenant_id)
+        old = yield from self._require(item_id, tenant_id, viewer)
         if "content" in changes:
             content = _check_text(changes["content"], "content")
             checked = screen(content, changes.get("confidence", old.confidence), self.gate)
@@ -688,10 +750,12 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         reason: str = "",
         tenant_id: str | None = None,
         actor: str | None = None,
+        viewer: Viewer | None = None,
     ) -> Flow[MemoryItem]:
         """Soft delete archives the memory (reversible with ``update(status="active")``);
-        ``hard=True`` purges it. Both are recorded in the history. Returns the item as it was."""
-        old = yield from self._require(item_id, tenant_id)
+        ``hard=True`` purges it. Both are recorded in the history. Returns the item as it was.
+        An item ``viewer`` may not see is :class:`NotFound`."""
+        old = yield from self._require(item_id, tenant_id, viewer)
         if hard:
             event = self._event(HistoryAction.PURGE, old, None, reason or "purged on request", actor)
             yield from call(Write((Purge(old.tenant_id, old.id, event),)))
@@ -742,13 +806,16 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         session_id: str | None = None,
         agent_id: str | None = None,
         tenant_id: str | None = None,
+        viewer: Viewer | None = None,
     ) -> Flow[list[dict[str, Any]]]:
-        """Every memory (all statuses) as JSON-ready dicts with every field."""
+        """Every memory (all statuses) as JSON-ready dicts with every field (only those
+        ``viewer`` may see, when given)."""
         flt = Filter(
             tenant_id=tenant_id or self.tenant_id,
             scope_keys=_scope_keys(user_id, project_id, session_id, agent_id),
             statuses=(),
             include_expired=True,
+            viewer=viewer,
         )
         items = yield from self._all_items(flt)
         return [item.to_json_dict() for item in items]
@@ -896,6 +963,7 @@ class _Driver:
 
     def __init__(self, store: Store, **options: Any) -> None:
         self.core = MemoryCore(store, **options)
+        repair_files(self.core)  # files (jiyi/files/): finish what a crash left half written
 
     @property
     def store(self) -> Store:
@@ -945,7 +1013,9 @@ class Memory(_Driver):
 
     Keyword options: ``embedder`` (instance, callable or "provider:model"; default the
     offline USE-m3), ``gate`` (:class:`GateConfig`), ``rank`` (:class:`RankConfig`),
-    ``clock`` (a function returning now) and ``tenant_id`` (default tenant).
+    ``clock`` (a function returning now), ``tenant_id`` (default tenant) and ``files``
+    (a directory: every scope also kept as editable memory.md / learnings.md, see
+    :mod:`jiyi.files` and :meth:`sync_files`).
     """
 
     add = _sync(MemoryCore.add)
@@ -980,15 +1050,26 @@ class Memory(_Driver):
     maintain = _sync(MemoryCore.maintain)
 
     # profiles (jiyi/profile.py)
+    profile = _sync(MemoryCore.profile)
+    set_profile = _sync(MemoryCore.set_profile)
+    profile_prompt = _sync(MemoryCore.profile_prompt)
     # end profiles
 
     # procedural memory (jiyi/procedural.py)
+    record_skill = _sync(MemoryCore.record_skill)
+    record_failure = _sync(MemoryCore.record_failure)
+    record_decomposition = _sync(MemoryCore.record_decomposition)
+    suggest = _sync(MemoryCore.suggest)
     # end procedural memory
 
     # compression (jiyi/lifecycle/compress.py)
+    compress = _sync(MemoryCore.compress)
+    uncompress = _sync(MemoryCore.uncompress)
     # end compression
 
     # files (jiyi/files/)
+    sync_files = _sync(MemoryCore.sync_files)
+    recover_files = _sync(MemoryCore.recover_files)
     # end files
 
     @classmethod
@@ -1111,15 +1192,26 @@ class AsyncMemory(_Driver):
     maintain = _async(MemoryCore.maintain)
 
     # profiles (jiyi/profile.py)
+    profile = _async(MemoryCore.profile)
+    set_profile = _async(MemoryCore.set_profile)
+    profile_prompt = _async(MemoryCore.profile_prompt)
     # end profiles
 
     # procedural memory (jiyi/procedural.py)
+    record_skill = _async(MemoryCore.record_skill)
+    record_failure = _async(MemoryCore.record_failure)
+    record_decomposition = _async(MemoryCore.record_decomposition)
+    suggest = _async(MemoryCore.suggest)
     # end procedural memory
 
     # compression (jiyi/lifecycle/compress.py)
+    compress = _async(MemoryCore.compress)
+    uncompress = _async(MemoryCore.uncompress)
     # end compression
 
     # files (jiyi/files/)
+    sync_files = _async(MemoryCore.sync_files)
+    recover_files = _async(MemoryCore.recover_files)
     # end files
 
     @classmethod

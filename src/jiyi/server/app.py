@@ -8,6 +8,10 @@ Tenancy: the tenant of every call is the API key's. Nothing in a body or a query
 string can change it; a ``tenant_id`` that differs from the key's answers 404, and so
 does an id that belongs to another tenant (never 403: other tenants do not exist).
 
+Visibility: every read passes the key's :class:`~jiyi.store.base.Viewer` to the library,
+so a project memory the key may not see is absent from lists, counts, search, context
+and export, and its id answers 404 on every route (docs/permissions.md).
+
 Without keys (``keys=None``) the service runs in single-tenant mode: every request acts
 as the ``owner`` of tenant ``default`` - but only on a server bound to a loopback address
 (127.0.0.1, ::1); anywhere else every request answers 401. An empty :class:`ApiKeys`
@@ -20,14 +24,14 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Path, Query, Request, Security
+from fastapi import Body, Depends, FastAPI, Path, Query, Request, Security
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from jiyi.errors import InvalidInput
 from jiyi.memory import AsyncMemory
-from jiyi.model import DEFAULT_TENANT, MAX_ID_LENGTH, MemoryItem, MemoryType, Status
-from jiyi.server import errors
+from jiyi.model import DEFAULT_TENANT, MAX_ID_LENGTH, MemoryItem, MemoryType, Scope, Status, owner_scope
+from jiyi.server import errors, web
 from jiyi.server.auth import ApiKeys, Principal, Role
 from jiyi.server.errors import ApiError, error_responses
 from jiyi.server.limits import BodySizeLimit, RateLimiter
@@ -41,11 +45,16 @@ from jiyi.server.schemas import (
     ContextEntryOut,
     ContextRequest,
     ContextResponse,
+    DecompositionLearning,
+    FailureLearning,
     GateDecisionOut,
     Health,
     HistoryEventOut,
     ImportResponse,
+    LearningRequest,
     PageResponse,
+    ProfilePatch,
+    ProfileResponse,
     RefusedDetail,
     RefusedResponse,
     RememberRequest,
@@ -53,7 +62,10 @@ from jiyi.server.schemas import (
     SearchHitOut,
     SearchRequest,
     SearchResponse,
+    SkillLearning,
     StatsResponse,
+    SuggestionOut,
+    SuggestRequest,
     UpdateRequest,
 )
 from jiyi.session.model import Checkpoint, Job, Message
@@ -89,6 +101,14 @@ def _same_tenant(principal: Principal, tenant_id: str | None) -> None:
     if tenant_id is not None and tenant_id != principal.tenant:
         raise ApiError(
             404, f"no tenant {tenant_id[:MAX_ID_LENGTH]!r} is visible to this key", field="tenant_id"
+        )
+
+
+def _member_writes(who: Principal, scope: Scope, project_id: str | None) -> None:
+    """A key may create project memories only in projects it is a member of."""
+    if scope is Scope.PROJECT and project_id is not None and not who.member_of(project_id):
+        raise ApiError(
+            403, f"this key is not a member of project {project_id[:MAX_ID_LENGTH]!r}", field="project_id"
         )
 
 
@@ -218,8 +238,9 @@ def create_app(
     Admin = Annotated[Principal, Depends(admin)]
 
     async def owned(who: Principal, item_id: str) -> MemoryItem:
-        """The item, checked to be changeable by ``who`` (editors: only their own)."""
-        item = await memory.get(item_id, tenant_id=who.tenant)
+        """The item, checked to be changeable by ``who`` (editors: only their own; an item
+        the key may not see is 404, as if it did not exist)."""
+        item = await memory.get(item_id, tenant_id=who.tenant, viewer=who.viewer)
         if not who.role.can_edit_any and item.metadata.get("created_by") != who.key_id:
             raise ApiError(403, "an editor key can only change memories it created")
         return item
@@ -259,6 +280,8 @@ def create_app(
     )
     async def add_memory(body: AddRequest, who: Writer) -> AddResponse | JSONResponse:
         _same_tenant(who, body.tenant_id)
+        scope = body.scope or owner_scope(body.user_id, body.project_id, body.agent_id, body.session_id)
+        _member_writes(who, scope, body.project_id)
         result = await memory.add(
             body.content,
             memory_type=body.memory_type,
@@ -281,6 +304,7 @@ def create_app(
             structured=body.structured,
             visibility=body.visibility.value,
             actor=who.key_id,
+            viewer=who.viewer,
         )
         telemetry.gate(result.decision)
         decision = _decision(result.decision)
@@ -313,6 +337,7 @@ def create_app(
                 threshold=body.threshold,
                 include_expired=body.include_expired,
                 explain=body.explain,
+                viewer=who.viewer,
             )
         return SearchResponse(
             hits=[
@@ -351,12 +376,13 @@ def create_app(
             limit=limit,
             cursor=cursor,
             newest_first=newest_first,
+            viewer=who.viewer,
         )
         return PageResponse(items=page.items, next_cursor=page.next_cursor)
 
     @app.get("/v1/memories/{item_id}", tags=["memories"], summary="One memory", responses=READ)
     async def get_memory(item_id: ItemId, who: Reader) -> MemoryItem:
-        return await memory.get(item_id, tenant_id=who.tenant)
+        return await memory.get(item_id, tenant_id=who.tenant, viewer=who.viewer)
 
     @app.patch("/v1/memories/{item_id}", tags=["memories"], summary="Change a memory", responses=WRITE)
     async def update_memory(item_id: ItemId, body: UpdateRequest, who: Writer) -> MemoryItem:
@@ -376,7 +402,7 @@ def create_app(
                     meta["created_by"] = old.metadata["created_by"]
                 changes["metadata"] = meta
         return await memory.update(
-            item_id, tenant_id=who.tenant, reason=body.reason, actor=who.key_id, **changes
+            item_id, tenant_id=who.tenant, reason=body.reason, actor=who.key_id, viewer=who.viewer, **changes
         )
 
     @app.delete(
@@ -393,13 +419,15 @@ def create_app(
     ) -> MemoryItem:
         if not who.role.can_edit_any:
             await owned(who, item_id)
-        return await memory.delete(item_id, hard=hard, reason=reason, tenant_id=who.tenant, actor=who.key_id)
+        return await memory.delete(
+            item_id, hard=hard, reason=reason, tenant_id=who.tenant, actor=who.key_id, viewer=who.viewer
+        )
 
     @app.get(
         "/v1/memories/{item_id}/history", tags=["memories"], summary="A memory's changes", responses=READ
     )
     async def memory_history(item_id: ItemId, who: Reader) -> list[HistoryEventOut]:
-        events = await memory.history(item_id, tenant_id=who.tenant)
+        events = await memory.history(item_id, tenant_id=who.tenant, viewer=who.viewer)
         return [
             HistoryEventOut(
                 item_id=e.item_id,
@@ -433,6 +461,7 @@ def create_app(
             semantic=body.semantic,
             summaries=body.summaries,
             profile=body.profile,
+            viewer=who.viewer,
         )
         return ContextResponse(
             text=ctx.text,
@@ -453,6 +482,125 @@ def create_app(
             ],
         )
 
+    # ------------------------------------------------------------ procedural memory
+
+    @app.post(
+        "/v1/learnings",
+        tags=["procedural"],
+        summary="Record a skill run, a failure pattern or a task decomposition",
+        description="Recording the same skill, failure pattern or plan again updates its counts "
+        "(a new version of the same memory) instead of adding one.",
+        status_code=201,
+        responses=WRITE,
+    )
+    async def record_learning(
+        body: Annotated[LearningRequest, Body(discriminator="kind")], who: Writer
+    ) -> MemoryItem:
+        _same_tenant(who, body.tenant_id)
+        scope = Scope(body.scope) if body.scope else owner_scope(body.user_id, body.project_id, body.agent_id)
+        _member_writes(who, scope, body.project_id)
+        where: dict[str, Any] = {
+            "user_id": body.user_id,
+            "project_id": body.project_id,
+            "agent_id": body.agent_id,
+            "scope": body.scope,
+            "tenant_id": who.tenant,
+            "visibility": body.visibility.value,
+            "metadata": {"created_by": who.key_id},
+            "actor": who.key_id,
+            "viewer": who.viewer,
+        }
+        if isinstance(body, SkillLearning):
+            steps = [s if isinstance(s, str) else s.model_dump() for s in body.workflow]
+            return await memory.record_skill(
+                body.name,
+                steps,
+                description=body.description,
+                task=body.task,
+                succeeded=body.succeeded,
+                **where,
+            )
+        if isinstance(body, FailureLearning):
+            return await memory.record_failure(
+                body.pattern,
+                indicators=body.indicators,
+                mitigation=body.mitigation,
+                severity=body.severity,
+                description=body.description,
+                **where,
+            )
+        assert isinstance(body, DecompositionLearning)
+        return await memory.record_decomposition(
+            body.task, body.subtasks, strategy=body.strategy, succeeded=body.succeeded, **where
+        )
+
+    @app.post(
+        "/v1/suggest",
+        tags=["procedural"],
+        summary="Advice for a task: a plan that worked for a similar one, and known risks",
+        responses=READ,
+    )
+    async def suggest(body: SuggestRequest, who: Reader) -> SuggestionOut:
+        _same_tenant(who, body.tenant_id)
+        result = await memory.suggest(
+            body.task,
+            user_id=body.user_id,
+            project_id=body.project_id,
+            agent_id=body.agent_id,
+            tenant_id=who.tenant,
+            min_similarity=body.min_similarity,
+            min_success_rate=body.min_success_rate,
+            viewer=who.viewer,
+        )
+        return SuggestionOut.model_validate(result.to_json_dict())
+
+    # ------------------------------------------------------------ profiles
+
+    @app.get(
+        "/v1/profile",
+        tags=["profiles"],
+        summary="A user's or a project's profile (give user_id or project_id)",
+        description="Aggregated from the scope's memories; explicitly set fields win. Each field "
+        "says its source (explicit or aggregated) and the ids of the memories behind it.",
+        responses=READ,
+    )
+    async def get_profile(
+        who: Reader, user_id: ScopeQuery = None, project_id: ScopeQuery = None
+    ) -> ProfileResponse:
+        profile = await memory.profile(
+            user_id=user_id, project_id=project_id, tenant_id=who.tenant, viewer=who.viewer
+        )
+        return ProfileResponse.model_validate(profile.to_json_dict())
+
+    @app.patch(
+        "/v1/profile",
+        tags=["profiles"],
+        summary="Set or clear profile fields explicitly (give user_id or project_id)",
+        responses=WRITE,
+    )
+    async def patch_profile(
+        body: ProfilePatch, who: Writer, user_id: ScopeQuery = None, project_id: ScopeQuery = None
+    ) -> ProfileResponse:
+        _same_tenant(who, body.tenant_id)
+        values: dict[str, Any] = {}
+        for name, value in body.fields.items():
+            if name in ("user_id", "project_id", "tenant_id", "actor", "viewer"):
+                raise InvalidInput(f"unknown profile field {name!r}", field=name)
+            values[name] = (
+                [v if isinstance(v, str) else v.model_dump() for v in value]
+                if isinstance(value, list)
+                else value
+            )
+        profile = await memory.set_profile(
+            user_id=user_id,
+            project_id=project_id,
+            tenant_id=who.tenant,
+            actor=who.key_id,
+            viewer=who.viewer,
+            **values,
+        )
+        return ProfileResponse.model_validate(profile.to_json_dict())
+
     # ------------------------------------------------------------ sessions
 
     @app.post(
@@ -464,6 +612,8 @@ def create_app(
     )
     async def remember(session_id: SessionId, body: RememberRequest, who: Writer) -> RememberResponse:
         _same_tenant(who, body.tenant_id)
+        # Extraction files what it finds under the broadest scope given (as store_extracted does).
+        _member_writes(who, owner_scope(body.user_id, body.project_id, body.agent_id), body.project_id)
         result = await memory.remember(
             [m.model_dump(exclude_none=True) for m in body.messages],
             session_id=session_id,
@@ -576,6 +726,7 @@ def create_app(
             session_id=session_id,
             agent_id=agent_id,
             tenant_id=who.tenant,
+            viewer=who.viewer,
         )
         return StatsResponse(**asdict(result))
 
@@ -602,6 +753,7 @@ def create_app(
             session_id=session_id,
             agent_id=agent_id,
             tenant_id=who.tenant,
+            viewer=who.viewer,
         )
 
         def lines() -> Iterator[str]:
@@ -638,5 +790,9 @@ def create_app(
     ) -> list[Job]:
         # AsyncMemory.jobs() lists every tenant's jobs; the store op takes the tenant.
         return await memory.store.aexecute(ListJobs(tuple(status or ()), tenant_id=who.tenant, limit=limit))
+
+    # ------------------------------------------------------------ web page (GET /, /ui/; not in OpenAPI)
+
+    web.install(app)
 
     return app

@@ -188,6 +188,56 @@ class ContextResponse(BaseModel):
     entries: list[ContextEntryOut]
 
 
+# ---------------------------------------------------------------- profiles
+
+
+class KeyDecisionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: str = Field(min_length=1, max_length=500)
+    reason: str | None = Field(default=None, max_length=500)
+    at: datetime | None = None
+
+
+class KeyDecisionOut(BaseModel):
+    decision: str
+    reason: str | None
+    at: datetime | None
+
+
+class ProfilePatch(_Request):
+    """Explicit profile values by field name; ``null`` clears a field (back to aggregation).
+
+    User fields: username, background, profession, communication_style (concise, detailed,
+    technical), response_format (markdown, plain, code), language_preference (zh-CN, en,
+    ja ...), characteristics, content, expertise_areas, programming_languages,
+    frequently_used_tools. Project fields: project_goal, tech_stack, constraints,
+    key_decisions, team_conventions, current_phase. Lists take arrays of strings;
+    key_decisions takes an array of {decision, reason, at}.
+    """
+
+    fields: dict[str, str | list[str] | list[KeyDecisionIn] | None] = Field(
+        min_length=1, max_length=50, description="Field name -> new value (null clears)."
+    )
+
+
+class ProfileFieldOut(BaseModel):
+    value: str | list[str] | list[KeyDecisionOut] | None = Field(
+        description="null (or [] for a list) when nothing is known."
+    )
+    source: Literal["explicit", "aggregated"]
+    evidence: list[str] = Field(
+        description="Ids of the memories behind the value (for an explicit value: the profile's own item)."
+    )
+
+
+class ProfileResponse(BaseModel):
+    scope: Literal["user", "project"]
+    scope_id: str
+    fields: dict[str, ProfileFieldOut] = Field(description="Every field of the scope's profile, in order.")
+    text: str = Field(description="The profile as a system-prompt block; empty when nothing is known.")
+
+
 class MessageIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -228,3 +278,106 @@ class CheckpointRequest(_Request):
 
 class Health(BaseModel):
     status: str
+
+
+# ---------------------------------------------------------------- procedural memory
+
+
+class _Learning(_Request):
+    user_id: str | None = Id
+    project_id: str | None = Id
+    agent_id: str | None = Id
+    scope: Literal["user", "project", "agent"] | None = Field(
+        default=None, description="Inferred from the ids when omitted."
+    )
+    visibility: Visibility = Visibility.MEMBERS
+
+
+class WorkflowStepIn(BaseModel):
+    """One step of a skill: the tool it calls, plus any other JSON fields (arguments ...)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    tool: str = Field(min_length=1, max_length=200)
+
+
+class SkillLearning(_Learning):
+    """One run of a skill (seed 002): recording a known name again updates its counts."""
+
+    kind: Literal["skill"]
+    name: str = Field(min_length=1, max_length=200)
+    workflow: list[str | WorkflowStepIn] = Field(
+        min_length=1, max_length=50, description="The steps in order: tool names or step objects."
+    )
+    description: str | None = Field(default=None, max_length=1000)
+    task: str | None = Field(default=None, max_length=1000, description="The task it was used for.")
+    succeeded: Bool = True
+
+
+class FailureLearning(_Learning):
+    """A failure pattern (seed 004): the same pattern again raises occurrences, merges indicators."""
+
+    kind: Literal["failure"]
+    pattern: str = Field(min_length=1, max_length=200)
+    indicators: list[str] = Field(
+        min_length=1, max_length=50, description="Words in a task that announce this failure."
+    )
+    mitigation: str = Field(min_length=1, max_length=1000)
+    severity: Int = Field(ge=1, le=5, description="1 (minor) to 5 (critical).")
+    description: str | None = Field(default=None, max_length=1000)
+
+
+class DecompositionLearning(_Learning):
+    """A task decomposition (seed 004): the same plan for a similar task updates its counts."""
+
+    kind: Literal["decomposition"]
+    task: str = Field(min_length=1, max_length=1000)
+    subtasks: list[str] = Field(min_length=1, max_length=50)
+    strategy: Literal["parallel", "sequential"]
+    succeeded: Bool
+
+
+LearningRequest = SkillLearning | FailureLearning | DecompositionLearning
+"""The body of ``POST /v1/learnings``, told apart by ``kind``."""
+
+
+class SuggestRequest(_Request):
+    task: str = Field(min_length=1, max_length=1000)
+    user_id: str | None = Id
+    project_id: str | None = Id
+    agent_id: str | None = Id
+    min_similarity: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Default 0.74 (calibrated for the default embedder)."
+    )
+    min_success_rate: float = Field(default=0.9, ge=0.0, le=1.0)
+
+
+class RiskOut(BaseModel):
+    pattern: str
+    mitigation: str
+    severity: int
+    item_id: str
+    matched_indicators: list[str]
+    similarity: float
+    occurrences: int
+    reason: str
+
+
+class SuggestionOut(BaseModel):
+    """Empty (``found`` false, ``kind`` null, ``confidence`` 0) when nothing fits; ``risks`` either way."""
+
+    task: str
+    found: bool
+    kind: Literal["decomposition", "skill"] | None
+    confidence: float = Field(description="Success rate of the suggested decomposition or skill.")
+    reason: str
+    item_id: str | None
+    matched: str | None
+    similarity: float
+    subtasks: list[str]
+    strategy: Literal["parallel", "sequential"] | None
+    skill_name: str | None
+    workflow: list[dict[str, Any]]
+    success_rate: float | None
+    usage_count: int
+    risks: list[RiskOut]

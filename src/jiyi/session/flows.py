@@ -39,7 +39,9 @@ from jiyi.store.base import (
     Retrieve,
     Store,
     Upsert,
+    Viewer,
     Write,
+    same_audience,
 )
 from jiyi.text.tokenize import index_text, query_terms
 from jiyi.text.tokens import count_message_tokens, count_tokens
@@ -184,6 +186,7 @@ class _Core(Protocol):
     ) -> HistoryEvent: ...
 
     search: Callable[..., Flow[list[SearchHit]]]
+    profile_prompt: Callable[..., Flow[str]]
 
 
 def _as_message(raw: Message | Mapping[str, Any] | tuple[str, str], base: dict[str, Any]) -> Message:
@@ -610,7 +613,9 @@ class SessionFlows:
                 created_at=now,
                 updated_at=now,
             )
-            flt = Filter(tenant_id=tenant, scope_keys=(item.scope_key,), now=now)
+            # Reconcile only with memories of the same audience: never fold a members
+            # conversation into a public item, nor into someone's owner_only one.
+            flt = same_audience(Filter(tenant_id=tenant, scope_keys=(item.scope_key,), now=now), item)
             found = yield from call(
                 Retrieve(
                     flt,
@@ -997,15 +1002,18 @@ class SessionFlows:
         yield from call(Write(tuple(changes)))
         return items
 
-    def get_document(self: _Core, /, parent_id: str, *, tenant_id: str | None = None) -> Flow[str]:
-        """The whole document again, re-assembled from its chunks in order."""
+    def get_document(
+        self: _Core, /, parent_id: str, *, tenant_id: str | None = None, viewer: Viewer | None = None
+    ) -> Flow[str]:
+        """The whole document again, re-assembled from its chunks in order (NotFound when
+        ``viewer`` may not see it)."""
         from jiyi.errors import NotFound
         from jiyi.session.chunking import Chunk, reassemble
 
         if not isinstance(parent_id, str) or not parent_id:
             raise InvalidInput("parent_id must be a non-empty string", field="parent_id")
         first = yield from call(GetItems(tenant_id or self.tenant_id, (f"{parent_id}#0",)))
-        if not first:
+        if not first or (viewer is not None and not viewer.sees(first[0])):
             raise NotFound(f"no document {parent_id!r}")
         count = int(first[0].metadata.get("chunk_count", 1))
         items = yield from call(
@@ -1041,13 +1049,30 @@ class SessionFlows:
         semantic: int = 5,
         summaries: int = 2,
         profile: str | None = None,
+        viewer: Viewer | None = None,
+        include_profile: bool = True,
     ) -> Flow[Context]:
         """Recent turns + related memories + session summaries, each tagged with its
         source, de-duplicated, capped at ``max_items``, fitted to ``budget_tokens`` and
-        formatted as a prompt section grouped by memory type."""
+        formatted as a prompt section grouped by memory type. ``viewer`` hides project
+        memories it may not see.
+
+        Unless ``profile`` text is given or ``include_profile=False``, the user's and the
+        project's profiles (:meth:`~jiyi.profile.ProfileFlows.profile`) lead the section,
+        taking at most half of ``budget_tokens``."""
         if not isinstance(budget_tokens, int) or budget_tokens < 1:
             raise InvalidInput("budget_tokens must be a positive integer", field="budget_tokens")
         tenant = tenant_id or self.tenant_id
+        if profile is None and include_profile and (user_id is not None or project_id is not None):
+            profile = (
+                yield from self.profile_prompt(
+                    user_id=user_id,
+                    project_id=project_id,
+                    tenant_id=tenant,
+                    max_tokens=budget_tokens // 2,
+                    viewer=viewer,
+                )
+            ) or None
         scopes = {
             "user_id": user_id,
             "project_id": project_id,
@@ -1072,9 +1097,10 @@ class SessionFlows:
         if semantic > 0:
             # Episodes are searched separately below; ask for enough to fill ``semantic`` without them.
             hits = yield from self.search(
-                query, tenant_id=tenant, limit=semantic + max(summaries, 5), **scopes
+                query, tenant_id=tenant, limit=semantic + max(summaries, 5), viewer=viewer, **scopes
             )
-            hits = [h for h in hits if "episode" not in h.item.tags][:semantic]
+            # The stored profile item is shown as the profile section, not as a memory.
+            hits = [h for h in hits if not {"episode", "profile"} & set(h.item.tags)][:semantic]
             for h in hits:
                 if fresh(h.item.content):
                     entries.append(
@@ -1088,7 +1114,7 @@ class SessionFlows:
                     )
         if summaries > 0:
             hits = yield from self.search(
-                query, tenant_id=tenant, limit=summaries, tags=["episode"], **scopes
+                query, tenant_id=tenant, limit=summaries, tags=["episode"], viewer=viewer, **scopes
             )
             for h in hits:
                 if fresh(h.item.content):
