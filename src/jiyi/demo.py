@@ -38,8 +38,9 @@ def run_demo(db: Path | None = None, keep: bool = False, embedder: str | None = 
     if db is None:
         tmp = tempfile.TemporaryDirectory(prefix="jiyi-demo-")
         db = Path(tmp.name) / "demo.db"
-    print(f"jiyi demo — database: {db}\n")
-    with Memory(SQLiteStore(db), embedder=embedder) as mem:
+    files = db.parent / f"{db.stem}-context"
+    print(f"jiyi demo — database: {db}\n            files:    {files}\n")
+    with Memory(SQLiteStore(db), embedder=embedder, files=files) as mem:
         mem.reset(user_id=USER)
         print("1) Remembering what the user said (through the write gate):")
         for text, kind in CONVERSATION:
@@ -70,8 +71,21 @@ def run_demo(db: Path | None = None, keep: bool = False, embedder: str | None = 
                 )
         stats = mem.stats(user_id=USER)
         print(f"\n3) Stored {stats.total} memories: {stats.by_type}")
+        print("\n4) The profile aggregated from them (what an agent's system prompt starts with):")
+        for line in mem.profile(user_id=USER).to_prompt().splitlines():
+            print(f"   {line}")
+        memory_md = files / "default" / "user" / USER / "memory.md"
+        print(f"\n5) The same memories as a file a person can read and edit ({memory_md.name}):")
+        for line in memory_md.read_text(encoding="utf-8").splitlines():
+            if line.startswith(("#", "- ")):
+                print(f"   {line}")
     if tmp is not None and not keep:
         tmp.cleanup()
     elif keep or tmp is None:
-        print(f"\nDatabase kept at {db}; try: jiyi --db {db} search '用户喜欢什么' --user {USER} --explain")
+        print(
+            f"\nDatabase kept at {db}; try:\n"
+            f"  jiyi --db {db} search '用户喜欢什么' --user {USER} --explain\n"
+            f"  jiyi --db {db} maintain --dry-run\n"
+            f"  (edit {files}/default/user/{USER}/memory.md, then) jiyi --db {db} sync --files {files}"
+        )
     return 0
