@@ -23,6 +23,7 @@ of technical names (:mod:`jiyi.profile_lexicon`) and a few cue-word patterns per
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -586,15 +587,35 @@ def _project_clues(item: MemoryItem, reading: _Reading) -> Iterator[tuple[str, s
 def clues(items: Sequence[MemoryItem], scope: ProfileScope) -> list[Clue]:
     """Every clue the items give for a profile of ``scope``."""
     out: list[Clue] = []
-    rule = _user_clues if scope == "user" else _project_clues
     for item in items:
-        for reading in _readings(item):
-            confidence = min(item.confidence, CONFIDENCE_HEDGED) if reading.hedged else item.confidence
-            for field, value, slot in rule(item, reading):
-                if isinstance(value, str) and not value:
-                    continue
-                out.append(Clue(field, value, item.id, confidence, _at(item), item.mention_count, slot))
+        out.extend(_item_clues(item, scope))
     return out
+
+
+# A profile is read on every context() call and its items rarely change, so each item
+# version's clues are worked out once (items are immutable; a change bumps the version).
+_CLUE_CACHE: OrderedDict[tuple[str, str, int, str, str], tuple[Clue, ...]] = OrderedDict()
+_CLUE_CACHE_SIZE = 20_000
+
+
+def _item_clues(item: MemoryItem, scope: ProfileScope) -> tuple[Clue, ...]:
+    key = (item.tenant_id, item.id, item.version, item.updated_at.isoformat(), scope)
+    hit = _CLUE_CACHE.get(key)
+    if hit is not None:
+        _CLUE_CACHE.move_to_end(key)
+        return hit
+    rule = _user_clues if scope == "user" else _project_clues
+    found: list[Clue] = []
+    for reading in _readings(item):
+        confidence = min(item.confidence, CONFIDENCE_HEDGED) if reading.hedged else item.confidence
+        for field, value, slot in rule(item, reading):
+            if isinstance(value, str) and not value:
+                continue
+            found.append(Clue(field, value, item.id, confidence, _at(item), item.mention_count, slot))
+    _CLUE_CACHE[key] = result = tuple(found)
+    while len(_CLUE_CACHE) > _CLUE_CACHE_SIZE:
+        _CLUE_CACHE.popitem(last=False)
+    return result
 
 
 # ---------------------------------------------------------------- combining
