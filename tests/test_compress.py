@@ -678,3 +678,66 @@ def test_the_compression_page_examples_run(capsys: pytest.CaptureFixture[str]) -
                 shown.append(line[2:])
         printed = capsys.readouterr().out.splitlines()
         assert len(shown) >= 4 and all(line in printed for line in shown), (shown, printed)
+
+
+def test_owner_only_memories_of_different_creators_are_never_merged(mem: Memory) -> None:
+    from jiyi.store.base import Viewer
+
+    texts = {
+        "k1": [
+            "The team deploys on Fridays",
+            "Deploys happen every Friday",
+            "Friday is deploy day for the team",
+        ],
+        "k2": [
+            "The team deploys on Fridays at noon",
+            "We ship to production each Friday",
+            "Production deploys are on Fridays",
+        ],
+    }
+    when = OLD.isoformat()
+    mem.import_items(
+        [
+            {
+                "content": t,
+                "memory_type": "fact",
+                "project_id": "p",
+                "visibility": "owner_only",
+                "metadata": {"created_by": who},
+                "created_at": when,
+                "updated_at": when,
+            }
+            for who, rows in texts.items()
+            for t in rows
+        ]
+    )
+    report = mem.compress(project_id="p")
+    assert report.groups and all(g.source_ids for g in report.groups)
+    for group in report.groups:
+        creators = {mem.get(i).metadata["created_by"] for i in group.source_ids}
+        assert len(creators) == 1, group
+        for core in group.cores:
+            assert core.item_id is not None and mem.get(core.item_id).metadata["created_by"] in creators
+    for who, rows in texts.items():
+        seen = mem.list(project_id="p", statuses="active", viewer=Viewer(actor=who, projects=("p",))).items
+        assert seen and {i.metadata["created_by"] for i in seen} == {who}
+        # Every fact of each creator is still found by that creator.
+        for text in rows:
+            hits = mem.search(text, project_id="p", viewer=Viewer(actor=who, projects=("p",)), touch=False)
+            assert hits and hits[0].item.metadata["created_by"] == who
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [({"dry_run": "yes"}, "dry_run"), ({"tenant_id": 5}, "tenant_id"), ({"actor": 5}, "actor")],
+)
+def test_bad_caller_arguments_are_invalid_input(mem: Memory, kwargs: dict[str, Any], field: str) -> None:
+    load(mem, HISTORY)
+    before = [(i.id, i.version) for i in active(mem)]
+    with pytest.raises(InvalidInput) as err:
+        mem.compress(**kwargs)
+    assert err.value.field == field
+    assert [(i.id, i.version) for i in active(mem)] == before
+    with pytest.raises(InvalidInput) as err:
+        mem.uncompress(before[0][0], tenant_id=5)
+    assert err.value.field == "tenant_id"

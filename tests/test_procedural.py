@@ -898,3 +898,76 @@ def test_docs_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     scope: dict[str, Any] = {}
     for block in blocks:
         exec(compile(block, "docs/procedural.md", "exec"), scope)
+
+
+def test_owner_only_learnings_recorded_again_update_the_creators_own_item(mem: Memory) -> None:
+    from jiyi.store.base import Viewer
+
+    k1 = Viewer(actor="k1", projects=("p",))
+    k2 = Viewer(actor="k2", projects=("p",))
+    first = mem.record_skill("deploy", ["build", "push"], project_id="p", visibility="owner_only", viewer=k1)
+    again = mem.record_skill("deploy", ["build", "push"], project_id="p", visibility="owner_only", viewer=k1)
+    other = mem.record_skill("deploy", ["build", "push"], project_id="p", visibility="owner_only", viewer=k2)
+    assert again.id == first.id and again.structured is not None and again.structured["successes"] == 2
+    assert other.id != first.id and other.metadata["created_by"] == "k2"
+    plan = ["collect logs", "find the error", "fix it"]
+    d1 = mem.record_decomposition(
+        "Debug the failing build",
+        plan,
+        strategy="sequential",
+        succeeded=True,
+        project_id="p",
+        visibility="owner_only",
+        viewer=k1,
+    )
+    d2 = mem.record_decomposition(
+        "Debug the failing build",
+        plan,
+        strategy="sequential",
+        succeeded=True,
+        project_id="p",
+        visibility="owner_only",
+        viewer=k1,
+    )
+    assert d2.id == d1.id and d2.structured is not None and d2.structured["usage_count"] == 2
+    # Library use without a viewer: owner_only learnings without a creator still merge.
+    a = mem.record_failure(
+        "oom",
+        indicators=["memory"],
+        mitigation="stream it",
+        severity=3,
+        project_id="q",
+        visibility="owner_only",
+    )
+    b = mem.record_failure(
+        "oom",
+        indicators=["heap"],
+        mitigation="stream it",
+        severity=3,
+        project_id="q",
+        visibility="owner_only",
+    )
+    assert b.id == a.id and b.structured is not None and b.structured["occurrences"] == 2
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda m: m.suggest("deploy the app", user_id="u", tenant_id=5), "tenant_id"),
+        (lambda m: m.suggest("deploy the app", user_id="u", touch="no"), "touch"),
+        (lambda m: m.suggest("deploy the app", user_id="u", viewer="key-1"), "viewer"),
+        (lambda m: m.record_skill("deploy", ["build"], user_id="u", actor=5), "actor"),
+        (lambda m: m.record_skill("deploy", ["build"], user_id="u", tenant_id=""), "tenant_id"),
+        (
+            lambda m: m.record_failure(
+                "oom", indicators=["memory"], mitigation="stream", severity=3, user_id="u", viewer="k"
+            ),
+            "viewer",
+        ),
+    ],
+)
+def test_bad_caller_arguments_are_invalid_input(mem: Memory, call: Any, field: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        call(mem)
+    assert err.value.field == field
+    assert _all(mem) == []

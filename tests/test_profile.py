@@ -632,3 +632,22 @@ async def test_mcp_memory_profile_tool(tmp_path: Path) -> None:
                 (profile,) = result.structured_content["profiles"]
                 assert profile["fields"]["profession"]["value"] == "data scientist"
                 assert "Profession: data scientist" in result.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda m: m.profile_prompt(user_id="u", max_tokens=-1), "max_tokens"),
+        (lambda m: m.profile_prompt(user_id="u", max_tokens="50"), "max_tokens"),
+        (lambda m: m.profile_prompt(), "user_id"),
+        (lambda m: m.profile(user_id="u", viewer="key-1"), "viewer"),
+        (lambda m: m.set_profile(user_id="u", profession="x", viewer="key-1"), "viewer"),
+        (lambda m: m.set_profile(user_id="u", profession="x", actor=5), "actor"),
+    ],
+)
+def test_bad_caller_arguments_are_invalid_input_and_write_nothing(mem: Memory, call: Any, field: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        call(mem)
+    assert err.value.field == field
+    assert mem.list(limit=10).items == []
+    assert mem.profile_prompt(user_id="u", max_tokens=0) == ""

@@ -34,7 +34,7 @@ import contextlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -42,7 +42,17 @@ import numpy as np
 
 from jiyi.errors import InvalidInput, StoreReadOnly
 from jiyi.flow import Flow, call
-from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, Visibility, owner_scope, scope_key
+from jiyi.model import (
+    MAX_ID_LENGTH,
+    MemoryItem,
+    MemoryType,
+    Scope,
+    Source,
+    Status,
+    Visibility,
+    owner_scope,
+    scope_key,
+)
 from jiyi.store.base import (
     CachePut,
     Filter,
@@ -53,6 +63,7 @@ from jiyi.store.base import (
     Upsert,
     Viewer,
     Write,
+    creator_of,
     same_audience,
 )
 from jiyi.text.pii import redact
@@ -229,6 +240,24 @@ def _text_list(values: object, name: str, what: str, max_len: int = MAX_TEXT) ->
     if len(values) > MAX_ITEMS:
         raise InvalidInput(f"{name} has {len(values)} entries; the limit is {MAX_ITEMS}", field=name)
     return [_text(v, f"{name}[{i}]", max_len) for i, v in enumerate(values)]
+
+
+def _who(core: _Core, tenant_id: object, actor: object, viewer: object) -> str:
+    """The tenant to use, after checking the caller-identity arguments: a wrong type here
+    would otherwise surface as a storage or validation error far from its cause."""
+    if tenant_id is not None and (
+        not isinstance(tenant_id, str) or not tenant_id.strip() or len(tenant_id) > MAX_ID_LENGTH
+    ):
+        raise InvalidInput(
+            f"tenant_id must be a non-empty string of at most {MAX_ID_LENGTH} characters", field="tenant_id"
+        )
+    if actor is not None and not isinstance(actor, str):
+        raise InvalidInput(f"actor must be a string, not {type(actor).__name__}", field="actor")
+    if viewer is not None and not isinstance(viewer, Viewer):
+        raise InvalidInput(
+            f"viewer must be a jiyi.store.base.Viewer, not {type(viewer).__name__}", field="viewer"
+        )
+    return tenant_id or core.tenant_id
 
 
 def _flag(value: object, name: str) -> bool:
@@ -577,7 +606,7 @@ class ProceduralFlows:
         task = _optional_text(task, "task")
         succeeded = _flag(succeeded, "succeeded")
         owner = _owner(scope, user_id, project_id, agent_id)
-        tenant = tenant_id or self.tenant_id
+        tenant = _who(self, tenant_id, actor, viewer)
         name, description, task = (_private(self, t) for t in (name, description, task))
         for step in steps:
             step["tool"] = _private(self, step["tool"])
@@ -585,6 +614,7 @@ class ProceduralFlows:
         base = _base_item(
             self, owner, tenant, user_id, project_id, agent_id, MemoryType.SKILL, SKILL, now, visibility
         )
+        base = _with_creator(base, metadata, viewer)
         old = yield from _find_named(self, base, viewer, SKILL, "skill_name", _name_key(name))
         data: dict[str, Any] = dict(old.structured or {}) if old else {}
         successes = (_count(data.get("successes")) or 0) + succeeded
@@ -668,13 +698,14 @@ class ProceduralFlows:
                     f"indicator {indicator!r} has no words to look for in a task", field=f"indicators[{i}]"
                 )
         owner = _owner(scope, user_id, project_id, agent_id)
-        tenant = tenant_id or self.tenant_id
+        tenant = _who(self, tenant_id, actor, viewer)
         pattern, mitigation, description = (_private(self, t) for t in (pattern, mitigation, description))
         found = [_private(self, t) for t in found]
         now = self.now()
         base = _base_item(
             self, owner, tenant, user_id, project_id, agent_id, MemoryType.PATTERN, FAILURE, now, visibility
         )
+        base = _with_creator(base, metadata, viewer)
         old = yield from _find_named(self, base, viewer, FAILURE, "pattern", _name_key(pattern))
         data: dict[str, Any] = dict(old.structured or {}) if old else {}
         merged: dict[tuple[str, ...], str] = {}
@@ -749,7 +780,7 @@ class ProceduralFlows:
         plan_strategy = _strategy(strategy)
         succeeded = _flag(succeeded, "succeeded")
         owner = _owner(scope, user_id, project_id, agent_id)
-        tenant = tenant_id or self.tenant_id
+        tenant = _who(self, tenant_id, actor, viewer)
         task = _private(self, task)
         steps = [_private(self, s) for s in steps]
         now = self.now()
@@ -765,6 +796,7 @@ class ProceduralFlows:
             now,
             visibility,
         )
+        base = _with_creator(base, metadata, viewer)
         plan, cache_put = yield from _find_decomposition(self, base, viewer, task, steps, plan_strategy)
         old = plan.item if plan else None
         data: dict[str, Any] = dict(old.structured or {}) if old else {}
@@ -842,7 +874,8 @@ class ProceduralFlows:
         floor = MIN_SIMILARITY if min_similarity is None else _rate(min_similarity, "min_similarity")
         min_rate = _rate(min_success_rate, "min_success_rate")
         keys = _search_keys(user_id, project_id, agent_id)
-        tenant = tenant_id or self.tenant_id
+        tenant = _who(self, tenant_id, None, viewer)
+        touch = _flag(touch, "touch")
         now = self.now()
         qvec = yield from self._query_vector(task)
         flt = Filter(
@@ -963,6 +996,22 @@ def _base_item(
     )
 
 
+def _with_creator(base: MemoryItem, metadata: object, viewer: Viewer | None) -> MemoryItem:
+    """``base`` carrying who creates the learning, as :func:`_save` will record it: the
+    lookups of an ``owner_only`` learning must find that creator's earlier version."""
+    given = metadata.get("created_by") if isinstance(metadata, Mapping) else None
+    creator = given if isinstance(given, str) else viewer.actor if viewer is not None else None
+    return base if creator is None else base.evolve(metadata={"created_by": creator})
+
+
+def _same_owner(base: MemoryItem, item: MemoryItem) -> bool:
+    """For an ``owner_only`` project learning: ``item`` has the same creator (also when
+    neither has one, as in library use without a viewer)."""
+    if base.scope is not Scope.PROJECT or base.visibility is not Visibility.OWNER_ONLY:
+        return True
+    return creator_of(item) == creator_of(base)
+
+
 def _same_space(base: MemoryItem, viewer: Viewer | None, kind: str) -> Filter:
     """Where a learning recorded again is looked for: its scope and, for project
     learnings, its audience; never among items the viewer may not see."""
@@ -976,6 +1025,9 @@ def _same_space(base: MemoryItem, viewer: Viewer | None, kind: str) -> Filter:
         now=base.created_at,
         viewer=viewer,
     )
+    if base.scope is Scope.PROJECT and base.visibility is Visibility.OWNER_ONLY and creator_of(base) is None:
+        # No creator to match by viewer: the caller keeps those without one (_same_owner).
+        return replace(flt, visibilities=(Visibility.OWNER_ONLY,))
     return same_audience(flt, base)
 
 
@@ -993,6 +1045,7 @@ def _find_named(
         i
         for i in items
         if isinstance(i.structured, dict)
+        and _same_owner(base, i)
         and i.structured.get("kind") == kind
         and isinstance(i.structured.get(key_field), str)
         and _name_key(i.structured[key_field]) == key
@@ -1022,6 +1075,7 @@ def _find_decomposition(
         p
         for p in (_read_plan(c.item) for c in found)
         if p is not None
+        and _same_owner(base, p.item)
         and p.kind == "decomposition"
         and p.strategy == strategy
         and len(p.subtasks) == len(subtasks)

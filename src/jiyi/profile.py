@@ -222,6 +222,14 @@ def _which(user_id: object, project_id: object) -> tuple[ProfileScope, str]:
     return ("user" if name == "user_id" else "project"), value
 
 
+def _viewer(viewer: object) -> Viewer | None:
+    if viewer is not None and not isinstance(viewer, Viewer):
+        raise InvalidInput(
+            f"viewer must be a jiyi.store.base.Viewer, not {type(viewer).__name__}", field="viewer"
+        )
+    return viewer
+
+
 def _tenant(tenant_id: object, default: str) -> str:
     if tenant_id is None:
         return default
@@ -450,6 +458,7 @@ def _profile_flow(
 ) -> Flow[Profile]:
     scope, scope_id = _which(user_id, project_id)
     tenant = _tenant(tenant_id, core.tenant_id)
+    viewer = _viewer(viewer)
     stored = yield from _stored_item(tenant, scope, scope_id, viewer)
     per_type = max(1, min(1000, int(getattr(core, "profile_items_per_type", ITEMS_PER_TYPE))))
     items = yield from _recent_items(core, tenant, scope_key(Scope(scope), scope_id), per_type, viewer)
@@ -509,6 +518,9 @@ class ProfileFlows:
                 field=fields_of(scope)[0],
             )
         checked = {name: check_field(scope, name, value) for name, value in fields.items()}
+        viewer = _viewer(viewer)
+        if actor is not None and not isinstance(actor, str):
+            raise InvalidInput(f"actor must be a string, not {type(actor).__name__}", field="actor")
         if viewer is not None and scope == "project" and not viewer.member_of(scope_id):
             raise NotFound(f"no project {scope_id!r} is visible here", item_id=scope_id)
         stored = yield from _stored_item(tenant, scope, scope_id, None)
@@ -538,6 +550,15 @@ class ProfileFlows:
     ) -> Flow[str]:
         """The prompt text of the user's and/or the project's profile ("" when nothing is
         known), within ``max_tokens`` if given; the user's profile comes first."""
+        if max_tokens is not None and (
+            not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 0
+        ):
+            raise InvalidInput(
+                f"max_tokens must be a whole number >= 0 (or None for no limit), not {max_tokens!r}",
+                field="max_tokens",
+            )
+        if user_id is None and project_id is None:
+            raise InvalidInput("give user_id and/or project_id: whose profile to show", field="user_id")
         texts: list[str] = []
         left = max_tokens
         for ids in ({"user_id": user_id}, {"project_id": project_id}):

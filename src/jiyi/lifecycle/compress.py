@@ -51,7 +51,17 @@ from jiyi.flow import Flow, call
 from jiyi.lifecycle.clustering import agglomerate, cosine_matrix, near_duplicate_sets
 from jiyi.lifecycle.condense import CoreStatement, compression_flow, condense
 from jiyi.lifecycle.maintain import last_activity
-from jiyi.model import MemoryItem, MemoryType, Relation, RelationType, Source, Status, Visibility, new_id
+from jiyi.model import (
+    MAX_ID_LENGTH,
+    MemoryItem,
+    MemoryType,
+    Relation,
+    RelationType,
+    Source,
+    Status,
+    Visibility,
+    new_id,
+)
 from jiyi.store.base import (
     CachePut,
     Change,
@@ -63,6 +73,7 @@ from jiyi.store.base import (
     Vector,
     VectorsFor,
     Write,
+    creator_of,
 )
 from jiyi.text.pii import redact
 from jiyi.text.tokenize import index_text
@@ -303,8 +314,9 @@ GroupKey = tuple[str, str, str, str]
 
 
 def _group_key(item: MemoryItem) -> GroupKey:
-    # owner_only memories of different people must never share a core memory.
-    owner = (item.user_id or "") if item.visibility == Visibility.OWNER_ONLY else ""
+    # owner_only memories of different people must never share a core memory; their
+    # owner is who created them (Viewer.sees), not a user id.
+    owner = (creator_of(item) or "") if item.visibility == Visibility.OWNER_ONLY else ""
     return (item.scope_key, item.memory_type.value, item.visibility.value, owner)
 
 
@@ -427,6 +439,10 @@ def _core_item(
     for item in items:
         tags.extend(t for t in item.tags if t not in tags)
     metadata: dict[str, Any] = {}
+    creator = _common(creator_of(i) for i in items)
+    if creator is not None:
+        # Who may see (owner_only) and edit (an editor key) the core is who made every original.
+        metadata["created_by"] = creator
     structured = None
     keys = {_slot_key(i) for i in items}
     if len(keys) == 1 and None not in keys:
@@ -605,6 +621,18 @@ class _Core(Protocol):
     def _require(self, item_id: str, tenant_id: str | None) -> Flow[MemoryItem]: ...
 
 
+def _tenant_and_actor(core: _Core, tenant_id: object, actor: object) -> str:
+    if tenant_id is not None and (
+        not isinstance(tenant_id, str) or not tenant_id.strip() or len(tenant_id) > MAX_ID_LENGTH
+    ):
+        raise InvalidInput(
+            f"tenant_id must be a non-empty string of at most {MAX_ID_LENGTH} characters", field="tenant_id"
+        )
+    if not isinstance(actor, str) or not actor.strip():
+        raise InvalidInput("actor must be a non-empty string (kept in the history)", field="actor")
+    return tenant_id or core.tenant_id
+
+
 def _vectors(
     core: _Core, tenant: str, items: Sequence[MemoryItem]
 ) -> Flow[tuple[dict[str, Vector], CachePut | None]]:
@@ -680,7 +708,9 @@ class CompressionFlows:
             cluster_threshold=cluster_threshold,
             core_tokens=core_tokens,
         )
-        tenant = tenant_id or self.tenant_id
+        if not isinstance(dry_run, bool):
+            raise InvalidInput(f"dry_run must be true or false, not {dry_run!r}", field="dry_run")
+        tenant = _tenant_and_actor(self, tenant_id, actor)
         now = self.now()
         flt = Filter(
             tenant_id=tenant,
@@ -749,7 +779,7 @@ class CompressionFlows:
         restored (active again) and every core memory of that compression is archived,
         in one transaction, audited. Refused when a core memory was itself compressed
         again (undo that one first) or the compression was already undone."""
-        tenant = tenant_id or self.tenant_id
+        tenant = _tenant_and_actor(self, tenant_id, actor)
         core = yield from self._require(core_id, tenant)
         info = core.metadata.get(FROM_KEY)
         if not isinstance(info, dict) or not isinstance(info.get("id"), str):
