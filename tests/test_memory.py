@@ -468,3 +468,18 @@ def test_optional_reranker_reorders_and_explains(tmp_path: Path) -> None:
         hits = m.search("what does the user drink in the morning", user_id="r", explain=True)
         assert "tea" in hits[0].item.content
         assert hits[0].breakdown["rerank.normalised"] == 1.0
+
+
+def test_changing_the_wording_drops_what_was_extracted_from_the_old_one(mem: Memory) -> None:
+    fact = mem.add("我是前端工程师", user_id="u", structured={"profession": "前端工程师"}).item
+    assert fact is not None
+    changed = mem.update(fact.id, content="我是后端工程师")
+    assert changed.structured is None
+    assert mem.profile(user_id="u")["profession"] == "后端工程师"
+    kept = mem.update(fact.id, content="我是全栈工程师", structured={"profession": "全栈工程师"})
+    assert kept.structured == {"profession": "全栈工程师"}
+    assert mem.update(fact.id, importance=0.8).structured == {"profession": "全栈工程师"}
+    # A procedural record's structure is the record itself: rewording keeps it.
+    skill = mem.record_skill("deep_research", ["web_search", "summarize"], user_id="u")
+    reworded = mem.update(skill.id, content="Deep research: search, then summarise")
+    assert reworded.structured == skill.structured

@@ -734,6 +734,8 @@ async def rest(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, dict[st
         "owner": keys.add("acme", "owner")[1],
         "viewer": keys.add("acme", "viewer")[1],
         "other": keys.add("globex", "owner")[1],
+        "editor": keys.add("acme", "editor")[1],
+        "editor2": keys.add("acme", "editor")[1],
     }
     app = create_app(amem, keys=keys, rate_limit_per_minute=None)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
@@ -971,3 +973,34 @@ def test_bad_caller_arguments_are_invalid_input(mem: Memory, call: Any, field: s
         call(mem)
     assert err.value.field == field
     assert _all(mem) == []
+
+
+async def test_rest_editors_never_change_another_keys_learning(
+    rest: tuple[httpx.AsyncClient, dict[str, str]],
+) -> None:
+    client, keys = rest
+    skill = {"kind": "skill", "name": "deep_research", "user_id": "ann", "succeeded": True}
+    mine = await client.post(
+        "/v1/learnings",
+        json={**skill, "workflow": ["web_search", "read_url", "summarize"]},
+        headers={"X-API-Key": keys["editor"]},
+    )
+    assert mine.status_code == 201, mine.text
+    theirs = await client.post(
+        "/v1/learnings", json={**skill, "workflow": ["guess"]}, headers={"X-API-Key": keys["editor2"]}
+    )
+    assert theirs.status_code == 201, theirs.text
+    assert theirs.json()["id"] != mine.json()["id"]  # a second item, not a new version of the first
+    again = await client.post(
+        "/v1/learnings", json={**skill, "workflow": ["web_search"]}, headers={"X-API-Key": keys["editor"]}
+    )
+    assert again.json()["id"] == mine.json()["id"] and again.json()["version"] == 2
+    first = await client.get(f"/v1/memories/{mine.json()['id']}", headers={"X-API-Key": keys["owner"]})
+    assert [s["tool"] for s in first.json()["structured"]["workflow"]] == ["web_search"]
+    # An owner key may update any learning of its tenant.
+    by_owner = await client.post(
+        "/v1/learnings",
+        json={**skill, "workflow": ["web_search", "summarize"]},
+        headers={"X-API-Key": keys["owner"]},
+    )
+    assert by_owner.json()["id"] in {mine.json()["id"], theirs.json()["id"]}

@@ -488,6 +488,9 @@ def test_cli_profile(tmp_path: Path) -> None:
 
     bad = jiyi(db, "profile", "--user-id", "bob", "--set", "project_goal=x", check=False)
     assert bad.returncode == 1 and "project_goal is a project profile field" in bad.stderr
+    for name in ("user_id", "tenant_id", "actor"):
+        refused = jiyi(db, "profile", "--user-id", "bob", "--set", f"{name}=x", check=False)
+        assert refused.returncode == 1 and f"'{name}' is not a user profile field" in refused.stderr
     usage = jiyi(db, "profile", "--user-id", "bob", "--project-id", "p", check=False)
     assert usage.returncode == 2
 
@@ -504,6 +507,7 @@ async def rest(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, dict[st
         for name, tenant, role in [
             ("owner", "acme", "owner"),
             ("editor", "acme", "editor"),
+            ("editor2", "acme", "editor"),
             ("viewer", "acme", "viewer"),
             ("other", "globex", "owner"),
         ]
@@ -549,6 +553,17 @@ async def test_rest_profile_contract(rest: tuple[httpx.AsyncClient, dict[str, st
     editor_key = parse_token(keys["editor"])
     assert editor_key is not None
     assert [e["action"] for e in history] == ["add"] and history[0]["actor"] == editor_key[0]
+    # Another editor may not change (or clear) the profile this editor set; an owner may.
+    other_editor = {"X-API-Key": keys["editor2"]}
+    for fields in ({"profession": "pilot"}, {"profession": None}):
+        refused = await client.patch(
+            "/v1/profile", params={"user_id": "alice"}, json={"fields": fields}, headers=other_editor
+        )
+        assert refused.status_code == 403, refused.text
+    again = await client.patch(
+        "/v1/profile", params={"user_id": "alice"}, json={"fields": {"profession": "ML lead"}}, headers=editor
+    )
+    assert again.status_code == 200 and again.json()["fields"]["profession"]["value"] == "ML lead"
 
     cleared = await client.patch(
         "/v1/profile", params={"user_id": "alice"}, json={"fields": {"profession": None}}, headers=owner

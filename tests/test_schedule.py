@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
+from jiyi.errors import InvalidInput
 from jiyi.memory import AsyncMemory
 from jiyi.model import Status
 from jiyi.server.app import create_app
@@ -127,8 +128,9 @@ async def test_a_failing_pass_is_recorded_and_the_next_one_still_runs(mem: Async
 
 
 async def test_interval_must_be_positive(mem: AsyncMemory) -> None:
-    with pytest.raises(ValueError, match="positive"):
-        MaintenanceScheduler(mem, lambda: ["default"], 0)
+    for bad in (0, -1.0, "soon", True):
+        with pytest.raises(InvalidInput, match="positive"):
+            MaintenanceScheduler(mem, lambda: ["default"], bad)  # type: ignore[arg-type]
 
 
 def test_serve_takes_the_schedule_as_a_duration() -> None:

@@ -908,7 +908,9 @@ def test_same_audience_narrows_project_filters_only() -> None:
     narrowed = same_audience(base, own)
     assert narrowed.visibilities == (Visibility.OWNER_ONLY,)
     assert narrowed.viewer == Viewer(actor="c", projects=())
-    assert same_audience(base, own.evolve(metadata={})).viewer == Viewer(projects=())
+    # No creator (library use without actors): private items without one match each other.
+    anonymous = same_audience(Filter(tenant_id="t"), own.evolve(metadata={}))
+    assert anonymous.viewer is None and anonymous.visibilities == (Visibility.OWNER_ONLY,)
     assert Status.ACTIVE in narrowed.statuses
 
 
@@ -1007,3 +1009,25 @@ def test_postgres_store_upgrade_fills_the_creator_column(pg_dsn: str) -> None:  
             reopened.close()
     finally:
         drop_schema(pg_dsn, schema)
+
+
+def test_a_viewer_of_the_wrong_type_is_refused_plainly(tmp_path: Path) -> None:
+    from jiyi.errors import InvalidInput as Invalid
+
+    with Memory.open(tmp_path / "v.db", embedder="hash:64") as m:
+        for call in (
+            lambda: m.list(viewer="k"),  # type: ignore[arg-type]
+            lambda: m.search("x y z", user_id="u", viewer={"actor": "k"}),  # type: ignore[arg-type]
+            lambda: m.context("x y z", user_id="u", include_profile="yes"),  # type: ignore[arg-type]
+        ):
+            with pytest.raises(Invalid) as err:
+                call()
+            assert err.value.field in ("viewer", "include_profile")
+
+
+def test_private_project_notes_without_a_creator_still_deduplicate(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "d.db", embedder="hash:64") as m:
+        first = m.add("the launch date moves to May", project_id="p", visibility="owner_only")
+        again = m.add("the launch date moves to May", project_id="p", visibility="owner_only")
+        assert first.item is not None and again.decision.action == "reinforce"
+        assert again.item is not None and again.item.id == first.item.id

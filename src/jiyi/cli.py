@@ -960,6 +960,17 @@ def cmd_profile(ns: argparse.Namespace, mem: Any) -> int:
         if name in changes:
             raise InvalidInput(f"{name} is both set and cleared", field=name)
         changes[name] = None
+    from jiyi.profile import PROJECT_FIELDS, USER_FIELDS
+
+    known = PROJECT_FIELDS if ns.project else USER_FIELDS
+    for name in changes:
+        # (a field of the other kind of profile gets the library's more specific message)
+        if name not in USER_FIELDS and name not in PROJECT_FIELDS:
+            raise InvalidInput(
+                f"{name!r} is not a {'project' if ns.project else 'user'} profile field; "
+                f"use one of {', '.join(known)}",
+                field=name,
+            )
     profile = mem.set_profile(**scope, **changes) if changes else mem.profile(**scope)
     if ns.json:
         _emit(profile.to_json_dict())

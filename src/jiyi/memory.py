@@ -81,6 +81,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 MAX_LIMIT = 1000
+_SELF_DESCRIBED = frozenset({"skill", "failure", "decomposition"})
+"""``structured["kind"]`` of procedural records: their structure is the record itself (the
+workflow, counts), not something read off the text, so a wording change keeps it."""
 IMPORT_BATCH = 256
 
 
@@ -718,6 +721,15 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
             if isinstance(checked, GateDecision):
                 raise InvalidInput(f"content refused: {'; '.join(checked.reasons)}", field="content")
             changes["content"] = checked.text
+        if (
+            "structured" not in changes
+            and old.structured
+            and changes.get("content", old.content) != old.content
+            and old.structured.get("kind") not in _SELF_DESCRIBED
+        ):
+            # What was extracted from the old wording no longer describes the new one (a
+            # profile would keep reading 前端 after a person wrote 后端).
+            changes["structured"] = None
         new = old.evolve(**changes, version=old.version + 1, updated_at=self.now())
         vector, cache_put = None, None
         if new.content != old.content:

@@ -590,6 +590,7 @@ class ProceduralFlows:
         actor: str | None = None,
         visibility: Visibility | str = Visibility.MEMBERS,
         viewer: Viewer | None = None,
+        own_only: bool = False,
     ) -> Flow[MemoryItem]:
         """Record one run of a skill: a named tool-call workflow (seed 002 §5.3).
 
@@ -599,6 +600,10 @@ class ProceduralFlows:
         tasks against them. Recording a skill name that is already known in this scope
         (ignoring case, spaces, ``-`` and ``_``) adds the run to its counts as a new
         version of the same item; a successful run's workflow becomes the stored one.
+        With ``own_only=True`` (the REST service passes it for editor keys, which may
+        change only what they created) a learning is updated only if the same creator
+        made it; otherwise a new item is recorded. The same holds for
+        :meth:`record_failure` and :meth:`record_decomposition`.
         """
         name = _text(name, "name", MAX_NAME)
         steps = _workflow(workflow)
@@ -615,7 +620,7 @@ class ProceduralFlows:
             self, owner, tenant, user_id, project_id, agent_id, MemoryType.SKILL, SKILL, now, visibility
         )
         base = _with_creator(base, metadata, viewer)
-        old = yield from _find_named(self, base, viewer, SKILL, "skill_name", _name_key(name))
+        old = yield from _find_named(self, base, viewer, SKILL, "skill_name", _name_key(name), own_only)
         data: dict[str, Any] = dict(old.structured or {}) if old else {}
         successes = (_count(data.get("successes")) or 0) + succeeded
         failures = (_count(data.get("failures")) or 0) + (not succeeded)
@@ -679,6 +684,7 @@ class ProceduralFlows:
         actor: str | None = None,
         visibility: Visibility | str = Visibility.MEMBERS,
         viewer: Viewer | None = None,
+        own_only: bool = False,
     ) -> Flow[MemoryItem]:
         """Record a failure pattern (seed 004 ``FailurePattern``): its name, the words in a
         task that announce it (``indicators``, Chinese or English), what to do instead
@@ -706,7 +712,7 @@ class ProceduralFlows:
             self, owner, tenant, user_id, project_id, agent_id, MemoryType.PATTERN, FAILURE, now, visibility
         )
         base = _with_creator(base, metadata, viewer)
-        old = yield from _find_named(self, base, viewer, FAILURE, "pattern", _name_key(pattern))
+        old = yield from _find_named(self, base, viewer, FAILURE, "pattern", _name_key(pattern), own_only)
         data: dict[str, Any] = dict(old.structured or {}) if old else {}
         merged: dict[tuple[str, ...], str] = {}
         for indicator in [*(_strings(data.get("indicators")) or ()), *found]:
@@ -764,6 +770,7 @@ class ProceduralFlows:
         actor: str | None = None,
         visibility: Visibility | str = Visibility.MEMBERS,
         viewer: Viewer | None = None,
+        own_only: bool = False,
     ) -> Flow[MemoryItem]:
         """Record how a task was split into subtasks and whether that worked (seed 004
         ``DecompositionMemory``); ``strategy`` is ``"parallel"`` or ``"sequential"``.
@@ -797,7 +804,9 @@ class ProceduralFlows:
             visibility,
         )
         base = _with_creator(base, metadata, viewer)
-        plan, cache_put = yield from _find_decomposition(self, base, viewer, task, steps, plan_strategy)
+        plan, cache_put = yield from _find_decomposition(
+            self, base, viewer, task, steps, plan_strategy, _flag(own_only, "own_only")
+        )
         old = plan.item if plan else None
         data: dict[str, Any] = dict(old.structured or {}) if old else {}
         uses = (plan.uses if plan else 0) + 1
@@ -1038,14 +1047,22 @@ def _prefer(items: Sequence[MemoryItem]) -> MemoryItem | None:
 
 
 def _find_named(
-    core: _Core, base: MemoryItem, viewer: Viewer | None, kind: str, key_field: str, key: str
+    core: _Core,
+    base: MemoryItem,
+    viewer: Viewer | None,
+    kind: str,
+    key_field: str,
+    key: str,
+    own_only: object = False,
 ) -> Flow[MemoryItem | None]:
+    own = _flag(own_only, "own_only")
     items = yield from core._all_items(_same_space(base, viewer, kind))
     same = [
         i
         for i in items
         if isinstance(i.structured, dict)
         and _same_owner(base, i)
+        and (not own or creator_of(i) == creator_of(base))
         and i.structured.get("kind") == kind
         and isinstance(i.structured.get(key_field), str)
         and _name_key(i.structured[key_field]) == key
@@ -1060,6 +1077,7 @@ def _find_decomposition(
     task: str,
     subtasks: Sequence[str],
     strategy: Strategy,
+    own_only: bool = False,
 ) -> Flow[tuple[_Plan | None, CachePut | None]]:
     """The stored decomposition with the same plan (same strategy, near-identical
     subtasks) for the same task (same wording, or similar at :data:`MIN_SIMILARITY`
@@ -1076,6 +1094,7 @@ def _find_decomposition(
         for p in (_read_plan(c.item) for c in found)
         if p is not None
         and _same_owner(base, p.item)
+        and (not own_only or creator_of(p.item) == creator_of(base))
         and p.kind == "decomposition"
         and p.strategy == strategy
         and len(p.subtasks) == len(subtasks)

@@ -611,7 +611,8 @@ def _upsert(
             confidence=1.0,
             importance=1.0,
             tags=(PROFILE_TAG, PINNED_TAG),
-            metadata={"profile": scope},
+            # Who first set it: editor keys may change only what they created.
+            metadata={"profile": scope, **({"created_by": actor} if actor else {})},
             created_at=now,
             updated_at=now,
         )

@@ -509,6 +509,8 @@ def create_app(
             "metadata": {"created_by": who.key_id},
             "actor": who.key_id,
             "viewer": who.viewer,
+            # Editors change only what they created: another key's learning stays as it is.
+            "own_only": not who.role.can_edit_any,
         }
         if isinstance(body, SkillLearning):
             steps = [s if isinstance(s, str) else s.model_dump() for s in body.workflow]
@@ -591,6 +593,12 @@ def create_app(
                 if isinstance(value, list)
                 else value
             )
+        if not who.role.can_edit_any:
+            current = await memory.profile(
+                user_id=user_id, project_id=project_id, tenant_id=who.tenant, viewer=who.viewer
+            )
+            if current.item_id is not None:
+                await owned(who, current.item_id)  # editors: only a profile they set first
         profile = await memory.set_profile(
             user_id=user_id,
             project_id=project_id,

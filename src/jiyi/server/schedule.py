@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from jiyi.errors import InvalidInput
 from jiyi.lifecycle import LifecyclePolicy, MaintenanceReport
 from jiyi.memory import AsyncMemory
 from jiyi.model import utcnow
@@ -67,8 +68,15 @@ class MaintenanceScheduler:
     _task: asyncio.Task[None] | None = None
 
     def __post_init__(self) -> None:
-        if not self.interval > 0:
-            raise ValueError(f"the maintenance interval must be positive, got {self.interval!r}")
+        if (
+            isinstance(self.interval, bool)
+            or not isinstance(self.interval, int | float)
+            or not self.interval > 0
+        ):
+            raise InvalidInput(
+                f"the maintenance interval must be a positive number of seconds, got {self.interval!r}",
+                field="maintain_every",
+            )
 
     async def run_once(self) -> list[PassRecord]:
         """One pass over every tenant, now."""

@@ -1062,6 +1062,8 @@ class SessionFlows:
         taking at most half of ``budget_tokens``."""
         if not isinstance(budget_tokens, int) or budget_tokens < 1:
             raise InvalidInput("budget_tokens must be a positive integer", field="budget_tokens")
+        if not isinstance(include_profile, bool):
+            raise InvalidInput("include_profile must be true or false", field="include_profile")
         tenant = tenant_id or self.tenant_id
         if profile is None and include_profile and (user_id is not None or project_id is not None):
             profile = (

@@ -157,6 +157,15 @@ class Filter:
     visibilities: tuple[Visibility, ...] = ()  # empty: any
     viewer: Viewer | None = None
 
+    def __post_init__(self) -> None:
+        # Filters are built from user input in many places; the viewer is the one field
+        # whose wrong type would otherwise fail deep inside a backend.
+        if self.viewer is not None and not isinstance(self.viewer, Viewer):
+            raise InvalidInput(
+                f"viewer must be a jiyi.store.base.Viewer or None, not {type(self.viewer).__name__}",
+                field="viewer",
+            )
+
 
 def same_audience(flt: Filter, item: MemoryItem) -> Filter:
     """``flt`` narrowed to the project items seen by exactly the people who see ``item``
@@ -165,7 +174,11 @@ def same_audience(flt: Filter, item: MemoryItem) -> Filter:
     if item.scope is not Scope.PROJECT:
         return flt
     if item.visibility is Visibility.OWNER_ONLY:
-        own = Viewer(actor=creator_of(item), projects=())
+        creator = creator_of(item)
+        if creator is None:
+            # Library use without actors: private items have no creator to match on.
+            return replace(flt, visibilities=(Visibility.OWNER_ONLY,))
+        own = Viewer(actor=creator, projects=())
         return replace(flt, visibilities=(Visibility.OWNER_ONLY,), viewer=own)
     return replace(flt, visibilities=(item.visibility,))
 
