@@ -70,6 +70,7 @@ from jiyi.store.base import (
     Upsert,
     Viewer,
     Write,
+    history_event,
     same_audience,
 )
 from jiyi.store.sqlcommon import text_hash
@@ -300,19 +301,7 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         reason: str,
         actor: str | None,
     ) -> HistoryEvent:
-        ref = after or before
-        assert ref is not None
-        return HistoryEvent(
-            item_id=ref.id,
-            tenant_id=ref.tenant_id,
-            action=action,
-            at=self.now(),
-            version=ref.version,
-            reason=reason,
-            actor=actor,
-            before=None if before is None else before.to_json_dict(),
-            after=None if after is None else after.to_json_dict(),
-        )
+        return history_event(action, before, after, reason=reason, at=self.now(), actor=actor)
 
     # ------------------------------------------------------------ add
 

@@ -74,6 +74,7 @@ from jiyi.store.base import (
     VectorsFor,
     Write,
     creator_of,
+    history_event,
 )
 from jiyi.text.pii import redact
 from jiyi.text.tokenize import index_text
@@ -492,17 +493,7 @@ def _event(
     now: datetime,
     actor: str,
 ) -> HistoryEvent:
-    return HistoryEvent(
-        item_id=after.id,
-        tenant_id=after.tenant_id,
-        action=action,
-        at=now,
-        version=after.version,
-        reason=reason,
-        actor=actor,
-        before=None if before is None else before.to_json_dict(),
-        after=after.to_json_dict(),
-    )
+    return history_event(action, before, after, reason=reason, at=now, actor=actor)
 
 
 def _plural(n: int, word: str) -> str:

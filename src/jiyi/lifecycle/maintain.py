@@ -68,6 +68,7 @@ from jiyi.store.base import (
     Purge,
     Upsert,
     Write,
+    history_event,
 )
 from jiyi.text.tokenize import index_text
 
@@ -285,18 +286,7 @@ def _terms(item: MemoryItem) -> str:
 def _event(
     action: HistoryAction, before: MemoryItem, after: MemoryItem | None, reason: str, now: datetime
 ) -> HistoryEvent:
-    ref = after or before
-    return HistoryEvent(
-        item_id=ref.id,
-        tenant_id=ref.tenant_id,
-        action=action,
-        at=now,
-        version=ref.version,
-        reason=reason,
-        actor=ACTOR,
-        before=before.to_json_dict(),
-        after=None if after is None else after.to_json_dict(),
-    )
+    return history_event(action, before, after, reason=reason, at=now, actor=ACTOR)
 
 
 def change_for(item: MemoryItem, decision: Decision, now: datetime) -> Change | None:

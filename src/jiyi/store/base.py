@@ -138,6 +138,32 @@ class Viewer:
         return self.actor is not None and creator_of(item) == self.actor
 
 
+def history_event(
+    action: HistoryAction,
+    before: MemoryItem | None,
+    after: MemoryItem | None,
+    *,
+    reason: str,
+    at: datetime,
+    actor: str | None,
+) -> HistoryEvent:
+    """The audit entry for one change: ``before``/``after`` snapshots (one may be None)."""
+    ref = after or before
+    if ref is None:
+        raise ValueError("a history event needs the item before or after the change")
+    return HistoryEvent(
+        item_id=ref.id,
+        tenant_id=ref.tenant_id,
+        action=action,
+        at=at,
+        version=ref.version,
+        reason=reason,
+        actor=actor,
+        before=None if before is None else before.to_json_dict(),
+        after=None if after is None else after.to_json_dict(),
+    )
+
+
 @dataclass(frozen=True)
 class Filter:
     """Which items an operation may see. ``scope_keys`` empty means every scope of the tenant.
