@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from jiyi.files.learnings import describe_learning
 from jiyi.model import MemoryItem, MemoryType, as_utc
 
 PREAMBLE = "preamble"
@@ -43,7 +44,9 @@ class Entry:
 
     @classmethod
     def of(cls, item: MemoryItem) -> Entry:
-        return cls(item.memory_type, normal_text(item.content))
+        # A procedural learning shows its record (what suggest() reads) and its counts.
+        line = describe_learning(item)
+        return cls(item.memory_type, normal_text(item.content if line is None else line))
 
 
 @dataclass(frozen=True)

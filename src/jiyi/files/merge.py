@@ -16,6 +16,11 @@ F != B, D != B, F != D     CONFLICT: reported, neither side overwritten (the fil
                            the line to match or by ``prefer="file"`` / ``prefer="db"``
 =========================  ============================================================
 
+A procedural learning (skill, failure pattern, decomposition) is compared without the
+counts at the end of its line: counts are the database's, never read from a file. An
+edited learning line is read back into the learning's record (:mod:`.learnings`); a
+line that no longer reads as its kind is reported and kept, like any unreadable line.
+
 A line without an id is added through the write gate, unless the database gained the
 same text since the last sync (both added it). A line whose id the database has no
 trace of at all (a new or wiped database) is added again: the file is the source of
@@ -30,8 +35,10 @@ from datetime import datetime
 from typing import Any, Literal
 
 from jiyi.config import GateConfig
+from jiyi.errors import InvalidInput
 from jiyi.files.document import Entry, Extras, Placed, at_key, normal_text
 from jiyi.files.layout import FILE_NAMES, ScopeRef, file_for, is_file_memory
+from jiyi.files.learnings import HOME, counts_note, learning_kind, parse_learning, split_counts
 from jiyi.files.parse import Line, Problem, ScopeParse
 from jiyi.files.render import render_file
 from jiyi.files.report import FileChange, FileConflict, FileError
@@ -129,6 +136,27 @@ def _describe(entry: Entry) -> str:
     return f"## {entry.memory_type.value}"
 
 
+_NOUN = {"skill": "skill", "failure": "failure pattern", "decomposition": "task decomposition"}
+
+
+def _key(entry: Entry | None, kind: str | None) -> Entry | None:
+    """What the merge compares: a learning's line without its counts."""
+    if entry is None or kind is None or entry.memory_type is not HOME[kind]:
+        return entry
+    return Entry(entry.memory_type, split_counts(kind, entry.text)[0])
+
+
+def _counts_edited(kind: str | None, f: Entry | None, b: Entry | None, d: Entry | None) -> str:
+    """A note when a person changed a learning line's counts (they are kept), else ""."""
+    if kind is None or f is None or d is None or f.memory_type is not HOME[kind]:
+        return ""
+    claimed = split_counts(kind, f.text)[1]
+    if claimed is None or (b is not None and split_counts(kind, b.text)[1] == claimed):
+        return ""
+    stored = split_counts(kind, d.text)[1]
+    return "" if stored is None or stored == claimed else counts_note(kind, stored)
+
+
 def _why_hidden(item: MemoryItem) -> str:
     if item.thread_id is not None:
         return "is a piece of a conversation or document"
@@ -197,21 +225,30 @@ def plan_sync(
         d = stored[item_id].entry if item_id in stored else None
         source = stored.get(item_id) or base0.get(item_id)
         at_value = source.at if source else now_key
-        file_changed, db_changed = f != b, d != b
         info = known.get(item_id)
+        item_now = visible.get(item_id) or (info.item if info is not None else None)
+        kind = learning_kind(item_now) if item_now is not None else None
+        fk, bk, dk = _key(f, kind), _key(b, kind), _key(d, kind)
+        file_changed, db_changed = fk != bk, dk != bk
         if line is not None and d is None and info is not None and info.item is None and not info.purged:
             # The database has no trace of it (a new or rebuilt database): the file is the truth.
             _readd(plan, item_id, line, base0.get(item_id), "the database had no record of it")
         elif not file_changed and not db_changed:
-            if f is not None:
+            if f is not None and f != d:  # a learning's counts (or spacing) differ: the database's
+                _to_file(plan, item_id, f, stored[item_id], _counts_edited(kind, f, b, d))
+            elif f is not None:
                 _show(plan, item_id, Placed(f, at_value))
                 plan.base[item_id] = base0[item_id]
+        elif not file_changed and _text_ahead(kind, f, b, visible.get(item_id)):
+            _to_db(plan, item_id, line, visible.get(item_id), info, base0.get(item_id), at_value)
         elif not file_changed:
-            _to_file(plan, item_id, f, stored.get(item_id))
+            _to_file(plan, item_id, f, stored.get(item_id), _counts_edited(kind, f, b, d))
         elif not db_changed:
             _to_db(plan, item_id, line, visible.get(item_id), info, base0.get(item_id), at_value)
-        elif screened.same(f, d):
-            if d is not None:
+        elif screened.same(fk, dk) or _reads_as(plan, line, visible.get(item_id)):
+            if d is not None and f != d:
+                _to_file(plan, item_id, f, stored[item_id], _counts_edited(kind, f, b, d))
+            elif d is not None:
                 _show(plan, item_id, stored[item_id])
                 plan.base[item_id] = stored[item_id]
         elif prefer == "file":
@@ -257,8 +294,8 @@ def _new_lines(
         )
 
 
-def _to_file(plan: Plan, item_id: str, f: Entry | None, d: Placed | None) -> None:
-    """The database's version goes into the file."""
+def _to_file(plan: Plan, item_id: str, f: Entry | None, d: Placed | None, note: str = "") -> None:
+    """The database's version goes into the file (``note``: why the person's counts went)."""
     if d is None:
         plan.base.pop(item_id, None)
         if f is not None:
@@ -274,7 +311,8 @@ def _to_file(plan: Plan, item_id: str, f: Entry | None, d: Placed | None) -> Non
         plan.changes.append(FileChange(where, "added", "to_file", item_id, e.text, detail=_describe(e)))
         return
     if f.text != e.text:
-        plan.changes.append(FileChange(where, "changed", "to_file", item_id, e.text, detail=f"was: {f.text}"))
+        detail = f"was: {f.text}" + (f"; {note}" if note else "")
+        plan.changes.append(FileChange(where, "changed", "to_file", item_id, e.text, detail=detail))
     if f.memory_type is not e.memory_type:
         plan.changes.append(
             FileChange(where, "moved", "to_file", item_id, e.text, detail=f"{_describe(f)} -> {_describe(e)}")
@@ -309,6 +347,10 @@ def _to_db(
         return
     f = line.entry
     if item is not None:
+        kind = learning_kind(item)
+        if kind is not None and f.memory_type is item.memory_type:
+            _learning_to_db(plan, item_id, line, item, kind, base_before, at)
+            return
         current = Entry.of(item)
         changes: list[tuple[str, Any]] = []
         what: list[str] = []
@@ -322,6 +364,10 @@ def _to_db(
         if f.memory_type is not current.memory_type:
             changes.append(("memory_type", f.memory_type))
             what.append(f"moved from {_describe(current)} to {_describe(f)}")
+        detail = f"{_describe(current)} -> {_describe(f)}" if current.memory_type is not f.memory_type else ""
+        if kind is not None:  # a learning moved out of its section becomes a plain memory
+            changes.append(("structured", None))
+            detail += f"; no longer a {_NOUN[kind]} that suggest() uses (its record stays in its history)"
         plan.actions.append(
             Action(
                 "update",
@@ -332,9 +378,7 @@ def _to_db(
                 reason=f"{line.file} line {line.line}: {', '.join(what)} in the file",
                 at=at,
                 base_before=base_before,
-                detail=f"{_describe(current)} -> {_describe(f)}"
-                if current.memory_type is not f.memory_type
-                else "",
+                detail=detail,
             )
         )
         return
@@ -372,8 +416,19 @@ def _to_db(
     changes = [("status", Status.ACTIVE)]
     if found.expires_at is not None:
         changes.append(("expires_at", None))
-    if f.text != current.text:
-        changes.append(("content", f.text))
+    kind = learning_kind(found)
+    if kind is not None and f.memory_type is found.memory_type:
+        if _key(f, kind) != _key(current, kind):
+            edited = _learning_changes(plan, line, found)
+            if isinstance(edited, str):
+                _keep_learning(plan, item_id, line, kind, edited, base_before)
+                return
+            changes.extend(edited[0])
+    else:
+        if f.text != current.text:
+            changes.append(("content", f.text))
+        if kind is not None:
+            changes.append(("structured", None))
     if f.memory_type is not current.memory_type:
         changes.append(("memory_type", f.memory_type))
     plan.actions.append(
@@ -386,6 +441,86 @@ def _to_db(
             reason=f"{line.file} line {line.line}: the line was put back in the file",
             at=at_key(found.created_at),
             base_before=base_before,
+        )
+    )
+
+
+def _learning_changes(plan: Plan, line: Line, item: MemoryItem) -> tuple[list[tuple[str, Any]], str] | str:
+    """The changes an edited learning line makes (and which fields it changed), or why
+    the line does not read as the learning's kind."""
+    gate = plan.screened.gate if plan.screened else None
+    try:
+        parsed = parse_learning(item, line.entry.text, redact_pii=gate.redact_pii if gate else True)
+    except InvalidInput as exc:
+        return str(exc)
+    changes: list[tuple[str, Any]] = []
+    if parsed.structured != item.structured:
+        changes.append(("structured", parsed.structured))
+    if parsed.content != item.content:
+        changes.append(("content", parsed.content))
+        if gate is not None and item.confidence < gate.min_confidence:
+            changes.append(("confidence", gate.min_confidence))  # as for any edited line
+    if parsed.importance is not None and abs(parsed.importance - item.importance) > 1e-9:
+        changes.append(("importance", parsed.importance))  # a failure's follows its severity
+    return changes, ", ".join(parsed.changed)
+
+
+def _text_ahead(kind: str | None, f: Entry | None, b: Entry | None, item: MemoryItem | None) -> bool:
+    """A learning whose line a person edited before lines were read back into records
+    (files of that time show no counts): its text is newer than its record, so the
+    line is read back now instead of being overwritten by the old record."""
+    if kind is None or item is None or f is None or f != b or f.memory_type is not item.memory_type:
+        return False
+    return split_counts(kind, f.text)[1] is None and f.text == normal_text(item.content)
+
+
+def _reads_as(plan: Plan, line: Line | None, item: MemoryItem | None) -> bool:
+    """Whether a learning's line, however it is written, says what its record says (an
+    edit that reached the database before a crash, then agrees with it)."""
+    if line is None or item is None or line.entry.memory_type is not item.memory_type:
+        return False
+    if learning_kind(item) is None:
+        return False
+    edited = _learning_changes(plan, line, item)
+    return not isinstance(edited, str) and all(name != "structured" for name, _ in edited[0])
+
+
+def _keep_learning(
+    plan: Plan, item_id: str, line: Line, kind: str, why: str, base_before: Placed | None
+) -> None:
+    plan.keep_line(
+        line,
+        f"{why}. The {_NOUN[kind]} was left as it was; this line stays as you wrote it and is "
+        "reported at every sync until it reads as one again",
+    )
+    _hold(plan, item_id, base_before)
+
+
+def _learning_to_db(
+    plan: Plan, item_id: str, line: Line, item: MemoryItem, kind: str, base_before: Placed | None, at: str
+) -> None:
+    """An edited learning line: its fields go into the learning's record (counts stay)."""
+    edited = _learning_changes(plan, line, item)
+    if isinstance(edited, str):
+        _keep_learning(plan, item_id, line, kind, edited, base_before)
+        return
+    changes, fields = edited
+    current = Entry.of(item)
+    note = _counts_edited(kind, line.entry, base_before.entry if base_before else None, current)
+    if not changes:  # the same record written differently (spacing, punctuation): the usual form
+        _to_file(plan, item_id, line.entry, Placed(current, at), note)
+        return
+    plan.actions.append(
+        Action(
+            "update",
+            line.file,
+            item_id,
+            line,
+            tuple(changes),
+            reason=f"{line.file} line {line.line}: {_NOUN[kind]} edited in the file ({fields})",
+            at=at,
+            base_before=base_before,
+            detail="; ".join(x for x in (f"changed {fields}" if fields else "", note) if x),
         )
     )
 
@@ -468,7 +603,7 @@ def preview(plan: Plan) -> tuple[list[FileChange], list[FileError]]:
                 )
                 continue
         kind = {"update": "changed", "archive": "archived", "restore": "restored", "add": "added"}[a.kind]
-        if a.kind == "update" and dict(a.changes).keys() == {"memory_type"}:
+        if a.kind == "update" and "memory_type" in dict(a.changes) and "content" not in dict(a.changes):
             kind = "moved"
         changes.append(
             FileChange(
@@ -512,14 +647,15 @@ def finish_sync(
                 continue
             _adopt(plan, result.item, now)
             kinds = dict(action.changes)
-            verb = "restored" if action.kind == "restore" else ("changed" if "content" in kinds else "moved")
+            moved = "memory_type" in kinds and "content" not in kinds
+            verb = "restored" if action.kind == "restore" else ("moved" if moved else "changed")
             changes.append(
                 FileChange(
                     plan.rel(action.file),
                     verb,
                     "to_db",
                     action.item_id,
-                    normal_text(result.item.content),
+                    Entry.of(result.item).text,
                     line.line,
                     action.detail,
                 )

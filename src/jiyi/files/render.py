@@ -36,12 +36,17 @@ HEADER = (
     "     change a line's text to correct a memory; move a line under another heading to change its type;\n"
     "     delete a line to archive its memory (put the line back to restore it);\n"
     '     add a line "- ..." without an id to add a memory.\n'
-    "     Keep the id comment at the end of each line: it ties the line to its memory. -->"
+    "     Keep the id comment at the end of each line: it ties the line to its memory.{more} -->"
 )
 
 _WHAT = {
     "memory.md": "semantic memory (preferences, facts, habits, events, context, constraints, decisions)",
     "learnings.md": "procedural memory (skills and patterns that worked or failed)",
+}
+_MORE = {
+    "memory.md": "",
+    "learnings.md": "\n     A recorded skill, failure pattern or decomposition is read back from its line (name, steps,\n"
+    "     signs, mitigation, severity, task, subtasks); the counts in brackets at its end are kept as recorded.",
 }
 _TITLE = {"memory.md": "Memory", "learnings.md": "Learnings"}
 _TYPES = frozenset(t.value for t in MemoryType)
@@ -69,7 +74,7 @@ def render_file(name: str, ref: ScopeRef, shown: Mapping[str, Placed], extras: E
         ((p.at, item_id, p) for item_id, p in shown.items() if file_for(p.entry.memory_type) == name),
         key=lambda t: (t[0], t[1]),
     )
-    out = [HEADER.format(what=_WHAT[name]), _title(name, ref), ""]
+    out = [HEADER.format(what=_WHAT[name], more=_MORE[name]), _title(name, ref), ""]
     preamble = extras.lines(PREAMBLE)
     if preamble:
         out.extend([*preamble, ""])
