@@ -479,7 +479,12 @@ def test_changing_the_wording_drops_what_was_extracted_from_the_old_one(mem: Mem
     kept = mem.update(fact.id, content="我是全栈工程师", structured={"profession": "全栈工程师"})
     assert kept.structured == {"profession": "全栈工程师"}
     assert mem.update(fact.id, importance=0.8).structured == {"profession": "全栈工程师"}
-    # A procedural record's structure is the record itself: rewording keeps it.
+    # A learning's text is its record written out: a new text is read back into it.
     skill = mem.record_skill("deep_research", ["web_search", "summarize"], user_id="u")
-    reworded = mem.update(skill.id, content="Deep research: search, then summarise")
-    assert reworded.structured == skill.structured
+    reworded = mem.update(skill.id, content="Skill deep_research: web_search → read_url → summarize")
+    assert reworded.structured is not None and skill.structured is not None
+    assert [s["tool"] for s in reworded.structured["workflow"]] == ["web_search", "read_url", "summarize"]
+    assert reworded.structured["successes"] == skill.structured["successes"]
+    with pytest.raises(InvalidInput):
+        mem.update(skill.id, content="Deep research: search, then summarise")
+    assert mem.get(skill.id).version == reworded.version  # the refused text changed nothing

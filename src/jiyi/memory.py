@@ -710,12 +710,17 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
             if isinstance(checked, GateDecision):
                 raise InvalidInput(f"content refused: {'; '.join(checked.reasons)}", field="content")
             changes["content"] = checked.text
-        if (
-            "structured" not in changes
-            and old.structured
-            and changes.get("content", old.content) != old.content
-            and old.structured.get("kind") not in _SELF_DESCRIBED
-        ):
+        reworded = "structured" not in changes and changes.get("content", old.content) != old.content
+        if reworded and old.structured and old.structured.get("kind") in _SELF_DESCRIBED:
+            # A learning's text is its record written out (learnings.md grammar): read the
+            # new text back into the record suggest() uses, or refuse it with the reason.
+            from jiyi.files.learnings import parse_learning
+
+            parsed = parse_learning(old, changes["content"], redact_pii=self.gate.redact_pii)
+            changes["content"], changes["structured"] = parsed.content, parsed.structured
+            if parsed.importance is not None and "importance" not in changes:
+                changes["importance"] = parsed.importance
+        elif reworded and old.structured:
             # What was extracted from the old wording no longer describes the new one (a
             # profile would keep reading 前端 after a person wrote 后端).
             changes["structured"] = None
