@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +26,20 @@ from psycopg_pool import ConnectionPool
 from jiyi.embed.hashing import HashEmbedder
 from jiyi.errors import InvalidInput, StoreCorrupt, StoreUnavailable
 from jiyi.memory import AsyncMemory, Memory
+from jiyi.model import MemoryItem, Scope, Status, Visibility
 from jiyi.session.model import Message
 from jiyi.store.base import (
     AppendMessages,
+    DumpRows,
     GetItems,
     GetMessages,
     GetStats,
+    HistoryAction,
     ListItems,
     RecordEvent,
     Retrieve,
+    Touch,
+    Viewer,
     Write,
 )
 from jiyi.store.postgres import MIGRATION_LOCK, MIGRATIONS, PostgresStore, fold_term, tsquery_operand
@@ -48,6 +54,7 @@ from tests.conformance import (
     get,
     keyword_ids,
     make_item,
+    purge,
     put,
     unit,
     upsert,
@@ -154,6 +161,35 @@ def test_migrations_are_applied_once_by_concurrent_processes(pg_dsn: str, schema
         assert out.strip() == str(list(range(1, len(MIGRATIONS) + 1)))
     rows = _sql(pg_dsn, f'SELECT version FROM "{schema}".jiyi_schema_migrations')
     assert sorted(r[0] for r in rows) == list(range(1, len(MIGRATIONS) + 1))
+
+
+def test_upgrading_backfills_scope_statistics_and_the_covering_index(pg_dsn: str, schema: str) -> None:  # noqa: F811
+    """A store written before the per-scope keyword statistics is upgraded in place."""
+    s = f'"{schema}"'
+    with PostgresStore(pg_dsn, schema=schema) as store:
+        put(store, make_item("one two three"), make_item("four five", user_id="bob"))
+        put(
+            store,
+            make_item("six", tenant_id="other"),
+            make_item("seven eight", project_id="p", scope=Scope.PROJECT),
+        )
+        before = _keyword_scores(store, flt(scope_keys=("user:alice",)), "one four")
+    # Back to the schema as the migrations before these left it.
+    first_new = next(v for v, (name, _) in enumerate(MIGRATIONS, 1) if name == "keyword statistics per scope")
+    _sql(pg_dsn, f"DROP TABLE {s}.keyword_scopes")
+    _sql(pg_dsn, f"DROP INDEX {s}.items_scope_cover")
+    _sql(pg_dsn, f"CREATE INDEX items_scope ON {s}.items (tenant_id, scope_key, status)")
+    _sql(pg_dsn, f"DELETE FROM {s}.jiyi_schema_migrations WHERE version >= %s", first_new)
+    upgraded = PostgresStore(pg_dsn, schema=schema)
+    with upgraded as store:
+        assert upgraded.pending_migrations() == []
+        kept, truth = _scope_stats(pg_dsn, schema)
+        assert kept == truth and len(kept) == 4
+        indexes = {
+            r[0] for r in _sql(pg_dsn, "SELECT indexname FROM pg_indexes WHERE schemaname = %s", schema)
+        }
+        assert "items_scope_cover" in indexes and "items_scope" not in indexes
+        assert _keyword_scores(store, flt(scope_keys=("user:alice",)), "one four") == before
 
 
 def test_a_schema_with_foreign_tables_is_refused(pg_dsn: str, schema: str) -> None:  # noqa: F811
@@ -326,6 +362,125 @@ def test_keyword_scores_equal_sqlites(store: PostgresStore, tmp_path: Path) -> N
             assert all(s > 0 for s in scores)
 
 
+KW_TEXTS = [
+    "python python python scripts for data",
+    "I write python and rust every day",
+    "rust is a systems language with a borrow checker and many other long words here",
+    "python garden weekend cooking recipes",
+    "rust rust",
+    "completely unrelated sentence about gardens",
+]
+KW_QUERIES = ("python rust", "python", "rust borrow", "garden python", "unrelated gardens")
+
+
+def _keyword_scores(store: Any, op_filter: Any, query: str) -> dict[str, float | None]:
+    op = Retrieve(op_filter, MODEL, None, query_terms(query), vector_k=0, keyword_k=20)
+    return {c.item.id: c.keyword for c in store.execute(op)}
+
+
+def test_keyword_statistics_come_from_the_searched_scopes_only(store: PostgresStore, tmp_path: Path) -> None:
+    """BM25's collection is the searched scopes (all statuses), as if they were one FTS5
+    table: other scopes and tenants neither shift the scores nor cost a scan."""
+    alice = [make_item(t, id=f"a-{k}") for k, t in enumerate(KW_TEXTS)]
+    alice.append(make_item("python rust archived note", id="a-old", status=Status.ARCHIVED))
+    bob = [make_item(f"python {t}", id=f"b-{k}", user_id="bob") for k, t in enumerate(KW_TEXTS * 3)]
+    put(store, *alice)
+    mine = flt(scope_keys=("user:alice",))
+    before = {q: _keyword_scores(store, mine, q) for q in KW_QUERIES}
+    # Another user's and another tenant's words, many of them the query's.
+    put(store, *bob)
+    put(store, *(make_item(f"rust {t}", tenant_id="other") for t in KW_TEXTS * 4))
+    both = flt(scope_keys=("user:alice", "user:bob"))
+    with SQLiteStore(tmp_path / "alice.db") as only_alice, SQLiteStore(tmp_path / "both.db") as alice_and_bob:
+        put(only_alice, *alice)
+        put(alice_and_bob, *alice, *bob)
+        for q in KW_QUERIES:
+            got = _keyword_scores(store, mine, q)
+            assert got == before[q], q  # unmoved by bob's and the other tenant's items
+            assert got == pytest.approx(_keyword_scores(only_alice, flt(), q), rel=1e-9), q
+            assert set(got) <= {i.id for i in alice if i.status is Status.ACTIVE}
+            # Two scopes searched together are one collection, on one scale.
+            assert _keyword_scores(store, both, q) == pytest.approx(
+                _keyword_scores(alice_and_bob, flt(), q), rel=1e-9
+            ), q
+        # No scope named: the tenant is the collection.
+        tenant_wide = _keyword_scores(store, flt(), "python rust")
+        assert tenant_wide == pytest.approx(_keyword_scores(alice_and_bob, flt(), "python rust"), rel=1e-9)
+
+
+def test_project_items_a_viewer_may_not_see_do_not_shift_their_keyword_scores(
+    store: PostgresStore, tmp_path: Path
+) -> None:
+    def project_item(k: int, text: str, vis: Visibility, creator: str) -> Any:
+        return make_item(
+            text,
+            id=f"p-{k}",
+            scope=Scope.PROJECT,
+            project_id="p1",
+            visibility=vis,
+            metadata={"created_by": creator},
+        )
+
+    shown = [project_item(k, t, Visibility.PUBLIC, "k1") for k, t in enumerate(KW_TEXTS)]
+    hidden = [
+        project_item(100 + k, f"python rust secret {t}", Visibility.OWNER_ONLY, "k1")
+        for k, t in enumerate(KW_TEXTS * 2)
+    ]
+    put(store, *shown, *hidden)
+    scope = ("project:p1",)
+    with SQLiteStore(tmp_path / "seen.db") as seen, SQLiteStore(tmp_path / "all.db") as everything:
+        put(seen, *shown)
+        put(everything, *shown, *hidden)
+        for q in KW_QUERIES:
+            outsider = _keyword_scores(store, flt(scope_keys=scope, viewer=Viewer(actor="k2")), q)
+            assert set(outsider) <= {i.id for i in shown}
+            assert outsider == pytest.approx(_keyword_scores(seen, flt(), q), rel=1e-9), q
+            # The creator sees all of it, and so does everyone without a viewer restriction.
+            for viewer in (Viewer(actor="k1"), None):
+                got = _keyword_scores(store, flt(scope_keys=scope, viewer=viewer), q)
+                assert got == pytest.approx(_keyword_scores(everything, flt(), q), rel=1e-9), q
+
+
+def _scope_stats(dsn: str, schema: str) -> tuple[list[Any], list[Any]]:
+    """(kept, true) per-scope keyword statistics, zero rows left out."""
+    s = f'"{schema}"'
+    kept = _sql(
+        dsn,
+        f"SELECT tenant_id, scope_key, docs, tokens FROM {s}.keyword_scopes WHERE docs <> 0 ORDER BY 1, 2",
+    )
+    truth = _sql(
+        dsn,
+        f"SELECT tenant_id, scope_key, count(*), sum(n_terms) FROM {s}.items GROUP BY 1, 2 ORDER BY 1, 2",
+    )
+    return kept, truth
+
+
+def test_scope_statistics_follow_every_kind_of_write(store: PostgresStore, pg_dsn: str) -> None:  # noqa: F811
+    from jiyi.store.base import ROW_KINDS, ClearRows, LoadRows
+
+    a = make_item("first words here")
+    b = make_item("second words", user_id="bob")
+    c = make_item("third", tenant_id="other")
+    put(store, a, b, c)
+    assert _scope_stats(pg_dsn, store.schema)[0] == _scope_stats(pg_dsn, store.schema)[1]
+    # Moved to another scope with other words, then purged; an unknown purge changes nothing.
+    moved = a.evolve(
+        content="now a project note with more words than before", scope=Scope.PROJECT, project_id="p"
+    )
+    store.execute(Write((upsert(moved, action=HistoryAction.UPDATE, before=a),)))
+    kept, truth = _scope_stats(pg_dsn, store.schema)
+    assert kept == truth
+    assert ("t1", "user:alice") not in {(r[0], r[1]) for r in kept}
+    store.execute(Write((purge(b), purge(make_item("never stored")))))
+    assert _scope_stats(pg_dsn, store.schema)[0] == _scope_stats(pg_dsn, store.schema)[1]
+    rows = store.execute(DumpRows("items")).rows
+    store.execute(Write((ClearRows(ROW_KINDS),)))
+    assert _sql(pg_dsn, f'SELECT count(*) FROM "{store.schema}".keyword_scopes') == [(0,)]
+    store.execute(Write((LoadRows("items", tuple(rows)),)))
+    kept, truth = _scope_stats(pg_dsn, store.schema)
+    assert kept == truth and len(kept) == 2
+
+
 # ---------------------------------------------------------------- concurrency
 
 
@@ -356,6 +511,8 @@ def test_concurrent_upserts_of_the_same_ids_keep_keyword_statistics_exact(
     stats = _sql(pg_dsn, f"SELECT docs, tokens FROM {s}.keyword_stats WHERE tenant_id = %s", TENANT)
     truth = _sql(pg_dsn, f"SELECT count(*), sum(n_terms) FROM {s}.items WHERE tenant_id = %s", TENANT)
     assert stats == truth
+    kept, truth = _scope_stats(pg_dsn, store.schema)
+    assert kept == truth
     assert len(_sql(pg_dsn, f"SELECT 1 FROM {s}.history")) == 8 * 20
 
 
@@ -384,6 +541,124 @@ def test_concurrent_appends_to_one_session_get_contiguous_positions(store: Postg
     for first in range(0, len(got), 3):  # every batch landed in one piece, in order
         w, b, _ = got[first].content.split("/")
         assert [m.content for m in got[first : first + 3]] == [f"{w}/{b}/{k}" for k in range(3)]
+
+
+# ---------------------------------------------------------------- usage counters (Touch)
+
+
+def test_a_search_touch_is_one_statement_outside_a_transaction(store: PostgresStore, pg_dsn: str) -> None:  # noqa: F811
+    """The usage write after a search updates two columns in autocommit; the document is
+    not rewritten, and every read path lays the columns over it."""
+    item = make_item("touch me", access_count=2)
+    put(store, item)
+    assert store._plan(Write((Touch(TENANT, (item.id,), T0),)))[1:] == (True, True)
+    assert store._plan(Write((Touch(TENANT, (item.id,), T0), RecordEvent("k", T0))))[1:] == (True, False)
+    doc = f'SELECT doc::text FROM "{store.schema}".items WHERE id = %s'
+    stored = _sql(pg_dsn, doc, item.id)
+    at = T0 + timedelta(hours=3, microseconds=5)
+    store.execute(Write((Touch(TENANT, (item.id, item.id, "unknown"), at),)))
+    assert _sql(pg_dsn, doc, item.id) == stored
+    touched = item.model_copy(update={"access_count": 4, "last_used_at": at})
+    assert get(store, item) == touched
+    (row,) = store.execute(DumpRows("items")).rows
+    assert MemoryItem.model_validate_json(row["doc"]) == touched
+    # A full write of the item stores what it is given, document and columns alike.
+    again = touched.evolve(content="touch me again", version=2)
+    store.execute(Write((upsert(again, action=HistoryAction.UPDATE, before=touched),)))
+    assert get(store, item) == again
+    assert _sql(pg_dsn, doc, item.id) == [(again.model_dump_json(),)]
+
+
+def test_concurrent_touches_lose_no_count_and_never_deadlock(store: PostgresStore) -> None:
+    items = [make_item(f"popular {k}") for k in range(6)]
+    put(store, *items)
+    ids = [i.id for i in items]
+    errors: list[BaseException] = []
+    expected = dict.fromkeys(ids, 0)
+    lock = threading.Lock()
+
+    def reader(w: int) -> None:
+        rng = np.random.default_rng(w)
+        try:
+            for _ in range(25):
+                picked = [ids[int(k)] for k in rng.choice(len(ids), size=4)]  # repeats allowed
+                store.execute(Write((Touch(TENANT, tuple(picked), T0 + timedelta(seconds=w)),)))
+                with lock:
+                    for i in picked:
+                        expected[i] += 1
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader, args=(w,)) for w in range(8)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    assert time.monotonic() - started < 30  # no deadlock waits (1 s each) piling up
+    got = {i.id: i.access_count for i in store.execute(GetItems(TENANT, tuple(ids)))}
+    assert got == expected
+    assert sum(got.values()) == 8 * 25 * 4
+
+
+# ---------------------------------------------------------------- the same candidates as SQLite
+
+
+def test_retrieve_equals_sqlites_on_a_mixed_scope(store: PostgresStore, tmp_path: Path) -> None:
+    """Vector, time-window and keyword hits with thread neighbours, expired and archived
+    items, in a store holding one scope: the same candidates as SQLiteStore's."""
+    rng = np.random.default_rng(11)
+    words = "apple banana cherry delta echo falcon garden harbor 苹果 香蕉 花园 港口".split()
+    items: list[Any] = []
+    vectors = []
+    for k in range(240):
+        text = " ".join(rng.choice(words, size=int(rng.integers(2, 7))))
+        fields: dict[str, Any] = {
+            "id": f"mix-{k:03d}",
+            "occurred_at": T0 - timedelta(days=int(rng.integers(0, 400)), minutes=k),
+        }
+        if k % 3 == 0:
+            fields["thread_id"] = f"chat-{k % 7}"
+        if k % 17 == 0:
+            fields["expires_at"] = T0  # expired by the suite's NOW
+        if k % 13 == 0:
+            fields["status"] = Status.ARCHIVED
+        items.append(make_item(f"{text} note {k}", **fields))
+        vectors.append(unit(rng) if k % 11 else None)
+    put(store, *items, vectors=vectors)
+    with SQLiteStore(tmp_path / "ref.db") as ref:
+        put(ref, *items, vectors=vectors)
+        for n in range(12):
+            query = " ".join(rng.choice(words, size=2))
+            op = Retrieve(
+                flt(scope_keys=("user:alice",)),
+                MODEL,
+                unit(rng),
+                query_terms(query),
+                vector_k=8,
+                keyword_k=8,
+                neighbours=n % 3,
+                time_ranges=((T0 - timedelta(days=60), T0),) if n % 2 else (),
+                time_months=(3,) if n % 4 == 1 else (),
+            )
+            mine, theirs = store.execute(op), ref.execute(op)
+            assert [c.item.id for c in mine] == [c.item.id for c in theirs], n
+            for a, b in zip(mine, theirs, strict=True):
+                assert a.item == b.item
+                assert (a.prev_id, a.next_id) == (b.prev_id, b.next_id)
+                for x, y in (
+                    (a.cosine, b.cosine),
+                    (a.prev_cosine, b.prev_cosine),
+                    (a.next_cosine, b.next_cosine),
+                ):
+                    assert (x is None) == (y is None) and (x is None or x == pytest.approx(y, abs=1e-5))
+                for x, y in (
+                    (a.keyword, b.keyword),
+                    (a.prev_keyword, b.prev_keyword),
+                    (a.next_keyword, b.next_keyword),
+                ):
+                    assert (x is None) == (y is None) and (x is None or x == pytest.approx(y, rel=1e-9))
 
 
 # ---------------------------------------------------------------- faults
