@@ -733,7 +733,9 @@ def test_an_edit_made_when_edits_changed_only_the_text_is_read_back(mem: Memory,
     # What an older jiyi left behind: the sync changed the content only (actor "files"),
     # and both the file and its sync state show that text, without counts.
     edited = skill.content.replace("read_url", "fetch_pdf")
-    mem.update(skill.id, content=edited, actor="files")
+    # (update() now reads a learning's new text back into its record; passing the old
+    # record explicitly reproduces what the older sync stored)
+    mem.update(skill.id, content=edited, structured=skill.structured, actor="files")
     path.write_text(
         path.read_text(encoding="utf-8").replace(
             line_of(path, skill.id), f"- {edited} <!-- id:{skill.id} -->"
