@@ -45,7 +45,7 @@ from jiyi.model import (
 )
 from jiyi.procedural import ProceduralFlows
 from jiyi.profile import ProfileFlows
-from jiyi.read.rank import SearchHit, mmr_select, score_candidates
+from jiyi.read.rank import SearchHit, mmr_select, relevances, score_candidates
 from jiyi.read.rerank import RerankerSpec, apply_rerank, rerank_texts, resolve_reranker
 from jiyi.session.flows import RememberResult, SessionConfig, SessionFlows
 from jiyi.store.base import (
@@ -462,6 +462,7 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         occurred_before: datetime | None = None,
         limit: int = 10,
         threshold: float | None = None,
+        min_relevance: float | None = None,
         include_expired: bool = False,
         explain: bool = False,
         touch: bool = True,
@@ -471,6 +472,11 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
 
         Results are ranked by the configured formula (seed 000 by default) and
         diversified with MMR. ``threshold`` drops results whose similarity is below it.
+        ``min_relevance`` (0..1; 0.5 recommended, see docs/benchmarks.md) drops results
+        whose ``relevance`` is below it, so a question nothing answers can return an
+        empty list; None (default) keeps them all. ``relevance`` (see
+        :func:`jiyi.read.rank.relevances`) is set on each hit when ``min_relevance`` is
+        given or ``explain=True``; it never changes the order.
         ``explain=True`` adds a ``why`` line per signal to each hit's breakdown.
         Retrieval updates ``last_used_at`` and ``access_count`` unless ``touch=False``.
         ``viewer`` hides project memories it may not see (see :class:`Viewer`).
@@ -482,6 +488,15 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
             )
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise InvalidInput(f"threshold must be within 0..1, got {threshold!r}", field="threshold")
+        if min_relevance is not None and (
+            isinstance(min_relevance, bool)
+            or not isinstance(min_relevance, int | float)
+            or not 0.0 <= min_relevance <= 1.0
+        ):
+            raise InvalidInput(
+                f"min_relevance must be a number within 0..1 (or None for no cut), got {min_relevance!r}",
+                field="min_relevance",
+            )
         keys = _scope_keys(user_id, project_id, session_id, agent_id)
         if not keys:
             raise InvalidInput(
@@ -507,12 +522,13 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         qvec = yield from self._query_vector(query)
         windows = time_windows(query, now)
         pool = max(cfg.min_pool, cfg.pool_factor * limit)
+        terms = query_terms(without_spans(query, windows.spans))
         candidates = yield from call(
             Retrieve(
                 flt,
                 self.embedder.model_id,
                 qvec,
-                query_terms(without_spans(query, windows.spans)),
+                terms,
                 vector_k=pool,
                 keyword_k=pool,
                 neighbours=cfg.neighbours,
@@ -522,10 +538,23 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         )
         candidates = yield from self._follow_replacements(candidates, flt, wanted)
         floor = cfg.threshold if threshold is None else threshold
+
+        def in_window(item: MemoryItem) -> bool:
+            return windows.contains(item.occurred_at)
+
+        scored = score_candidates(candidates, cfg, now, in_window)
+        rel_cols: dict[str, np.ndarray] = {}
+        rel_row: dict[str, int] = {}
+        if min_relevance is not None or explain:
+            # Over the whole pool, before any cut: IDF and neighbours come from it.
+            rel_cols = relevances([s.candidate for s in scored], terms, in_window if windows else None)
+            rel_row = {s.candidate.item.id: i for i, s in enumerate(scored)}
+        cut = min_relevance if min_relevance is not None else -1.0
         scored = [
             s
-            for s in score_candidates(candidates, cfg, now, lambda item: windows.contains(item.occurred_at))
-            if floor is None or s.similarity >= floor
+            for s in scored
+            if (floor is None or s.similarity >= floor)
+            and (not rel_cols or rel_cols["relevance"][rel_row[s.candidate.item.id]] >= cut)
         ]
         if self.reranker is not None and scored:
             top = max(self.rerank_top, limit)
@@ -542,9 +571,15 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
             )
             scored = [window[i] for i in picked]
         hits = [SearchHit(s.candidate.item, s.score, s.similarity, s.breakdown) for s in scored[:limit]]
+        if rel_cols:
+            for i, hit in enumerate(hits):
+                row = rel_row[hit.item.id]
+                hit.breakdown.update({k: float(v[row]) for k, v in rel_cols.items()})
+                hits[i] = replace(hit, relevance=float(rel_cols["relevance"][row]))
         if explain:
             for hit in hits:
                 hit.breakdown["threshold"] = floor if floor is not None else 0.0
+                hit.breakdown["min_relevance"] = min_relevance if min_relevance is not None else 0.0
                 hit.breakdown["query.time_windows"] = float(len(windows.ranges) + len(windows.months))
         if touch and hits:
             # Searching a read-only store is fine; usage stats just are not kept.

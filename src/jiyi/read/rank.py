@@ -12,17 +12,36 @@ Similarity (0..1) is built in two stages, weights chosen by measurement (docs/be
    ``vec = (cos + c*max(cos of neighbours)) / (1 + c)`` and
    ``kw = saturate(bm25 + a*max(bm25 of neighbours))``;
    ``base = (1 - w)*vec + w*kw``.
-2. ``relevance = (base + g*max(base of neighbours) + t*in_time_window) / (1 + g + t)``.
+2. ``fused = (base + g*max(base of neighbours) + t*in_time_window) / (1 + g + t)``.
 
-Relevance lives on a compressed scale (a clear match is ~0.2-0.5), so it is mapped to
-``similarity = 1 - exp(-relevance / similarity_scale)``: monotone (the order of matches
-is unchanged) but spread over 0..1, so that in the seed formula a better match outweighs
-a small difference in confidence or scope, as the seed intends.
+The fused evidence lives on a compressed scale (a clear match is ~0.2-0.5), so it is
+mapped to ``similarity = 1 - exp(-fused / similarity_scale)``: monotone (the order of
+matches is unchanged) but spread over 0..1, so that in the seed formula a better match
+outweighs a small difference in confidence or scope, as the seed intends.
+
+Similarity ranks; it does not tell whether anything relevant was found at all (a query
+that shares only a name with a memory gets a high keyword score). :func:`relevances`
+gives each hit a separate ``relevance`` in 0..1 for that question, used by
+``search(..., min_relevance=...)``::
+
+    semantic = max(cos, RELEVANCE_NEIGHBOUR * max(cos of neighbours))
+    coverage = IDF-weighted share of the query's terms that the hit or its neighbours contain
+    relevance = 1 / (1 + exp(-RELEVANCE_SLOPE * (semantic + RELEVANCE_COVERAGE * coverage
+                                                 + RELEVANCE_TIME * in_time_window
+                                                 - RELEVANCE_CENTRE)))
+
+IDF is taken over the candidate pool of the search, so a word most candidates share (the
+user's own name) counts little and a word no candidate has counts most. The weights are a
+logistic fit on half of the Chinese/English retrieval set (docs/benchmarks.md); 0.5 is the
+recommended cut (:data:`RECOMMENDED_MIN_RELEVANCE`). They are calibrated for the default
+embedder's cosine scale.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +51,7 @@ import numpy as np
 from jiyi.config import RankConfig
 from jiyi.model import MemoryItem, RelationType, Status
 from jiyi.store.base import Candidate
+from jiyi.text.tokenize import normalise
 
 
 @dataclass(frozen=True)
@@ -42,13 +62,21 @@ class SearchHit:
     score: float
     similarity: float
     breakdown: dict[str, float] = field(default_factory=dict)
-    """Raw evidence (``cosine``, ``keyword_bm25``, ...) and each signal's share of the
-    similarity (``similarity.*``) and of the score (``contribution.*``, summing to it)."""
+    """Raw evidence (``cosine``, ``keyword_bm25``, ...), each signal's share of the fused
+    evidence behind the similarity (``similarity.*``, summing to ``fused``) and of the
+    score (``contribution.*``, summing to it); with a relevance, also its parts
+    (``relevance.semantic``, ``relevance.coverage``, ``relevance.time``)."""
+    relevance: float | None = None
+    """Whether the hit answers the query at all, 0..1, 0.5 being the recommended cut (see
+    :func:`relevances`); set when the search was given ``min_relevance`` or
+    ``explain=True``, else None. Unlike ``similarity`` it is not used for ranking."""
 
     def to_json_dict(self) -> dict[str, object]:
         data = self.item.to_json_dict()
         data["score"] = round(self.score, 6)
         data["similarity"] = round(self.similarity, 6)
+        if self.relevance is not None:
+            data["relevance"] = round(self.relevance, 6)
         data["breakdown"] = {k: round(v, 6) for k, v in self.breakdown.items()}
         return data
 
@@ -105,10 +133,10 @@ def similarities(
     norm = 1.0 + g + t
     timely = np.array([1.0 if t > 0 and in_time(x.item) else 0.0 for x in cands])
     parts = {
-        "relevance.vector": (1.0 - w) * vec / norm,
-        "relevance.keyword": w * kw / norm,
-        "relevance.neighbours": g * base_n / norm,
-        "relevance.time": t * timely / norm,
+        "similarity.vector": (1.0 - w) * vec / norm,
+        "similarity.keyword": w * kw / norm,
+        "similarity.neighbours": g * base_n / norm,
+        "similarity.time": t * timely / norm,
     }
     evidence = {
         "cosine": cos,
@@ -116,10 +144,121 @@ def similarities(
         "keyword_bm25": bm25,
         "keyword_bm25.neighbours": bm25_n,
     }
-    relevance = sum(parts.values())
-    similarity = 1.0 - np.exp(-relevance / cfg.similarity_scale)
-    columns = {**evidence, **parts, "relevance": relevance}
+    fused = sum(parts.values())
+    similarity = 1.0 - np.exp(-fused / cfg.similarity_scale)
+    columns = {**evidence, **parts, "fused": fused}
     return [(float(similarity[i]), {k: float(v[i]) for k, v in columns.items()}) for i in range(len(cands))]
+
+
+# ---------------------------------------------------------------- relevance
+
+RELEVANCE_SLOPE = 23.0
+"""Steepness of the relevance curve around its centre (per unit of cosine)."""
+RELEVANCE_CENTRE = 0.215
+"""Semantic evidence (cosine, default embedder) at which relevance is 0.5 without other help."""
+RELEVANCE_COVERAGE = 0.12
+"""What a query fully covered by the hit's words adds, in units of cosine."""
+RELEVANCE_TIME = 0.22
+"""What lying inside a time the query names adds, in units of cosine."""
+RELEVANCE_NEIGHBOUR = 0.7
+"""Share of a thread neighbour's cosine that counts as the hit's own."""
+RECOMMENDED_MIN_RELEVANCE = 0.5
+"""The cut chosen on the tuning half of the Chinese/English set (docs/benchmarks.md)."""
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def _word_char(ch: str) -> bool:
+    """A character that continues a Latin word or number (the tokenizer's non-Han runs)."""
+    return "0" <= ch <= "9" or "a" <= ch <= "z" or "\u00c0" <= ch <= "\u024f"
+
+
+def term_presence(terms: Sequence[str], texts: Sequence[str]) -> np.ndarray:
+    """Which ``texts`` contain which query ``terms``: a bool matrix, texts x terms.
+
+    ``terms`` are index terms (:func:`jiyi.text.tokenize.query_terms`). They are found by
+    substring search rather than by tokenizing every text, which keeps a pool of a few
+    hundred candidates well under a millisecond; on the LoCoMo and zh/en pools this agrees
+    with the tokenizer on ~99% of term/text pairs. A Chinese term matches anywhere; an
+    English stem matches at the start of a word, minus a final e/i/y so that "drive" meets
+    "driving" and "warranti" meets "warranty"; a stem under four letters matches only as a
+    whole word (plural allowed), so "go" does not match "good".
+    """
+    norm = [normalise(t) for t in texts]
+    starts: list[int] = []
+    pos = 0
+    for text in norm:
+        starts.append(pos)
+        pos += len(text) + 1
+    joined = "\x00".join(norm)
+    end = len(joined)
+    found = np.zeros((len(norm), len(terms)), dtype=bool)
+    for j, term in enumerate(terms):
+        han = _HAN.match(term) is not None
+        whole = not han and len(term) < 4
+        needle = term[:-1] if not han and not whole and term[-1] in "eiy" else term
+        rows: list[int] = []
+        i = joined.find(needle)
+        while i >= 0:
+            k = bisect.bisect_right(starts, i) - 1
+            ok = han or i == 0 or not _word_char(joined[i - 1])
+            if ok and whole:
+                after = i + len(needle)
+                after += 2 if joined.startswith("es", after) else 1 if joined.startswith("s", after) else 0
+                ok = after >= end or not _word_char(joined[after])
+            if ok:
+                rows.append(k)
+                # One match per text is enough: go on at the next text.
+                i = joined.find(needle, starts[k + 1]) if k + 1 < len(starts) else -1
+            else:
+                i = joined.find(needle, i + 1)
+        found[rows, j] = True
+    return found
+
+
+def term_coverage(cands: Sequence[Candidate], terms: Sequence[str]) -> np.ndarray:
+    """IDF-weighted share of ``terms`` found in each candidate or its thread neighbours.
+
+    IDF is taken over the candidates themselves (the search's pool), so a term that most
+    of them contain counts little and a term none contains counts most.
+    """
+    n = len(cands)
+    if n == 0 or not terms:
+        return np.zeros(n)
+    present = term_presence(terms, [c.item.content for c in cands])
+    df = present.sum(axis=0)
+    idf = np.log1p((n - df + 0.5) / (df + 0.5))
+    seen = present.copy()
+    for idx in _neighbour_index(cands):
+        seen |= np.where(idx[:, None] >= 0, present[np.maximum(idx, 0)], False)
+    return np.asarray(seen @ idf / idf.sum(), dtype=np.float64)
+
+
+def relevances(
+    cands: Sequence[Candidate], terms: Sequence[str], in_time: Callable[[MemoryItem], bool] | None
+) -> dict[str, np.ndarray]:
+    """Each candidate's relevance to the query (0..1) and its parts, as columns in
+    candidate order (arrays, since a search reads them for a few hits out of hundreds).
+
+    Keys: ``relevance``, ``relevance.semantic`` (cosine, or a neighbour's share of its
+    cosine), ``relevance.coverage`` (:func:`term_coverage`) and ``relevance.time`` (1 when
+    the item lies inside a time the query names; ``in_time`` None: the query names none).
+    ``terms`` are the query's index terms.
+    """
+    cos = _arr([c.cosine for c in cands])
+    cos_n = np.maximum(_arr([c.prev_cosine for c in cands]), _arr([c.next_cosine for c in cands]))
+    semantic = np.maximum(cos, RELEVANCE_NEIGHBOUR * cos_n)
+    coverage = term_coverage(cands, terms)
+    timely = np.array([1.0 if in_time is not None and in_time(c.item) else 0.0 for c in cands])
+    logit = RELEVANCE_SLOPE * (
+        semantic + RELEVANCE_COVERAGE * coverage + RELEVANCE_TIME * timely - RELEVANCE_CENTRE
+    )
+    return {
+        "relevance": 1.0 / (1.0 + np.exp(-logit)),
+        "relevance.semantic": semantic,
+        "relevance.coverage": coverage,
+        "relevance.time": timely,
+    }
 
 
 def _recency(item: MemoryItem, now: datetime, days: float) -> float:
