@@ -305,3 +305,23 @@ def test_maintain_dry_run_changes_nothing(db: Path, tmp_path: Path) -> None:
     assert jiyi("export", db=db).stdout == before
     jiyi("maintain", db=db)
     assert json.loads(jiyi("stats", "--json", db=db).stdout)["by_status"] == {"archived": 1}
+
+
+def test_search_can_say_nothing_relevant(tmp_path: Path) -> None:
+    # (a cross-lingual paraphrase can fall below the calibrated 0.5 cut: the cuts here are 0 and ~1)
+    db = tmp_path / "r.db"
+    jiyi(
+        "add",
+        "我们决定用 Next.js 而不是 Remix，因为团队更熟悉 React",
+        "--user",
+        "u",
+        "--type",
+        "decision",
+        db=db,
+    )
+    args = ("search", "which framework did we choose?", "--user", "u", "--min-relevance")
+    found = json.loads(jiyi(*args, "0", "--json", db=db).stdout)
+    assert found and 0.0 <= found[0]["relevance"] <= 1.0
+    assert "nothing relevant" in jiyi(*args, "0.9999", db=db).stdout
+    bad = jiyi(*args, "2", db=db, check=False)
+    assert bad.returncode == 1 and "min_relevance" in bad.stderr

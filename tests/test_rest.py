@@ -702,3 +702,19 @@ def test_schemathesis_in_process(tmp_path: Path) -> None:
             check()
     finally:
         memory.store.close()
+
+
+async def test_search_min_relevance_and_relevance_field(env: Env) -> None:
+    await _add(env, env.owner, "Alice is allergic to peanuts and carries an epipen")
+    body = {"query": "what is alice allergic to?", "user_id": "alice", "min_relevance": 0.0}
+    r = await env.call(env.owner, "POST", "/v1/memories/search", json=body)
+    assert r.status_code == 200, r.text
+    hits = r.json()["hits"]
+    assert hits and all(0.0 <= h["relevance"] <= 1.0 for h in hits)
+    plain = await env.call(env.owner, "POST", "/v1/memories/search", json={**body, "min_relevance": None})
+    assert all(h["relevance"] is None for h in plain.json()["hits"])
+    _error(
+        await env.call(env.owner, "POST", "/v1/memories/search", json={**body, "min_relevance": 1.5}),
+        422,
+        "invalid_input",
+    )

@@ -166,6 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--tag", action="append", default=[], metavar="TAG", help="only items with this tag (repeatable)"
     )
     p.add_argument("--threshold", type=float, help="similarity floor 0..1")
+    p.add_argument(
+        "--min-relevance",
+        type=float,
+        metavar="X",
+        help="drop hits less relevant than X (0..1; 0.5 is the calibrated cut): no hits = nothing relevant",
+    )
     p.add_argument("--explain", action="store_true", help="show every signal's contribution to the score")
     _json_arg(p)
 
@@ -581,6 +587,7 @@ def cmd_search(ns: argparse.Namespace, mem: Any) -> int:
         memory_types=ns.type,
         tags=ns.tag,
         threshold=ns.threshold,
+        min_relevance=ns.min_relevance,
         explain=ns.explain,
         **_scope(ns),
     )

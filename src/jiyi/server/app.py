@@ -335,13 +335,20 @@ def create_app(
                 occurred_before=body.occurred_before,
                 limit=body.limit,
                 threshold=body.threshold,
+                min_relevance=body.min_relevance,
                 include_expired=body.include_expired,
                 explain=body.explain,
                 viewer=who.viewer,
             )
         return SearchResponse(
             hits=[
-                SearchHitOut(item=h.item, score=h.score, similarity=h.similarity, breakdown=h.breakdown)
+                SearchHitOut(
+                    item=h.item,
+                    score=h.score,
+                    similarity=h.similarity,
+                    relevance=h.relevance,
+                    breakdown=h.breakdown,
+                )
                 for h in hits
             ]
         )

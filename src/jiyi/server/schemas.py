@@ -91,6 +91,13 @@ class SearchRequest(_Scopes):
     occurred_before: datetime | None = None
     limit: Int = Field(default=10, ge=1, le=1000)
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    min_relevance: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Drop hits less relevant than this (0.5 is the calibrated cut); "
+        "no hits then means nothing relevant is remembered.",
+    )
     include_expired: Bool = False
     explain: Bool = False
 
@@ -99,6 +106,7 @@ class SearchHitOut(BaseModel):
     item: MemoryItem
     score: float
     similarity: float
+    relevance: float | None = Field(default=None, description="Set with min_relevance or explain.")
     breakdown: dict[str, float] = Field(description="Evidence and each signal's contribution.")
 
 
