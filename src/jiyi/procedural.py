@@ -610,16 +610,23 @@ class ProceduralFlows:
         description = _optional_text(description, "description")
         task = _optional_text(task, "task")
         succeeded = _flag(succeeded, "succeeded")
-        owner = _owner(scope, user_id, project_id, agent_id)
-        tenant = _who(self, tenant_id, actor, viewer)
+        base = _base_item(
+            self,
+            MemoryType.SKILL,
+            SKILL,
+            scope,
+            user_id,
+            project_id,
+            agent_id,
+            tenant_id,
+            actor,
+            viewer,
+            metadata,
+            visibility,
+        )
         name, description, task = (_private(self, t) for t in (name, description, task))
         for step in steps:
             step["tool"] = _private(self, step["tool"])
-        now = self.now()
-        base = _base_item(
-            self, owner, tenant, user_id, project_id, agent_id, MemoryType.SKILL, SKILL, now, visibility
-        )
-        base = _with_creator(base, metadata, viewer)
         old = yield from _find_named(self, base, viewer, SKILL, "skill_name", _name_key(name), own_only)
         data: dict[str, Any] = dict(old.structured or {}) if old else {}
         successes = (_count(data.get("successes")) or 0) + succeeded
@@ -703,15 +710,22 @@ class ProceduralFlows:
                 raise InvalidInput(
                     f"indicator {indicator!r} has no words to look for in a task", field=f"indicators[{i}]"
                 )
-        owner = _owner(scope, user_id, project_id, agent_id)
-        tenant = _who(self, tenant_id, actor, viewer)
+        base = _base_item(
+            self,
+            MemoryType.PATTERN,
+            FAILURE,
+            scope,
+            user_id,
+            project_id,
+            agent_id,
+            tenant_id,
+            actor,
+            viewer,
+            metadata,
+            visibility,
+        )
         pattern, mitigation, description = (_private(self, t) for t in (pattern, mitigation, description))
         found = [_private(self, t) for t in found]
-        now = self.now()
-        base = _base_item(
-            self, owner, tenant, user_id, project_id, agent_id, MemoryType.PATTERN, FAILURE, now, visibility
-        )
-        base = _with_creator(base, metadata, viewer)
         old = yield from _find_named(self, base, viewer, FAILURE, "pattern", _name_key(pattern), own_only)
         data: dict[str, Any] = dict(old.structured or {}) if old else {}
         merged: dict[tuple[str, ...], str] = {}
@@ -786,24 +800,22 @@ class ProceduralFlows:
         steps = _text_list(subtasks, "subtasks", "the parts the task was split into")
         plan_strategy = _strategy(strategy)
         succeeded = _flag(succeeded, "succeeded")
-        owner = _owner(scope, user_id, project_id, agent_id)
-        tenant = _who(self, tenant_id, actor, viewer)
-        task = _private(self, task)
-        steps = [_private(self, s) for s in steps]
-        now = self.now()
         base = _base_item(
             self,
-            owner,
-            tenant,
+            MemoryType.PATTERN,
+            DECOMPOSITION,
+            scope,
             user_id,
             project_id,
             agent_id,
-            MemoryType.PATTERN,
-            DECOMPOSITION,
-            now,
+            tenant_id,
+            actor,
+            viewer,
+            metadata,
             visibility,
         )
-        base = _with_creator(base, metadata, viewer)
+        task = _private(self, task)
+        steps = [_private(self, s) for s in steps]
         plan, cache_put = yield from _find_decomposition(
             self, base, viewer, task, steps, plan_strategy, _flag(own_only, "own_only")
         )
@@ -979,22 +991,27 @@ def _private(core: _Core, text: str | None) -> Any:
 
 def _base_item(
     core: _Core,
-    owner: Scope,
-    tenant: str,
+    memory_type: MemoryType,
+    kind: str,
+    scope: Scope | str | None,
     user_id: str | None,
     project_id: str | None,
     agent_id: str | None,
-    memory_type: MemoryType,
-    kind: str,
-    now: datetime,
+    tenant_id: str | None,
+    actor: str | None,
+    viewer: Viewer | None,
+    metadata: object,
     visibility: Visibility | str,
 ) -> MemoryItem:
-    """A placeholder item that validates the scope and carries it to the lookups."""
-    return MemoryItem.build(
+    """A placeholder item that validates the scope, tenant and caller and carries them to
+    the lookups, with the creator :func:`_save` will record: the lookups of an
+    ``owner_only`` learning must find that creator's earlier version."""
+    now = core.now()
+    base = MemoryItem.build(
         content=kind,
         memory_type=memory_type,
-        scope=owner,
-        tenant_id=tenant,
+        scope=_owner(scope, user_id, project_id, agent_id),
+        tenant_id=_who(core, tenant_id, actor, viewer),
         user_id=user_id,
         project_id=project_id,
         agent_id=agent_id,
@@ -1003,11 +1020,6 @@ def _base_item(
         created_at=now,
         updated_at=now,
     )
-
-
-def _with_creator(base: MemoryItem, metadata: object, viewer: Viewer | None) -> MemoryItem:
-    """``base`` carrying who creates the learning, as :func:`_save` will record it: the
-    lookups of an ``owner_only`` learning must find that creator's earlier version."""
     given = metadata.get("created_by") if isinstance(metadata, Mapping) else None
     creator = given if isinstance(given, str) else viewer.actor if viewer is not None else None
     return base if creator is None else base.evolve(metadata={"created_by": creator})

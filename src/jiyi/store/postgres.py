@@ -134,7 +134,7 @@ from jiyi.store.base import (
     vector_from_text,
     vector_to_text,
 )
-from jiyi.store.sqlcommon import decode_cursor, encode_cursor, ts
+from jiyi.store.sqlcommon import decode_cursor, encode_cursor, ts, viewer_clause
 
 try:
     import psycopg
@@ -442,19 +442,12 @@ def _filter_sql(f: Filter, a: str) -> tuple[str, dict[str, Any]]:
         clauses.append(f"{a}.visibility = ANY(%(f_visibilities)s::text[])")
         params["f_visibilities"] = [v.value for v in f.visibilities]
     viewer = f.viewer
-    if viewer is not None and not viewer.sees_all:
-        # Viewer.sees as SQL: other scopes and public items pass; members items need a
-        # membership; owner_only items their creator.
-        seen = [f"{a}.scope <> 'project'", f"{a}.visibility = 'public'"]
-        if viewer.projects is None:
-            seen.append(f"{a}.visibility = 'members'")
-        elif viewer.projects:
-            seen.append(f"({a}.visibility = 'members' AND {a}.project_id = ANY(%(f_projects)s::text[]))")
-            params["f_projects"] = list(viewer.projects)
-        if viewer.actor is not None:
-            seen.append(f"({a}.visibility = 'owner_only' AND {a}.created_by = %(f_actor)s)")
-            params["f_actor"] = viewer.actor
-        clauses.append(f"({' OR '.join(seen)})")
+    if viewer is not None:
+        seen = viewer_clause(viewer, a, f"{a}.project_id = ANY(%(f_projects)s::text[])", "%(f_actor)s")
+        if seen is not None:
+            clauses.append(seen)
+            # (psycopg ignores named parameters a query does not use)
+            params.update(f_projects=list(viewer.projects or ()), f_actor=viewer.actor)
     return " AND ".join(clauses), params
 
 

@@ -1,4 +1,5 @@
-"""Helpers shared by the SQL backends: time format, cursors, scope tokens, vector blobs."""
+"""Helpers shared by the SQL backends: time format, cursors, scope tokens, vector blobs,
+the viewer condition."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from jiyi.errors import InvalidInput
 from jiyi.model import as_utc
-from jiyi.store.base import Vector
+from jiyi.store.base import Vector, Viewer
 
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
@@ -23,6 +24,26 @@ def ts(value: datetime | None) -> str | None:
     v = as_utc(value)
     # strftime("%Y") does not zero-pad years below 1000 on Linux, which would break ordering.
     return f"{v.year:04d}-{v:%m-%dT%H:%M:%S.%f}Z"
+
+
+def viewer_clause(viewer: Viewer, a: str, in_projects: str, actor: str) -> str | None:
+    """:meth:`Viewer.sees` as a condition over alias ``a`` (None: the viewer sees all).
+
+    Other scopes and public items pass; ``members`` items need a membership, written by
+    the backend as ``in_projects`` (``project_id`` among the viewer's projects, bound
+    by the caller when ``viewer.projects`` is non-empty); ``owner_only`` items need their
+    creator, the placeholder ``actor`` (bound when ``viewer.actor`` is set). Placeholders
+    appear in that order."""
+    if viewer.sees_all:
+        return None
+    seen = [f"{a}.scope <> 'project'", f"{a}.visibility = 'public'"]
+    if viewer.projects is None:
+        seen.append(f"{a}.visibility = 'members'")
+    elif viewer.projects:
+        seen.append(f"({a}.visibility = 'members' AND {in_projects})")
+    if viewer.actor is not None:
+        seen.append(f"({a}.visibility = 'owner_only' AND {a}.created_by = {actor})")
+    return f"({' OR '.join(seen)})"
 
 
 def encode_cursor(created_at: str, item_id: str) -> str:

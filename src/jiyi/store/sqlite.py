@@ -86,6 +86,7 @@ from jiyi.store.sqlcommon import (
     tenant_token,
     to_blob,
     ts,
+    viewer_clause,
 )
 
 R = TypeVar("R")
@@ -408,21 +409,14 @@ def _filter_sql(f: Filter, alias: str = "i") -> tuple[str, list[Any]]:
         clauses.append(f"{a}.visibility IN ({','.join('?' * len(f.visibilities))})")
         params.extend(v.value for v in f.visibilities)
     viewer = f.viewer
-    if viewer is not None and not viewer.sees_all:
-        # Viewer.sees as SQL: other scopes and public items pass; members items need a
-        # membership; owner_only items their creator.
-        seen = [f"{a}.scope <> 'project'", f"{a}.visibility = 'public'"]
-        if viewer.projects is None:
-            seen.append(f"{a}.visibility = 'members'")
-        elif viewer.projects:
-            seen.append(
-                f"({a}.visibility = 'members' AND {a}.project_id IN ({','.join('?' * len(viewer.projects))}))"
-            )
-            params.extend(viewer.projects)
-        if viewer.actor is not None:
-            seen.append(f"({a}.visibility = 'owner_only' AND {a}.created_by = ?)")
-            params.append(viewer.actor)
-        clauses.append(f"({' OR '.join(seen)})")
+    if viewer is not None:
+        projects = viewer.projects or ()
+        seen = viewer_clause(viewer, a, f"{a}.project_id IN ({','.join('?' * len(projects))})", "?")
+        if seen is not None:
+            clauses.append(seen)
+            params.extend(projects)
+            if viewer.actor is not None:
+                params.append(viewer.actor)
     return " AND ".join(clauses), params
 
 
