@@ -43,7 +43,7 @@ from jiyi.model import (
     scope_key,
     utcnow,
 )
-from jiyi.procedural import ProceduralFlows
+from jiyi.procedural import DECOMPOSITION, FAILURE, SKILL, ProceduralFlows
 from jiyi.profile import ProfileFlows
 from jiyi.read.rank import SearchHit, mmr_select, relevances, score_candidates
 from jiyi.read.rerank import RerankerSpec, apply_rerank, rerank_texts, resolve_reranker
@@ -82,7 +82,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 MAX_LIMIT = 1000
-_SELF_DESCRIBED = frozenset({"skill", "failure", "decomposition"})
+_SELF_DESCRIBED = frozenset({SKILL, FAILURE, DECOMPOSITION})
 """``structured["kind"]`` of procedural records: their structure is the record itself (the
 workflow, counts), not something read off the text, so a wording change keeps it."""
 IMPORT_BATCH = 256
