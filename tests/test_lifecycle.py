@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from jiyi.driver import arun, run
 from jiyi.errors import InvalidInput, NotFound
-from jiyi.flow import run_async, run_sync
 from jiyi.lifecycle import (
     LifecyclePolicy,
     MaintenanceReport,
@@ -55,7 +55,7 @@ def maintain(
     mem: Memory, *, dry_run: bool = False, policy: LifecyclePolicy | None = None
 ) -> MaintenanceReport:
     flow = maintain_flow(mem.core, now=mem.core.now(), policy=policy or LifecyclePolicy(), dry_run=dry_run)
-    return run_sync(flow, mem.store, mem.embedder)
+    return run(flow, mem.core.rt)
 
 
 def add(mem: Memory, content: str, **kw: Any) -> MemoryItem:
@@ -361,9 +361,7 @@ def test_small_batches(mem: Memory, clock: Clock) -> None:
     ids = [add(mem, fact).id for fact in facts]
     assert len(set(ids)) == 7
     clock.at(200)
-    report = run_sync(
-        maintain_flow(mem.core, now=mem.core.now(), dry_run=False, batch_size=2), mem.store, mem.embedder
-    )
+    report = run(maintain_flow(mem.core, now=mem.core.now(), dry_run=False, batch_size=2), mem.core.rt)
     assert sorted(actions(report)) == sorted(ids)
     assert all(mem.get(i).status == Status.ARCHIVED for i in ids)
 
@@ -372,6 +370,6 @@ async def test_async_driver(tmp_path: Path, clock: Clock) -> None:
     async with AsyncMemory(SQLiteStore(tmp_path / "a.db"), clock=clock) as amem:
         ep = await amem.add_episode("Shipped v2", importance=0.8, user_id="alice")
         clock.at(90)
-        report = await run_async(maintain_flow(amem.core, now=amem.core.now()), amem.store, amem.embedder)
+        report = await arun(maintain_flow(amem.core, now=amem.core.now()), amem.core.rt)
         assert actions(report) == {ep.id: "decay"}
         assert (await amem.get(ep.id)).importance == pytest.approx(0.4, abs=1e-3)

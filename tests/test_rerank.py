@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from jiyi.effects import Rerank
 from jiyi.errors import ConfigError, EmbedderError, InvalidInput
 from jiyi.memory import Memory
 from jiyi.model import MemoryItem, Relation, RelationType, Status
@@ -17,7 +18,6 @@ from jiyi.read.rerank import (
     CallableReranker,
     CrossEncoderReranker,
     EmbeddingReranker,
-    Rerank,
     Reranker,
     apply_rerank,
     ascore_texts,

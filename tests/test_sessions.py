@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from jiyi.config import SessionConfig
 from jiyi.errors import InvalidInput, NotFound
 from jiyi.llm.base import ScriptedChatModel
 from jiyi.memory import AsyncMemory, Memory
-from jiyi.session.flows import SessionConfig
 from jiyi.store.sqlite import SQLiteStore
 from jiyi.text.tokens import count_message_tokens
 

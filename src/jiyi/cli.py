@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from jiyi.errors import ConfigError, InvalidInput, JiyiError
+from jiyi.jsonl import decode_jsonl
 from jiyi.model import MemoryItem, MemoryType, Status
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -692,23 +693,10 @@ def cmd_export(ns: argparse.Namespace, mem: Any) -> int:
 
 def _read_jsonl(name: str) -> list[dict[str, Any]]:
     try:
-        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
     except OSError as exc:
         raise InvalidInput(f"cannot read {name}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{name} is not UTF-8 text") from None
-    records: list[dict[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{name} line {number}: not valid JSON ({exc.msg})") from None
-        if not isinstance(record, dict):
-            raise InvalidInput(f"{name} line {number}: expected a JSON object")
-        records.append(record)
-    return records
+    return decode_jsonl(data, source=name)
 
 
 def cmd_import(ns: argparse.Namespace, mem: Any) -> int:

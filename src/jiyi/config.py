@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Literal
 
-from jiyi.errors import ConfigError
+from jiyi.errors import ConfigError, InvalidInput
 from jiyi.model import Scope
 
 
@@ -167,3 +167,31 @@ class RankConfig:
             raise ConfigError("pool_factor and min_pool must be >= 1 and neighbours >= 0")
         if min(self.keyword_saturation, self.decay_days, self.recency_days, self.similarity_scale) <= 0:
             raise ConfigError("keyword_saturation, decay_days, recency_days and similarity_scale must be > 0")
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """Short-term memory and the conversation pipeline."""
+
+    max_turns: int = 10
+    """Compact when a session holds more user/assistant turns than this."""
+    max_tokens: int = 8000
+    """... or more tokens than this."""
+    keep_recent: int = 4
+    """Turns kept verbatim when compacting."""
+    extract: bool = True
+    """Queue extraction of new user turns (rules offline, the LLM when configured)."""
+    episodes: bool = True
+    """Write an episode (summary, topics, actions, outcomes) on compaction and session end."""
+    similar_k: int = 5
+    """Stored items compared with each extracted candidate during reconciliation."""
+    chunk_tokens: int = 2000
+    chunk_overlap: int = 200
+    job_attempts: int = 5
+    job_backoff_seconds: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1 or self.keep_recent < 0 or self.keep_recent >= self.max_turns:
+            raise InvalidInput("need max_turns >= 1 and 0 <= keep_recent < max_turns")
+        if self.chunk_overlap >= self.chunk_tokens:
+            raise InvalidInput("chunk_overlap must be smaller than chunk_tokens")

@@ -1,6 +1,6 @@
 """The Memory API: one implementation, a thin sync driver and a thin async driver.
 
-:class:`MemoryCore` builds a *flow* (see :mod:`jiyi.flow`) for every operation.
+:class:`MemoryCore` builds a *flow* (see :mod:`jiyi.effects`) for every operation.
 :class:`Memory` runs flows in the calling thread; :class:`AsyncMemory` awaits them.
 Neither holds logic of its own: each public method is generated from the core's flow
 by :func:`_sync` / :func:`_async`, so signatures and docs exist once.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -21,14 +20,15 @@ from typing import IO, Any, Concatenate, ParamSpec, TypeVar
 import numpy as np
 from pydantic import ValidationError
 
-from jiyi.config import GateConfig, RankConfig
-from jiyi.embed.base import Embedder, Vectors, resolve_embedder
+from jiyi.config import GateConfig, RankConfig, SessionConfig
+from jiyi.driver import arun, run
+from jiyi.effects import Flow, call, embed, rerank_scores
+from jiyi.embed.base import Embedder, Vectors
 from jiyi.errors import InvalidInput, NotFound, StoreReadOnly
 from jiyi.files import FileFlows, repair_files, with_files
-from jiyi.flow import Flow, call, embed, rerank_scores, run_async, run_sync
 from jiyi.lifecycle import LifecyclePolicy, MaintenanceReport, maintain_flow
 from jiyi.lifecycle.compress import CompressionFlows
-from jiyi.llm.base import ChatModel, resolve_chat_model
+from jiyi.llm.base import ChatModel
 from jiyi.model import (
     DEFAULT_TENANT,
     MemoryItem,
@@ -37,17 +37,16 @@ from jiyi.model import (
     Scope,
     Source,
     Status,
-    as_utc,
     invalid_from_pydantic,
     owner_scope,
     scope_key,
-    utcnow,
 )
 from jiyi.procedural import DECOMPOSITION, FAILURE, SKILL, ProceduralFlows
 from jiyi.profile import ProfileFlows
 from jiyi.read.rank import SearchHit, mmr_select, relevances, score_candidates
-from jiyi.read.rerank import RerankerSpec, apply_rerank, rerank_texts, resolve_reranker
-from jiyi.session.flows import RememberResult, SessionConfig, SessionFlows
+from jiyi.read.rerank import RerankerSpec, apply_rerank, rerank_texts
+from jiyi.runtime import Runtime
+from jiyi.session.flows import RememberResult, SessionFlows
 from jiyi.store.base import (
     CacheGet,
     CachePut,
@@ -184,26 +183,6 @@ def _check_text(value: object, name: str) -> str:
     return value
 
 
-class _LRU:
-    """Query embeddings are cached in process (queries repeat; writes do not need them)."""
-
-    def __init__(self, size: int = 2048) -> None:
-        self._data: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-        self._size = size
-
-    def get(self, /, key: tuple[str, str]) -> np.ndarray | None:
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
-        return value
-
-    def put(self, key: tuple[str, str], value: np.ndarray) -> None:
-        self._data[key] = value
-        self._data.move_to_end(key)
-        while len(self._data) > self._size:
-            self._data.popitem(last=False)
-
-
 class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, FileFlows):
     """Holds configuration and builds flows; see :class:`Memory` and :class:`AsyncMemory`.
 
@@ -227,25 +206,37 @@ class MemoryCore(SessionFlows, ProfileFlows, ProceduralFlows, CompressionFlows, 
         tenant_id: str = DEFAULT_TENANT,
         files: str | Path | None = None,
     ) -> None:
+        # files (jiyi/files/): memory.md / learnings.md per scope under this directory
         if not isinstance(store, Store):
             raise InvalidInput(f"store must be a jiyi Store, not {type(store).__name__}", field="store")
-        # files (jiyi/files/): memory.md / learnings.md per scope under this directory
-        self.store = with_files(store, files)
-        self.embedder = resolve_embedder(embedder)
-        self.llm = resolve_chat_model(llm)
-        self.gate = gate or GateConfig()
-        self.rank = rank or RankConfig()
-        self.session_config = session or SessionConfig()
-        # Optional second stage (a local cross-encoder or a stronger embedder), off by default.
-        self.reranker = resolve_reranker(reranker)
+        self.rt = Runtime.build(
+            with_files(store, files),
+            embedder=embedder,
+            llm=llm,
+            reranker=reranker,
+            gate=gate,
+            rank=rank,
+            session=session,
+            rerank_weight=rerank_weight,
+            rerank_top=rerank_top,
+            clock=clock,
+            tenant_id=tenant_id,
+        )
+        rt = self.rt
+        self.store = rt.store
+        self.embedder = rt.embedder
+        self.llm = rt.llm
+        self.gate = rt.gate
+        self.rank = rt.rank
+        self.session_config = rt.session
+        self.reranker = rt.reranker
         self.rerank_weight = rerank_weight
         self.rerank_top = rerank_top
-        self._clock = clock or utcnow
         self.tenant_id = tenant_id
-        self._query_cache = _LRU()
+        self._query_cache = rt.query_cache
 
     def now(self) -> datetime:
-        return as_utc(self._clock())
+        return self.rt.now()
 
     # ------------------------------------------------------------ shared steps
 
@@ -1031,7 +1022,7 @@ def _sync(flow_fn: Callable[Concatenate[Any, P], Flow[R]]) -> Callable[Concatena
     @functools.wraps(flow_fn)
     def method(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
         core = self.core
-        return run_sync(flow_fn(core, *args, **kwargs), core.store, core.embedder, core.llm, core.reranker)
+        return run(flow_fn(core, *args, **kwargs), core.rt)
 
     return method
 
@@ -1042,9 +1033,7 @@ def _async(
     @functools.wraps(flow_fn)
     async def method(self: AsyncMemory, /, *args: P.args, **kwargs: P.kwargs) -> R:
         core = self.core
-        return await run_async(
-            flow_fn(core, *args, **kwargs), core.store, core.embedder, core.llm, core.reranker
-        )
+        return await arun(flow_fn(core, *args, **kwargs), core.rt)
 
     return method
 

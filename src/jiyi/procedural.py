@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
+from jiyi.effects import Flow, call
 from jiyi.errors import InvalidInput, StoreReadOnly
-from jiyi.flow import Flow, call
 from jiyi.model import (
     MAX_ID_LENGTH,
     MemoryItem,

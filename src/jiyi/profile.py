@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from jiyi.effects import Flow, call
 from jiyi.errors import InvalidInput, NotFound
-from jiyi.flow import Flow, call
 from jiyi.lifecycle.maintain import PINNED_TAG
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, as_utc, scope_key
 from jiyi.profile_lexicon import natural_language

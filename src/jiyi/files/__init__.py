@@ -71,10 +71,10 @@ def repair_files(core: MemoryCore) -> SyncReport | None:
     mirror = workspace_of(core.store)
     if mirror is None or not mirror.journal.pending():
         return None
-    from jiyi.flow import run_sync
+    from jiyi.driver import run
 
     try:
-        report = run_sync(core.recover_files(), core.store, core.embedder, core.llm, core.reranker)
+        report = run(core.recover_files(), core.rt)
     except JiyiError as exc:
         logging.getLogger("jiyi.files").warning("jiyi files: repairing after a crash failed: %s", exc)
         return None

@@ -9,6 +9,7 @@ from collections.abc import Callable, Generator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from jiyi.effects import Flow, call
 from jiyi.errors import ConfigError, InvalidInput
 from jiyi.files.disk import OnDisk
 from jiyi.files.document import Extras
@@ -29,7 +30,6 @@ from jiyi.files.ops import (
 from jiyi.files.parse import ScopeParse, parse_scope
 from jiyi.files.render import render_file
 from jiyi.files.report import FileError, ReportBuilder, SyncReport
-from jiyi.flow import Flow, call
 from jiyi.model import MAX_ID_LENGTH, MemoryItem, Scope, Status
 from jiyi.store.base import Filter, GetHistory, GetItems, ListItems, Store
 

@@ -30,6 +30,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import ValidationError
 
+from jiyi.driver import adrive, drive
 from jiyi.errors import InvalidInput
 from jiyi.files.disk import (
     FileLock,
@@ -238,20 +239,10 @@ class FileMirrorStore(Store):
         intent.release()
 
     def _drive(self, gen: Generator[Op[Any], Any, R]) -> R:
-        try:
-            op = next(gen)
-            while True:
-                op = gen.send(self.inner.execute(op))
-        except StopIteration as stop:
-            return cast(R, stop.value)
+        return drive(gen, {Op: self.inner.execute})
 
     async def _adrive(self, gen: Generator[Op[Any], Any, R]) -> R:
-        try:
-            op = next(gen)
-            while True:
-                op = gen.send(await self.inner.aexecute(op))
-        except StopIteration as stop:
-            return cast(R, stop.value)
+        return await adrive(gen, {Op: self.inner.aexecute})
 
     # ------------------------------------------------------------ file operations
 

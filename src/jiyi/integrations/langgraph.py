@@ -44,7 +44,7 @@ How LangGraph items map onto jiyi memories
 :meth:`JiyiStore.batch` runs on a :class:`~jiyi.memory.Memory` or an
 :class:`~jiyi.memory.AsyncMemory` through the library's sync driver and
 :meth:`JiyiStore.abatch` through its async driver; the mapping is written once, as a
-:mod:`jiyi.flow` flow.
+:mod:`jiyi.effects` flow.
 """
 
 from __future__ import annotations
@@ -67,8 +67,9 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from jiyi.driver import arun, run
+from jiyi.effects import Flow
 from jiyi.errors import InvalidInput, NotFound
-from jiyi.flow import Flow, run_async, run_sync
 from jiyi.integrations.langgraph_checkpoint import JiyiCheckpointSaver, checkpoint_session_id
 from jiyi.memory import MAX_LIMIT, AsyncMemory, Memory, MemoryCore
 from jiyi.model import MAX_ID_LENGTH, MemoryItem, Status
@@ -198,11 +199,11 @@ class JiyiStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         core = self.core
-        return run_sync(self._batch(list(ops)), core.store, core.embedder, core.llm)
+        return run(self._batch(list(ops)), core.rt)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         core = self.core
-        return await run_async(self._batch(list(ops)), core.store, core.embedder, core.llm)
+        return await arun(self._batch(list(ops)), core.rt)
 
     # ------------------------------------------------------------ the mapping, once
 

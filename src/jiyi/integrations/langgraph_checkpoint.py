@@ -42,7 +42,7 @@ them.
 
 Each ``put``/``put_writes``/``delete_thread`` is one atomic store ``Write``. The sync
 methods run on ``store.execute`` and the async ones on ``store.aexecute``; the mapping
-is written once, as generator flows (see :mod:`jiyi.flow`).
+is written once, as generator flows (see :mod:`jiyi.effects`).
 """
 
 from __future__ import annotations
@@ -72,8 +72,9 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.base import Checkpoint as GraphCheckpoint
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from jiyi.driver import adrive, drive
+from jiyi.effects import Flow, call
 from jiyi.errors import InvalidInput, StoreCorrupt
-from jiyi.flow import Flow, call
 from jiyi.memory import AsyncMemory, Memory
 from jiyi.model import DEFAULT_TENANT, MAX_ID_LENGTH, as_utc, utcnow
 from jiyi.session.model import Checkpoint
@@ -217,31 +218,11 @@ def _target(config: object) -> tuple[str, str, str | None]:
 
 
 def _drive(flow: Flow[R], store: Store) -> R:
-    try:
-        effect = next(flow)
-        while True:
-            if not isinstance(effect, Op):
-                raise TypeError(f"the checkpointer only runs store operations, not {effect!r}")
-            effect = flow.send(store.execute(effect))
-    except StopIteration as stop:
-        result: R = stop.value
-        return result
-    finally:
-        flow.close()
+    return drive(flow, {Op: store.execute})
 
 
 async def _adrive(flow: Flow[R], store: Store) -> R:
-    try:
-        effect = next(flow)
-        while True:
-            if not isinstance(effect, Op):
-                raise TypeError(f"the checkpointer only runs store operations, not {effect!r}")
-            effect = flow.send(await store.aexecute(effect))
-    except StopIteration as stop:
-        result: R = stop.value
-        return result
-    finally:
-        flow.close()
+    return await adrive(flow, {Op: store.aexecute})
 
 
 # ---------------------------------------------------------------- the mapping, once

@@ -18,7 +18,7 @@ dispatcher is made, from the runtime configuration, never taken from the model.
 ``call`` never raises into the agent loop: unknown tools, bad JSON, arguments that do
 not fit the schema and library errors come back as ``{"error": {"code", "message"}}``
 for the model to read. :class:`AsyncMemoryTools` is the same over
-:class:`~jiyi.memory.AsyncMemory`: every tool is a :mod:`jiyi.flow` flow, run by the
+:class:`~jiyi.memory.AsyncMemory`: every tool is a :mod:`jiyi.effects` flow, run by the
 library's sync or async driver, so the logic exists once.
 """
 
@@ -31,6 +31,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from jiyi.driver import arun, run
+from jiyi.effects import Flow
 from jiyi.errors import (
     ConfigError,
     EmbedderError,
@@ -40,7 +42,6 @@ from jiyi.errors import (
     StoreError,
     StoreReadOnly,
 )
-from jiyi.flow import Flow, run_async, run_sync
 from jiyi.memory import AsyncMemory, Memory, MemoryCore
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, scope_key
 from jiyi.session.flows import Context
@@ -630,7 +631,7 @@ class MemoryTools(_ToolsBase):
     def call(self, name: str, arguments: str | Mapping[str, Any] | None = None) -> dict[str, Any]:
         try:
             flow = self._prepare(name, arguments)
-            return run_sync(flow, self.core.store, self.core.embedder, self.core.llm)
+            return run(flow, self.core.rt)
         except Exception as exc:
             return _failure(name, exc)
 
@@ -666,6 +667,6 @@ class AsyncMemoryTools(_ToolsBase):
     async def call(self, name: str, arguments: str | Mapping[str, Any] | None = None) -> dict[str, Any]:
         try:
             flow = self._prepare(name, arguments)
-            return await run_async(flow, self.core.store, self.core.embedder, self.core.llm)
+            return await arun(flow, self.core.rt)
         except Exception as exc:
             return _failure(name, exc)

@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
+from jiyi.effects import Flow, call
 from jiyi.errors import InvalidInput
-from jiyi.flow import Flow, call
 from jiyi.lifecycle.clustering import agglomerate, cosine_matrix, near_duplicate_sets
 from jiyi.lifecycle.condense import CoreStatement, compression_flow, condense
 from jiyi.lifecycle.maintain import last_activity

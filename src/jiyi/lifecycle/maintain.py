@@ -39,9 +39,9 @@ why, actor ``"lifecycle"``.
 
 Session messages older than ``retention_days["messages"]`` (30) days are deleted.
 
-The pass is a flow (see :mod:`jiyi.flow`), so sync and async drivers both run it::
+The pass is a flow (see :mod:`jiyi.effects`), so sync and async drivers both run it::
 
-    report = run_sync(maintain_flow(mem.core, now=mem.core.now()), mem.store, mem.embedder)
+    report = run(maintain_flow(mem.core, now=mem.core.now()), mem.core.rt)
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
+from jiyi.effects import Flow, call
 from jiyi.errors import InvalidInput
-from jiyi.flow import Flow, call
 from jiyi.model import MemoryItem, MemoryType, Status, as_utc
 from jiyi.session.model import Message
 from jiyi.store.base import (

@@ -6,7 +6,7 @@ an ``"openai:MODEL"`` string; ``None`` stays ``None`` (no LLM configured: jiyi t
 its rule-based paths).
 
 Work that talks to a model is written as a *chat flow*: a generator that yields
-:class:`Complete` requests and receives the answers (the pattern of :mod:`jiyi.flow`).
+:class:`Complete` requests and receives the answers (the pattern of :mod:`jiyi.effects`).
 The flow holds every decision (prompt, parsing, the repair retry) and does no I/O, so
 :func:`run_chat` and :func:`arun_chat` drive the same code synchronously or with
 ``await``. :func:`json_flow` is the shared "ask for JSON, repair once" loop.
@@ -23,10 +23,12 @@ import contextlib
 import functools
 import threading
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
+from jiyi.driver import adrive, drive
+from jiyi.effects import Complete
 from jiyi.errors import ConfigError, InvalidInput, LLMError
 
 T = TypeVar("T")
@@ -359,65 +361,47 @@ class ScriptedChatModel:
 # -- chat flows: logic as generators, driven sync or async ----------------------------------
 
 
-@dataclass(frozen=True)
-class Complete:
-    """A chat flow's request: ask the model to answer ``messages``."""
-
-    messages: tuple[Message, ...]
-    temperature: float = 0.0
-    max_tokens: int | None = None
-    json_mode: bool = False
-
-
 ChatFlow = Generator[Complete, str, R]
+
+
+def complete_with(model: ChatModel) -> Callable[[Complete], str]:
+    """The sync handler of :class:`Complete` for ``model``."""
+
+    def handle(request: Complete) -> str:
+        answer = model.complete(
+            list(request.messages),
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+            json_mode=request.json_mode,
+        )
+        return check_answer(answer, model.model_id)
+
+    return handle
+
+
+def acomplete_with(model: ChatModel) -> Callable[[Complete], Awaitable[str]]:
+    """The async handler of :class:`Complete` for ``model``."""
+
+    async def handle(request: Complete) -> str:
+        return await acomplete(
+            model,
+            list(request.messages),
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+            json_mode=request.json_mode,
+        )
+
+    return handle
 
 
 def run_chat(flow: ChatFlow[R], model: ChatModel) -> R:
     """Drive ``flow`` with blocking calls to ``model.complete``."""
-    try:
-        request = next(flow)
-        while True:
-            try:
-                answer = check_answer(
-                    model.complete(
-                        list(request.messages),
-                        temperature=request.temperature,
-                        max_tokens=request.max_tokens,
-                        json_mode=request.json_mode,
-                    ),
-                    model.model_id,
-                )
-            except Exception as exc:  # let the flow see the failure where it asked
-                request = flow.throw(exc)
-            else:
-                request = flow.send(answer)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-    finally:
-        flow.close()
+    return drive(flow, {Complete: complete_with(model)})
 
 
 async def arun_chat(flow: ChatFlow[R], model: ChatModel) -> R:
     """Drive ``flow`` with ``await``: the model's own ``acomplete`` or a worker thread."""
-    try:
-        request = next(flow)
-        while True:
-            try:
-                answer = await acomplete(
-                    model,
-                    list(request.messages),
-                    temperature=request.temperature,
-                    max_tokens=request.max_tokens,
-                    json_mode=request.json_mode,
-                )
-            except Exception as exc:
-                request = flow.throw(exc)
-            else:
-                request = flow.send(answer)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-    finally:
-        flow.close()
+    return await adrive(flow, {Complete: acomplete_with(model)})
 
 
 # The bad answer is echoed back so the model can see what to fix; a long one is cut.

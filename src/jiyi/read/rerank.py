@@ -34,7 +34,7 @@ import asyncio
 import importlib.util
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -294,14 +294,6 @@ def _from_string(spec: str) -> Reranker | None:
 
 
 # ---------------------------------------------------------------- calling the model
-
-
-@dataclass(frozen=True)
-class Rerank:
-    """A search flow's request: score ``texts`` against ``query`` with the reranker."""
-
-    query: str
-    texts: tuple[str, ...]
 
 
 def score_texts(reranker: Reranker, query: str, texts: Sequence[str]) -> Scores:

@@ -29,6 +29,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from jiyi.errors import InvalidInput
+from jiyi.jsonl import decode_jsonl
 from jiyi.memory import AsyncMemory
 from jiyi.model import DEFAULT_TENANT, MAX_ID_LENGTH, MemoryItem, MemoryType, Scope, Status, owner_scope
 from jiyi.server import errors, web
@@ -113,21 +114,7 @@ def _member_writes(who: Principal, scope: Scope, project_id: str | None) -> None
 
 
 def _parse_jsonl(body: bytes) -> list[dict[str, Any]]:
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInput("the import body must be UTF-8 JSON lines", field="body") from None
-    records: list[dict[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"line {number} is not valid JSON: {exc.msg}", field="body") from None
-        if not isinstance(record, dict):
-            raise InvalidInput(f"line {number}: expected a JSON object", field="body")
-        records.append(record)
+    records = decode_jsonl(body, source="the import body", field="body")
     if not records:
         raise InvalidInput("the import body holds no records (one JSON object per line)", field="body")
     return records

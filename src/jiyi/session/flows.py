@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from jiyi.config import SessionConfig
+from jiyi.effects import Flow, call, embed
 from jiyi.errors import InvalidInput
-from jiyi.flow import Flow, call, embed
 from jiyi.model import MemoryItem, MemoryType, Relation, RelationType, Source, Status, owner_scope
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
@@ -56,34 +57,6 @@ if TYPE_CHECKING:
 
 
 # ---------------------------------------------------------------- settings and results
-
-
-@dataclass(frozen=True)
-class SessionConfig:
-    """Short-term memory and the conversation pipeline."""
-
-    max_turns: int = 10
-    """Compact when a session holds more user/assistant turns than this."""
-    max_tokens: int = 8000
-    """... or more tokens than this."""
-    keep_recent: int = 4
-    """Turns kept verbatim when compacting."""
-    extract: bool = True
-    """Queue extraction of new user turns (rules offline, the LLM when configured)."""
-    episodes: bool = True
-    """Write an episode (summary, topics, actions, outcomes) on compaction and session end."""
-    similar_k: int = 5
-    """Stored items compared with each extracted candidate during reconciliation."""
-    chunk_tokens: int = 2000
-    chunk_overlap: int = 200
-    job_attempts: int = 5
-    job_backoff_seconds: float = 2.0
-
-    def __post_init__(self) -> None:
-        if self.max_turns < 1 or self.keep_recent < 0 or self.keep_recent >= self.max_turns:
-            raise InvalidInput("need max_turns >= 1 and 0 <= keep_recent < max_turns")
-        if self.chunk_overlap >= self.chunk_tokens:
-            raise InvalidInput("chunk_overlap must be smaller than chunk_tokens")
 
 
 @dataclass(frozen=True)

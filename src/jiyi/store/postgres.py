@@ -5,7 +5,7 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
 
 * **One implementation, two drivers.** Every operation is a *plan*: a generator that
   builds each SQL statement once, yields it and receives its rows back (the pattern of
-  :mod:`jiyi.flow`). A thin sync driver runs plans on a ``psycopg_pool.ConnectionPool``;
+  :mod:`jiyi.effects`). A thin sync driver runs plans on a ``psycopg_pool.ConnectionPool``;
   a thin async driver runs the very same plans on ``psycopg.AsyncConnection`` objects, real
   async I/O without threads. No SQL or logic is written twice. The async connections
   come from a small per-event-loop pool without background tasks rather than

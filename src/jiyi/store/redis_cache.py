@@ -38,7 +38,7 @@ password), :attr:`RedisCachedStore.stats` says so, and Redis is tried again afte
 first when Redis is back. Another process that reached Redis while this one could not
 may serve a stale entry until then, or at most for the key's TTL.
 
-The logic lives once, in generators that yield effects (as in :mod:`jiyi.flow`); the
+The logic lives once, in generators that yield effects (as in :mod:`jiyi.effects`); the
 sync driver runs Redis and the wrapped store in the calling thread, the async one awaits
 the wrapped store's ``aexecute`` and runs the (fast) Redis calls on a small thread pool.
 Redis Cluster is not supported (scripts touch several keys).
