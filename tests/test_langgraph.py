@@ -39,7 +39,7 @@ def test_put_get_round_trips_the_value_verbatim(store: JiyiStore, mem: Memory) -
     assert (item.namespace, item.key, item.value) == (ns, "k1", value)
     assert item.created_at == item.updated_at
     # It is an ordinary jiyi memory in the mapped scope.
-    stored = mem.get(item_id(mem.core.tenant_id, ns, "k1"))
+    stored = mem.get(item_id(mem.runtime.tenant_id, ns, "k1"))
     assert stored.user_id == "users/alice/memories" == scope_id(ns)
     assert stored.structured == value
     assert stored.metadata == {"lg_namespace": list(ns), "lg_key": "k1"}
@@ -58,7 +58,7 @@ def test_put_overwrites_and_keeps_history(store: JiyiStore, mem: Memory) -> None
     assert second is not None
     assert second.value == {"content": "The user prefers light mode in the morning", "v": 2}
     assert second.created_at == first.created_at and second.updated_at >= first.updated_at
-    jid = item_id(mem.core.tenant_id, ns, "theme")
+    jid = item_id(mem.runtime.tenant_id, ns, "theme")
     assert mem.get(jid).version == 2
     assert [e.action for e in mem.history(jid)] == ["import", "update"]
     # A value the gate would refuse as text is still stored verbatim on overwrite.
@@ -78,18 +78,18 @@ def test_delete_and_put_none_purge(store: JiyiStore, mem: Memory) -> None:
     store.batch([PutOp(ns, "2", None)])
     assert store.get(ns, "1") is None and store.get(ns, "2") is None
     assert store.search(ns) == []
-    assert mem.list(tenant_id=mem.core.tenant_id).items == []
+    assert mem.list(tenant_id=mem.runtime.tenant_id).items == []
     store.delete(ns, "never-there")  # deleting a missing key is a no-op
 
 
 def test_soft_deleted_memory_is_absent_and_put_revives_it(store: JiyiStore, mem: Memory) -> None:
     ns = ("n",)
     store.put(ns, "k", {"content": "a memory someone archives in jiyi"})
-    mem.delete(item_id(mem.core.tenant_id, ns, "k"))
+    mem.delete(item_id(mem.runtime.tenant_id, ns, "k"))
     assert store.get(ns, "k") is None
     store.put(ns, "k", {"content": "a memory someone archives in jiyi"})
     assert store.get(ns, "k") is not None
-    assert mem.get(item_id(mem.core.tenant_id, ns, "k")).status == Status.ACTIVE
+    assert mem.get(item_id(mem.runtime.tenant_id, ns, "k")).status == Status.ACTIVE
 
 
 def test_search_without_query_lists_prefix_with_filter_and_paging(store: JiyiStore) -> None:

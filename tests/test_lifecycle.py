@@ -54,8 +54,10 @@ def mem(tmp_path: Path, clock: Clock) -> Iterator[Memory]:
 def maintain(
     mem: Memory, *, dry_run: bool = False, policy: LifecyclePolicy | None = None
 ) -> MaintenanceReport:
-    flow = maintain_flow(mem.core, now=mem.core.now(), policy=policy or LifecyclePolicy(), dry_run=dry_run)
-    return run(flow, mem.core.rt)
+    flow = maintain_flow(
+        mem.runtime, now=mem.runtime.now(), policy=policy or LifecyclePolicy(), dry_run=dry_run
+    )
+    return run(flow, mem.runtime)
 
 
 def add(mem: Memory, content: str, **kw: Any) -> MemoryItem:
@@ -65,7 +67,7 @@ def add(mem: Memory, content: str, **kw: Any) -> MemoryItem:
 
 
 def use(mem: Memory, item_id: str) -> None:
-    mem.store.execute(Write((Touch(mem.core.tenant_id, (item_id,), mem.core.now()),)))
+    mem.store.execute(Write((Touch(mem.runtime.tenant_id, (item_id,), mem.runtime.now()),)))
 
 
 def actions(report: MaintenanceReport) -> dict[str, str]:
@@ -361,7 +363,7 @@ def test_small_batches(mem: Memory, clock: Clock) -> None:
     ids = [add(mem, fact).id for fact in facts]
     assert len(set(ids)) == 7
     clock.at(200)
-    report = run(maintain_flow(mem.core, now=mem.core.now(), dry_run=False, batch_size=2), mem.core.rt)
+    report = run(maintain_flow(mem.runtime, now=mem.runtime.now(), dry_run=False, batch_size=2), mem.runtime)
     assert sorted(actions(report)) == sorted(ids)
     assert all(mem.get(i).status == Status.ARCHIVED for i in ids)
 
@@ -370,6 +372,6 @@ async def test_async_driver(tmp_path: Path, clock: Clock) -> None:
     async with AsyncMemory(SQLiteStore(tmp_path / "a.db"), clock=clock) as amem:
         ep = await amem.add_episode("Shipped v2", importance=0.8, user_id="alice")
         clock.at(90)
-        report = await arun(maintain_flow(amem.core, now=amem.core.now()), amem.core.rt)
+        report = await arun(maintain_flow(amem.runtime, now=amem.runtime.now()), amem.runtime)
         assert actions(report) == {ep.id: "decay"}
         assert (await amem.get(ep.id)).importance == pytest.approx(0.4, abs=1e-3)

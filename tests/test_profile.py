@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+import jiyi.profile as profile_module
 from jiyi.errors import InvalidInput, NotFound
 from jiyi.integrations.tools import MemoryTools
 from jiyi.memory import AsyncMemory, Memory
@@ -226,10 +227,12 @@ def test_newest_confident_evidence_wins_and_lists_follow_support(mem: Memory, cl
     assert mem.profile(user_id="v")["frequently_used_tools"] == ("Vim", "Docker")  # support, then recency
 
 
-def test_work_is_bounded_to_the_newest_items_per_type(mem: Memory, clock: Clock) -> None:
+def test_work_is_bounded_to_the_newest_items_per_type(
+    mem: Memory, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for tool in ("Emacs", "Jira", "Figma", "Postman"):
         remember(mem, clock, f"I open {tool} every single morning", "habit", user_id="b")
-    mem.core.profile_items_per_type = 2
+    monkeypatch.setattr(profile_module, "ITEMS_PER_TYPE", 2)
     assert mem.profile(user_id="b")["frequently_used_tools"] == ("Postman", "Figma")
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+import jiyi.read.search as read_search
 from jiyi.errors import InvalidInput
 from jiyi.integrations.tools import (
     TOOL_NAMES,
@@ -284,7 +285,7 @@ def test_unexpected_failures_come_back_as_results(
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(tools.core, "search", boom)
+    monkeypatch.setattr(read_search, "search", boom)
     err = error(tools.call("memory_search", {"query": "x"}), "internal_error")
     assert "disk on fire" not in err["message"]  # internals stay in the log
 

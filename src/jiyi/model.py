@@ -231,3 +231,8 @@ def invalid_from_pydantic(exc: ValidationError) -> InvalidInput:
     where = f"field {field!r}" if field else "memory item"
     extra = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
     return InvalidInput(f"{where}: {msg}{extra}", field=field)
+
+
+# ``structured["kind"]`` of procedural records (jiyi.procedural): their structure is the
+# record itself (workflow, counts), not something read off the text.
+SKILL, FAILURE, DECOMPOSITION = "skill", "failure", "decomposition"

@@ -35,15 +35,19 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from jiyi.effects import Flow, call
+from jiyi.embed.cached import embed_documents, query_vector
 from jiyi.errors import InvalidInput, StoreReadOnly
+from jiyi.items import all_items, change_event
 from jiyi.model import (
+    DECOMPOSITION,
+    FAILURE,
     MAX_ID_LENGTH,
+    SKILL,
     MemoryItem,
     MemoryType,
     Scope,
@@ -53,11 +57,11 @@ from jiyi.model import (
     owner_scope,
     scope_key,
 )
+from jiyi.runtime import Runtime
 from jiyi.store.base import (
     CachePut,
     Filter,
     HistoryAction,
-    HistoryEvent,
     Retrieve,
     Touch,
     Upsert,
@@ -70,8 +74,7 @@ from jiyi.text.pii import redact
 from jiyi.text.tokenize import index_text, normalise, query_terms
 
 if TYPE_CHECKING:
-    from jiyi.config import GateConfig
-    from jiyi.embed.base import Embedder, Vectors
+    pass
 
 MIN_SIMILARITY = 0.74
 """Cosine (USE-m3) at which a stored task counts as the same task as a new one. Chosen on
@@ -88,7 +91,6 @@ Strategy = Literal["parallel", "sequential"]
 SuggestionKind = Literal["decomposition", "skill"]
 
 PROCEDURAL_TAG = "procedural"
-SKILL, FAILURE, DECOMPOSITION = "skill", "failure", "decomposition"
 
 MAX_NAME = 200
 MAX_TEXT = 1000
@@ -183,31 +185,6 @@ class Suggestion:
 # ---------------------------------------------------------------- what the flows need
 
 
-class _Core(Protocol):
-    """What the procedural flows need from :class:`~jiyi.memory.MemoryCore`."""
-
-    embedder: Embedder
-    gate: GateConfig
-    tenant_id: str
-
-    def now(self) -> datetime: ...
-
-    def _embed_documents(self, texts: Sequence[str]) -> Flow[tuple[Vectors, CachePut | None]]: ...
-
-    def _query_vector(self, query: str) -> Flow[np.ndarray]: ...
-
-    def _all_items(self, flt: Filter) -> Flow[list[MemoryItem]]: ...
-
-    def _event(
-        self,
-        action: HistoryAction,
-        before: MemoryItem | None,
-        after: MemoryItem | None,
-        reason: str,
-        actor: str | None,
-    ) -> HistoryEvent: ...
-
-
 # ---------------------------------------------------------------- input checks
 
 
@@ -242,7 +219,7 @@ def _text_list(values: object, name: str, what: str, max_len: int = MAX_TEXT) ->
     return [_text(v, f"{name}[{i}]", max_len) for i, v in enumerate(values)]
 
 
-def _who(core: _Core, tenant_id: object, actor: object, viewer: object) -> str:
+def _who(rt: Runtime, tenant_id: object, actor: object, viewer: object) -> str:
     """The tenant to use, after checking the caller-identity arguments: a wrong type here
     would otherwise surface as a storage or validation error far from its cause."""
     if tenant_id is not None and (
@@ -257,7 +234,7 @@ def _who(core: _Core, tenant_id: object, actor: object, viewer: object) -> str:
         raise InvalidInput(
             f"viewer must be a jiyi.store.base.Viewer, not {type(viewer).__name__}", field="viewer"
         )
-    return tenant_id or core.tenant_id
+    return tenant_id or rt.tenant_id
 
 
 def _flag(value: object, name: str) -> bool:
@@ -568,429 +545,428 @@ def _read_failure(item: MemoryItem) -> _Failure | None:
 # ---------------------------------------------------------------- the flows
 
 
-class ProceduralFlows:
-    """Procedural flows, mixed into :class:`jiyi.memory.MemoryCore`."""
+def record_skill(
+    rt: Runtime,
+    /,
+    name: str,
+    workflow: Sequence[str | Mapping[str, Any]],
+    *,
+    description: str | None = None,
+    task: str | None = None,
+    succeeded: bool = True,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    agent_id: str | None = None,
+    scope: Scope | str | None = None,
+    tenant_id: str | None = None,
+    source: Source | str = Source.AI,
+    metadata: Mapping[str, Any] | None = None,
+    actor: str | None = None,
+    visibility: Visibility | str = Visibility.MEMBERS,
+    viewer: Viewer | None = None,
+    own_only: bool = False,
+) -> Flow[MemoryItem]:
+    """Record one run of a skill: a named tool-call workflow (seed 002 §5.3).
 
-    def record_skill(
-        self: _Core,
-        /,
-        name: str,
-        workflow: Sequence[str | Mapping[str, Any]],
-        *,
-        description: str | None = None,
-        task: str | None = None,
-        succeeded: bool = True,
-        user_id: str | None = None,
-        project_id: str | None = None,
-        agent_id: str | None = None,
-        scope: Scope | str | None = None,
-        tenant_id: str | None = None,
-        source: Source | str = Source.AI,
-        metadata: Mapping[str, Any] | None = None,
-        actor: str | None = None,
-        visibility: Visibility | str = Visibility.MEMBERS,
-        viewer: Viewer | None = None,
-        own_only: bool = False,
-    ) -> Flow[MemoryItem]:
-        """Record one run of a skill: a named tool-call workflow (seed 002 §5.3).
-
-        ``workflow`` lists the steps in order: tool names, or objects with a ``tool`` key
-        and any other JSON fields (they are numbered ``step`` 1, 2, ...). ``task`` is the
-        task the skill was used for; a few are kept so :meth:`suggest` can match new
-        tasks against them. Recording a skill name that is already known in this scope
-        (ignoring case, spaces, ``-`` and ``_``) adds the run to its counts as a new
-        version of the same item; a successful run's workflow becomes the stored one.
-        With ``own_only=True`` (the REST service passes it for editor keys, which may
-        change only what they created) a learning is updated only if the same creator
-        made it; otherwise a new item is recorded. The same holds for
-        :meth:`record_failure` and :meth:`record_decomposition`.
-        """
-        name = _text(name, "name", MAX_NAME)
-        steps = _workflow(workflow)
-        description = _optional_text(description, "description")
-        task = _optional_text(task, "task")
-        succeeded = _flag(succeeded, "succeeded")
-        base = _base_item(
-            self,
-            MemoryType.SKILL,
-            SKILL,
-            scope,
-            user_id,
-            project_id,
-            agent_id,
-            tenant_id,
-            actor,
-            viewer,
-            metadata,
-            visibility,
-        )
-        name, description, task = (_private(self, t) for t in (name, description, task))
-        for step in steps:
-            step["tool"] = _private(self, step["tool"])
-        old = yield from _find_named(self, base, viewer, SKILL, "skill_name", _name_key(name), own_only)
-        data: dict[str, Any] = dict(old.structured or {}) if old else {}
-        successes = (_count(data.get("successes")) or 0) + succeeded
-        failures = (_count(data.get("failures")) or 0) + (not succeeded)
-        if old is not None and not succeeded and isinstance(data.get("workflow"), list) and data["workflow"]:
-            steps = data["workflow"]  # a failed run does not replace a workflow that worked
-        tasks = [
-            t for t in (_strings(data.get("tasks")) or ()) if task is None or _wording(t) != _wording(task)
-        ]
-        if task:
-            tasks.append(task)
-        name = str(data.get("skill_name") or name)
-        if description is None and isinstance(data.get("description"), str):
-            description = data["description"]
-        structured = {
-            **data,
-            "kind": SKILL,
-            "skill_name": name,
-            "workflow": steps,
-            "successes": successes,
-            "failures": failures,
-            "tasks": tasks[-_TASK_EXAMPLES:],
-        }
-        if description:
-            structured["description"] = description
-        content = skill_content(name, steps, description, _is_zh(name, description, *tasks))
-        outcome = "succeeded" if succeeded else "failed"
-        reason = f"skill run {outcome} ({successes} succeeded, {failures} failed)"
-        return (
-            yield from _save(
-                self,
-                base,
-                old,
-                content=content,
-                structured=structured,
-                extra_terms=" ".join(tasks),
-                importance=0.7,  # seed 002 §5.3
-                source=source,
-                metadata=metadata,
-                reason=reason,
-                actor=actor,
-                viewer=viewer,
-            )
-        )
-
-    def record_failure(
-        self: _Core,
-        /,
-        pattern: str,
-        *,
-        indicators: Sequence[str],
-        mitigation: str,
-        severity: int,
-        description: str | None = None,
-        user_id: str | None = None,
-        project_id: str | None = None,
-        agent_id: str | None = None,
-        scope: Scope | str | None = None,
-        tenant_id: str | None = None,
-        source: Source | str = Source.AI,
-        metadata: Mapping[str, Any] | None = None,
-        actor: str | None = None,
-        visibility: Visibility | str = Visibility.MEMBERS,
-        viewer: Viewer | None = None,
-        own_only: bool = False,
-    ) -> Flow[MemoryItem]:
-        """Record a failure pattern (seed 004 ``FailurePattern``): its name, the words in a
-        task that announce it (``indicators``, Chinese or English), what to do instead
-        and how bad it is (``severity`` 1..5).
-
-        The same pattern again (same name, ignoring case, spaces, ``-`` and ``_``) raises
-        ``occurrences`` and merges the indicators; the newest mitigation and severity win.
-        """
-        pattern = _text(pattern, "pattern", MAX_NAME)
-        found = _text_list(indicators, "indicators", "words in a task that announce this failure", MAX_NAME)
-        mitigation = _text(mitigation, "mitigation")
-        severity = _severity(severity)
-        description = _optional_text(description, "description")
-        for i, indicator in enumerate(found):
-            if not query_terms(indicator) and not _HAN.search(indicator):
-                raise InvalidInput(
-                    f"indicator {indicator!r} has no words to look for in a task", field=f"indicators[{i}]"
-                )
-        base = _base_item(
-            self,
-            MemoryType.PATTERN,
-            FAILURE,
-            scope,
-            user_id,
-            project_id,
-            agent_id,
-            tenant_id,
-            actor,
-            viewer,
-            metadata,
-            visibility,
-        )
-        pattern, mitigation, description = (_private(self, t) for t in (pattern, mitigation, description))
-        found = [_private(self, t) for t in found]
-        old = yield from _find_named(self, base, viewer, FAILURE, "pattern", _name_key(pattern), own_only)
-        data: dict[str, Any] = dict(old.structured or {}) if old else {}
-        merged: dict[tuple[str, ...], str] = {}
-        for indicator in [*(_strings(data.get("indicators")) or ()), *found]:
-            merged.setdefault(_indicator_key(indicator), indicator)
-        occurrences = (_count(data.get("occurrences")) or 0) + 1
-        pattern = str(data.get("pattern") or pattern)
-        if description is None and isinstance(data.get("description"), str):
-            description = data["description"]
-        structured = {
-            **data,
-            "kind": FAILURE,
-            "pattern": pattern,
-            "indicators": list(merged.values()),
-            "mitigation": mitigation,
-            "severity": severity,
-            "occurrences": occurrences,
-        }
-        if description:
-            structured["description"] = description
-        zh = _is_zh(pattern, description, mitigation, *merged.values())
-        content = failure_content(pattern, list(merged.values()), mitigation, severity, description, zh)
-        return (
-            yield from _save(
-                self,
-                base,
-                old,
-                content=content,
-                structured=structured,
-                extra_terms="",
-                # Severity 5 reaches the lifecycle's protection level (0.9): never archived.
-                importance=0.5 + 0.1 * (severity - 1),
-                source=source,
-                metadata=metadata,
-                reason=f"failure seen ({occurrences} time{'s' if occurrences != 1 else ''})",
-                actor=actor,
-                viewer=viewer,
-            )
-        )
-
-    def record_decomposition(
-        self: _Core,
-        /,
-        task: str,
-        subtasks: Sequence[str],
-        *,
-        strategy: Strategy | str,
-        succeeded: bool,
-        user_id: str | None = None,
-        project_id: str | None = None,
-        agent_id: str | None = None,
-        scope: Scope | str | None = None,
-        tenant_id: str | None = None,
-        source: Source | str = Source.AI,
-        metadata: Mapping[str, Any] | None = None,
-        actor: str | None = None,
-        visibility: Visibility | str = Visibility.MEMBERS,
-        viewer: Viewer | None = None,
-        own_only: bool = False,
-    ) -> Flow[MemoryItem]:
-        """Record how a task was split into subtasks and whether that worked (seed 004
-        ``DecompositionMemory``); ``strategy`` is ``"parallel"`` or ``"sequential"``.
-
-        The same plan (same strategy, near-identical subtasks) recorded for the same task
-        - the same wording, or one similar at :data:`MIN_SIMILARITY`, as when an agent
-        follows a :meth:`suggest` result - updates ``usage_count`` and ``success_rate`` of
-        the stored item as a new version; the new wording is kept in ``variants``. A
-        different plan for the task is a different decomposition and is kept next to
-        it, with its own success rate; :meth:`suggest` picks the better one.
-        """
-        task = _text(task, "task")
-        steps = _text_list(subtasks, "subtasks", "the parts the task was split into")
-        plan_strategy = _strategy(strategy)
-        succeeded = _flag(succeeded, "succeeded")
-        base = _base_item(
-            self,
-            MemoryType.PATTERN,
-            DECOMPOSITION,
-            scope,
-            user_id,
-            project_id,
-            agent_id,
-            tenant_id,
-            actor,
-            viewer,
-            metadata,
-            visibility,
-        )
-        task = _private(self, task)
-        steps = [_private(self, s) for s in steps]
-        plan, cache_put = yield from _find_decomposition(
-            self, base, viewer, task, steps, plan_strategy, _flag(own_only, "own_only")
-        )
-        old = plan.item if plan else None
-        data: dict[str, Any] = dict(old.structured or {}) if old else {}
-        uses = (plan.uses if plan else 0) + 1
-        successes = (plan.successes if plan else 0) + succeeded
-        query_pattern = plan.texts[0] if plan else task
-        # Other wordings of the task are kept: a later task may resemble one of them more.
-        variants = list(plan.texts[1:]) if plan else []
-        if plan and all(_wording(task) != _wording(t) for t in plan.texts):
-            variants.append(task)
-        structured = {
-            **data,
-            "kind": DECOMPOSITION,
-            "query_pattern": query_pattern,
-            "subtasks": list(plan.subtasks) if plan else steps,
-            "strategy": plan_strategy,
-            "success_rate": successes / uses,
-            "usage_count": uses,
-        }
-        if variants:
-            structured["variants"] = variants[-_VARIANTS:]
-        content = decomposition_content(
-            query_pattern,
-            structured["subtasks"],
-            plan_strategy,
-            _is_zh(query_pattern, *structured["subtasks"]),
-        )
-        outcome = "succeeded" if succeeded else "failed"
-        return (
-            yield from _save(
-                self,
-                base,
-                old,
-                content=content,
-                structured=structured,
-                extra_terms="",
-                importance=0.6,
-                source=source,
-                metadata=metadata,
-                reason=f"decomposition used, {outcome} ({successes} of {uses} succeeded)",
-                actor=actor,
-                viewer=viewer,
-                cache_put=cache_put,
-            )
-        )
-
-    def suggest(
-        self: _Core,
-        /,
-        task: str,
-        *,
-        user_id: str | None = None,
-        project_id: str | None = None,
-        agent_id: str | None = None,
-        tenant_id: str | None = None,
-        min_similarity: float | None = None,
-        min_success_rate: float = MIN_SUCCESS_RATE,
-        touch: bool = True,
-        viewer: Viewer | None = None,
-    ) -> Flow[Suggestion]:
-        """How to approach ``task``, from what worked and failed before (seed 004
-        ``Suggest`` + ``CheckRisks``), across the given scopes.
-
-        The suggestion is the stored decomposition or skill most similar to the task
-        (cosine >= ``min_similarity``, default :data:`MIN_SIMILARITY`; same wording
-        counts as 1.0) whose success rate is at least ``min_success_rate``; ties go to the
-        better-proven one. Its ``confidence`` is that success rate. With no such item
-        the suggestion is empty (``kind`` None, confidence 0) and ``reason`` says what
-        came closest. ``risks`` are the failure patterns whose indicators occur in the
-        task, or whose description is as similar as ``min_similarity``, most severe first.
-        The items used are marked as used (``touch=False`` writes nothing). ``viewer``
-        hides project learnings it may not see (see :class:`~jiyi.store.base.Viewer`).
-        """
-        task = _text(task, "task")
-        floor = MIN_SIMILARITY if min_similarity is None else _rate(min_similarity, "min_similarity")
-        min_rate = _rate(min_success_rate, "min_success_rate")
-        keys = _search_keys(user_id, project_id, agent_id)
-        tenant = _who(self, tenant_id, None, viewer)
-        touch = _flag(touch, "touch")
-        now = self.now()
-        qvec = yield from self._query_vector(task)
-        flt = Filter(
-            tenant_id=tenant,
-            scope_keys=keys,
-            memory_types=(MemoryType.SKILL, MemoryType.PATTERN),
-            now=now,
+    ``workflow`` lists the steps in order: tool names, or objects with a ``tool`` key
+    and any other JSON fields (they are numbered ``step`` 1, 2, ...). ``task`` is the
+    task the skill was used for; a few are kept so :meth:`suggest` can match new
+    tasks against them. Recording a skill name that is already known in this scope
+    (ignoring case, spaces, ``-`` and ``_``) adds the run to its counts as a new
+    version of the same item; a successful run's workflow becomes the stored one.
+    With ``own_only=True`` (the REST service passes it for editor keys, which may
+    change only what they created) a learning is updated only if the same creator
+    made it; otherwise a new item is recorded. The same holds for
+    :meth:`record_failure` and :meth:`record_decomposition`.
+    """
+    name = _text(name, "name", MAX_NAME)
+    steps = _workflow(workflow)
+    description = _optional_text(description, "description")
+    task = _optional_text(task, "task")
+    succeeded = _flag(succeeded, "succeeded")
+    base = _base_item(
+        rt,
+        MemoryType.SKILL,
+        SKILL,
+        scope,
+        user_id,
+        project_id,
+        agent_id,
+        tenant_id,
+        actor,
+        viewer,
+        metadata,
+        visibility,
+    )
+    name, description, task = (_private(rt, t) for t in (name, description, task))
+    for step in steps:
+        step["tool"] = _private(rt, step["tool"])
+    old = yield from _find_named(rt, base, viewer, SKILL, "skill_name", _name_key(name), own_only)
+    data: dict[str, Any] = dict(old.structured or {}) if old else {}
+    successes = (_count(data.get("successes")) or 0) + succeeded
+    failures = (_count(data.get("failures")) or 0) + (not succeeded)
+    if old is not None and not succeeded and isinstance(data.get("workflow"), list) and data["workflow"]:
+        steps = data["workflow"]  # a failed run does not replace a workflow that worked
+    tasks = [t for t in (_strings(data.get("tasks")) or ()) if task is None or _wording(t) != _wording(task)]
+    if task:
+        tasks.append(task)
+    name = str(data.get("skill_name") or name)
+    if description is None and isinstance(data.get("description"), str):
+        description = data["description"]
+    structured = {
+        **data,
+        "kind": SKILL,
+        "skill_name": name,
+        "workflow": steps,
+        "successes": successes,
+        "failures": failures,
+        "tasks": tasks[-_TASK_EXAMPLES:],
+    }
+    if description:
+        structured["description"] = description
+    content = skill_content(name, steps, description, _is_zh(name, description, *tasks))
+    outcome = "succeeded" if succeeded else "failed"
+    reason = f"skill run {outcome} ({successes} succeeded, {failures} failed)"
+    return (
+        yield from _save(
+            rt,
+            base,
+            old,
+            content=content,
+            structured=structured,
+            extra_terms=" ".join(tasks),
+            importance=0.7,  # seed 002 §5.3
+            source=source,
+            metadata=metadata,
+            reason=reason,
+            actor=actor,
             viewer=viewer,
         )
-        found = yield from call(Retrieve(flt, self.embedder.model_id, qvec, query_terms(task), _POOL, _POOL))
-        plans = [p for p in (_read_plan(c.item) for c in found) if p is not None]
-        stored = yield from self._all_items(
-            Filter(
-                tenant_id=tenant,
-                scope_keys=keys,
-                memory_types=(MemoryType.PATTERN,),
-                tags=(FAILURE,),
-                now=now,
-                viewer=viewer,
-            )
-        )
-        failures = [f for f in (_read_failure(i) for i in stored) if f is not None]
-        texts = list(
-            dict.fromkeys([*(t for p in plans for t in p.texts), *(t for f in failures for t in f.texts)])
-        )
-        cosine: dict[str, float] = {}
-        cache_put: CachePut | None = None
-        if texts:
-            vectors, cache_put = yield from self._embed_documents(texts)
-            q = np.asarray(qvec, dtype=np.float32)
-            cosine = {t: float(vectors[i] @ q) for i, t in enumerate(texts)}
-        words = _wording(task)
+    )
 
-        def best_text(candidates: Sequence[str]) -> tuple[float, str]:
-            scored = [(1.0 if _wording(t) == words else cosine[t], t) for t in candidates]
-            return max(scored, key=lambda s: s[0])
 
-        zh = _is_zh(task)
-        chosen: tuple[float, float, _Plan, str] | None = None
-        closest: tuple[float, _Plan, str] | None = None
-        for plan in plans:
-            sim, text = best_text(plan.texts)
-            if closest is None or sim > closest[0]:
-                closest = (sim, plan, text)
-            if sim < floor or plan.rate < min_rate:
-                continue
-            # Laplace-smoothed rate: 9 of 10 beats 1 of 1 at equal similarity.
-            rank = sim * (plan.successes + 1) / (plan.uses + 2)
-            if chosen is None or (rank, sim) > (chosen[0], chosen[1]):
-                chosen = (rank, sim, plan, text)
-        risks = _risks(task, failures, best_text, floor, zh)
-        used = [r.item_id for r in risks]
-        if chosen is None:
-            result = Suggestion(task, None, 0.0, _nothing_reason(closest, floor, min_rate, zh), risks=risks)
-        else:
-            _, sim, plan, text = chosen
-            used.append(plan.item.id)
-            result = Suggestion(
-                task,
-                plan.kind,
-                plan.rate,
-                _found_reason(plan, text, sim, zh),
-                item_id=plan.item.id,
-                matched=text,
-                similarity=sim,
-                subtasks=plan.subtasks,
-                strategy=plan.strategy,
-                skill_name=plan.skill_name,
-                workflow=plan.workflow,
-                success_rate=plan.rate,
-                usage_count=plan.uses,
-                risks=risks,
+def record_failure(
+    rt: Runtime,
+    /,
+    pattern: str,
+    *,
+    indicators: Sequence[str],
+    mitigation: str,
+    severity: int,
+    description: str | None = None,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    agent_id: str | None = None,
+    scope: Scope | str | None = None,
+    tenant_id: str | None = None,
+    source: Source | str = Source.AI,
+    metadata: Mapping[str, Any] | None = None,
+    actor: str | None = None,
+    visibility: Visibility | str = Visibility.MEMBERS,
+    viewer: Viewer | None = None,
+    own_only: bool = False,
+) -> Flow[MemoryItem]:
+    """Record a failure pattern (seed 004 ``FailurePattern``): its name, the words in a
+    task that announce it (``indicators``, Chinese or English), what to do instead
+    and how bad it is (``severity`` 1..5).
+
+    The same pattern again (same name, ignoring case, spaces, ``-`` and ``_``) raises
+    ``occurrences`` and merges the indicators; the newest mitigation and severity win.
+    """
+    pattern = _text(pattern, "pattern", MAX_NAME)
+    found = _text_list(indicators, "indicators", "words in a task that announce this failure", MAX_NAME)
+    mitigation = _text(mitigation, "mitigation")
+    severity = _severity(severity)
+    description = _optional_text(description, "description")
+    for i, indicator in enumerate(found):
+        if not query_terms(indicator) and not _HAN.search(indicator):
+            raise InvalidInput(
+                f"indicator {indicator!r} has no words to look for in a task", field=f"indicators[{i}]"
             )
-        if touch and (used or cache_put):
-            changes: list[Any] = [cache_put] if cache_put else []
-            if used:
-                changes.append(Touch(tenant, tuple(dict.fromkeys(used)), now))
-            with contextlib.suppress(StoreReadOnly):  # advice from a read-only store is still advice
-                yield from call(Write(tuple(changes)))
-        return result
+    base = _base_item(
+        rt,
+        MemoryType.PATTERN,
+        FAILURE,
+        scope,
+        user_id,
+        project_id,
+        agent_id,
+        tenant_id,
+        actor,
+        viewer,
+        metadata,
+        visibility,
+    )
+    pattern, mitigation, description = (_private(rt, t) for t in (pattern, mitigation, description))
+    found = [_private(rt, t) for t in found]
+    old = yield from _find_named(rt, base, viewer, FAILURE, "pattern", _name_key(pattern), own_only)
+    data: dict[str, Any] = dict(old.structured or {}) if old else {}
+    merged: dict[tuple[str, ...], str] = {}
+    for indicator in [*(_strings(data.get("indicators")) or ()), *found]:
+        merged.setdefault(_indicator_key(indicator), indicator)
+    occurrences = (_count(data.get("occurrences")) or 0) + 1
+    pattern = str(data.get("pattern") or pattern)
+    if description is None and isinstance(data.get("description"), str):
+        description = data["description"]
+    structured = {
+        **data,
+        "kind": FAILURE,
+        "pattern": pattern,
+        "indicators": list(merged.values()),
+        "mitigation": mitigation,
+        "severity": severity,
+        "occurrences": occurrences,
+    }
+    if description:
+        structured["description"] = description
+    zh = _is_zh(pattern, description, mitigation, *merged.values())
+    content = failure_content(pattern, list(merged.values()), mitigation, severity, description, zh)
+    return (
+        yield from _save(
+            rt,
+            base,
+            old,
+            content=content,
+            structured=structured,
+            extra_terms="",
+            # Severity 5 reaches the lifecycle's protection level (0.9): never archived.
+            importance=0.5 + 0.1 * (severity - 1),
+            source=source,
+            metadata=metadata,
+            reason=f"failure seen ({occurrences} time{'s' if occurrences != 1 else ''})",
+            actor=actor,
+            viewer=viewer,
+        )
+    )
+
+
+def record_decomposition(
+    rt: Runtime,
+    /,
+    task: str,
+    subtasks: Sequence[str],
+    *,
+    strategy: Strategy | str,
+    succeeded: bool,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    agent_id: str | None = None,
+    scope: Scope | str | None = None,
+    tenant_id: str | None = None,
+    source: Source | str = Source.AI,
+    metadata: Mapping[str, Any] | None = None,
+    actor: str | None = None,
+    visibility: Visibility | str = Visibility.MEMBERS,
+    viewer: Viewer | None = None,
+    own_only: bool = False,
+) -> Flow[MemoryItem]:
+    """Record how a task was split into subtasks and whether that worked (seed 004
+    ``DecompositionMemory``); ``strategy`` is ``"parallel"`` or ``"sequential"``.
+
+    The same plan (same strategy, near-identical subtasks) recorded for the same task
+    - the same wording, or one similar at :data:`MIN_SIMILARITY`, as when an agent
+    follows a :meth:`suggest` result - updates ``usage_count`` and ``success_rate`` of
+    the stored item as a new version; the new wording is kept in ``variants``. A
+    different plan for the task is a different decomposition and is kept next to
+    it, with its own success rate; :meth:`suggest` picks the better one.
+    """
+    task = _text(task, "task")
+    steps = _text_list(subtasks, "subtasks", "the parts the task was split into")
+    plan_strategy = _strategy(strategy)
+    succeeded = _flag(succeeded, "succeeded")
+    base = _base_item(
+        rt,
+        MemoryType.PATTERN,
+        DECOMPOSITION,
+        scope,
+        user_id,
+        project_id,
+        agent_id,
+        tenant_id,
+        actor,
+        viewer,
+        metadata,
+        visibility,
+    )
+    task = _private(rt, task)
+    steps = [_private(rt, s) for s in steps]
+    plan, cache_put = yield from _find_decomposition(
+        rt, base, viewer, task, steps, plan_strategy, _flag(own_only, "own_only")
+    )
+    old = plan.item if plan else None
+    data: dict[str, Any] = dict(old.structured or {}) if old else {}
+    uses = (plan.uses if plan else 0) + 1
+    successes = (plan.successes if plan else 0) + succeeded
+    query_pattern = plan.texts[0] if plan else task
+    # Other wordings of the task are kept: a later task may resemble one of them more.
+    variants = list(plan.texts[1:]) if plan else []
+    if plan and all(_wording(task) != _wording(t) for t in plan.texts):
+        variants.append(task)
+    structured = {
+        **data,
+        "kind": DECOMPOSITION,
+        "query_pattern": query_pattern,
+        "subtasks": list(plan.subtasks) if plan else steps,
+        "strategy": plan_strategy,
+        "success_rate": successes / uses,
+        "usage_count": uses,
+    }
+    if variants:
+        structured["variants"] = variants[-_VARIANTS:]
+    content = decomposition_content(
+        query_pattern,
+        structured["subtasks"],
+        plan_strategy,
+        _is_zh(query_pattern, *structured["subtasks"]),
+    )
+    outcome = "succeeded" if succeeded else "failed"
+    return (
+        yield from _save(
+            rt,
+            base,
+            old,
+            content=content,
+            structured=structured,
+            extra_terms="",
+            importance=0.6,
+            source=source,
+            metadata=metadata,
+            reason=f"decomposition used, {outcome} ({successes} of {uses} succeeded)",
+            actor=actor,
+            viewer=viewer,
+            cache_put=cache_put,
+        )
+    )
+
+
+def suggest(
+    rt: Runtime,
+    /,
+    task: str,
+    *,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    agent_id: str | None = None,
+    tenant_id: str | None = None,
+    min_similarity: float | None = None,
+    min_success_rate: float = MIN_SUCCESS_RATE,
+    touch: bool = True,
+    viewer: Viewer | None = None,
+) -> Flow[Suggestion]:
+    """How to approach ``task``, from what worked and failed before (seed 004
+    ``Suggest`` + ``CheckRisks``), across the given scopes.
+
+    The suggestion is the stored decomposition or skill most similar to the task
+    (cosine >= ``min_similarity``, default :data:`MIN_SIMILARITY`; same wording
+    counts as 1.0) whose success rate is at least ``min_success_rate``; ties go to the
+    better-proven one. Its ``confidence`` is that success rate. With no such item
+    the suggestion is empty (``kind`` None, confidence 0) and ``reason`` says what
+    came closest. ``risks`` are the failure patterns whose indicators occur in the
+    task, or whose description is as similar as ``min_similarity``, most severe first.
+    The items used are marked as used (``touch=False`` writes nothing). ``viewer``
+    hides project learnings it may not see (see :class:`~jiyi.store.base.Viewer`).
+    """
+    task = _text(task, "task")
+    floor = MIN_SIMILARITY if min_similarity is None else _rate(min_similarity, "min_similarity")
+    min_rate = _rate(min_success_rate, "min_success_rate")
+    keys = _search_keys(user_id, project_id, agent_id)
+    tenant = _who(rt, tenant_id, None, viewer)
+    touch = _flag(touch, "touch")
+    now = rt.now()
+    qvec = yield from query_vector(rt, task)
+    flt = Filter(
+        tenant_id=tenant,
+        scope_keys=keys,
+        memory_types=(MemoryType.SKILL, MemoryType.PATTERN),
+        now=now,
+        viewer=viewer,
+    )
+    found = yield from call(Retrieve(flt, rt.embedder.model_id, qvec, query_terms(task), _POOL, _POOL))
+    plans = [p for p in (_read_plan(c.item) for c in found) if p is not None]
+    stored = yield from all_items(
+        rt,
+        Filter(
+            tenant_id=tenant,
+            scope_keys=keys,
+            memory_types=(MemoryType.PATTERN,),
+            tags=(FAILURE,),
+            now=now,
+            viewer=viewer,
+        ),
+    )
+    failures = [f for f in (_read_failure(i) for i in stored) if f is not None]
+    texts = list(
+        dict.fromkeys([*(t for p in plans for t in p.texts), *(t for f in failures for t in f.texts)])
+    )
+    cosine: dict[str, float] = {}
+    cache_put: CachePut | None = None
+    if texts:
+        vectors, cache_put = yield from embed_documents(rt, texts)
+        q = np.asarray(qvec, dtype=np.float32)
+        cosine = {t: float(vectors[i] @ q) for i, t in enumerate(texts)}
+    words = _wording(task)
+
+    def best_text(candidates: Sequence[str]) -> tuple[float, str]:
+        scored = [(1.0 if _wording(t) == words else cosine[t], t) for t in candidates]
+        return max(scored, key=lambda s: s[0])
+
+    zh = _is_zh(task)
+    chosen: tuple[float, float, _Plan, str] | None = None
+    closest: tuple[float, _Plan, str] | None = None
+    for plan in plans:
+        sim, text = best_text(plan.texts)
+        if closest is None or sim > closest[0]:
+            closest = (sim, plan, text)
+        if sim < floor or plan.rate < min_rate:
+            continue
+        # Laplace-smoothed rate: 9 of 10 beats 1 of 1 at equal similarity.
+        rank = sim * (plan.successes + 1) / (plan.uses + 2)
+        if chosen is None or (rank, sim) > (chosen[0], chosen[1]):
+            chosen = (rank, sim, plan, text)
+    risks = _risks(task, failures, best_text, floor, zh)
+    used = [r.item_id for r in risks]
+    if chosen is None:
+        result = Suggestion(task, None, 0.0, _nothing_reason(closest, floor, min_rate, zh), risks=risks)
+    else:
+        _, sim, plan, text = chosen
+        used.append(plan.item.id)
+        result = Suggestion(
+            task,
+            plan.kind,
+            plan.rate,
+            _found_reason(plan, text, sim, zh),
+            item_id=plan.item.id,
+            matched=text,
+            similarity=sim,
+            subtasks=plan.subtasks,
+            strategy=plan.strategy,
+            skill_name=plan.skill_name,
+            workflow=plan.workflow,
+            success_rate=plan.rate,
+            usage_count=plan.uses,
+            risks=risks,
+        )
+    if touch and (used or cache_put):
+        changes: list[Any] = [cache_put] if cache_put else []
+        if used:
+            changes.append(Touch(tenant, tuple(dict.fromkeys(used)), now))
+        with contextlib.suppress(StoreReadOnly):  # advice from a read-only store is still advice
+            yield from call(Write(tuple(changes)))
+    return result
 
 
 # ---------------------------------------------------------------- steps of the flows
 
 
-def _private(core: _Core, text: str | None) -> Any:
+def _private(rt: Runtime, text: str | None) -> Any:
     """Sensitive data never enters procedural memory (the gate's redaction, same switch)."""
-    if text is None or not core.gate.redact_pii:
+    if text is None or not rt.gate.redact_pii:
         return text
     return redact(text).text
 
 
 def _base_item(
-    core: _Core,
+    rt: Runtime,
     memory_type: MemoryType,
     kind: str,
     scope: Scope | str | None,
@@ -1006,12 +982,12 @@ def _base_item(
     """A placeholder item that validates the scope, tenant and caller and carries them to
     the lookups, with the creator :func:`_save` will record: the lookups of an
     ``owner_only`` learning must find that creator's earlier version."""
-    now = core.now()
+    now = rt.now()
     base = MemoryItem.build(
         content=kind,
         memory_type=memory_type,
         scope=_owner(scope, user_id, project_id, agent_id),
-        tenant_id=_who(core, tenant_id, actor, viewer),
+        tenant_id=_who(rt, tenant_id, actor, viewer),
         user_id=user_id,
         project_id=project_id,
         agent_id=agent_id,
@@ -1059,7 +1035,7 @@ def _prefer(items: Sequence[MemoryItem]) -> MemoryItem | None:
 
 
 def _find_named(
-    core: _Core,
+    rt: Runtime,
     base: MemoryItem,
     viewer: Viewer | None,
     kind: str,
@@ -1068,7 +1044,7 @@ def _find_named(
     own_only: object = False,
 ) -> Flow[MemoryItem | None]:
     own = _flag(own_only, "own_only")
-    items = yield from core._all_items(_same_space(base, viewer, kind))
+    items = yield from all_items(rt, _same_space(base, viewer, kind))
     same = [
         i
         for i in items
@@ -1083,7 +1059,7 @@ def _find_named(
 
 
 def _find_decomposition(
-    core: _Core,
+    rt: Runtime,
     base: MemoryItem,
     viewer: Viewer | None,
     task: str,
@@ -1095,10 +1071,10 @@ def _find_decomposition(
     subtasks) for the same task (same wording, or similar at :data:`MIN_SIMILARITY`
     with the same numbers). The usual case is an agent recording a plan that
     :meth:`~ProceduralFlows.suggest` gave it, for a task worded its own way."""
-    qvec = yield from core._query_vector(task)
+    qvec = yield from query_vector(rt, task)
     found = yield from call(
         Retrieve(
-            _same_space(base, viewer, DECOMPOSITION), core.embedder.model_id, qvec, query_terms(task), 20, 20
+            _same_space(base, viewer, DECOMPOSITION), rt.embedder.model_id, qvec, query_terms(task), 20, 20
         )
     )
     plans = [
@@ -1117,7 +1093,7 @@ def _find_decomposition(
     texts = list(
         dict.fromkeys([task, joined, *(t for p in plans for t in (*p.texts, "; ".join(p.subtasks)))])
     )
-    vectors, cache_put = yield from core._embed_documents(texts)
+    vectors, cache_put = yield from embed_documents(rt, texts)
     vec = {t: vectors[i] for i, t in enumerate(texts)}
 
     def same_task(other: str) -> bool:
@@ -1134,7 +1110,7 @@ def _find_decomposition(
 
 
 def _save(
-    core: _Core,
+    rt: Runtime,
     base: MemoryItem,
     old: MemoryItem | None,
     *,
@@ -1182,7 +1158,7 @@ def _save(
     changes: list[Any] = [cache_put] if cache_put else []
     vector = None
     if old is None or new.content != old.content:
-        vectors, put = yield from core._embed_documents([new.content])
+        vectors, put = yield from embed_documents(rt, [new.content])
         vector = vectors[0]
         if put:
             changes.append(put)
@@ -1190,9 +1166,9 @@ def _save(
         Upsert(
             new,
             index_text(f"{new.content} {extra_terms}"),
-            core._event(action, old, new, reason, actor),
+            change_event(rt, action, old, new, reason, actor),
             vector=vector,
-            model_id=core.embedder.model_id if vector is not None else None,
+            model_id=rt.embedder.model_id if vector is not None else None,
         )
     )
     yield from call(Write(tuple(changes)))

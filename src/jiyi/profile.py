@@ -23,10 +23,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from jiyi.effects import Flow, call
 from jiyi.errors import InvalidInput, NotFound
+from jiyi.items import change_event
 from jiyi.lifecycle.maintain import PINNED_TAG
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, as_utc, scope_key
 from jiyi.profile_lexicon import natural_language
@@ -42,7 +43,8 @@ from jiyi.profile_rules import (
     aggregate,
     fields_of,
 )
-from jiyi.store.base import Filter, GetItems, HistoryAction, HistoryEvent, ListItems, Upsert, Viewer, Write
+from jiyi.runtime import Runtime
+from jiyi.store.base import Filter, GetItems, HistoryAction, ListItems, Upsert, Viewer, Write
 from jiyi.text.pii import redact
 from jiyi.text.tokens import count_tokens
 
@@ -54,7 +56,6 @@ __all__ = [
     "KeyDecision",
     "Profile",
     "ProfileField",
-    "ProfileFlows",
     "ProfileScope",
 ]
 
@@ -355,21 +356,6 @@ def _stored_values(scope: ProfileScope, item: MemoryItem | None) -> dict[str, Va
 # ---------------------------------------------------------------- flows
 
 
-class _Core(Protocol):
-    tenant_id: str
-
-    def now(self) -> datetime: ...
-
-    def _event(
-        self,
-        action: HistoryAction,
-        before: MemoryItem | None,
-        after: MemoryItem | None,
-        reason: str,
-        actor: str | None,
-    ) -> HistoryEvent: ...
-
-
 def profile_item_id(tenant_id: str, scope: ProfileScope, scope_id: str) -> str:
     """The id of the item holding a scope's explicit profile (one per tenant and scope)."""
     digest = hashlib.sha256(f"{tenant_id}\0{scope}\0{scope_id}".encode()).hexdigest()
@@ -396,9 +382,9 @@ def _stored_item(
 
 
 def _recent_items(
-    core: Any, tenant: str, key: str, per_type: int, viewer: Viewer | None
+    rt: Runtime, tenant: str, key: str, per_type: int, viewer: Viewer | None
 ) -> Flow[list[MemoryItem]]:
-    now = core.now()
+    now = rt.now()
     items: list[MemoryItem] = []
     for kind in INPUT_TYPES:
         flt = Filter(tenant_id=tenant, scope_keys=(key,), memory_types=(kind,), now=now, viewer=viewer)
@@ -454,129 +440,123 @@ def _as_stored(values: Mapping[str, Value]) -> dict[str, Any]:
 
 
 def _profile_flow(
-    core: Any, user_id: object, project_id: object, tenant_id: object, viewer: Viewer | None
+    rt: Runtime, user_id: object, project_id: object, tenant_id: object, viewer: Viewer | None
 ) -> Flow[Profile]:
     scope, scope_id = _which(user_id, project_id)
-    tenant = _tenant(tenant_id, core.tenant_id)
+    tenant = _tenant(tenant_id, rt.tenant_id)
     viewer = _viewer(viewer)
     stored = yield from _stored_item(tenant, scope, scope_id, viewer)
-    per_type = max(1, min(1000, int(getattr(core, "profile_items_per_type", ITEMS_PER_TYPE))))
-    items = yield from _recent_items(core, tenant, scope_key(Scope(scope), scope_id), per_type, viewer)
+    per_type = max(1, min(1000, int(getattr(rt, "profile_items_per_type", ITEMS_PER_TYPE))))
+    items = yield from _recent_items(rt, tenant, scope_key(Scope(scope), scope_id), per_type, viewer)
     return _build(scope, scope_id, tenant, stored, items)
 
 
-class ProfileFlows:
-    """Profile flows, mixed into :class:`jiyi.memory.MemoryCore`."""
+def profile(
+    rt: Runtime,
+    /,
+    *,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    tenant_id: str | None = None,
+    viewer: Viewer | None = None,
+) -> Flow[Profile]:
+    """The profile of one user or one project (give exactly one of the ids).
 
-    profile_items_per_type: int = ITEMS_PER_TYPE
-    """Newest active items read per memory type when aggregating a profile."""
+    Fields are aggregated from the scope's active preference, fact, skill, habit,
+    constraint, decision and context items (the newest
+    :attr:`profile_items_per_type` of each type); explicitly set fields
+    (:meth:`set_profile`) win over aggregated ones. With a ``viewer``, only the
+    project items it may see count (see :class:`~jiyi.store.base.Viewer`).
+    """
+    return (yield from _profile_flow(rt, user_id, project_id, tenant_id, viewer))
 
-    def profile(
-        self: _Core,
-        /,
-        *,
-        user_id: str | None = None,
-        project_id: str | None = None,
-        tenant_id: str | None = None,
-        viewer: Viewer | None = None,
-    ) -> Flow[Profile]:
-        """The profile of one user or one project (give exactly one of the ids).
 
-        Fields are aggregated from the scope's active preference, fact, skill, habit,
-        constraint, decision and context items (the newest
-        :attr:`profile_items_per_type` of each type); explicitly set fields
-        (:meth:`set_profile`) win over aggregated ones. With a ``viewer``, only the
-        project items it may see count (see :class:`~jiyi.store.base.Viewer`).
-        """
-        return (yield from _profile_flow(self, user_id, project_id, tenant_id, viewer))
+def set_profile(
+    rt: Runtime,
+    /,
+    *,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    tenant_id: str | None = None,
+    actor: str | None = None,
+    viewer: Viewer | None = None,
+    **fields: Any,
+) -> Flow[Profile]:
+    """Set profile fields explicitly; ``None`` clears a field (back to aggregation).
 
-    def set_profile(
-        self: _Core,
-        /,
-        *,
-        user_id: str | None = None,
-        project_id: str | None = None,
-        tenant_id: str | None = None,
-        actor: str | None = None,
-        viewer: Viewer | None = None,
-        **fields: Any,
-    ) -> Flow[Profile]:
-        """Set profile fields explicitly; ``None`` clears a field (back to aggregation).
+    ``set_profile(user_id="alice", profession="前端工程师", programming_languages=["TypeScript"])``.
+    List fields take lists of strings; ``key_decisions`` takes objects with
+    ``decision``, ``reason`` and ``at`` (or plain strings). Explicit values are kept
+    in one item per scope, changed in one audited write; returns the new profile.
+    Unknown fields and wrong value types raise :class:`~jiyi.errors.InvalidInput`
+    naming the field, before anything is written.
+    """
+    scope, scope_id = _which(user_id, project_id)
+    tenant = _tenant(tenant_id, rt.tenant_id)
+    if not fields:
+        raise InvalidInput(
+            "nothing to set: pass at least one profile field, e.g. profession='data scientist'",
+            field=fields_of(scope)[0],
+        )
+    checked = {name: check_field(scope, name, value) for name, value in fields.items()}
+    viewer = _viewer(viewer)
+    if actor is not None and not isinstance(actor, str):
+        raise InvalidInput(f"actor must be a string, not {type(actor).__name__}", field="actor")
+    if viewer is not None and scope == "project" and not viewer.member_of(scope_id):
+        raise NotFound(f"no project {scope_id!r} is visible here", item_id=scope_id)
+    stored = yield from _stored_item(tenant, scope, scope_id, None)
+    if stored is not None and viewer is not None and not viewer.sees(stored):
+        raise NotFound(f"no project {scope_id!r} is visible here", item_id=scope_id)
+    current = _stored_values(scope, stored)
+    values = dict(current)
+    for name, value in checked.items():
+        if value is None:
+            values.pop(name, None)
+        else:
+            values[name] = value
+    if values != current:
+        upsert = _upsert(rt, tenant, scope, scope_id, stored, current, values, actor)
+        yield from call(Write((upsert,)))
+    return (yield from _profile_flow(rt, user_id, project_id, tenant, viewer))
 
-        ``set_profile(user_id="alice", profession="前端工程师", programming_languages=["TypeScript"])``.
-        List fields take lists of strings; ``key_decisions`` takes objects with
-        ``decision``, ``reason`` and ``at`` (or plain strings). Explicit values are kept
-        in one item per scope, changed in one audited write; returns the new profile.
-        Unknown fields and wrong value types raise :class:`~jiyi.errors.InvalidInput`
-        naming the field, before anything is written.
-        """
-        scope, scope_id = _which(user_id, project_id)
-        tenant = _tenant(tenant_id, self.tenant_id)
-        if not fields:
-            raise InvalidInput(
-                "nothing to set: pass at least one profile field, e.g. profession='data scientist'",
-                field=fields_of(scope)[0],
-            )
-        checked = {name: check_field(scope, name, value) for name, value in fields.items()}
-        viewer = _viewer(viewer)
-        if actor is not None and not isinstance(actor, str):
-            raise InvalidInput(f"actor must be a string, not {type(actor).__name__}", field="actor")
-        if viewer is not None and scope == "project" and not viewer.member_of(scope_id):
-            raise NotFound(f"no project {scope_id!r} is visible here", item_id=scope_id)
-        stored = yield from _stored_item(tenant, scope, scope_id, None)
-        if stored is not None and viewer is not None and not viewer.sees(stored):
-            raise NotFound(f"no project {scope_id!r} is visible here", item_id=scope_id)
-        current = _stored_values(scope, stored)
-        values = dict(current)
-        for name, value in checked.items():
-            if value is None:
-                values.pop(name, None)
-            else:
-                values[name] = value
-        if values != current:
-            upsert = _upsert(self, tenant, scope, scope_id, stored, current, values, actor)
-            yield from call(Write((upsert,)))
-        return (yield from _profile_flow(self, user_id, project_id, tenant, viewer))
 
-    def profile_prompt(
-        self: _Core,
-        /,
-        *,
-        user_id: str | None = None,
-        project_id: str | None = None,
-        tenant_id: str | None = None,
-        max_tokens: int | None = None,
-        viewer: Viewer | None = None,
-    ) -> Flow[str]:
-        """The prompt text of the user's and/or the project's profile ("" when nothing is
-        known), within ``max_tokens`` if given; the user's profile comes first."""
-        if max_tokens is not None and (
-            not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 0
-        ):
-            raise InvalidInput(
-                f"max_tokens must be a whole number >= 0 (or None for no limit), not {max_tokens!r}",
-                field="max_tokens",
-            )
-        if user_id is None and project_id is None:
-            raise InvalidInput("give user_id and/or project_id: whose profile to show", field="user_id")
-        texts: list[str] = []
-        left = max_tokens
-        for ids in ({"user_id": user_id}, {"project_id": project_id}):
-            if next(iter(ids.values())) is None:
-                continue
-            prof = yield from _profile_flow(
-                self, ids.get("user_id"), ids.get("project_id"), tenant_id, viewer
-            )
-            text = prof.to_prompt(None if left is None else max(0, left - 1))
-            if text:
-                texts.append(text)
-                if left is not None:
-                    left -= count_tokens(text) + 1
-        return "\n\n".join(texts)
+def profile_prompt(
+    rt: Runtime,
+    /,
+    *,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    tenant_id: str | None = None,
+    max_tokens: int | None = None,
+    viewer: Viewer | None = None,
+) -> Flow[str]:
+    """The prompt text of the user's and/or the project's profile ("" when nothing is
+    known), within ``max_tokens`` if given; the user's profile comes first."""
+    if max_tokens is not None and (
+        not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 0
+    ):
+        raise InvalidInput(
+            f"max_tokens must be a whole number >= 0 (or None for no limit), not {max_tokens!r}",
+            field="max_tokens",
+        )
+    if user_id is None and project_id is None:
+        raise InvalidInput("give user_id and/or project_id: whose profile to show", field="user_id")
+    texts: list[str] = []
+    left = max_tokens
+    for ids in ({"user_id": user_id}, {"project_id": project_id}):
+        if next(iter(ids.values())) is None:
+            continue
+        prof = yield from _profile_flow(rt, ids.get("user_id"), ids.get("project_id"), tenant_id, viewer)
+        text = prof.to_prompt(None if left is None else max(0, left - 1))
+        if text:
+            texts.append(text)
+            if left is not None:
+                left -= count_tokens(text) + 1
+    return "\n\n".join(texts)
 
 
 def _upsert(
-    core: _Core,
+    rt: Runtime,
     tenant: str,
     scope: ProfileScope,
     scope_id: str,
@@ -585,7 +565,7 @@ def _upsert(
     values: dict[str, Value],
     actor: str | None,
 ) -> Upsert:
-    now = core.now()
+    now = rt.now()
     set_names = [n for n in values if before.get(n) != values[n]]
     cleared = [n for n in before if n not in values]
     reason = "; ".join(
@@ -616,7 +596,7 @@ def _upsert(
             created_at=now,
             updated_at=now,
         )
-        return Upsert(item, "", core._event(HistoryAction.ADD, None, item, reason, actor))
+        return Upsert(item, "", change_event(rt, HistoryAction.ADD, None, item, reason, actor))
     status = Status.ACTIVE if values else Status.ARCHIVED
     new = stored.evolve(
         content=content,
@@ -633,4 +613,4 @@ def _upsert(
     else:
         action = HistoryAction.UPDATE
     # Not indexed: the profile is injected whole, and searches and reconciliation must not find it.
-    return Upsert(new, "", core._event(action, stored, new, reason, actor))
+    return Upsert(new, "", change_event(rt, action, stored, new, reason, actor))

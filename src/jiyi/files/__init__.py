@@ -10,7 +10,7 @@ semantic memory, ``learnings.md`` for skills and patterns; see :mod:`.layout`)::
     report = mem.sync_files(user_id="alice")
 
 * API writes rewrite the files (:mod:`.mirror`), unless a person has unsynced edits.
-* :meth:`FileFlows.sync_files` merges file and database three ways (:mod:`.merge`).
+* :func:`jiyi.files.flows.sync_files` merges file and database three ways (:mod:`.merge`).
 * A crash between file and database loses nothing (:mod:`.journal`), and is repaired
   when a Memory is next opened with ``files=``.
 * :class:`FileWatcher` / :func:`watch_files` sync edits as they happen (:mod:`.watch`).
@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jiyi.errors import InvalidInput, JiyiError
-from jiyi.files.flows import FileFlows
 from jiyi.files.layout import ScopeRef, Workspace
 from jiyi.files.mirror import FileMirrorStore, workspace_of
 from jiyi.files.report import FileChange, FileConflict, FileError, SyncReport
@@ -31,13 +30,12 @@ from jiyi.files.watch import FileWatcher, watch_files
 from jiyi.store.base import Store
 
 if TYPE_CHECKING:
-    from jiyi.memory import MemoryCore
+    from jiyi.runtime import Runtime
 
 __all__ = [
     "FileChange",
     "FileConflict",
     "FileError",
-    "FileFlows",
     "FileMirrorStore",
     "FileWatcher",
     "ScopeRef",
@@ -64,17 +62,18 @@ def with_files(store: Store, files: str | Path | None) -> Store:
     return FileMirrorStore(store, files)
 
 
-def repair_files(core: MemoryCore) -> SyncReport | None:
+def repair_files(rt: Runtime) -> SyncReport | None:
     """Sync the scopes a crashed process left half written (see :mod:`.journal`). Cheap
     when there is nothing to repair: one directory listing. Problems are logged, never
     raised: opening a Memory must not fail because a file needs attention."""
-    mirror = workspace_of(core.store)
+    mirror = workspace_of(rt.store)
     if mirror is None or not mirror.journal.pending():
         return None
     from jiyi.driver import run
+    from jiyi.files.flows import recover_files
 
     try:
-        report = run(core.recover_files(), core.rt)
+        report = run(recover_files(rt), rt)
     except JiyiError as exc:
         logging.getLogger("jiyi.files").warning("jiyi files: repairing after a crash failed: %s", exc)
         return None

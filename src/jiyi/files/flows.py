@@ -1,4 +1,4 @@
-"""The sync as flows (mixed into :class:`~jiyi.memory.MemoryCore`): read the files,
+"""The sync as flows (over a :class:`~jiyi.runtime.Runtime`): read the files,
 read the scope's items, merge three ways, apply the person's edits through the Memory
 API (``update``, ``delete``, ``add`` with the write gate; history actor ``files``), then
 write the files. File I/O is yielded as operations the files wrapper runs."""
@@ -6,8 +6,7 @@ write the files. File I/O is yielded as operations the files wrapper runs."""
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from jiyi.effects import Flow, call
 from jiyi.errors import ConfigError, InvalidInput
@@ -30,36 +29,20 @@ from jiyi.files.ops import (
 from jiyi.files.parse import ScopeParse, parse_scope
 from jiyi.files.render import render_file
 from jiyi.files.report import FileError, ReportBuilder, SyncReport
+from jiyi.items import delete, update
 from jiyi.model import MAX_ID_LENGTH, MemoryItem, Scope, Status
-from jiyi.store.base import Filter, GetHistory, GetItems, ListItems, Store
+from jiyi.runtime import Runtime
+from jiyi.store.base import Filter, GetHistory, GetItems, ListItems
+from jiyi.write.pipeline import add
 
 if TYPE_CHECKING:
-    from jiyi.config import GateConfig
-    from jiyi.memory import AddResult
+    pass
 
 ATTEMPTS = 4  # commits retried when an API write or another sync touched the files meanwhile
 
 
-class _Core(Protocol):
-    """What the file flows need from :class:`~jiyi.memory.MemoryCore`."""
-
-    store: Store
-    tenant_id: str
-    gate: GateConfig
-
-    def now(self) -> datetime: ...
-
-    # Read-only, so the core's methods satisfy them.
-    @property
-    def add(self) -> Callable[..., Flow[AddResult]]: ...
-    @property
-    def update(self) -> Callable[..., Flow[MemoryItem]]: ...
-    @property
-    def delete(self) -> Callable[..., Flow[MemoryItem]]: ...
-
-
-def _check_files(core: _Core) -> None:
-    if workspace_of(core.store) is None:
+def _check_files(rt: Runtime) -> None:
+    if workspace_of(rt.store) is None:
         raise ConfigError(
             "this Memory keeps no files: open it with files=DIR (e.g. Memory.open(path, files='memories')) "
             "or run `jiyi sync --files DIR`"
@@ -82,92 +65,87 @@ def _explicit_scopes(tenant: str, ids: dict[Scope, str | None]) -> list[ScopeRef
     ]
 
 
-class FileFlows:
-    """memory.md / learnings.md as the source of truth, mixed into
-    :class:`~jiyi.memory.MemoryCore` (needs ``files=DIR``; see :mod:`jiyi.files`)."""
+def sync_files(
+    rt: Runtime,
+    /,
+    *,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    tenant_id: str | None = None,
+    prefer: Prefer = None,
+    dry_run: bool = False,
+) -> Flow[SyncReport]:
+    """Merge each scope's memory.md / learnings.md with the database, three ways.
 
-    def sync_files(
-        self: _Core,
-        /,
-        *,
-        user_id: str | None = None,
-        project_id: str | None = None,
-        session_id: str | None = None,
-        agent_id: str | None = None,
-        tenant_id: str | None = None,
-        prefer: Prefer = None,
-        dry_run: bool = False,
-    ) -> Flow[SyncReport]:
-        """Merge each scope's memory.md / learnings.md with the database, three ways.
+    A person's edits go to the database (changed text is re-embedded, a line moved
+    to another section changes the type, a deleted line archives, a new line is added
+    through the write gate); database changes go to the files. A memory changed
+    differently on both sides is a *conflict*: reported, neither side overwritten,
+    reported again until the line is edited to match or ``prefer="file"`` /
+    ``prefer="db"`` picks a side. Malformed lines are reported with line numbers and
+    kept. Without scope ids, every scope of the tenant that has memories or files is
+    synced. ``dry_run=True`` reports what would change and writes nothing.
+    """
+    _check_files(rt)
+    if prefer not in (None, "file", "db"):
+        raise InvalidInput(f"prefer must be 'file', 'db' or None, not {prefer!r}", field="prefer")
+    if not isinstance(dry_run, bool):
+        raise InvalidInput("dry_run must be true or false", field="dry_run")
+    tenant = _check_id(tenant_id, "tenant_id") if tenant_id is not None else rt.tenant_id
+    refs = _explicit_scopes(
+        tenant,
+        {
+            Scope.USER: user_id,
+            Scope.PROJECT: project_id,
+            Scope.SESSION: session_id,
+            Scope.AGENT: agent_id,
+        },
+    )
+    report = ReportBuilder((yield from call(WorkspaceRoot())), dry_run)
+    if not refs:
+        refs = yield from _tenant_scopes(rt, tenant, report)
+    for ref in refs:
+        yield from _sync_scope(rt, ref, prefer, dry_run, report)
+    return report.build()
 
-        A person's edits go to the database (changed text is re-embedded, a line moved
-        to another section changes the type, a deleted line archives, a new line is added
-        through the write gate); database changes go to the files. A memory changed
-        differently on both sides is a *conflict*: reported, neither side overwritten,
-        reported again until the line is edited to match or ``prefer="file"`` /
-        ``prefer="db"`` picks a side. Malformed lines are reported with line numbers and
-        kept. Without scope ids, every scope of the tenant that has memories or files is
-        synced. ``dry_run=True`` reports what would change and writes nothing.
-        """
-        _check_files(self)
-        if prefer not in (None, "file", "db"):
-            raise InvalidInput(f"prefer must be 'file', 'db' or None, not {prefer!r}", field="prefer")
-        if not isinstance(dry_run, bool):
-            raise InvalidInput("dry_run must be true or false", field="dry_run")
-        tenant = _check_id(tenant_id, "tenant_id") if tenant_id is not None else self.tenant_id
-        refs = _explicit_scopes(
-            tenant,
-            {
-                Scope.USER: user_id,
-                Scope.PROJECT: project_id,
-                Scope.SESSION: session_id,
-                Scope.AGENT: agent_id,
-            },
-        )
-        report = ReportBuilder((yield from call(WorkspaceRoot())), dry_run)
-        if not refs:
-            refs = yield from _tenant_scopes(self, tenant, report)
-        for ref in refs:
-            yield from _sync_scope(self, ref, prefer, dry_run, report)
+
+def recover_files(rt: Runtime, /) -> Flow[SyncReport]:
+    """Finish what a crash interrupted: sync the scopes named by intents that dead
+    processes left in the journal (no database scan). Runs by itself when a Memory
+    is opened with ``files=``; returns an empty report when there is nothing to do."""
+    _check_files(rt)
+    report = ReportBuilder((yield from call(WorkspaceRoot())), False)
+    intents = yield from call(ClaimIntents())
+    if not intents:
         return report.build()
-
-    def recover_files(self: _Core, /) -> Flow[SyncReport]:
-        """Finish what a crash interrupted: sync the scopes named by intents that dead
-        processes left in the journal (no database scan). Runs by itself when a Memory
-        is opened with ``files=``; returns an empty report when there is nothing to do."""
-        _check_files(self)
-        report = ReportBuilder((yield from call(WorkspaceRoot())), False)
-        intents = yield from call(ClaimIntents())
-        if not intents:
-            return report.build()
-        scopes: dict[ScopeRef, Prefer] = {}
-        for intent in intents:
-            for ref in intent.refs:
-                # A crashed `sync --prefer` finishes as asked; the other intents just sync.
-                wanted: Prefer = (
-                    "file" if intent.prefer == "file" else "db" if intent.prefer == "db" else None
-                )
-                scopes[ref] = scopes.get(ref) or wanted
-        failed: set[ScopeRef] = set()
-        try:
-            for ref, prefer in sorted(scopes.items()):
-                ok = yield from _sync_scope(self, ref, prefer, False, report)
-                if not ok:
-                    failed.add(ref)
-        except Exception:
-            yield from call(EndIntents(tuple(intents), done=False))
-            raise
-        done = tuple(i for i in intents if not failed.intersection(i.refs))
-        kept = tuple(i for i in intents if failed.intersection(i.refs))
-        yield from call(EndIntents(done))
-        if kept:
-            yield from call(EndIntents(kept, done=False))
-        return report.build()
+    scopes: dict[ScopeRef, Prefer] = {}
+    for intent in intents:
+        for ref in intent.refs:
+            # A crashed `sync --prefer` finishes as asked; the other intents just sync.
+            wanted: Prefer = "file" if intent.prefer == "file" else "db" if intent.prefer == "db" else None
+            scopes[ref] = scopes.get(ref) or wanted
+    failed: set[ScopeRef] = set()
+    try:
+        for ref, prefer in sorted(scopes.items()):
+            ok = yield from _sync_scope(rt, ref, prefer, False, report)
+            if not ok:
+                failed.add(ref)
+    except Exception:
+        yield from call(EndIntents(tuple(intents), done=False))
+        raise
+    done = tuple(i for i in intents if not failed.intersection(i.refs))
+    kept = tuple(i for i in intents if failed.intersection(i.refs))
+    yield from call(EndIntents(done))
+    if kept:
+        yield from call(EndIntents(kept, done=False))
+    return report.build()
 
 
-def _tenant_scopes(core: _Core, tenant: str, report: ReportBuilder) -> Flow[list[ScopeRef]]:
+def _tenant_scopes(rt: Runtime, tenant: str, report: ReportBuilder) -> Flow[list[ScopeRef]]:
     """Every scope with memories the files hold, or with files or state on disk."""
-    now = core.now()
+    now = rt.now()
     found: set[ScopeRef] = set()
     flt = Filter(tenant_id=tenant, statuses=(Status.ACTIVE,), now=now)
     cursor: str | None = None
@@ -199,7 +177,7 @@ def _texts_for_parse(snap: ScopeSnapshot) -> dict[str, str | None]:
 
 
 def _lookup(
-    core: _Core, ref: ScopeRef, parse: ScopeParse, visible: dict[str, MemoryItem]
+    rt: Runtime, ref: ScopeRef, parse: ScopeParse, visible: dict[str, MemoryItem]
 ) -> Flow[dict[str, Known]]:
     """What the database knows of ids the files show that the scope's items lack."""
     ids = tuple(sorted(i for i in parse.by_id if i not in visible))
@@ -216,12 +194,14 @@ def _lookup(
     return known
 
 
-def _apply(core: _Core, ref: ScopeRef, action: Action, rel: Callable[[str], str]) -> Flow[Applied]:
+def _apply(rt: Runtime, ref: ScopeRef, action: Action, rel: Callable[[str], str]) -> Flow[Applied]:
     """Run one database action through the Memory API; a refusal is an outcome, not a failure."""
     try:
+        target = action.item_id or ""  # updates and archives always name their item
         if action.kind in ("update", "restore"):
-            item = yield from core.update(
-                action.item_id,
+            item = yield from update(
+                rt,
+                target,
                 tenant_id=ref.tenant_id,
                 reason=action.reason,
                 actor=FILES_ACTOR,
@@ -229,19 +209,21 @@ def _apply(core: _Core, ref: ScopeRef, action: Action, rel: Callable[[str], str]
             )
             return Applied(item)
         if action.kind == "archive":
-            item = yield from core.delete(
-                action.item_id, tenant_id=ref.tenant_id, reason=action.reason, actor=FILES_ACTOR
+            item = yield from delete(
+                rt, target, tenant_id=ref.tenant_id, reason=action.reason, actor=FILES_ACTOR
             )
             return Applied(item)
         assert action.line is not None
         entry = action.line.entry
-        result = yield from core.add(
+        result = yield from add(
+            rt,
             entry.text,
             memory_type=entry.memory_type,
             tenant_id=ref.tenant_id,
             source_id=rel(action.line.file)[:MAX_ID_LENGTH],
             actor=FILES_ACTOR,
-            **ref.ids,
+            scope=ref.scope,
+            **{f"{ref.scope.value}_id": ref.scope_id},  # type: ignore[arg-type]  # one scope id
         )
         return Applied(result.item, result.decision)
     except InvalidInput as exc:  # the gate refused the text, or the memory is gone
@@ -249,11 +231,11 @@ def _apply(core: _Core, ref: ScopeRef, action: Action, rel: Callable[[str], str]
 
 
 def _sync_scope(
-    core: _Core, ref: ScopeRef, prefer: Prefer, dry_run: bool, report: ReportBuilder
+    rt: Runtime, ref: ScopeRef, prefer: Prefer, dry_run: bool, report: ReportBuilder
 ) -> Generator[Any, Any, bool]:
     """Sync one scope; True when its files were committed (or nothing needed writing)."""
-    report.scopes.append(ref.key if ref.tenant_id == core.tenant_id else f"{ref.tenant_id}/{ref.key}")
-    ws = workspace_of(core.store)
+    report.scopes.append(ref.key if ref.tenant_id == rt.tenant_id else f"{ref.tenant_id}/{ref.key}")
+    ws = workspace_of(rt.store)
     assert ws is not None
 
     def rel(name: str) -> str:
@@ -264,14 +246,14 @@ def _sync_scope(
     committed = False
     try:
         for _ in range(ATTEMPTS):
-            now = core.now()
+            now = rt.now()
             snap = yield from call(ReadScope(ref))
             items = yield from scope_items(ref, now)
             visible = {i.id: i for i in items}
             parse = parse_scope(_texts_for_parse(snap))
-            known = yield from _lookup(core, ref, parse, visible)
+            known = yield from _lookup(rt, ref, parse, visible)
             plan = plan_sync(
-                ref, parse, snap.state, visible, known, prefer=prefer, now=now, gate=core.gate, rel=rel
+                ref, parse, snap.state, visible, known, prefer=prefer, now=now, gate=rt.gate, rel=rel
             )
             if dry_run:
                 changes, refused = preview(plan)
@@ -283,7 +265,7 @@ def _sync_scope(
                 intent = yield from call(BeginIntent((ref,), prefer))
             results = []
             for action in plan.actions:
-                results.append((action, (yield from _apply(core, ref, action, rel))))
+                results.append((action, (yield from _apply(rt, ref, action, rel))))
             files_exist = any(f.exists for f in snap.files.values())
             done = finish_sync(plan, results, snap.state, now=now, files_exist=files_exist)
             applied.extend(done.changes)

@@ -28,14 +28,11 @@ from functools import lru_cache
 from typing import Any
 
 from jiyi.errors import InvalidInput
-from jiyi.model import MemoryItem, MemoryType
+from jiyi.model import DECOMPOSITION, FAILURE, SKILL, MemoryItem, MemoryType
 from jiyi.procedural import (
-    DECOMPOSITION,
-    FAILURE,
     MAX_ITEMS,
     MAX_NAME,
     MAX_TEXT,
-    SKILL,
     decomposition_content,
     failure_content,
     skill_content,

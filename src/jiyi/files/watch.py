@@ -160,7 +160,7 @@ def watch_files(
     and sync each scope a person edits. For an AsyncMemory the syncs run on ``loop``
     (default: the running loop, so call this from inside it). ``on_report`` receives
     every sync's report (by default they are logged on the ``jiyi.files`` logger)."""
-    mirror = workspace_of(getattr(getattr(memory, "core", None), "store", None) or memory)
+    mirror = workspace_of(getattr(getattr(memory, "runtime", None), "store", None) or memory)
     if mirror is None:
         raise ConfigError("watch_files needs a Memory opened with files=DIR")
     handle = on_report or _log

@@ -67,12 +67,16 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from jiyi import items
 from jiyi.driver import arun, run
 from jiyi.effects import Flow
 from jiyi.errors import InvalidInput, NotFound
 from jiyi.integrations.langgraph_checkpoint import JiyiCheckpointSaver, checkpoint_session_id
-from jiyi.memory import MAX_LIMIT, AsyncMemory, Memory, MemoryCore
+from jiyi.memory import AsyncMemory, Memory
 from jiyi.model import MAX_ID_LENGTH, MemoryItem, Status
+from jiyi.read import search as search_flows
+from jiyi.runtime import Runtime
+from jiyi.validate import MAX_LIMIT
 from jiyi.write.gate import Screened, screen
 
 __all__ = ["JiyiCheckpointSaver", "JiyiStore", "checkpoint_session_id"]
@@ -192,18 +196,16 @@ class JiyiStore(BaseStore):
 
     def __init__(self, memory: Memory | AsyncMemory, *, tenant_id: str | None = None) -> None:
         self.memory = memory
-        self.core: MemoryCore = memory.core
-        self.tenant_id: str = tenant_id or self.core.tenant_id
+        self.rt: Runtime = memory.runtime
+        self.tenant_id: str = tenant_id or self.rt.tenant_id
 
     # ------------------------------------------------------------ drivers
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        core = self.core
-        return run(self._batch(list(ops)), core.rt)
+        return run(self._batch(list(ops)), self.rt)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        core = self.core
-        return await arun(self._batch(list(ops)), core.rt)
+        return await arun(self._batch(list(ops)), self.rt)
 
     # ------------------------------------------------------------ the mapping, once
 
@@ -225,7 +227,9 @@ class JiyiStore(BaseStore):
 
     def _load(self, namespace: tuple[str, ...], key: str) -> Flow[MemoryItem | None]:
         try:
-            item = yield from self.core.get(item_id(self.tenant_id, namespace, key), tenant_id=self.tenant_id)
+            item = yield from items.get(
+                self.rt, item_id(self.tenant_id, namespace, key), tenant_id=self.tenant_id
+            )
         except NotFound:
             return None
         return item
@@ -247,8 +251,8 @@ class JiyiStore(BaseStore):
         old = yield from self._load(namespace, op.key)
         if op.value is None:
             if old is not None:
-                yield from self.core.delete(
-                    old.id, hard=True, reason="langgraph delete", tenant_id=self.tenant_id, actor=TAG
+                yield from items.delete(
+                    self.rt, old.id, hard=True, reason="langgraph delete", tenant_id=self.tenant_id, actor=TAG
                 )
             return None
         value = dict(op.value)
@@ -266,14 +270,14 @@ class JiyiStore(BaseStore):
                 "user_id": scope_id(namespace),
                 "memory_type": "fact",
             }
-            yield from self.core.import_items([record], tenant_id=self.tenant_id, actor=TAG)
+            yield from items.import_items(self.rt, [record], tenant_id=self.tenant_id, actor=TAG)
             return None
         changes = {k: v for k, v in fields.items() if k != "content"}
         changes["tags"] = tuple(changes["tags"])
         if old.status != Status.ACTIVE:
             changes["status"] = Status.ACTIVE
         if content != old.content:
-            checked = screen(content, old.confidence, self.core.gate)
+            checked = screen(content, old.confidence, self.rt.gate)
             if not (isinstance(checked, Screened) and checked.text == content):
                 # The gate would refuse or rewrite the text: overwrite verbatim instead.
                 record = {
@@ -281,13 +285,13 @@ class JiyiStore(BaseStore):
                     **fields,
                     "status": Status.ACTIVE.value,
                     "version": old.version + 1,
-                    "updated_at": self.core.now(),
+                    "updated_at": self.rt.now(),
                 }
-                yield from self.core.import_items([record], tenant_id=self.tenant_id, actor=TAG)
+                yield from items.import_items(self.rt, [record], tenant_id=self.tenant_id, actor=TAG)
                 return None
             changes["content"] = content
-        yield from self.core.update(
-            old.id, tenant_id=self.tenant_id, reason="langgraph put", actor=TAG, **changes
+        yield from items.update(
+            self.rt, old.id, tenant_id=self.tenant_id, reason="langgraph put", actor=TAG, **changes
         )
         return None
 
@@ -296,7 +300,8 @@ class JiyiStore(BaseStore):
         out: list[MemoryItem] = []
         cursor: str | None = None
         while True:
-            page = yield from self.core.list_page(
+            page = yield from items.list_page(
+                self.rt,
                 tenant_id=self.tenant_id,
                 tags=(namespace_tag(prefix),),
                 statuses=Status.ACTIVE,
@@ -330,7 +335,8 @@ class JiyiStore(BaseStore):
             scored: list[tuple[MemoryItem, float | None]] = []
             seen: set[str] = set()
             for ns in scopes:
-                hits = yield from self.core.search(
+                hits = yield from search_flows.search(
+                    self.rt,
                     op.query,
                     user_id=scope_id(ns),
                     tenant_id=self.tenant_id,

@@ -607,9 +607,9 @@ class JiyiCheckpointSaver(BaseCheckpointSaver[str]):
     ) -> None:
         super().__init__(serde=serde)
         if isinstance(target, Memory | AsyncMemory):
-            self.store: Store = target.core.store
-            tenant = tenant_id if tenant_id is not None else target.core.tenant_id
-            self._now: Callable[[], datetime] = target.core.now
+            self.store: Store = target.runtime.store
+            tenant = tenant_id if tenant_id is not None else target.runtime.tenant_id
+            self._now: Callable[[], datetime] = target.runtime.now
         elif isinstance(target, Store):
             self.store = target
             tenant = tenant_id if tenant_id is not None else DEFAULT_TENANT

@@ -31,6 +31,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from jiyi import items
+from jiyi import profile as profile_flows
 from jiyi.driver import arun, run
 from jiyi.effects import Flow
 from jiyi.errors import (
@@ -42,9 +44,13 @@ from jiyi.errors import (
     StoreError,
     StoreReadOnly,
 )
-from jiyi.memory import AsyncMemory, Memory, MemoryCore
+from jiyi.memory import AsyncMemory, Memory
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, scope_key
-from jiyi.session.flows import Context
+from jiyi.read import context as context_flows
+from jiyi.read import search as search_flows
+from jiyi.read.context import Context
+from jiyi.runtime import Runtime
+from jiyi.write import pipeline
 
 log = logging.getLogger("jiyi.tools")
 
@@ -429,7 +435,7 @@ class _ToolsBase:
                 "bind the tools to someone: give user_id, project_id, session_id or agent_id", field="user_id"
             )
         self.memory = memory
-        self.core: MemoryCore = memory.core
+        self.rt: Runtime = memory.runtime
         self.ids: dict[str, str] = bound
         self.tenant_id = tenant_id
         self.actor = actor
@@ -483,7 +489,8 @@ class _ToolsBase:
     # ------------------------------------------------------------ the tools (flows)
 
     def _save(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
-        result = yield from self.core.add(
+        result = yield from pipeline.add(
+            self.rt,
             args["content"],
             memory_type=args["memory_type"],
             scope=args.get("scope"),
@@ -515,7 +522,8 @@ class _ToolsBase:
     def _search(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
         scope = args.get("scope")
         ids = {f"{scope}_id": self.ids[f"{scope}_id"]} if scope else self.ids
-        hits = yield from self.core.search(
+        hits = yield from search_flows.search(
+            self.rt,
             args["query"],
             limit=args["k"],
             memory_types=args.get("memory_type"),
@@ -530,13 +538,14 @@ class _ToolsBase:
 
     def _delete(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
         memory_id: str = args["memory_id"]
-        item = yield from self.core.get(memory_id, tenant_id=self.tenant_id)
+        item = yield from items.get(self.rt, memory_id, tenant_id=self.tenant_id)
         if item.scope_key not in self._scope_keys:
             # Someone else's memory in the same tenant: as invisible as another tenant's.
             raise NotFound(f"no memory with id {memory_id!r}", item_id=memory_id)
         if not args["hard"] and item.status == Status.ARCHIVED:
             return {"status": "already_archived", "id": item.id}
-        yield from self.core.delete(
+        yield from items.delete(
+            self.rt,
             item.id,
             hard=args["hard"],
             tenant_id=self.tenant_id,
@@ -546,7 +555,8 @@ class _ToolsBase:
         return {"status": "purged" if args["hard"] else "archived", "id": item.id, "content": item.content}
 
     def _stats(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
-        stats = yield from self.core.stats(
+        stats = yield from items.stats(
+            self.rt,
             tenant_id=self.tenant_id,
             user_id=self.ids.get("user_id"),
             project_id=self.ids.get("project_id"),
@@ -563,9 +573,8 @@ class _ToolsBase:
         }
 
     def _context(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
-        # MemoryCore provides the session flows; mypy cannot match it to their protocol.
-        core: Any = self.core
-        ctx: Context = yield from core.context(
+        ctx: Context = yield from context_flows.context(
+            self.rt,
             args["query"],
             budget_tokens=args["budget_tokens"],
             max_items=args["max_items"],
@@ -584,12 +593,14 @@ class _ToolsBase:
         }
 
     def _profile(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
-        core: Any = self.core  # as in _context: the mixin's protocol is not matched by mypy
         scopes = [args["scope"]] if args.get("scope") else self._profile_scopes
         profiles = []
         for scope in scopes:
-            prof = yield from core.profile(
-                tenant_id=self.tenant_id, **{f"{scope}_id": self.ids[f"{scope}_id"]}
+            prof = yield from profile_flows.profile(
+                self.rt,
+                tenant_id=self.tenant_id,
+                user_id=self.ids["user_id"] if scope == "user" else None,
+                project_id=self.ids["project_id"] if scope == "project" else None,
             )
             profiles.append(prof.to_json_dict(non_empty=True))
         return {"profiles": profiles}
@@ -631,7 +642,7 @@ class MemoryTools(_ToolsBase):
     def call(self, name: str, arguments: str | Mapping[str, Any] | None = None) -> dict[str, Any]:
         try:
             flow = self._prepare(name, arguments)
-            return run(flow, self.core.rt)
+            return run(flow, self.rt)
         except Exception as exc:
             return _failure(name, exc)
 
@@ -667,6 +678,6 @@ class AsyncMemoryTools(_ToolsBase):
     async def call(self, name: str, arguments: str | Mapping[str, Any] | None = None) -> dict[str, Any]:
         try:
             flow = self._prepare(name, arguments)
-            return await arun(flow, self.core.rt)
+            return await arun(flow, self.rt)
         except Exception as exc:
             return _failure(name, exc)

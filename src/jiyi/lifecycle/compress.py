@@ -42,12 +42,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from jiyi.effects import Flow, call
+from jiyi.embed.cached import embed_documents
 from jiyi.errors import InvalidInput
+from jiyi.items import all_items, require
 from jiyi.lifecycle.clustering import agglomerate, cosine_matrix, near_duplicate_sets
 from jiyi.lifecycle.condense import CoreStatement, compression_flow, condense
 from jiyi.lifecycle.maintain import last_activity
@@ -62,6 +64,7 @@ from jiyi.model import (
     Visibility,
     new_id,
 )
+from jiyi.runtime import Runtime
 from jiyi.store.base import (
     CachePut,
     Change,
@@ -79,14 +82,12 @@ from jiyi.store.base import (
 from jiyi.text.pii import redact
 from jiyi.text.tokenize import index_text
 from jiyi.text.tokens import count_tokens
+from jiyi.validate import enum_tuple, scope_keys
 
 if TYPE_CHECKING:
-    from jiyi.config import GateConfig
-    from jiyi.embed.base import Embedder, Vectors
-    from jiyi.llm.base import ChatModel
+    pass
 
 __all__ = [
-    "CompressionFlows",
     "CompressionGroup",
     "CompressionPolicy",
     "CompressionReport",
@@ -597,22 +598,7 @@ def _build(
 # ---------------------------------------------------------------- the flows
 
 
-class _Core(Protocol):
-    tenant_id: str
-    embedder: Embedder
-    llm: ChatModel | None
-    gate: GateConfig
-
-    def now(self) -> datetime: ...
-
-    def _embed_documents(self, texts: Sequence[str]) -> Flow[tuple[Vectors, CachePut | None]]: ...
-
-    def _all_items(self, flt: Filter) -> Flow[list[MemoryItem]]: ...
-
-    def _require(self, item_id: str, tenant_id: str | None) -> Flow[MemoryItem]: ...
-
-
-def _tenant_and_actor(core: _Core, tenant_id: object, actor: object) -> str:
+def _tenant_and_actor(rt: Runtime, tenant_id: object, actor: object) -> str:
     if tenant_id is not None and (
         not isinstance(tenant_id, str) or not tenant_id.strip() or len(tenant_id) > MAX_ID_LENGTH
     ):
@@ -621,14 +607,14 @@ def _tenant_and_actor(core: _Core, tenant_id: object, actor: object) -> str:
         )
     if not isinstance(actor, str) or not actor.strip():
         raise InvalidInput("actor must be a non-empty string (kept in the history)", field="actor")
-    return tenant_id or core.tenant_id
+    return tenant_id or rt.tenant_id
 
 
 def _vectors(
-    core: _Core, tenant: str, items: Sequence[MemoryItem]
+    rt: Runtime, tenant: str, items: Sequence[MemoryItem]
 ) -> Flow[tuple[dict[str, Vector], CachePut | None]]:
     """Stored vectors of ``items``; those without one (another embedder) are embedded."""
-    model = core.embedder.model_id
+    model = rt.embedder.model_id
     found: dict[str, Vector] = {}
     ids = [i.id for i in items]
     for start in range(0, len(ids), _ID_BATCH):
@@ -636,207 +622,202 @@ def _vectors(
     missing = [i for i in items if i.id not in found]
     put: CachePut | None = None
     if missing:
-        vectors, put = yield from core._embed_documents([i.content for i in missing])
+        vectors, put = yield from embed_documents(rt, [i.content for i in missing])
         found.update({item.id: vectors[k] for k, item in enumerate(missing)})
     return found, put
 
 
-def _llm_cores(core: _Core, plan: _Plan, policy: CompressionPolicy) -> Flow[list[CoreStatement]]:
+def _llm_cores(rt: Runtime, plan: _Plan, policy: CompressionPolicy) -> Flow[list[CoreStatement]]:
     items = plan.items
     max_core = 1 if plan.kind == "duplicates" else policy.max_core
     cores = yield from compression_flow(
         [i.content for i in items],
         memory_type=items[0].memory_type,
         max_core=max_core,
-        max_length=core.gate.max_length,
+        max_length=rt.gate.max_length,
     )
-    if core.gate.redact_pii:
+    if rt.gate.redact_pii:
         cores = [CoreStatement(redact(c.content).text, c.sources) for c in cores]
     return cores
 
 
-class CompressionFlows:
-    """Compression flows, mixed into :class:`jiyi.memory.MemoryCore`."""
+def compress(
+    rt: Runtime,
+    /,
+    *,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    tenant_id: str | None = None,
+    memory_types: Iterable[MemoryType | str] | MemoryType | str | None = None,
+    older_than_days: float = 30.0,
+    max_access: int = 4,
+    min_group: int = 3,
+    max_core: int = 3,
+    duplicate_threshold: float = 0.85,
+    cluster_threshold: float = 0.4,
+    core_tokens: int = 80,
+    dry_run: bool = False,
+    actor: str = ACTOR,
+) -> Flow[CompressionReport]:
+    """Merge old, rarely used memories into a few core memories (seed 002).
 
-    def compress(
-        self: _Core,
-        /,
-        *,
-        user_id: str | None = None,
-        project_id: str | None = None,
-        session_id: str | None = None,
-        agent_id: str | None = None,
-        tenant_id: str | None = None,
-        memory_types: Iterable[MemoryType | str] | MemoryType | str | None = None,
-        older_than_days: float = 30.0,
-        max_access: int = 4,
-        min_group: int = 3,
-        max_core: int = 3,
-        duplicate_threshold: float = 0.85,
-        cluster_threshold: float = 0.4,
-        core_tokens: int = 80,
-        dry_run: bool = False,
-        actor: str = ACTOR,
-    ) -> Flow[CompressionReport]:
-        """Merge old, rarely used memories into a few core memories (seed 002).
+    Scope ids limit the pass to those scopes (none: every scope of the tenant).
+    Near-duplicates are merged into one memory; clusters of ``min_group`` or more
+    related memories of one scope and type become 1..``max_core`` core memories,
+    written by the configured LLM or, offline, by a deterministic merge. Originals
+    are archived and linked (``derived_from``); everything lands in one transaction,
+    audited. ``dry_run=True`` reports the groups and proposed texts and writes
+    nothing. Undo one compression with :meth:`uncompress`.
+    """
 
-        Scope ids limit the pass to those scopes (none: every scope of the tenant).
-        Near-duplicates are merged into one memory; clusters of ``min_group`` or more
-        related memories of one scope and type become 1..``max_core`` core memories,
-        written by the configured LLM or, offline, by a deterministic merge. Originals
-        are archived and linked (``derived_from``); everything lands in one transaction,
-        audited. ``dry_run=True`` reports the groups and proposed texts and writes
-        nothing. Undo one compression with :meth:`uncompress`.
-        """
-        from jiyi.memory import _enum_tuple, _scope_keys
+    policy = CompressionPolicy(
+        older_than_days=older_than_days,
+        max_access=max_access,
+        min_group=min_group,
+        max_core=max_core,
+        duplicate_threshold=duplicate_threshold,
+        cluster_threshold=cluster_threshold,
+        core_tokens=core_tokens,
+    )
+    if not isinstance(dry_run, bool):
+        raise InvalidInput(f"dry_run must be true or false, not {dry_run!r}", field="dry_run")
+    tenant = _tenant_and_actor(rt, tenant_id, actor)
+    now = rt.now()
+    flt = Filter(
+        tenant_id=tenant,
+        scope_keys=scope_keys(user_id, project_id, session_id, agent_id),
+        memory_types=enum_tuple(MemoryType, memory_types, "memory_type"),
+        statuses=(Status.ACTIVE,),
+        now=now,
+    )
+    items = yield from all_items(rt, flt)
+    groups, skipped, deferred = _select(items, now, policy)
+    candidates = [i for members in groups.values() for i in members]
+    vectors: dict[str, Vector] = {}
+    cache_put: CachePut | None = None
+    if candidates:
+        vectors, cache_put = yield from _vectors(rt, tenant, candidates)
 
-        policy = CompressionPolicy(
-            older_than_days=older_than_days,
-            max_access=max_access,
-            min_group=min_group,
-            max_core=max_core,
-            duplicate_threshold=duplicate_threshold,
-            cluster_threshold=cluster_threshold,
-            core_tokens=core_tokens,
-        )
-        if not isinstance(dry_run, bool):
-            raise InvalidInput(f"dry_run must be true or false, not {dry_run!r}", field="dry_run")
-        tenant = _tenant_and_actor(self, tenant_id, actor)
-        now = self.now()
-        flt = Filter(
-            tenant_id=tenant,
-            scope_keys=_scope_keys(user_id, project_id, session_id, agent_id),
-            memory_types=_enum_tuple(MemoryType, memory_types, "memory_type"),
-            statuses=(Status.ACTIVE,),
-            now=now,
-        )
-        items = yield from self._all_items(flt)
-        groups, skipped, deferred = _select(items, now, policy)
-        candidates = [i for members in groups.values() for i in members]
-        vectors: dict[str, Vector] = {}
-        cache_put: CachePut | None = None
-        if candidates:
-            vectors, cache_put = yield from _vectors(self, tenant, candidates)
+    method = "offline" if rt.llm is None else f"llm:{rt.llm.model_id}"
+    planned: list[tuple[_Plan, list[_Draft]]] = []
+    for members in groups.values():
+        for plan in _plan_group(members, [vectors[i.id] for i in members], policy):
+            if rt.llm is None:
+                drafts = _offline_drafts(plan, policy)
+            else:
+                drafts = _llm_drafts(plan, (yield from _llm_cores(rt, plan, policy)))
+            planned.append((plan, drafts))
 
-        method = "offline" if self.llm is None else f"llm:{self.llm.model_id}"
-        planned: list[tuple[_Plan, list[_Draft]]] = []
-        for members in groups.values():
-            for plan in _plan_group(members, [vectors[i.id] for i in members], policy):
-                if self.llm is None:
-                    drafts = _offline_drafts(plan, policy)
-                else:
-                    drafts = _llm_drafts(plan, (yield from _llm_cores(self, plan, policy)))
-                planned.append((plan, drafts))
-
-        report_groups, core_items, changes = _build(planned, method, now, actor, dry_run)
-        if not dry_run and core_items:
-            embedded, core_put = yield from self._embed_documents([c.content for c in core_items])
-            writes: list[Change] = [p for p in (cache_put, core_put) if p is not None]
-            for item, vector in zip(core_items, embedded, strict=True):
-                info = item.metadata[FROM_KEY]
-                reason = (
-                    f"core memory of {_plural(len(info['from']), 'memory')} not used for "
-                    f"{policy.older_than_days:g}+ days ({info['kind']}, {method})"
-                )
-                writes.append(
-                    Upsert(
-                        item,
-                        index_text(item.content),
-                        _event(HistoryAction.ADD, None, item, reason, now, actor),
-                        vector=vector,
-                        model_id=self.embedder.model_id,
-                    )
-                )
-            yield from call(Write(tuple(writes + changes)))
-        return CompressionReport(
-            dry_run=dry_run,
-            now=now,
-            scanned=len(items),
-            candidates=len(candidates),
-            groups=report_groups,
-            skipped=skipped,
-            deferred=deferred,
-        )
-
-    def uncompress(
-        self: _Core,
-        /,
-        core_id: str,
-        *,
-        tenant_id: str | None = None,
-        actor: str = ACTOR,
-    ) -> Flow[UncompressResult]:
-        """Undo the compression that made the core memory ``core_id``: its originals are
-        restored (active again) and every core memory of that compression is archived,
-        in one transaction, audited. Refused when a core memory was itself compressed
-        again (undo that one first) or the compression was already undone."""
-        tenant = _tenant_and_actor(self, tenant_id, actor)
-        core = yield from self._require(core_id, tenant)
-        info = core.metadata.get(FROM_KEY)
-        if not isinstance(info, dict) or not isinstance(info.get("id"), str):
-            raise InvalidInput(f"memory {core_id!r} is not a core memory made by compress", field="core_id")
-        group_id: str = info["id"]
-        if info.get("undone_at"):
-            raise InvalidInput(f"the compression that made {core_id!r} was already undone", field="core_id")
-        core_ids = [c for c in info.get("cores", [core_id]) if isinstance(c, str)] or [core_id]
-        cores = yield from call(GetItems(tenant, tuple(core_ids)))
-        for c in cores:
-            again = c.metadata.get(INTO_KEY)
-            if c.status == Status.ARCHIVED and isinstance(again, dict):
-                later = ", ".join(again.get("cores", [])) or "another core memory"
-                raise InvalidInput(
-                    f"core memory {c.id!r} was compressed again into {later}; undo that compression first",
-                    field="core_id",
-                )
-        source_ids: list[str] = []
-        for c in cores:
-            made = c.metadata.get(FROM_KEY)
-            sources = made.get("from", []) if isinstance(made, dict) else []
-            source_ids.extend(s for s in sources if isinstance(s, str) and s not in source_ids)
-        originals = yield from call(GetItems(tenant, tuple(source_ids)))
-        found = {i.id: i for i in originals}
-        now = self.now()
-        skipped: dict[str, str] = {
-            c: "core memory no longer exists" for c in core_ids if c not in {x.id for x in cores}
-        }
-        restored: list[MemoryItem] = []
-        changes: list[Change] = []
-        for sid in source_ids:
-            original = found.get(sid)
-            if original is None:
-                skipped[sid] = "original no longer exists"
-                continue
-            mark = original.metadata.get(INTO_KEY)
-            if original.status != Status.ARCHIVED or not isinstance(mark, dict) or mark.get("id") != group_id:
-                skipped[sid] = f"original is {original.status.value} and no longer held by this compression"
-                continue
-            back = original.evolve(
-                status=Status.ACTIVE,
-                metadata={k: v for k, v in original.metadata.items() if k != INTO_KEY},
-                version=original.version + 1,
-                updated_at=now,
+    report_groups, core_items, changes = _build(planned, method, now, actor, dry_run)
+    if not dry_run and core_items:
+        embedded, core_put = yield from embed_documents(rt, [c.content for c in core_items])
+        writes: list[Change] = [p for p in (cache_put, core_put) if p is not None]
+        for item, vector in zip(core_items, embedded, strict=True):
+            info = item.metadata[FROM_KEY]
+            reason = (
+                f"core memory of {_plural(len(info['from']), 'memory')} not used for "
+                f"{policy.older_than_days:g}+ days ({info['kind']}, {method})"
             )
-            reason = f"compression undone: restored from core memory {', '.join(mark.get('cores', []))}"
-            changes.append(
+            writes.append(
                 Upsert(
-                    back,
-                    index_text(back.content),
-                    _event(HistoryAction.RESTORE, original, back, reason, now, actor),
+                    item,
+                    index_text(item.content),
+                    _event(HistoryAction.ADD, None, item, reason, now, actor),
+                    vector=vector,
+                    model_id=rt.embedder.model_id,
                 )
             )
-            restored.append(back)
-        archived: list[MemoryItem] = []
-        for c in cores:
-            made = c.metadata.get(FROM_KEY)
-            mark = {**(made if isinstance(made, dict) else {"id": group_id}), "undone_at": now.isoformat()}
-            meta = {**c.metadata, FROM_KEY: mark}
-            gone = c.evolve(status=Status.ARCHIVED, metadata=meta, version=c.version + 1, updated_at=now)
-            reason = f"compression undone: {_plural(len(restored), 'original')} restored"
-            changes.append(
-                Upsert(
-                    gone, index_text(gone.content), _event(HistoryAction.ARCHIVE, c, gone, reason, now, actor)
-                )
+        yield from call(Write(tuple(writes + changes)))
+    return CompressionReport(
+        dry_run=dry_run,
+        now=now,
+        scanned=len(items),
+        candidates=len(candidates),
+        groups=report_groups,
+        skipped=skipped,
+        deferred=deferred,
+    )
+
+
+def uncompress(
+    rt: Runtime,
+    /,
+    core_id: str,
+    *,
+    tenant_id: str | None = None,
+    actor: str = ACTOR,
+) -> Flow[UncompressResult]:
+    """Undo the compression that made the core memory ``core_id``: its originals are
+    restored (active again) and every core memory of that compression is archived,
+    in one transaction, audited. Refused when a core memory was itself compressed
+    again (undo that one first) or the compression was already undone."""
+    tenant = _tenant_and_actor(rt, tenant_id, actor)
+    core = yield from require(rt, core_id, tenant)
+    info = core.metadata.get(FROM_KEY)
+    if not isinstance(info, dict) or not isinstance(info.get("id"), str):
+        raise InvalidInput(f"memory {core_id!r} is not a core memory made by compress", field="core_id")
+    group_id: str = info["id"]
+    if info.get("undone_at"):
+        raise InvalidInput(f"the compression that made {core_id!r} was already undone", field="core_id")
+    core_ids = [c for c in info.get("cores", [core_id]) if isinstance(c, str)] or [core_id]
+    cores = yield from call(GetItems(tenant, tuple(core_ids)))
+    for c in cores:
+        again = c.metadata.get(INTO_KEY)
+        if c.status == Status.ARCHIVED and isinstance(again, dict):
+            later = ", ".join(again.get("cores", [])) or "another core memory"
+            raise InvalidInput(
+                f"core memory {c.id!r} was compressed again into {later}; undo that compression first",
+                field="core_id",
             )
-            archived.append(gone)
-        yield from call(Write(tuple(changes)))
-        return UncompressResult(group_id, restored, archived, skipped)
+    source_ids: list[str] = []
+    for c in cores:
+        made = c.metadata.get(FROM_KEY)
+        sources = made.get("from", []) if isinstance(made, dict) else []
+        source_ids.extend(s for s in sources if isinstance(s, str) and s not in source_ids)
+    originals = yield from call(GetItems(tenant, tuple(source_ids)))
+    found = {i.id: i for i in originals}
+    now = rt.now()
+    skipped: dict[str, str] = {
+        c: "core memory no longer exists" for c in core_ids if c not in {x.id for x in cores}
+    }
+    restored: list[MemoryItem] = []
+    changes: list[Change] = []
+    for sid in source_ids:
+        original = found.get(sid)
+        if original is None:
+            skipped[sid] = "original no longer exists"
+            continue
+        mark = original.metadata.get(INTO_KEY)
+        if original.status != Status.ARCHIVED or not isinstance(mark, dict) or mark.get("id") != group_id:
+            skipped[sid] = f"original is {original.status.value} and no longer held by this compression"
+            continue
+        back = original.evolve(
+            status=Status.ACTIVE,
+            metadata={k: v for k, v in original.metadata.items() if k != INTO_KEY},
+            version=original.version + 1,
+            updated_at=now,
+        )
+        reason = f"compression undone: restored from core memory {', '.join(mark.get('cores', []))}"
+        changes.append(
+            Upsert(
+                back,
+                index_text(back.content),
+                _event(HistoryAction.RESTORE, original, back, reason, now, actor),
+            )
+        )
+        restored.append(back)
+    archived: list[MemoryItem] = []
+    for c in cores:
+        made = c.metadata.get(FROM_KEY)
+        mark = {**(made if isinstance(made, dict) else {"id": group_id}), "undone_at": now.isoformat()}
+        meta = {**c.metadata, FROM_KEY: mark}
+        gone = c.evolve(status=Status.ARCHIVED, metadata=meta, version=c.version + 1, updated_at=now)
+        reason = f"compression undone: {_plural(len(restored), 'original')} restored"
+        changes.append(
+            Upsert(gone, index_text(gone.content), _event(HistoryAction.ARCHIVE, c, gone, reason, now, actor))
+        )
+        archived.append(gone)
+    yield from call(Write(tuple(changes)))
+    return UncompressResult(group_id, restored, archived, skipped)

@@ -41,7 +41,7 @@ Session messages older than ``retention_days["messages"]`` (30) days are deleted
 
 The pass is a flow (see :mod:`jiyi.effects`), so sync and async drivers both run it::
 
-    report = run(maintain_flow(mem.core, now=mem.core.now()), mem.core.rt)
+    report = run(maintain_flow(mem.runtime, now=mem.runtime.now()), mem.runtime)
 """
 
 from __future__ import annotations
@@ -51,11 +51,12 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from jiyi.effects import Flow, call
 from jiyi.errors import InvalidInput
 from jiyi.model import MemoryItem, MemoryType, Status, as_utc
+from jiyi.runtime import Runtime
 from jiyi.session.model import Message
 from jiyi.store.base import (
     Change,
@@ -271,10 +272,6 @@ def decide_item(item: MemoryItem, now: datetime, policy: LifecyclePolicy) -> Dec
 # ---------------------------------------------------------------- the flow
 
 
-class _Core(Protocol):
-    tenant_id: str
-
-
 def _terms(item: MemoryItem) -> str:
     if EPISODE_TAG in item.tags and isinstance(item.structured, dict):
         topics = item.structured.get("key_topics") or []
@@ -316,8 +313,21 @@ def change_for(item: MemoryItem, decision: Decision, now: datetime) -> Change | 
     return Upsert(new, _terms(new), _event(HistoryAction.ARCHIVE, item, new, decision.reason, now))
 
 
+def maintain(
+    rt: Runtime,
+    /,
+    *,
+    policy: LifecyclePolicy | None = None,
+    dry_run: bool = False,
+    tenant_id: str | None = None,
+) -> Flow[MaintenanceReport]:
+    """Decay, expiry, retention: archive (or delete) what has faded, each change audited.
+    ``dry_run=True`` reports what would change and writes nothing."""
+    return (yield from maintain_flow(rt, now=rt.now(), policy=policy, dry_run=dry_run, tenant_id=tenant_id))
+
+
 def maintain_flow(
-    core: _Core,
+    rt: Runtime,
     *,
     now: datetime,
     policy: LifecyclePolicy | None = None,
@@ -337,7 +347,7 @@ def maintain_flow(
             f"batch_size must be an integer within 1..1000, got {batch_size!r}", field="batch_size"
         )
     now = as_utc(now)
-    tenant = tenant_id or core.tenant_id
+    tenant = rt.tenant(tenant_id)
     counts: Counter[str] = Counter(dict.fromkeys(ACTIONS, 0))
     changes: list[ItemChange] = []
 

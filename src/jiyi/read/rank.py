@@ -300,13 +300,14 @@ def score_candidates(
         contributions = final_score(cand.item, sim, cfg, now)
         breakdown = {**parts, **{f"contribution.{k}": v for k, v in contributions.items()}}
         scored.append(Scored(cand, sum(contributions.values()), sim, breakdown))
-    _replacements_first(scored)
+    replacements_first(scored)
     scored.sort(key=lambda s: -s.score)
     return scored
 
 
-def _replacements_first(scored: list[Scored]) -> None:
-    """An item that supersedes (or, newer, contradicts) another ranks above it."""
+def replacements_first(scored: list[Scored]) -> None:
+    """An item that supersedes (or, newer, contradicts) another ranks above it: the older
+    one's score drops just below, the drop shown as ``contribution.replaced``."""
     by_id = {s.candidate.item.id: s for s in scored}
     for s in scored:
         item = s.candidate.item
@@ -314,20 +315,21 @@ def _replacements_first(scored: list[Scored]) -> None:
             other = by_id.get(rel.target_id)
             if other is None:
                 continue
-            older: Scored | None = None
-            newer: Scored | None = None
             if rel.type == RelationType.SUPERSEDES:
                 newer, older = s, other
             elif rel.type == RelationType.SUPERSEDED_BY:
                 newer, older = other, s
             elif rel.type == RelationType.CONTRADICTS:
-                newer, older = (
-                    (s, other) if item.updated_at >= other.candidate.item.updated_at else (other, s)
-                )
-            if newer is not None and older is not None and older.score >= newer.score:
+                newer_first = item.updated_at >= other.candidate.item.updated_at
+                newer, older = (s, other) if newer_first else (other, s)
+            else:
+                continue
+            if older.score >= newer.score:
                 penalty = older.score - newer.score + 1e-6
                 older.score -= penalty
-                older.breakdown["contribution.replaced"] = -penalty
+                older.breakdown["contribution.replaced"] = (
+                    older.breakdown.get("contribution.replaced", 0.0) - penalty
+                )
 
 
 def mmr_select(

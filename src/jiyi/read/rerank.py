@@ -43,8 +43,7 @@ import numpy.typing as npt
 
 from jiyi.embed.base import Embedder, aembed, resolve_embedder
 from jiyi.errors import ConfigError, EmbedderError, InvalidInput
-from jiyi.model import RelationType
-from jiyi.read.rank import Scored
+from jiyi.read.rank import Scored, replacements_first
 
 Scores = npt.NDArray[np.float64]
 
@@ -403,38 +402,9 @@ def apply_rerank(
         breakdown["rerank.normalised"] = float(n)
         breakdown["rerank.similarity_before"] = old
         out.append(replace(s, score=s.score + delta, similarity=new, breakdown=breakdown))
-    _keep_replacements_above(out)
+    replacements_first(out)
     out.sort(key=lambda s: -s.score)
     return out + rest
-
-
-def _keep_replacements_above(scored: list[Scored]) -> None:
-    """As :func:`jiyi.read.rank.score_candidates` does: a replacement ranks above what it
-    replaced; any extra penalty is added to ``contribution.replaced``."""
-    by_id = {s.candidate.item.id: s for s in scored}
-    for s in scored:
-        item = s.candidate.item
-        for rel in item.relations:
-            other = by_id.get(rel.target_id)
-            if other is None:
-                continue
-            pair: tuple[Scored, Scored] | None = None
-            if rel.type == RelationType.SUPERSEDES:
-                pair = (s, other)
-            elif rel.type == RelationType.SUPERSEDED_BY:
-                pair = (other, s)
-            elif rel.type == RelationType.CONTRADICTS:
-                newer_first = item.updated_at >= other.candidate.item.updated_at
-                pair = (s, other) if newer_first else (other, s)
-            if pair is None:
-                continue
-            newer, older = pair
-            if older.score >= newer.score:
-                penalty = older.score - newer.score + 1e-6
-                older.score -= penalty
-                older.breakdown["contribution.replaced"] = (
-                    older.breakdown.get("contribution.replaced", 0.0) - penalty
-                )
 
 
 def rerank(

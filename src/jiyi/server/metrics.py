@@ -117,7 +117,7 @@ class _CacheCollector(Collector):
         stats = getattr(self._memory.store, "stats", None)  # RedisCachedStore.stats
         if stats is not None and isinstance(getattr(stats, "hits", None), int):
             yield "redis", stats.hits, stats.misses
-        lru = getattr(self._memory.core, "_query_cache", None)  # counted once it keeps counts
+        lru = getattr(self._memory.runtime, "query_cache", None)  # counted once it keeps counts
         if lru is not None and isinstance(getattr(lru, "hits", None), int):
             yield "query", lru.hits, lru.misses
 
@@ -137,7 +137,7 @@ class Metrics:
         self.memory = memory
         self.keys = keys
         self.registry = CollectorRegistry(auto_describe=True)
-        self._tenants: dict[str, None] = {memory.core.tenant_id: None}
+        self._tenants: dict[str, None] = {memory.runtime.tenant_id: None}
         r = self.registry
         self.memories = Gauge("jiyi_memories", "Memories by type (every status).", ["type"], registry=r)
         self.by_status = Gauge("jiyi_memories_by_status", "Memories by status.", ["status"], registry=r)

@@ -119,6 +119,11 @@ def rate_key(tenant_id: str, session_id: str) -> str:
     return f"extract:{tenant_id}:{session_id}"
 
 
+def reinforced_confidence(confidence: float, step: float) -> float:
+    """The one reinforce rule: a re-confirmed memory gains ``step`` confidence, capped at 1."""
+    return round(min(1.0, confidence + step), 6)
+
+
 def duplicate_decision(
     screened: Screened, best_id: str | None, best_cosine: float | None, cfg: GateConfig
 ) -> GateDecision:

@@ -55,6 +55,7 @@ from jiyi.llm.jsonfix import repair_json
 from jiyi.model import MemoryItem, MemoryType, Status
 from jiyi.text.tokenize import terms
 from jiyi.write.extract import Extracted
+from jiyi.write.gate import reinforced_confidence
 
 __all__ = [
     "RECONCILE_SYSTEM_PROMPT",
@@ -138,10 +139,6 @@ def _norm(value: Any) -> str:
         value = " ".join(str(v) for v in value)
     text = unicodedata.normalize("NFKC", str(value)).casefold()
     return _PUNCT_SPACE.sub("", text)
-
-
-def _reinforced(confidence: float, step: float) -> float:
-    return round(min(1.0, confidence + step), 6)
 
 
 def _item_key(item: MemoryItem) -> str | None:
@@ -438,7 +435,7 @@ def _by_key(candidate: Extracted, active: list[Existing], cfg: ReconcileConfig) 
     for e in same_slot:
         old_value = _item_value(e.item)
         if _same_value(value, candidate.content, old_value, e.item.content):
-            new_confidence = _reinforced(e.item.confidence, cfg.reinforce_step)
+            new_confidence = reinforced_confidence(e.item.confidence, cfg.reinforce_step)
             return Decision(
                 "reinforce",
                 e.item.id,
@@ -476,7 +473,7 @@ def _by_text(candidate: Extracted, active: list[Existing], cfg: ReconcileConfig)
     text = _norm(candidate.content)
     for e in active:
         if text and _norm(e.item.content) == text:
-            new_confidence = _reinforced(e.item.confidence, cfg.reinforce_step)
+            new_confidence = reinforced_confidence(e.item.confidence, cfg.reinforce_step)
             return Decision(
                 "reinforce",
                 e.item.id,
@@ -555,7 +552,7 @@ def _by_similarity(candidate: Extracted, active: list[Existing], cfg: ReconcileC
     if best.cosine >= cfg.duplicate_threshold:
         different = _different_facts(candidate, best.item)
         if different is None:
-            new_confidence = _reinforced(best.item.confidence, cfg.reinforce_step)
+            new_confidence = reinforced_confidence(best.item.confidence, cfg.reinforce_step)
             return Decision(
                 "reinforce",
                 best.item.id,
@@ -814,7 +811,7 @@ def _confidence(
     if action == "none":
         return None
     if action == "reinforce" and target is not None:
-        return _reinforced(target.item.confidence, cfg.reinforce_step)
+        return reinforced_confidence(target.item.confidence, cfg.reinforce_step)
     if action in ("update", "merge") and target is not None:
         base = target.item.confidence
         return max(base, candidate.confidence) if candidate is not None else base

@@ -1,0 +1,406 @@
+"""Memory items one by one and in bulk: get, list, history, stats, update, delete, reset,
+export and import, as flows over a :class:`~jiyi.runtime.Runtime`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from jiyi.effects import Flow, call
+from jiyi.embed.cached import embed_documents
+from jiyi.errors import InvalidInput, NotFound
+from jiyi.model import (
+    DECOMPOSITION,
+    FAILURE,
+    SKILL,
+    MemoryItem,
+    MemoryType,
+    Status,
+    invalid_from_pydantic,
+)
+from jiyi.runtime import Runtime
+from jiyi.store.base import (
+    Filter,
+    GetHistory,
+    GetItems,
+    GetStats,
+    HistoryAction,
+    HistoryEvent,
+    ListItems,
+    Page,
+    Purge,
+    StoreStats,
+    Upsert,
+    Viewer,
+    Write,
+    history_event,
+)
+from jiyi.text.tokenize import index_text
+from jiyi.validate import MAX_LIMIT, check_limit, check_text, enum_tuple, infer_scope, scope_keys
+from jiyi.write.gate import GateDecision, screen
+
+IMPORT_BATCH = 256
+SELF_DESCRIBED = frozenset({SKILL, FAILURE, DECOMPOSITION})
+"""``structured["kind"]`` of procedural records: their structure is the record itself (the
+workflow, counts), not something read off the text, so a wording change keeps it."""
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    imported: int
+    embedded: int
+
+
+def last_snapshot(events: Sequence[HistoryEvent]) -> MemoryItem | None:
+    """The item as the newest readable snapshot of its history shows it (None if none is)."""
+    for event in reversed(events):
+        snapshot = event.after or event.before
+        if snapshot is not None:
+            try:
+                return MemoryItem.model_validate(snapshot)
+            except ValidationError:
+                continue
+    return None
+
+
+def change_event(
+    rt: Runtime,
+    action: HistoryAction,
+    before: MemoryItem | None,
+    after: MemoryItem | None,
+    reason: str,
+    actor: str | None,
+) -> HistoryEvent:
+    return history_event(action, before, after, reason=reason, at=rt.now(), actor=actor)
+
+
+def require(
+    rt: Runtime, item_id: str, tenant_id: str | None, viewer: Viewer | None = None
+) -> Flow[MemoryItem]:
+    check_text(item_id, "id")
+    found = yield from call(GetItems(tenant_id or rt.tenant_id, (item_id,)))
+    # An item the viewer may not see answers exactly like one that does not exist.
+    if not found or (viewer is not None and not viewer.sees(found[0])):
+        raise NotFound(f"no memory with id {item_id!r}", item_id=item_id)
+    return found[0]
+
+
+def all_items(rt: Runtime, flt: Filter) -> Flow[list[MemoryItem]]:
+    """Every item the filter matches, following the cursor page by page."""
+    items: list[MemoryItem] = []
+    cursor: str | None = None
+    while True:
+        page = yield from call(ListItems(flt, limit=MAX_LIMIT, cursor=cursor))
+        items.extend(page.items)
+        if page.next_cursor is None:
+            return items
+        cursor = page.next_cursor
+
+
+def get(
+    rt: Runtime, item_id: str, *, tenant_id: str | None = None, viewer: Viewer | None = None
+) -> Flow[MemoryItem]:
+    """One memory by id; :class:`~jiyi.errors.NotFound` if this tenant has none (or
+    none that ``viewer`` may see)."""
+    return (yield from require(rt, item_id, tenant_id, viewer))
+
+
+def list_page(
+    rt: Runtime,
+    /,
+    *,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    tenant_id: str | None = None,
+    memory_types: Iterable[MemoryType | str] | MemoryType | str | None = None,
+    statuses: Iterable[Status | str] | Status | str | None = None,
+    tags: Sequence[str] = (),
+    include_expired: bool = True,
+    limit: int = 50,
+    cursor: str | None = None,
+    newest_first: bool = False,
+    viewer: Viewer | None = None,
+) -> Flow[Page]:
+    """Memories in creation order, ``limit`` at a time; pass ``page.next_cursor`` to go on.
+
+    Without scope ids, every scope of the tenant is listed. All statuses unless given.
+    ``viewer`` hides project memories it may not see.
+    """
+    check_limit(limit)
+    flt = Filter(
+        tenant_id=tenant_id or rt.tenant_id,
+        scope_keys=scope_keys(user_id, project_id, session_id, agent_id),
+        memory_types=enum_tuple(MemoryType, memory_types, "memory_type"),
+        statuses=enum_tuple(Status, statuses, "status"),
+        tags=tuple(tags),
+        include_expired=include_expired,
+        now=rt.now(),
+        viewer=viewer,
+    )
+    return (yield from call(ListItems(flt, limit=limit, cursor=cursor, descending=newest_first)))
+
+
+def history(
+    rt: Runtime, /, item_id: str, *, tenant_id: str | None = None, viewer: Viewer | None = None
+) -> Flow[list[HistoryEvent]]:
+    """Every recorded change of one memory, oldest first (kept after a hard delete).
+
+    With a ``viewer``, the whole history is shown when the item as it is now (after a
+    hard delete: as it last was) is visible to it, else :class:`NotFound`."""
+    check_text(item_id, "id")
+    tenant = tenant_id or rt.tenant_id
+    events = yield from call(GetHistory(tenant, item_id))
+    if events and viewer is not None and not viewer.sees_all:
+        current = yield from call(GetItems(tenant, (item_id,)))
+        latest = current[0] if current else last_snapshot(events)
+        if latest is None or not viewer.sees(latest):
+            events = []
+    if not events:
+        raise NotFound(f"no memory with id {item_id!r}", item_id=item_id)
+    return events
+
+
+def stats(
+    rt: Runtime,
+    /,
+    *,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    tenant_id: str | None = None,
+    viewer: Viewer | None = None,
+) -> Flow[StoreStats]:
+    """Counts by type, scope and status, with average confidence and importance
+    (of the memories ``viewer`` may see, when given)."""
+    flt = Filter(
+        tenant_id=tenant_id or rt.tenant_id,
+        scope_keys=scope_keys(user_id, project_id, session_id, agent_id),
+        statuses=(),
+        include_expired=True,
+        viewer=viewer,
+    )
+    return (yield from call(GetStats(flt)))
+
+
+def update(
+    rt: Runtime,
+    /,
+    item_id: str,
+    *,
+    tenant_id: str | None = None,
+    reason: str = "",
+    actor: str | None = None,
+    viewer: Viewer | None = None,
+    **changes: Any,
+) -> Flow[MemoryItem]:
+    """Change fields of a memory; the version goes up and the old one stays in history.
+
+    Changing ``content`` re-embeds and re-indexes the item. ``id``, ``tenant_id``,
+    ``created_at`` and ``version`` cannot be changed. An item ``viewer`` may not see
+    is :class:`NotFound`.
+    """
+    frozen = {"id", "tenant_id", "created_at", "version"} & changes.keys()
+    if frozen:
+        raise InvalidInput(f"cannot change {', '.join(sorted(frozen))}", field=sorted(frozen)[0])
+    unknown = set(changes) - set(MemoryItem.model_fields)
+    if unknown:
+        raise InvalidInput(f"unknown field(s): {', '.join(sorted(unknown))}", field=sorted(unknown)[0])
+    if not changes:
+        raise InvalidInput("nothing to update: pass at least one field to change")
+    old = yield from require(rt, item_id, tenant_id, viewer)
+    if "content" in changes:
+        content = check_text(changes["content"], "content")
+        checked = screen(content, changes.get("confidence", old.confidence), rt.gate)
+        if isinstance(checked, GateDecision):
+            raise InvalidInput(f"content refused: {'; '.join(checked.reasons)}", field="content")
+        changes["content"] = checked.text
+    reworded = "structured" not in changes and changes.get("content", old.content) != old.content
+    if reworded and old.structured and old.structured.get("kind") in SELF_DESCRIBED:
+        # A learning's text is its record written out (learnings.md grammar): read the
+        # new text back into the record suggest() uses, or refuse it with the reason.
+        from jiyi.files.learnings import parse_learning
+
+        parsed = parse_learning(old, changes["content"], redact_pii=rt.gate.redact_pii)
+        changes["content"], changes["structured"] = parsed.content, parsed.structured
+        if parsed.importance is not None and "importance" not in changes:
+            changes["importance"] = parsed.importance
+    elif reworded and old.structured:
+        # What was extracted from the old wording no longer describes the new one (a
+        # profile would keep reading 前端 after a person wrote 后端).
+        changes["structured"] = None
+    new = old.evolve(**changes, version=old.version + 1, updated_at=rt.now())
+    vector, cache_put = None, None
+    if new.content != old.content:
+        vectors, cache_put = yield from embed_documents(rt, [new.content])
+        vector = vectors[0]
+    action = (
+        HistoryAction.ARCHIVE
+        if new.status == Status.ARCHIVED and old.status != Status.ARCHIVED
+        else (
+            HistoryAction.RESTORE
+            if old.status != Status.ACTIVE and new.status == Status.ACTIVE
+            else HistoryAction.UPDATE
+        )
+    )
+    upsert = Upsert(
+        new,
+        index_text(new.content),
+        change_event(rt, action, old, new, reason or f"updated {', '.join(sorted(changes))}", actor),
+        vector=vector,
+        model_id=rt.embedder.model_id if vector is not None else None,
+    )
+    yield from call(Write((cache_put, upsert) if cache_put else (upsert,)))
+    return new
+
+
+def delete(
+    rt: Runtime,
+    item_id: str,
+    *,
+    hard: bool = False,
+    reason: str = "",
+    tenant_id: str | None = None,
+    actor: str | None = None,
+    viewer: Viewer | None = None,
+) -> Flow[MemoryItem]:
+    """Soft delete archives the memory (reversible with ``update(status="active")``);
+    ``hard=True`` purges it. Both are recorded in the history. Returns the item as it was.
+    An item ``viewer`` may not see is :class:`NotFound`."""
+    old = yield from require(rt, item_id, tenant_id, viewer)
+    if hard:
+        event = change_event(rt, HistoryAction.PURGE, old, None, reason or "purged on request", actor)
+        yield from call(Write((Purge(old.tenant_id, old.id, event),)))
+        return old
+    if old.status == Status.ARCHIVED:
+        return old
+    new = old.evolve(status=Status.ARCHIVED, version=old.version + 1, updated_at=rt.now())
+    event = change_event(rt, HistoryAction.ARCHIVE, old, new, reason or "archived on request", actor)
+    yield from call(Write((Upsert(new, index_text(new.content), event),)))
+    return new
+
+
+def reset(
+    rt: Runtime,
+    /,
+    *,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    tenant_id: str | None = None,
+    actor: str | None = None,
+) -> Flow[int]:
+    """Purge every memory in the given scopes (at least one is required). Audited."""
+    keys = scope_keys(user_id, project_id, session_id, agent_id)
+    if not keys:
+        raise InvalidInput("reset needs at least one scope id; it never wipes a whole tenant by accident")
+    flt = Filter(tenant_id=tenant_id or rt.tenant_id, scope_keys=keys, statuses=(), include_expired=True)
+    reason = f"scoped reset of {', '.join(keys)}"
+    items = yield from all_items(rt, flt)
+    purges = [
+        Purge(item.tenant_id, item.id, change_event(rt, HistoryAction.RESET, item, None, reason, actor))
+        for item in items
+    ]
+    if purges:
+        yield from call(Write(tuple(purges)))
+    return len(purges)
+
+
+def export(
+    rt: Runtime,
+    /,
+    *,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    tenant_id: str | None = None,
+    viewer: Viewer | None = None,
+) -> Flow[list[dict[str, Any]]]:
+    """Every memory (all statuses) as JSON-ready dicts with every field (only those
+    ``viewer`` may see, when given)."""
+    flt = Filter(
+        tenant_id=tenant_id or rt.tenant_id,
+        scope_keys=scope_keys(user_id, project_id, session_id, agent_id),
+        statuses=(),
+        include_expired=True,
+        viewer=viewer,
+    )
+    items = yield from all_items(rt, flt)
+    return [item.to_json_dict() for item in items]
+
+
+def import_items(
+    rt: Runtime,
+    /,
+    records: Iterable[Mapping[str, Any]],
+    *,
+    tenant_id: str | None = None,
+    actor: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Flow[ImportResult]:
+    """Load memories as they are (no gate: this restores, it does not extract).
+
+    Every record is validated before anything is written, and everything is written
+    in one transaction: a bad record or a failure leaves the store unchanged.
+    Records need ``content``, ``memory_type`` and a scope id (``user_id`` ...);
+    the other fields are optional and kept when present (an export round-trips).
+    ``progress(done, total)`` is called as embedding proceeds.
+    """
+    items: list[MemoryItem] = []
+    now = rt.now()
+    for number, record in enumerate(records, start=1):
+        if not isinstance(record, Mapping):
+            raise InvalidInput(f"record {number}: expected an object, got {type(record).__name__}")
+        data = dict(record)
+        # An explicit tenant wins over what the records say (imports cross tenants safely).
+        if tenant_id is not None:
+            data["tenant_id"] = tenant_id
+        else:
+            data.setdefault("tenant_id", rt.tenant_id)
+        data.setdefault("created_at", now)
+        data.setdefault("updated_at", data["created_at"])
+        if "scope" not in data:
+            try:
+                data["scope"] = infer_scope(
+                    None,
+                    data.get("user_id"),
+                    data.get("project_id"),
+                    data.get("session_id"),
+                    data.get("agent_id"),
+                )
+            except InvalidInput as exc:
+                raise InvalidInput(f"record {number}: {exc}", field=exc.field) from None
+        try:
+            items.append(MemoryItem.model_validate(data))
+        except ValidationError as exc:
+            err = invalid_from_pydantic(exc)
+            raise InvalidInput(f"record {number}: {err}", field=err.field) from None
+    ids = [i.id for i in items]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise InvalidInput(f"id {dup!r} appears more than once in the import", field="id")
+    changes: list[Any] = []
+    embedded = 0
+    for start in range(0, len(items), IMPORT_BATCH):
+        batch = items[start : start + IMPORT_BATCH]
+        vectors, cache_put = yield from embed_documents(rt, [i.content for i in batch])
+        embedded += len(batch)
+        if cache_put:
+            changes.append(cache_put)
+        for item, vector in zip(batch, vectors, strict=True):
+            event = change_event(rt, HistoryAction.IMPORT, None, item, "imported", actor)
+            changes.append(
+                Upsert(item, index_text(item.content), event, vector=vector, model_id=rt.embedder.model_id)
+            )
+        if progress:
+            progress(embedded, len(items))
+    if changes:
+        yield from call(Write(tuple(changes)))
+    return ImportResult(imported=len(items), embedded=embedded)

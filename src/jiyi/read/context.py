@@ -1,0 +1,232 @@
+"""Hierarchical context (seed 004): recent turns + related memories + session summaries.
+
+:func:`context` assembles it in named steps: the profile section, recent turns, related
+memories, past-session summaries; then de-duplication, the cap on entries and the token
+budget; then the prompt text (seed 002's layout, :func:`format_context`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from jiyi.effects import Flow, call
+from jiyi.errors import InvalidInput
+from jiyi.model import MemoryItem, MemoryType
+from jiyi.profile import profile_prompt
+from jiyi.read.search import search
+from jiyi.runtime import Runtime
+from jiyi.session.flows import is_summary
+from jiyi.session.model import Message
+from jiyi.store.base import GetMessages, Viewer
+from jiyi.text.tokens import count_tokens
+
+ContextSource = Literal["recent", "semantic", "summary"]
+
+
+@dataclass(frozen=True)
+class ContextEntry:
+    source: ContextSource
+    text: str
+    tokens: int
+    item: MemoryItem | None = None
+    message: Message | None = None
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class Context:
+    """What :func:`context` assembled: entries by source, and the prompt text."""
+
+    entries: list[ContextEntry]
+    text: str
+    tokens: int
+    dropped: int = 0
+    profile: str | None = None
+    by_source: dict[str, int] = field(default_factory=dict)
+
+
+_TYPE_HEADINGS: list[tuple[MemoryType, str]] = [
+    (MemoryType.PREFERENCE, "User Preferences"),
+    (MemoryType.FACT, "Known Facts"),
+    (MemoryType.SKILL, "Skills"),
+    (MemoryType.HABIT, "Habits"),
+    (MemoryType.CONSTRAINT, "Constraints"),
+    (MemoryType.DECISION, "Decisions"),
+    (MemoryType.CONTEXT, "Project Context"),
+    (MemoryType.EVENT, "Events"),
+    (MemoryType.PATTERN, "Patterns"),
+]
+
+
+class _Fresh:
+    """Texts already taken (whitespace and case folded), so nothing appears twice."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+
+    def __call__(self, text: str) -> bool:
+        key = " ".join(text.split()).lower()
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
+
+
+def context(
+    rt: Runtime,
+    /,
+    query: str,
+    *,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    tenant_id: str | None = None,
+    budget_tokens: int = 1500,
+    max_items: int = 10,
+    recent: int = 5,
+    semantic: int = 5,
+    summaries: int = 2,
+    profile: str | None = None,
+    viewer: Viewer | None = None,
+    include_profile: bool = True,
+) -> Flow[Context]:
+    """Recent turns + related memories + session summaries, each tagged with its
+    source, de-duplicated, capped at ``max_items``, fitted to ``budget_tokens`` and
+    formatted as a prompt section grouped by memory type. ``viewer`` hides project
+    memories it may not see.
+
+    Unless ``profile`` text is given or ``include_profile=False``, the user's and the
+    project's profiles (:func:`jiyi.profile.profile`) lead the section, taking at most
+    half of ``budget_tokens``."""
+    if not isinstance(budget_tokens, int) or budget_tokens < 1:
+        raise InvalidInput("budget_tokens must be a positive integer", field="budget_tokens")
+    if not isinstance(include_profile, bool):
+        raise InvalidInput("include_profile must be true or false", field="include_profile")
+    tenant = rt.tenant(tenant_id)
+    if profile is None and include_profile and (user_id is not None or project_id is not None):
+        profile = (
+            yield from profile_prompt(
+                rt,
+                user_id=user_id,
+                project_id=project_id,
+                tenant_id=tenant,
+                max_tokens=budget_tokens // 2,
+                viewer=viewer,
+            )
+        ) or None
+    scopes: dict[str, Any] = {
+        "user_id": user_id,
+        "project_id": project_id,
+        "session_id": session_id,
+        "agent_id": agent_id,
+        "tenant_id": tenant,
+        "viewer": viewer,
+    }
+    fresh = _Fresh()
+    entries: list[ContextEntry] = []
+    if session_id is not None and recent > 0:
+        entries += yield from _recent_turns(tenant, session_id, recent, fresh)
+    if semantic > 0:
+        entries += yield from _related_memories(rt, query, semantic, summaries, scopes, fresh)
+    if summaries > 0:
+        entries += yield from _past_sessions(rt, query, summaries, scopes, fresh)
+    kept = _fit(entries, max_items, budget_tokens - (count_tokens(profile) if profile else 0))
+    text = format_context(kept, profile)
+    by_source: dict[str, int] = {}
+    for e in kept:
+        by_source[e.source] = by_source.get(e.source, 0) + 1
+    return Context(kept, text, count_tokens(text), len(entries) - len(kept), profile, by_source)
+
+
+def _recent_turns(
+    tenant: str, session_id: str, recent: int, fresh: Callable[[str], bool]
+) -> Flow[list[ContextEntry]]:
+    msgs = yield from call(GetMessages(tenant, session_id, last=recent))
+    return [
+        ContextEntry("recent", f"{m.role}: {m.content}", m.token_count, message=m)
+        for m in msgs
+        if m.role != "system" and fresh(m.content)
+    ]
+
+
+def _related_memories(
+    rt: Runtime,
+    query: str,
+    semantic: int,
+    summaries: int,
+    scopes: dict[str, Any],
+    fresh: Callable[[str], bool],
+) -> Flow[list[ContextEntry]]:
+    # Episodes are searched separately; ask for enough to fill ``semantic`` without them.
+    hits = yield from search(rt, query, limit=semantic + max(summaries, 5), **scopes)
+    # The stored profile item is shown as the profile section, not as a memory.
+    hits = [h for h in hits if not {"episode", "profile"} & set(h.item.tags)][:semantic]
+    return [
+        ContextEntry("semantic", h.item.content, count_tokens(h.item.content), item=h.item, score=h.score)
+        for h in hits
+        if fresh(h.item.content)
+    ]
+
+
+def _past_sessions(
+    rt: Runtime, query: str, summaries: int, scopes: dict[str, Any], fresh: Callable[[str], bool]
+) -> Flow[list[ContextEntry]]:
+    hits = yield from search(rt, query, limit=summaries, tags=["episode"], **scopes)
+    entries = [
+        ContextEntry("summary", h.item.content, count_tokens(h.item.content), item=h.item, score=h.score)
+        for h in hits
+        if fresh(h.item.content)
+    ]
+    session_id = scopes["session_id"]
+    if session_id is not None:
+        msgs = yield from call(GetMessages(scopes["tenant_id"], session_id))
+        entries += [
+            ContextEntry("summary", m.content, m.token_count, message=m)
+            for m in msgs
+            if is_summary(m) and fresh(m.content)
+        ]
+    return entries
+
+
+def _fit(entries: list[ContextEntry], max_items: int, budget: int) -> list[ContextEntry]:
+    """Priority when space runs out: recent turns, then memories by score, then summaries."""
+    kept: list[ContextEntry] = []
+    for entry in entries:
+        if len(kept) >= max_items or entry.tokens > budget:
+            continue
+        kept.append(entry)
+        budget -= entry.tokens
+    return kept
+
+
+def format_context(entries: Sequence[ContextEntry], profile: str | None = None) -> str:
+    """Seed 002's layout: memories grouped by type, then past sessions, then recent turns."""
+    sections: list[str] = []
+    if profile:
+        sections.append("## Profile\n" + profile.strip())
+    memories = [e for e in entries if e.source == "semantic" and e.item is not None]
+    for kind, heading in _TYPE_HEADINGS:
+        lines = [f"- {_dated(e.item)}" for e in memories if e.item is not None and e.item.memory_type == kind]
+        if lines:
+            sections.append(f"## {heading}\n" + "\n".join(lines))
+    past = [e for e in entries if e.source == "summary"]
+    if past:
+        sections.append(
+            "## Past Sessions\n" + "\n".join(f"- {_dated(e.item) if e.item else e.text}" for e in past)
+        )
+    recent = [e for e in entries if e.source == "recent"]
+    if recent:
+        sections.append("## Recent Conversation\n" + "\n".join(f"- {e.text}" for e in recent))
+    if not sections:
+        return ""
+    return "# USER MEMORY\n\n" + "\n\n".join(sections)
+
+
+def _dated(item: MemoryItem | None) -> str:
+    if item is None:
+        return ""
+    when = item.occurred_at
+    return f"[{when.date().isoformat()}] {item.content}" if when else item.content

@@ -1,0 +1,254 @@
+"""Search: candidates from every index, scored, cut, reranked and diversified."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from functools import cached_property
+
+import numpy as np
+
+from jiyi.effects import Flow, call, rerank_scores
+from jiyi.embed.cached import query_vector
+from jiyi.errors import InvalidInput, StoreReadOnly
+from jiyi.model import (
+    MemoryItem,
+    MemoryType,
+    RelationType,
+    Status,
+)
+from jiyi.read.rank import Scored, SearchHit, mmr_select, relevances, score_candidates
+from jiyi.read.rerank import apply_rerank, rerank_texts
+from jiyi.runtime import Runtime
+from jiyi.store.base import (
+    Candidate,
+    Filter,
+    GetItems,
+    Retrieve,
+    Touch,
+    Viewer,
+    Write,
+)
+from jiyi.text.timeparse import TimeWindows, time_windows, without_spans
+from jiyi.text.tokenize import query_terms
+from jiyi.validate import check_limit, check_text, enum_tuple, scope_keys
+
+
+def search(
+    rt: Runtime,
+    /,
+    query: str,
+    *,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    tenant_id: str | None = None,
+    memory_types: Iterable[MemoryType | str] | MemoryType | str | None = None,
+    statuses: Iterable[Status | str] | Status | str | None = None,
+    tags: Sequence[str] = (),
+    occurred_after: datetime | None = None,
+    occurred_before: datetime | None = None,
+    limit: int = 10,
+    threshold: float | None = None,
+    min_relevance: float | None = None,
+    include_expired: bool = False,
+    explain: bool = False,
+    touch: bool = True,
+    viewer: Viewer | None = None,
+) -> Flow[list[SearchHit]]:
+    """Search one or several scopes (give any of the ids) by meaning and by words.
+
+    Results are ranked by the configured formula (seed 000 by default) and
+    diversified with MMR. ``threshold`` drops results whose similarity is below it.
+    ``min_relevance`` (0..1; 0.5 recommended, see docs/benchmarks.md) drops results
+    whose ``relevance`` is below it, so a question nothing answers can return an
+    empty list; None (default) keeps them all. ``relevance`` (see
+    :func:`jiyi.read.rank.relevances`) is set on each hit when ``min_relevance`` is
+    given or ``explain=True``; it never changes the order.
+    ``explain=True`` adds a ``why`` line per signal to each hit's breakdown.
+    Retrieval updates ``last_used_at`` and ``access_count`` unless ``touch=False``.
+    ``viewer`` hides project memories it may not see (see :class:`Viewer`).
+    """
+    check_text(query, "query")
+    check_limit(limit)
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise InvalidInput(f"threshold must be within 0..1, got {threshold!r}", field="threshold")
+    if min_relevance is not None and (
+        isinstance(min_relevance, bool)
+        or not isinstance(min_relevance, int | float)
+        or not 0.0 <= min_relevance <= 1.0
+    ):
+        raise InvalidInput(
+            f"min_relevance must be a number within 0..1 (or None for no cut), got {min_relevance!r}",
+            field="min_relevance",
+        )
+    keys = scope_keys(user_id, project_id, session_id, agent_id)
+    if not keys:
+        raise InvalidInput("give at least one scope to search: user_id, project_id, session_id or agent_id")
+    now = rt.now()
+    wanted = enum_tuple(Status, statuses, "status") or (Status.ACTIVE,)
+    flt = Filter(
+        tenant_id=rt.tenant(tenant_id),
+        scope_keys=keys,
+        memory_types=enum_tuple(MemoryType, memory_types, "memory_type"),
+        # Superseded items are looked at too, so their replacements can be found
+        # through the old wording; they are shown only when asked for.
+        statuses=tuple(dict.fromkeys((*wanted, Status.SUPERSEDED))),
+        tags=tuple(tags),
+        include_expired=include_expired,
+        now=now,
+        occurred_after=occurred_after,
+        occurred_before=occurred_before,
+        viewer=viewer,
+    )
+    query_ = _Query(query, time_windows(query, now))
+    candidates = yield from _candidates(rt, query_, flt, wanted, limit)
+    scored = score_candidates(candidates, rt.rank, now, query_.in_window)
+    floor = rt.rank.threshold if threshold is None else threshold
+    rel = _Relevance.of(scored, query_) if min_relevance is not None or explain else None
+    scored = [
+        s
+        for s in scored
+        if (floor is None or s.similarity >= floor)
+        and (rel is None or min_relevance is None or rel.of_id(s.candidate.item.id) >= min_relevance)
+    ]
+    if rt.reranker is not None and scored:
+        top = max(rt.rerank_top, limit)
+        scores = yield from rerank_scores(query, rerank_texts(scored, top))
+        scored = apply_rerank(scored, scores, rt.rerank_weight, top)
+    hits = [
+        SearchHit(s.candidate.item, s.score, s.similarity, s.breakdown) for s in _diverse(scored, rt, limit)
+    ]
+    if rel is not None:
+        hits = rel.annotate(hits)
+    if explain:
+        for hit in hits:
+            hit.breakdown["threshold"] = floor if floor is not None else 0.0
+            hit.breakdown["min_relevance"] = min_relevance if min_relevance is not None else 0.0
+            hit.breakdown["query.time_windows"] = float(
+                len(query_.windows.ranges) + len(query_.windows.months)
+            )
+    if touch and hits:
+        # Searching a read-only store is fine; usage stats just are not kept.
+        with contextlib.suppress(StoreReadOnly):
+            yield from call(Write((Touch(flt.tenant_id, tuple(h.item.id for h in hits), now),)))
+    return hits
+
+
+@dataclass(frozen=True)
+class _Query:
+    """The query text, the time windows it names, and its keyword terms."""
+
+    text: str
+    windows: TimeWindows
+
+    @cached_property
+    def terms(self) -> tuple[str, ...]:
+        return query_terms(without_spans(self.text, self.windows.spans))
+
+    def in_window(self, item: MemoryItem) -> bool:
+        return self.windows.contains(item.occurred_at)
+
+
+def _candidates(
+    rt: Runtime, query: _Query, flt: Filter, wanted: tuple[Status, ...], limit: int
+) -> Flow[list[Candidate]]:
+    """Vector, keyword and time-window evidence with thread neighbours; superseded items
+    lend their evidence to what replaced them."""
+    cfg = rt.rank
+    qvec = yield from query_vector(rt, query.text)
+    pool = max(cfg.min_pool, cfg.pool_factor * limit)
+    retrieve = Retrieve(
+        flt,
+        rt.embedder.model_id,
+        qvec,
+        query.terms,
+        vector_k=pool,
+        keyword_k=pool,
+        neighbours=cfg.neighbours,
+        time_ranges=query.windows.ranges,
+        time_months=query.windows.months,
+    )
+    candidates = yield from call(retrieve)
+    return (yield from follow_replacements(rt, candidates, flt, wanted))
+
+
+@dataclass(frozen=True)
+class _Relevance:
+    """Per-candidate relevance columns (see :func:`jiyi.read.rank.relevances`), worked out
+    over the whole pool before any cut: IDF and neighbours come from it."""
+
+    columns: dict[str, np.ndarray]
+    rows: dict[str, int]
+
+    @classmethod
+    def of(cls, scored: list[Scored], query: _Query) -> _Relevance:
+        in_window = query.in_window if query.windows else None
+        columns = relevances([s.candidate for s in scored], query.terms, in_window)
+        return cls(columns, {s.candidate.item.id: i for i, s in enumerate(scored)})
+
+    def of_id(self, item_id: str) -> float:
+        return float(self.columns["relevance"][self.rows[item_id]])
+
+    def annotate(self, hits: list[SearchHit]) -> list[SearchHit]:
+        out = []
+        for hit in hits:
+            row = self.rows[hit.item.id]
+            hit.breakdown.update({k: float(v[row]) for k, v in self.columns.items()})
+            out.append(replace(hit, relevance=self.of_id(hit.item.id)))
+        return out
+
+
+def _diverse(scored: list[Scored], rt: Runtime, limit: int) -> list[Scored]:
+    """MMR over the best ``pool_factor * limit`` so the results are not copies of one thing."""
+    cfg = rt.rank
+    if cfg.mmr and len(scored) > limit:
+        window = scored[: cfg.pool_factor * limit]
+        picked = mmr_select(
+            [s.score for s in window],
+            [s.candidate.vector for s in window],
+            limit,
+            cfg.mmr_lambda,
+            cfg.mmr_redundancy_floor,
+        )
+        scored = [window[i] for i in picked]
+    return scored[:limit]
+
+
+def follow_replacements(
+    rt: Runtime, candidates: list[Candidate], flt: Filter, shown: tuple[Status, ...]
+) -> Flow[list[Candidate]]:
+    """Give each superseded candidate's replacement its evidence; drop superseded
+    candidates unless the caller asked for them."""
+    by_id = {c.item.id: c for c in candidates}
+    wanted: dict[str, Candidate] = {}
+    for c in candidates:
+        if c.item.status != Status.SUPERSEDED:
+            continue
+        for rel in c.item.relations:
+            if rel.type == RelationType.SUPERSEDED_BY:
+                best = wanted.get(rel.target_id)
+                if best is None or (c.cosine or 0) > (best.cosine or 0):
+                    wanted[rel.target_id] = c
+    missing = tuple(i for i in wanted if i not in by_id)
+    found = (yield from call(GetItems(flt.tenant_id, missing))) if missing else []
+    for item in found:
+        if (
+            item.status in shown
+            and (not flt.scope_keys or item.scope_key in flt.scope_keys)
+            and (flt.viewer is None or flt.viewer.sees(item))
+        ):
+            src = wanted[item.id]
+            by_id[item.id] = Candidate(item, src.cosine, src.keyword, None)
+    for target_id, src in wanted.items():
+        cur = by_id.get(target_id)
+        if cur is not None and cur.item.status in shown:
+            by_id[target_id] = replace(
+                cur,
+                cosine=max(cur.cosine or 0.0, src.cosine or 0.0),
+                keyword=max(cur.keyword or 0.0, src.keyword or 0.0) or None,
+            )
+    return [c for c in by_id.values() if c.item.status in shown]

@@ -1,0 +1,82 @@
+"""Checks of caller input shared by every operation: ids, enums, scopes, limits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from jiyi.errors import InvalidInput
+from jiyi.model import Scope, owner_scope, scope_key
+
+MAX_LIMIT = 1000
+
+
+def scope_keys(
+    user_id: str | None, project_id: str | None, session_id: str | None, agent_id: str | None
+) -> tuple[str, ...]:
+    pairs = (
+        (Scope.SESSION, session_id),
+        (Scope.PROJECT, project_id),
+        (Scope.AGENT, agent_id),
+        (Scope.USER, user_id),
+    )
+    keys: list[str] = []
+    for scope, value in pairs:
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidInput(f"{scope.value}_id must be a non-empty string", field=f"{scope.value}_id")
+        keys.append(scope_key(scope, value))
+    return tuple(keys)
+
+
+def infer_scope(
+    scope: Scope | str | None,
+    user_id: str | None,
+    project_id: str | None,
+    session_id: str | None,
+    agent_id: str | None,
+) -> Scope:
+    """An explicit scope wins; otherwise the broadest long-lived scope whose id is given."""
+    if scope is not None:
+        try:
+            return Scope(scope)
+        except ValueError:
+            raise InvalidInput(
+                f"unknown scope {scope!r}; use one of {', '.join(s.value for s in Scope)}", field="scope"
+            ) from None
+    if any(v is not None for v in (user_id, project_id, agent_id, session_id)):
+        return owner_scope(user_id, project_id, agent_id, session_id)
+    raise InvalidInput(
+        "say whose memory this is: give user_id, project_id, session_id or agent_id", field="user_id"
+    )
+
+
+def enum_tuple(kind: type[Any], values: Iterable[Any] | Any | None, name: str) -> tuple[Any, ...]:
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = [values]
+    out = []
+    for v in values:
+        try:
+            out.append(kind(v))
+        except ValueError:
+            allowed = ", ".join(m.value for m in kind)
+            raise InvalidInput(f"unknown {name} {v!r}; use one of {allowed}", field=name) from None
+    return tuple(out)
+
+
+def check_text(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string, not {type(value).__name__}", field=name)
+    if not value.strip():
+        raise InvalidInput(f"{name} must not be empty", field=name)
+    return value
+
+
+def check_limit(limit: object, name: str = "limit") -> int:
+    """A page or result size: an integer within 1..MAX_LIMIT."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"{name} must be an integer within 1..{MAX_LIMIT}, got {limit!r}", field=name)
+    return limit

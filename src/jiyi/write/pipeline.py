@@ -1,0 +1,464 @@
+"""The write pipeline: screen, embed, neighbours, decide, apply — for every entry point.
+
+``add`` (an explicit memory) and :func:`store_extracted` (what extraction found in a
+conversation) run the same named steps:
+
+1. **screen** (:func:`jiyi.write.gate.screen`): length, confidence, low value, PII;
+   automatic extractions are also rate-limited per session;
+2. **embed** through the persistent cache (:func:`jiyi.embed.cached.embed_documents`);
+3. **neighbours**: the nearest stored items of the same scope and audience
+   (:func:`neighbours`), so nothing is ever folded into another audience's memory;
+4. **decide**: ``add`` asks the duplicate rule (:func:`jiyi.write.gate.duplicate_decision`),
+   extraction asks reconciliation (:func:`jiyi.write.reconcile.decide`, or the LLM);
+5. **apply** (:func:`apply`): one place turns a decision into store changes, each with
+   its history event; one reinforce rule (:func:`jiyi.write.gate.reinforced_confidence`).
+
+Everything one call decides is written in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from jiyi.effects import Flow, call, embed
+from jiyi.embed.cached import embed_documents
+from jiyi.errors import InvalidInput
+from jiyi.items import change_event
+from jiyi.model import (
+    MemoryItem,
+    MemoryType,
+    Relation,
+    RelationType,
+    Scope,
+    Source,
+    Status,
+    owner_scope,
+)
+from jiyi.runtime import Runtime
+from jiyi.store.base import (
+    Candidate,
+    Change,
+    CountEvents,
+    Filter,
+    HistoryAction,
+    RecordEvent,
+    Retrieve,
+    Upsert,
+    Viewer,
+    Write,
+    same_audience,
+)
+from jiyi.text.tokenize import index_text, query_terms
+from jiyi.validate import check_text, infer_scope
+from jiyi.write.extract import Extracted
+from jiyi.write.gate import (
+    GateDecision,
+    Screened,
+    duplicate_decision,
+    rate_key,
+    rate_limit_decision,
+    reinforced_confidence,
+    screen,
+)
+from jiyi.write.reconcile import Decision, Existing, ReconcileConfig, decide, reconcile_flow
+
+__all__ = ["AddResult", "Applied", "Outcome", "add", "apply", "neighbours", "store_extracted"]
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What ``add`` did: the stored (or reinforced) item, or None when the gate refused."""
+
+    item: MemoryItem | None
+    decision: GateDecision
+
+    def to_json_dict(self) -> dict[str, object]:
+        return {
+            "item": None if self.item is None else self.item.to_json_dict(),
+            "decision": self.decision.to_json_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the pipeline did with one extracted candidate."""
+
+    candidate: Extracted
+    action: str
+    reason: str
+    item_id: str | None = None
+    target_id: str | None = None
+
+
+@dataclass
+class Applied:
+    """The apply step's result: store changes, the item the caller should see, and the
+    new versions of items the decision changed (so later decisions in one batch see them)."""
+
+    action: str
+    changes: list[Change] = field(default_factory=list)
+    shown: MemoryItem | None = None
+    item_id: str | None = None
+    target_id: str | None = None
+    changed: dict[str, MemoryItem] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- add
+
+
+def add(
+    rt: Runtime,
+    /,
+    content: str,
+    *,
+    memory_type: MemoryType | str = MemoryType.FACT,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    scope: Scope | str | None = None,
+    tenant_id: str | None = None,
+    confidence: float = 0.9,
+    importance: float = 0.5,
+    tags: Sequence[str] = (),
+    metadata: Mapping[str, Any] | None = None,
+    source: Source | str = Source.USER,
+    source_id: str | None = None,
+    occurred_at: datetime | None = None,
+    expires_at: datetime | None = None,
+    raw: str | None = None,
+    summary: str | None = None,
+    structured: Mapping[str, Any] | None = None,
+    visibility: str = "members",
+    automatic: bool = False,
+    actor: str | None = None,
+    viewer: Viewer | None = None,
+) -> Flow[AddResult]:
+    """Store an explicit memory through the write gate.
+
+    Returns the stored item, or the existing item it reinforced (mentions + 1,
+    confidence + 0.05), or ``item=None`` with the gate's reasons for refusing.
+    ``automatic=True`` marks an extraction (rate-limited per session).
+    With a ``viewer``, only items it may see count as duplicates (an invisible item
+    is never reinforced nor revealed), and ``viewer.actor`` becomes
+    ``metadata["created_by"]`` unless the metadata names a creator.
+    """
+    check_text(content, "content")
+    if viewer is not None and viewer.actor is not None:
+        metadata = {"created_by": viewer.actor, **(metadata or {})}
+    now = rt.now()
+    item = MemoryItem.build(
+        content=content,
+        raw=raw,
+        summary=summary,
+        structured=dict(structured) if structured is not None else None,
+        memory_type=memory_type,
+        scope=infer_scope(scope, user_id, project_id, session_id, agent_id),
+        tenant_id=rt.tenant(tenant_id),
+        user_id=user_id,
+        project_id=project_id,
+        session_id=session_id,
+        agent_id=agent_id,
+        confidence=confidence,
+        importance=importance,
+        tags=tuple(tags),
+        metadata=dict(metadata or {}),
+        source=source,
+        source_id=source_id,
+        occurred_at=occurred_at,
+        expires_at=expires_at,
+        visibility=visibility,
+        created_at=now,
+        updated_at=now,
+    )
+    checked = screen(item.content, item.confidence, rt.gate)
+    if isinstance(checked, GateDecision):
+        return AddResult(None, checked)
+    if automatic:
+        if item.session_id is None:
+            raise InvalidInput(
+                "an automatic extraction needs the session_id it came from", field="session_id"
+            )
+        used = yield from call(
+            CountEvents(rate_key(item.tenant_id, item.session_id), now - rt.gate.extraction_window)
+        )
+        limited = rate_limit_decision(used, rt.gate, item.session_id)
+        if limited:
+            return AddResult(None, limited)
+    return (yield from _store_one(rt, item, checked, automatic, actor, viewer))
+
+
+def _store_one(
+    rt: Runtime,
+    item: MemoryItem,
+    checked: Screened,
+    automatic: bool,
+    actor: str | None,
+    viewer: Viewer | None,
+) -> Flow[AddResult]:
+    if checked.text != item.content:
+        # The original, unredacted text must not survive in ``raw`` either.
+        item = item.evolve(content=checked.text, raw=None if item.raw == item.content else item.raw)
+    vectors, cache_put = yield from embed_documents(rt, [item.content])
+    vector = vectors[0]
+    nearest = yield from neighbours(rt, item, vector, (), 1, viewer)
+    best = nearest[0] if nearest else None
+    gate = duplicate_decision(checked, best.item.id if best else None, best.cosine if best else None, rt.gate)
+    if gate.action == "reinforce" and best is not None:
+        decision = Decision("reinforce", best.item.id, None, "; ".join(gate.reasons))
+        why = f"re-confirmed by: {item.content[:200]}"
+    else:
+        decision = Decision("add", None, None, "; ".join(gate.reasons))
+        why = decision.reason
+    targets = {best.item.id: best.item} if best is not None else {}
+    done = yield from apply(rt, item, vector, decision, targets, why, actor)
+    changes: list[Change] = [cache_put] if cache_put else []
+    if automatic:
+        assert item.session_id is not None
+        changes.append(RecordEvent(rate_key(item.tenant_id, item.session_id), item.created_at))
+    yield from call(Write((*changes, *done.changes)))
+    return AddResult(done.shown, gate)
+
+
+# ---------------------------------------------------------------- shared steps
+
+
+def neighbours(
+    rt: Runtime,
+    item: MemoryItem,
+    vector: np.ndarray,
+    terms: tuple[str, ...],
+    k: int,
+    viewer: Viewer | None = None,
+) -> Flow[list[Candidate]]:
+    """The ``k`` stored items nearest to ``item`` in its scope, seen by exactly its audience
+    (never fold a members conversation into a public item, nor into someone's owner_only one)."""
+    flt = Filter(tenant_id=item.tenant_id, scope_keys=(item.scope_key,), now=item.created_at, viewer=viewer)
+    found = yield from call(
+        Retrieve(same_audience(flt, item), rt.embedder.model_id, vector, terms, k, k if terms else 0)
+    )
+    return found
+
+
+def apply(
+    rt: Runtime,
+    item: MemoryItem,
+    vector: np.ndarray,
+    decision: Decision,
+    targets: Mapping[str, MemoryItem],
+    why: str,
+    actor: str | None,
+) -> Flow[Applied]:
+    """The store changes that carry out ``decision`` for the new ``item``; every change
+    carries a history event whose reason is ``why``."""
+    target = targets.get(decision.target_id) if decision.target_id else None
+    action = decision.action
+    if target is None and action not in ("none", "keep_both"):
+        action = "add"  # a decision about nothing known adds the item
+    if action in ("add", "keep_both"):
+        if action == "keep_both" and target is not None:
+            item = item.evolve(relations=(Relation(type=RelationType.RELATED_TO, target_id=target.id),))
+        change = _new(rt, item, vector, why, actor)
+        return Applied(action, [change], item, item.id, decision.target_id)
+    if action == "none" or target is None:
+        return _unchanged(rt, target, decision, why, actor)
+    if action == "reinforce":
+        return _reinforce(rt, item, target, decision, why, actor)
+    if action in ("update", "merge"):
+        return (yield from _rewrite(rt, item, vector, target, decision, why, actor))
+    return _supersede(rt, item, vector, target, why, actor)
+
+
+def _new(rt: Runtime, item: MemoryItem, vector: np.ndarray, why: str, actor: str | None) -> Upsert:
+    event = change_event(rt, HistoryAction.ADD, None, item, why, actor)
+    return Upsert(item, index_text(item.content), event, vector=vector, model_id=rt.embedder.model_id)
+
+
+def _unchanged(
+    rt: Runtime, target: MemoryItem | None, decision: Decision, why: str, actor: str | None
+) -> Applied:
+    """Nothing changes, but the decision is still recorded in the target's history."""
+    done = Applied("none", target_id=decision.target_id)
+    if target is not None:
+        event = change_event(rt, HistoryAction.RECONCILE, target, target, why, actor)
+        done.changes.append(Upsert(target, index_text(target.content), event))
+    return done
+
+
+def _reinforce(
+    rt: Runtime, item: MemoryItem, target: MemoryItem, decision: Decision, why: str, actor: str | None
+) -> Applied:
+    confidence = decision.confidence
+    if confidence is None:
+        confidence = reinforced_confidence(target.confidence, rt.gate.reinforce_step)
+    updated = target.evolve(
+        mention_count=target.mention_count + 1, confidence=confidence, updated_at=item.created_at
+    )
+    event = change_event(rt, HistoryAction.REINFORCE, target, updated, why, actor)
+    change = Upsert(updated, index_text(updated.content), event)
+    return Applied("reinforce", [change], updated, target.id, target.id, {target.id: updated})
+
+
+def _rewrite(
+    rt: Runtime,
+    item: MemoryItem,
+    vector: np.ndarray,
+    target: MemoryItem,
+    decision: Decision,
+    why: str,
+    actor: str | None,
+) -> Flow[Applied]:
+    """``update`` / ``merge``: the target takes the decided content (a new version)."""
+    content = decision.content or item.content
+    confidence = decision.confidence
+    if confidence is None:
+        confidence = max(target.confidence, item.confidence)
+    updated = target.evolve(
+        content=content, version=target.version + 1, confidence=confidence, updated_at=item.created_at
+    )
+    new_vec = vector if content == item.content else (yield from embed([content]))[0]
+    event = change_event(rt, HistoryAction.UPDATE, target, updated, why, actor)
+    change = Upsert(updated, index_text(content), event, vector=new_vec, model_id=rt.embedder.model_id)
+    return Applied(decision.action, [change], updated, target.id, target.id, {target.id: updated})
+
+
+def _supersede(
+    rt: Runtime, item: MemoryItem, vector: np.ndarray, target: MemoryItem, why: str, actor: str | None
+) -> Applied:
+    """The new item replaces the target, which stays as ``superseded``, linked both ways."""
+    item = item.evolve(relations=(Relation(type=RelationType.SUPERSEDES, target_id=target.id),))
+    old = target.evolve(
+        status=Status.SUPERSEDED,
+        version=target.version + 1,
+        relations=(*target.relations, Relation(type=RelationType.SUPERSEDED_BY, target_id=item.id)),
+        updated_at=item.created_at,
+    )
+    event = change_event(rt, HistoryAction.SUPERSEDE, target, old, why, actor)
+    changes: list[Change] = [_new(rt, item, vector, why, actor), Upsert(old, index_text(old.content), event)]
+    return Applied("supersede", changes, item, item.id, target.id, {target.id: old})
+
+
+# ---------------------------------------------------------------- extracted candidates
+
+
+def store_extracted(
+    rt: Runtime,
+    /,
+    candidates: Sequence[Extracted],
+    *,
+    session_id: str | None,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    agent_id: str | None = None,
+    tenant_id: str | None = None,
+    turn_times: Sequence[datetime | None] = (),
+    turn_names: Sequence[str | None] = (),
+) -> Flow[list[Outcome]]:
+    """Gate, reconcile and store extracted candidates (automatic: rate-limited per session).
+
+    ``turn_times``/``turn_names`` (indexed like the turns the candidates came from)
+    give each item the time its turn was said (``occurred_at``) and the speaker.
+
+    All candidates are embedded in one call. Every decision lands in the history.
+    """
+    tenant = rt.tenant(tenant_id)
+    now = rt.now()
+    outcomes, passed = _screen_all(rt, candidates)
+    if session_id is not None and passed:
+        used = yield from call(CountEvents(rate_key(tenant, session_id), now - rt.gate.extraction_window))
+        room = max(0, rt.gate.max_extractions - used)
+        limit = f"rate limit: {rt.gate.max_extractions} automatic extractions per session per day"
+        outcomes += [Outcome(cand, "rejected", limit) for cand, _ in passed[room:]]
+        passed = passed[:room]
+    if not passed:
+        return outcomes
+    vectors, cache_put = yield from embed_documents(rt, [text for _, text in passed])
+    changes: list[Change] = [cache_put] if cache_put else []
+    owner = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
+    pending: dict[str, MemoryItem] = {}
+    for (cand, text), vector in zip(passed, vectors, strict=True):
+        item = _extracted_item(cand, text, tenant, now, owner, turn_times, turn_names)
+        done, why = yield from _reconcile_one(rt, cand, item, vector, pending)
+        changes += done.changes
+        pending.update(done.changed)
+        outcomes.append(Outcome(cand, done.action, why, done.item_id, done.target_id))
+        if session_id is not None and done.action != "none":
+            changes.append(RecordEvent(rate_key(tenant, session_id), now))
+    yield from call(Write(tuple(changes)))
+    return outcomes
+
+
+def _screen_all(
+    rt: Runtime, candidates: Sequence[Extracted]
+) -> tuple[list[Outcome], list[tuple[Extracted, str]]]:
+    """Refused candidates as outcomes, and the rest with their screened (redacted) text."""
+    outcomes: list[Outcome] = []
+    passed: list[tuple[Extracted, str]] = []
+    for cand in candidates:
+        checked = screen(cand.content, cand.confidence, rt.gate)
+        if isinstance(checked, GateDecision):
+            outcomes.append(Outcome(cand, "rejected", "; ".join(checked.reasons)))
+        else:
+            passed.append((cand, checked.text))
+    return outcomes, passed
+
+
+def _extracted_item(
+    cand: Extracted,
+    text: str,
+    tenant: str,
+    now: datetime,
+    owner: dict[str, str | None],
+    turn_times: Sequence[datetime | None],
+    turn_names: Sequence[str | None],
+) -> MemoryItem:
+    turn = cand.turn_index
+    said_at = turn_times[turn] if turn is not None and 0 <= turn < len(turn_times) else None
+    speaker = turn_names[turn] if turn is not None and 0 <= turn < len(turn_names) else None
+    meta: dict[str, Any] = {"extracted_by": list(cand.reasons)}
+    if cand.key:
+        meta["key"] = cand.key
+    if speaker:
+        meta["speaker"] = speaker
+    return MemoryItem.build(
+        content=text,
+        memory_type=cand.memory_type,
+        scope=owner_scope(owner["user_id"], owner["project_id"], owner["agent_id"]),
+        tenant_id=tenant,
+        **owner,
+        confidence=cand.confidence,
+        importance=cand.importance,
+        structured=cand.structured,
+        metadata=meta,
+        source=Source.USER,
+        raw=cand.source_text or None,
+        occurred_at=said_at,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def _reconcile_one(
+    rt: Runtime, cand: Extracted, item: MemoryItem, vector: np.ndarray, pending: Mapping[str, MemoryItem]
+) -> Flow[tuple[Applied, str]]:
+    """Neighbours, then reconciliation (the LLM when configured, rules otherwise), then apply."""
+    k = rt.session.similar_k
+    found = yield from neighbours(rt, item, vector, query_terms(item.content), k)
+    existing = [Existing(pending.get(c.item.id, c.item), c.cosine or 0.0) for c in found]
+    existing.sort(key=lambda e: -e.cosine)
+    if rt.llm is not None and existing:
+        decision = yield from reconcile_flow(cand, existing)
+    else:
+        rcfg = ReconcileConfig(
+            duplicate_threshold=rt.gate.duplicate_threshold, reinforce_step=rt.gate.reinforce_step
+        )
+        decision = decide(cand, existing, rcfg)
+    why = f"{decision.action}: {decision.reason} [{', '.join(cand.reasons) or 'extracted'}]"
+    targets = {e.item.id: e.item for e in existing}
+    done = yield from apply(rt, item, vector, decision, targets, why, "pipeline")
+    return done, why
