@@ -1,0 +1,129 @@
+"""The runtime and the one driver: every effect is run with what the Memory was given."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jiyi.driver import UnhandledEffect, adrive, drive
+from jiyi.effects import Complete, Embed, Rerank
+from jiyi.errors import ConfigError, LLMError
+from jiyi.integrations.tools import MemoryTools
+from jiyi.memory import AsyncMemory, Memory
+
+
+class CountingReranker:
+    """Scores texts by whether they mention "tea"; counts its calls."""
+
+    model_id = "test:tea-reranker"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def score(self, query: str, texts: list[str]) -> list[float]:
+        self.calls += 1
+        return [1.0 if "tea" in t else 0.0 for t in texts]
+
+
+@pytest.fixture
+def reranker() -> CountingReranker:
+    return CountingReranker()
+
+
+@pytest.fixture
+def mem(tmp_path: Path, reranker: CountingReranker) -> Iterator[Memory]:
+    with Memory.open(tmp_path / "rt.db", reranker=reranker, background=False) as m:
+        m.add("Alice drinks green tea every morning", user_id="alice", memory_type="habit")
+        m.add("Alice rides her bike to the office", user_id="alice", memory_type="habit")
+        yield m
+
+
+def test_agent_tools_search_with_the_configured_reranker(mem: Memory, reranker: CountingReranker) -> None:
+    tools = MemoryTools(mem, user_id="alice")
+    result = tools.call("memory_search", {"query": "what does Alice drink?"})
+    assert "error" not in result, result
+    assert reranker.calls == 1
+    assert "tea" in result["results"][0]["content"]
+
+
+def test_langgraph_store_searches_with_the_configured_reranker(
+    mem: Memory, reranker: CountingReranker
+) -> None:
+    pytest.importorskip("langgraph.store.base")
+    from jiyi.integrations.langgraph import JiyiStore
+
+    store = JiyiStore(mem)
+    ns = ("users", "alice", "memories")
+    store.put(ns, "drink", {"content": "Alice likes oolong tea in the afternoon"})
+    store.put(ns, "sport", {"content": "Alice plays tennis on Sundays"})
+    before = reranker.calls
+    hits = store.search(ns, query="what does Alice drink?", limit=2)
+    assert reranker.calls == before + 1
+    assert hits[0].key == "drink"
+
+
+async def test_async_memory_runs_the_same_flows_awaited(tmp_path: Path, reranker: CountingReranker) -> None:
+    async with AsyncMemory.open(tmp_path / "a.db", reranker=reranker) as amem:
+        await amem.add("Bob drinks black tea with milk", user_id="bob")
+        hits = await amem.search("what does Bob drink?", user_id="bob")
+        assert hits[0].item.content.startswith("Bob drinks") and reranker.calls == 1
+
+
+def _asks(effect: Any) -> Any:
+    answer = yield effect
+    return answer
+
+
+def test_driver_dispatches_by_type_and_mro() -> None:
+    class Special(Embed):
+        pass
+
+    handlers: dict[type, Any] = {Embed: lambda e: ("embed", e.texts), Complete: lambda e: "hi"}
+    assert drive(_asks(Special(("x",))), handlers) == ("embed", ("x",))
+    with pytest.raises(UnhandledEffect, match="no handler for Rerank"):
+        drive(_asks(Rerank("q", ("a",))), handlers)
+
+
+def test_driver_throws_failures_into_the_flow_where_it_asked() -> None:
+    def flow() -> Any:
+        try:
+            yield Complete(({"role": "user", "content": "hi"},))
+        except LLMError as exc:
+            return f"recovered: {exc}"
+        return "no failure"
+
+    def down(effect: Complete) -> str:
+        raise LLMError("endpoint down")
+
+    assert drive(flow(), {Complete: down}) == "recovered: endpoint down"
+
+
+async def test_async_driver_awaits_handlers() -> None:
+    async def handle(effect: Embed) -> int:
+        return len(effect.texts)
+
+    assert await adrive(_asks(Embed(("a", "b"))), {Embed: handle}) == 2
+
+
+def test_missing_model_or_reranker_is_a_config_error(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "none.db", background=False) as m:
+        rt = m.runtime
+        with pytest.raises(ConfigError, match="needs a reranker"):
+            drive(_asks(Rerank("q", ("a",))), rt.handlers)
+        with pytest.raises(ConfigError, match="needs a language model"):
+            drive(_asks(Complete(({"role": "user", "content": "hi"},))), rt.handlers)
+
+
+def test_building_a_memory_does_no_io(tmp_path: Path) -> None:
+    from jiyi.store.sqlite import SQLiteStore
+
+    files = tmp_path / "context"
+    store = SQLiteStore(tmp_path / "io.db")
+    mem = Memory(store, files=files, background=False)
+    try:
+        assert not files.exists()  # the workspace is created by the first write, not by __init__
+    finally:
+        mem.close()
