@@ -62,7 +62,7 @@ async def test_server_runs_maintenance_for_every_tenant_on_schedule(mem: AsyncMe
     b = await _expiring(mem, "globex", "deploy freeze until the audit ends")
     keep = (await mem.add("Alice prefers tea over coffee", user_id="u1", tenant_id="acme")).item
     assert keep is not None
-    clock = mem.core._clock
+    clock = mem.core.rt.clock
     assert isinstance(clock, Clock)
     clock.now = START + timedelta(days=2)  # both items are now past their expiry
 
