@@ -8,8 +8,9 @@ from pathlib import Path
 from jiyi.config import GateConfig
 from jiyi.errors import ConfigError
 from jiyi.memory import AsyncMemory
-from jiyi.server.app import LOOPBACK, create_app
+from jiyi.server.app import create_app
 from jiyi.server.auth import ApiKeys
+from jiyi.server.deps import LOOPBACK
 
 
 def serve(
