@@ -71,7 +71,7 @@ State = Annotated[ServerState, Depends(server_state)]
 Mem = Annotated[AsyncMemory, Depends(current_memory)]
 Telemetry = Annotated[Metrics, Depends(current_metrics)]
 
-# module-level so both schemes are named once in the OpenAPI document
+# auto_error=False: principal() answers a missing key itself, in the API's error shape
 api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, scheme_name="ApiKey")
 bearer = HTTPBearer(auto_error=False, scheme_name="Bearer")
 
