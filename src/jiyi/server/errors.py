@@ -7,9 +7,10 @@ Codes are stable; clients branch on them, people read the message. Library excep
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+import fastapi.routing
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -136,9 +137,16 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
     return text, field
 
 
+def _routes(request: Request) -> Iterable[Any]:
+    """Every route of the app. Newer FastAPI keeps an included router as one node of
+    ``app.routes``; ``iter_route_contexts`` walks into it (older versions copy the routes)."""
+    walk = getattr(fastapi.routing, "iter_route_contexts", None)
+    return list(request.app.routes) if walk is None else list(walk(request.app.routes))
+
+
 def _allowed_methods(request: Request) -> set[str]:
     allowed: set[str] = set()
-    for route in request.app.routes:
+    for route in _routes(request):
         regex = getattr(route, "path_regex", None)
         methods = getattr(route, "methods", None)
         if regex is not None and methods and regex.match(request.url.path):

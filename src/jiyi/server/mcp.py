@@ -38,6 +38,7 @@ from mcp.shared.exceptions import MCPError
 from jiyi.config import GateConfig
 from jiyi.integrations.tools import AsyncMemoryTools, MemoryTools
 from jiyi.memory import AsyncMemory, Memory
+from jiyi.server.storage import open_memory
 
 log = logging.getLogger("jiyi.mcp")
 
@@ -175,7 +176,7 @@ async def serve(
         raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'streamable-http'")
     if user_id is None and project_id is None and session_id is None and agent_id is None:
         user_id = DEFAULT_USER
-    memory = AsyncMemory.open(db_path, embedder=embedder, gate=gate or GateConfig.from_env())
+    memory = open_memory(db_path, embedder=embedder, gate=gate or GateConfig.from_env())
     async with memory:
         server = build_server(
             memory,
@@ -212,7 +213,10 @@ def run(
     gate: GateConfig | None = None,
     log_level: str = "warning",
 ) -> None:
-    """Serve the memory tools on the SQLite database at ``db_path`` until stopped.
+    """Serve the memory tools on the store ``db_path`` names until stopped.
+
+    ``db_path`` is a SQLite file path, ``sqlite:///path.db`` or ``postgresql://user@host/db``
+    (see :func:`jiyi.store.open.open_store`).
 
     ``transport="stdio"`` talks MCP over stdin/stdout (for desktop clients that spawn
     the server); ``"streamable-http"`` listens on ``http://{host}:{port}{path}``

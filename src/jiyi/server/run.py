@@ -7,9 +7,10 @@ from pathlib import Path
 
 from jiyi.config import GateConfig
 from jiyi.errors import ConfigError
-from jiyi.memory import AsyncMemory
-from jiyi.server.app import LOOPBACK, create_app
+from jiyi.server.app import create_app
 from jiyi.server.auth import ApiKeys
+from jiyi.server.deps import LOOPBACK
+from jiyi.server.storage import open_memory
 
 
 def serve(
@@ -28,7 +29,10 @@ def serve(
     files: str | Path | None = None,
     watch_interval: float = 2.0,
 ) -> None:
-    """Serve the SQLite store at ``db_path`` on ``host:port`` until interrupted.
+    """Serve the store ``db_path`` names on ``host:port`` until interrupted.
+
+    ``db_path`` is a SQLite file path, ``sqlite:///path.db`` or ``postgresql://user@host/db``
+    (see :func:`jiyi.store.open.open_store`).
 
     With ``keys_file`` (JSON, made by :func:`jiyi.server.auth.create_key`) every request
     needs one of its keys. Without it the server runs in single-tenant mode (tenant
@@ -90,7 +94,7 @@ async def _serve(
 
     from jiyi.files import watch_files
 
-    memory = AsyncMemory.open(db_path, embedder=embedder, llm=llm, gate=GateConfig.from_env(), files=files)
+    memory = open_memory(db_path, embedder=embedder, llm=llm, gate=GateConfig.from_env(), files=files)
     watcher = watch_files(memory, interval=watch_interval) if files is not None else None
     try:
         app = create_app(

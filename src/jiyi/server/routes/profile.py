@@ -1,0 +1,78 @@
+"""User and project profiles: read the aggregated profile, set or clear fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from jiyi.errors import InvalidInput
+from jiyi.memory import AsyncMemory
+from jiyi.server.auth import Principal
+from jiyi.server.deps import READ, WRITE, Mem, Reader, ScopeQuery, Writer, dump_entries, owned, same_tenant
+from jiyi.server.schemas import ProfilePatch, ProfileResponse
+
+router = APIRouter(tags=["profiles"])
+
+# set_profile's own keyword arguments: a body field of these names would override them
+_RESERVED = ("user_id", "project_id", "tenant_id", "actor", "viewer")
+
+
+def _field_values(body: ProfilePatch) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, value in body.fields.items():
+        if name in _RESERVED:
+            raise InvalidInput(f"unknown profile field {name!r}", field=name)
+        values[name] = dump_entries(value) if isinstance(value, list) else value
+    return values
+
+
+async def _check_editor_owns(
+    memory: AsyncMemory, who: Principal, user_id: str | None, project_id: str | None
+) -> None:
+    """Editors may change only a profile they set first (or one nobody has set)."""
+    if who.role.can_edit_any:
+        return
+    current = await memory.profile(
+        user_id=user_id, project_id=project_id, tenant_id=who.tenant, viewer=who.viewer
+    )
+    if current.item_id is not None:
+        await owned(memory, who, current.item_id)
+
+
+@router.get(
+    "/v1/profile",
+    summary="A user's or a project's profile (give user_id or project_id)",
+    description="Aggregated from the scope's memories; explicitly set fields win. Each field "
+    "says its source (explicit or aggregated) and the ids of the memories behind it.",
+    responses=READ,
+)
+async def get_profile(
+    who: Reader, memory: Mem, user_id: ScopeQuery = None, project_id: ScopeQuery = None
+) -> ProfileResponse:
+    profile = await memory.profile(
+        user_id=user_id, project_id=project_id, tenant_id=who.tenant, viewer=who.viewer
+    )
+    return ProfileResponse.model_validate(profile.to_json_dict())
+
+
+@router.patch(
+    "/v1/profile",
+    summary="Set or clear profile fields explicitly (give user_id or project_id)",
+    responses=WRITE,
+)
+async def patch_profile(
+    body: ProfilePatch, who: Writer, memory: Mem, user_id: ScopeQuery = None, project_id: ScopeQuery = None
+) -> ProfileResponse:
+    same_tenant(who, body.tenant_id)
+    values = _field_values(body)
+    await _check_editor_owns(memory, who, user_id, project_id)
+    profile = await memory.set_profile(
+        user_id=user_id,
+        project_id=project_id,
+        tenant_id=who.tenant,
+        actor=who.key_id,
+        viewer=who.viewer,
+        **values,
+    )
+    return ProfileResponse.model_validate(profile.to_json_dict())

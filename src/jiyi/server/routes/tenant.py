@@ -1,0 +1,132 @@
+"""Whole-tenant routes: counts, export and import, background jobs and the lifecycle
+schedule's status."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import asdict
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import StreamingResponse
+
+from jiyi.errors import InvalidInput
+from jiyi.jsonl import decode_jsonl
+from jiyi.server.deps import NDJSON, READ, Admin, Mem, Reader, ScopeQuery, State
+from jiyi.server.errors import error_responses
+from jiyi.server.schedule import MaintenanceStatus
+from jiyi.server.schemas import ImportResponse, StatsResponse
+from jiyi.session.model import Job
+
+router = APIRouter(tags=["tenant"])
+
+JobStatus = Literal["queued", "running", "done", "failed"]
+
+
+def _parse_jsonl(body: bytes) -> list[dict[str, Any]]:
+    records = decode_jsonl(body, source="the import body", field="body")
+    if not records:
+        raise InvalidInput("the import body holds no records (one JSON object per line)", field="body")
+    return records
+
+
+@router.get(
+    "/v1/maintenance",
+    summary="The lifecycle schedule and this tenant's last scheduled pass",
+    responses=READ,
+)
+async def maintenance(who: Admin, state: State) -> MaintenanceStatus:
+    scheduler = state.scheduler
+    if scheduler is None:
+        return MaintenanceStatus(enabled=False)
+    last = scheduler.last.get(who.tenant)
+    return MaintenanceStatus(
+        enabled=True,
+        interval_seconds=scheduler.interval,
+        passes=scheduler.passes,
+        last=None if last is None else last.to_json_dict(),
+    )
+
+
+@router.get("/v1/stats", summary="Counts by type, scope and status", responses=READ)
+async def stats(
+    who: Reader,
+    memory: Mem,
+    user_id: ScopeQuery = None,
+    project_id: ScopeQuery = None,
+    session_id: ScopeQuery = None,
+    agent_id: ScopeQuery = None,
+) -> StatsResponse:
+    result = await memory.stats(
+        user_id=user_id,
+        project_id=project_id,
+        session_id=session_id,
+        agent_id=agent_id,
+        tenant_id=who.tenant,
+        viewer=who.viewer,
+    )
+    return StatsResponse(**asdict(result))
+
+
+@router.get(
+    "/v1/export",
+    summary="Every memory of the tenant (or of the given scopes) as JSON lines",
+    response_class=StreamingResponse,
+    responses={
+        200: {"description": "One memory per line", "content": {NDJSON: {"schema": {"type": "string"}}}},
+        **READ,
+    },
+)
+async def export(
+    who: Reader,
+    memory: Mem,
+    user_id: ScopeQuery = None,
+    project_id: ScopeQuery = None,
+    session_id: ScopeQuery = None,
+    agent_id: ScopeQuery = None,
+) -> StreamingResponse:
+    rows = await memory.export(
+        user_id=user_id,
+        project_id=project_id,
+        session_id=session_id,
+        agent_id=agent_id,
+        tenant_id=who.tenant,
+        viewer=who.viewer,
+    )
+
+    def lines() -> Iterator[str]:
+        for row in rows:
+            yield json.dumps(row, ensure_ascii=False) + "\n"
+
+    return StreamingResponse(lines(), media_type=NDJSON)
+
+
+@router.post(
+    "/v1/import",
+    summary="Load memories from JSON lines (owner/admin; all or nothing)",
+    responses=error_responses(401, 403, 413, 422, 429, 503),
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "One memory per line, as written by /v1/export. tenant_id is replaced by the key's.",
+            "content": {NDJSON: {"schema": {"type": "string"}}},
+        }
+    },
+)
+async def import_memories(request: Request, who: Admin, memory: Mem) -> ImportResponse:
+    records = _parse_jsonl(await request.body())
+    for record in records:
+        record["tenant_id"] = who.tenant  # a key imports into its own tenant only
+    result = await memory.import_items(records, tenant_id=who.tenant, actor=who.key_id)
+    return ImportResponse(imported=result.imported, embedded=result.embedded)
+
+
+@router.get("/v1/jobs", summary="Background jobs of this tenant", responses=READ)
+async def jobs(
+    who: Reader,
+    memory: Mem,
+    status: Annotated[list[JobStatus] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> list[Job]:
+    return await memory.jobs(statuses=status or (), limit=limit, tenant_id=who.tenant)
