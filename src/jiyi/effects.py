@@ -8,11 +8,11 @@ the sync and the async API alike.
 ==================  =====================================  ===============================
 effect              asks for                               handled by
 ==================  =====================================  ===============================
-store ``Op``        a read or an atomic write              the store (:mod:`jiyi.store`)
+store ``Op``        a read or an atomic write              the store (:mod:`jiyi.store.base`)
 :class:`Embed`      vectors for texts                      the embedder
 :class:`Complete`   a chat model's answer                  the chat model
 :class:`Rerank`     relevance scores for texts             the reranker
-``FileOp``          reading/writing memory.md and friends  the files layer (:mod:`jiyi.files`)
+``FileOp``          reading/writing memory.md and friends  the files layer (:mod:`jiyi.files.ops`)
 ==================  =====================================  ===============================
 
 Inside a flow, ``x = yield from call(op)`` keeps the result's static type.
@@ -22,11 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-from jiyi.store.base import Op
+from typing import Any, Generic, TypeVar
 
 R = TypeVar("R")
+
+
+class Ask(Generic[R]):
+    """Base of effects whose answer has a known type ``R`` (store and files operations)."""
+
+    __slots__ = ()
+
 
 Message = dict[str, str]
 
@@ -61,7 +66,7 @@ Effect = Any
 Flow = Generator[Effect, Any, R]
 
 
-def call(op: Op[R]) -> Generator[Effect, Any, R]:
+def call(op: Ask[R]) -> Generator[Effect, Any, R]:
     """Run one store operation (or a files-layer operation) and return its typed result."""
     result: R = yield op
     return result

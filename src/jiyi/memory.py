@@ -28,6 +28,7 @@ from jiyi.embed.base import Embedder
 from jiyi.errors import InvalidInput
 from jiyi.files import flows as file_flows
 from jiyi.files import repair_files, with_files
+from jiyi.files.mirror import file_handlers
 from jiyi.items import ImportResult
 from jiyi.lifecycle import compress as compress_flows
 from jiyi.lifecycle import maintain as maintain_flows
@@ -144,7 +145,8 @@ class _Facade(_Operations):
         if not isinstance(store, Store):
             raise InvalidInput(f"store must be a jiyi Store, not {type(store).__name__}", field="store")
         # files (jiyi/files/): memory.md / learnings.md per scope under this directory
-        self.runtime = Runtime.build(with_files(store, files), **options)
+        store = with_files(store, files)
+        self.runtime = Runtime.build(store, extra_handlers=file_handlers(store), **options)
 
     @property
     def store(self) -> Store:

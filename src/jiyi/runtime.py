@@ -94,6 +94,7 @@ class Runtime:
         rerank_top: int = 30,
         clock: Callable[[], datetime] | None = None,
         tenant_id: str = DEFAULT_TENANT,
+        extra_handlers: Mapping[type, tuple[Handler, AsyncHandler]] | None = None,
     ) -> Runtime:
         """Resolve every spec (instance, callable or ``"provider:model"``) into a runtime."""
         if not isinstance(store, Store):
@@ -110,6 +111,7 @@ class Runtime:
             rerank_top=rerank_top,
             clock=clock or utcnow,
             tenant_id=tenant_id,
+            extra_handlers=dict(extra_handlers or {}),
         )
 
     def now(self) -> datetime:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -157,15 +157,11 @@ class FileMirrorStore(Store):
     # ------------------------------------------------------------ drivers
 
     def execute(self, op: Op[R]) -> R:
-        if isinstance(op, FileOp):
-            return cast(R, self.run_file_op(op))
         if isinstance(op, Write):
             return cast(R, self._write(op))
         return self.inner.execute(op)
 
     async def aexecute(self, op: Op[R]) -> R:
-        if isinstance(op, FileOp):
-            return cast(R, await asyncio.to_thread(self.run_file_op, op))
         if isinstance(op, Write):
             return cast(R, await self._awrite(op))
         return await self.inner.aexecute(op)
@@ -246,7 +242,7 @@ class FileMirrorStore(Store):
 
     # ------------------------------------------------------------ file operations
 
-    def run_file_op(self, op: FileOp) -> Any:
+    def run_file_op(self, op: FileOp[Any]) -> Any:
         """Run one of the :mod:`jiyi.files.ops` operations (blocking)."""
         match op:
             case ReadScope(ref=ref):
@@ -392,3 +388,16 @@ def _now(changes: list[ApiChange]) -> datetime:
 def workspace_of(store: Store) -> FileMirrorStore | None:
     """The files wrapper of a store, if it has one."""
     return store if isinstance(store, FileMirrorStore) else None
+
+
+def file_handlers(store: Store) -> dict[type, tuple[Callable[[Any], Any], Callable[[Any], Awaitable[Any]]]]:
+    """The runtime's (sync, async) handlers of :class:`~jiyi.files.ops.FileOp` effects for
+    ``store``: its files wrapper runs them (async: in a worker thread); none without one."""
+    mirror = workspace_of(store)
+    if mirror is None:
+        return {}
+
+    async def in_thread(op: FileOp[Any]) -> Any:
+        return await asyncio.to_thread(mirror.run_file_op, op)
+
+    return {FileOp: (mirror.run_file_op, in_thread)}

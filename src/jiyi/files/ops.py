@@ -12,14 +12,17 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from jiyi.effects import Ask
 from jiyi.files.disk import OnDisk
 from jiyi.files.journal import Intent
 from jiyi.files.layout import FILE_NAMES, ScopeRef, is_file_memory
 from jiyi.files.state import ScopeState
 from jiyi.model import MemoryItem, Status
 from jiyi.store.base import Filter, ListItems, Op
+
+R = TypeVar("R")
 
 Fingerprint = tuple[tuple[tuple[str, bool, str | None], ...], int]
 
@@ -46,19 +49,20 @@ class CommitResult:
     written: tuple[str, ...] = ()
 
 
-class FileOp:
-    """Marks the operations only the files wrapper understands."""
+class FileOp(Ask[R]):
+    """An effect of the files layer (not a store operation): run by the handlers that
+    :func:`jiyi.files.mirror.file_handlers` gives the runtime of a Memory opened with ``files=``."""
 
     __slots__ = ()
 
 
 @dataclass(frozen=True)
-class ReadScope(FileOp, Op[ScopeSnapshot]):
+class ReadScope(FileOp[ScopeSnapshot]):
     ref: ScopeRef
 
 
 @dataclass(frozen=True)
-class CommitScope(FileOp, Op[CommitResult]):
+class CommitScope(FileOp[CommitResult]):
     """Write the files (None: leave that one alone) and the state, if nothing changed
     since ``expected``."""
 
@@ -69,20 +73,20 @@ class CommitScope(FileOp, Op[CommitResult]):
 
 
 @dataclass(frozen=True)
-class ScanScopes(FileOp, Op[tuple[list[ScopeRef], list[tuple[str, str]]]]):
+class ScanScopes(FileOp[tuple[list[ScopeRef], list[tuple[str, str]]]]):
     """Scopes of a tenant with files or state on disk, and odd directories (path, why)."""
 
     tenant_id: str
 
 
 @dataclass(frozen=True)
-class BeginIntent(FileOp, Op[Intent]):
+class BeginIntent(FileOp[Intent]):
     refs: tuple[ScopeRef, ...]
     prefer: str | None = None
 
 
 @dataclass(frozen=True)
-class EndIntents(FileOp, Op[None]):
+class EndIntents(FileOp[None]):
     """``done``: remove the intents; otherwise only let go of them (kept for repair)."""
 
     intents: tuple[Intent, ...]
@@ -90,12 +94,12 @@ class EndIntents(FileOp, Op[None]):
 
 
 @dataclass(frozen=True)
-class ClaimIntents(FileOp, Op[list[Intent]]):
+class ClaimIntents(FileOp[list[Intent]]):
     """Intents left by processes that died, now held by the caller."""
 
 
 @dataclass(frozen=True)
-class WorkspaceRoot(FileOp, Op[str]):
+class WorkspaceRoot(FileOp[str]):
     """The workspace root (for reports)."""
 
 

@@ -22,12 +22,13 @@ import base64
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
+from jiyi.effects import Ask
 from jiyi.errors import InvalidInput
 from jiyi.model import MAX_ID_LENGTH, MemoryItem, MemoryType, Scope, Status, Visibility
 from jiyi.session.model import Checkpoint, Job, Message
@@ -36,7 +37,7 @@ R = TypeVar("R")
 Vector = npt.NDArray[np.float32]
 
 
-class Op(Generic[R]):
+class Op(Ask[R]):
     """Base of all store operations; ``R`` is the result type."""
 
     __slots__ = ()
