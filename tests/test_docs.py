@@ -31,3 +31,11 @@ def test_quickstart_is_two_commands_and_ci_runs_the_test_one() -> None:
     assert commands == ["make demo", "make test"]
     ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text(encoding="utf-8")
     assert "make test" in ci
+
+
+def test_architecture_page_examples_run() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/architecture.md", "exec"), {})

@@ -201,7 +201,7 @@ def test_request_id_from_headers() -> None:
 
 def test_cache_counters_of_a_caching_store() -> None:
     """A store with ``stats.hits/misses`` (RedisCachedStore) shows up as cache="redis"."""
-    fake = SimpleNamespace(store=SimpleNamespace(stats=SimpleNamespace(hits=7, misses=2)), core=None)
+    fake = SimpleNamespace(store=SimpleNamespace(stats=SimpleNamespace(hits=7, misses=2)), runtime=None)
     families = {f.name: f for f in _CacheCollector(fake).collect()}  # type: ignore[arg-type]
     assert [(s.labels, s.value) for s in families["jiyi_cache_hits"].samples] == [({"cache": "redis"}, 7)]
     assert [(s.labels, s.value) for s in families["jiyi_cache_misses"].samples] == [({"cache": "redis"}, 2)]

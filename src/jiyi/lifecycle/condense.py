@@ -26,7 +26,7 @@ from jiyi.errors import LLMError
 from jiyi.llm.base import ChatFlow, Message, json_flow
 from jiyi.llm.jsonfix import repair_json, unwrap_list
 from jiyi.model import MemoryType
-from jiyi.text.tokenize import _jieba
+from jiyi.text.tokenize import jieba_tokenizer
 from jiyi.text.tokens import count_tokens
 from jiyi.write.extract_llm import language_instruction, language_of
 
@@ -56,7 +56,7 @@ def _clean(text: str) -> str:
 def _words(text: str) -> list[str]:
     """Word tokens that join back to ``text``: jieba for text with Han, else spaces."""
     if _HAN.search(text):
-        return [w for w in _jieba().cut(text, HMM=True) if w]
+        return [w for w in jieba_tokenizer().cut(text, HMM=True) if w]
     return _LATIN_WORD.findall(text)
 
 

@@ -61,7 +61,7 @@ _jieba_lock = threading.Lock()
 _jieba_tokenizer: Any = None
 
 
-def _jieba() -> Any:
+def jieba_tokenizer() -> Any:
     """One lazily initialised jieba tokenizer (its dictionary load takes ~0.5 s)."""
     global _jieba_tokenizer
     if _jieba_tokenizer is None:
@@ -91,7 +91,7 @@ def _english(word: str) -> str | None:
 
 
 def _chinese(run: str) -> list[str]:
-    words: list[str] = list(_jieba().cut_for_search(run, HMM=True))
+    words: list[str] = list(jieba_tokenizer().cut_for_search(run, HMM=True))
     return [w for w in words if w.strip() and w not in ZH_STOP]
 
 
