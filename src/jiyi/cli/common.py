@@ -1,7 +1,8 @@
 """What every command shares: exit codes, the parser class, option types and groups,
 output helpers, opening the store ``--db`` names, and mapping errors to exit codes.
 
-The environment is read here and in the command modules, never in the library.
+The CLI's environment variables (``JIYI_DB``, ``JIYI_EMBEDDER``, ``JIYI_LLM``, ``JIYI_FILES``,
+``JIYI_TENANT``) are read here, at the edge, and nowhere in the library.
 """
 
 from __future__ import annotations

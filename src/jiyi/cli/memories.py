@@ -34,10 +34,7 @@ def register(sub: Subparsers) -> None:
     _register_update(sub)
     _register_delete(sub)
     _register_history(sub)
-    p = sub.add_parser("stats", help="counts by type, scope and status")
-    scope_args(p)
-    json_arg(p)
-    p.set_defaults(handler=memory_command(cmd_stats))
+    _register_stats(sub)
 
 
 # ------------------------------------------------------------------ add
@@ -279,6 +276,13 @@ def cmd_history(ns: argparse.Namespace, mem: Memory) -> int:
 
 
 # ------------------------------------------------------------------ stats
+
+
+def _register_stats(sub: Subparsers) -> None:
+    p = sub.add_parser("stats", help="counts by type, scope and status")
+    scope_args(p)
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_stats))
 
 
 def cmd_stats(ns: argparse.Namespace, mem: Memory) -> int:
