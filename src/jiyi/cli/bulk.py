@@ -1,0 +1,80 @@
+"""Whole scopes at once: export (JSON lines out), import (JSON lines in), reset."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jiyi.cli.common import EXIT_OK, emit, json_arg, memory_command, scope, scope_args
+from jiyi.errors import InvalidInput
+from jiyi.jsonl import decode_jsonl
+
+if TYPE_CHECKING:
+    from jiyi.cli.common import Subparsers
+    from jiyi.memory import Memory
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser("export", help="write memories as JSON lines")
+    scope_args(p)
+    p.add_argument("--output", "-o", metavar="FILE", help="file to write (default: stdout)")
+    p.set_defaults(handler=memory_command(cmd_export))
+
+    p = sub.add_parser("import", help="load memories from JSON lines (all or nothing)")
+    p.add_argument("file", help="JSONL file, or - for stdin")
+    p.add_argument("--tenant", metavar="ID")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_import))
+
+    p = sub.add_parser("reset", help="purge every memory in the given scope(s)")
+    scope_args(p)
+    p.add_argument("--yes", action="store_true", help="do it (required)")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_reset))
+
+
+def cmd_export(ns: argparse.Namespace, mem: Memory) -> int:
+    if ns.output:
+        with open(ns.output, "w", encoding="utf-8") as fh:
+            count = mem.export_jsonl(fh, **scope(ns))
+        print(f"exported {count} memories to {ns.output}", file=sys.stderr)
+    else:
+        mem.export_jsonl(sys.stdout, **scope(ns))
+    return EXIT_OK
+
+
+def read_jsonl(name: str) -> list[dict[str, Any]]:
+    """The records of the JSONL file ``name`` (``-``: stdin), through :mod:`jiyi.jsonl`."""
+    try:
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {name}: {exc.strerror}") from None
+    return decode_jsonl(data, source=name)
+
+
+def cmd_import(ns: argparse.Namespace, mem: Memory) -> int:
+    records = read_jsonl(ns.file)
+    show = sys.stderr.isatty() and not ns.json
+
+    def progress(done: int, total: int) -> None:
+        if show:
+            print(f"\rembedding {done}/{total}", end="", file=sys.stderr, flush=True)
+
+    result = mem.import_items(records, tenant_id=ns.tenant, progress=progress)
+    if show:
+        print(file=sys.stderr)
+    if ns.json:
+        emit({"imported": result.imported})
+    else:
+        print(f"imported {result.imported} memories")
+    return EXIT_OK
+
+
+def cmd_reset(ns: argparse.Namespace, mem: Memory) -> int:
+    if not ns.yes:
+        raise InvalidInput("reset purges memories for good; add --yes to confirm")
+    count = mem.reset(**scope(ns))
+    emit({"purged": count}) if ns.json else print(f"purged {count} memories")
+    return EXIT_OK

@@ -1,0 +1,262 @@
+"""What every command shares: exit codes, the parser class, option types and groups,
+output helpers, opening the store ``--db`` names, and mapping errors to exit codes.
+
+The CLI's environment variables (``JIYI_DB``, ``JIYI_EMBEDDER``, ``JIYI_LLM``, ``JIYI_FILES``,
+``JIYI_TENANT``) are read here, at the edge, and nowhere in the library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
+
+from jiyi.errors import ConfigError, InvalidInput, JiyiError
+
+if TYPE_CHECKING:
+    from jiyi.memory import Memory
+    from jiyi.model import MemoryItem
+    from jiyi.store.base import Store
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130
+
+Handler = Callable[[argparse.Namespace], int]
+"""What ``set_defaults(handler=...)`` holds: runs one parsed command, returns its exit code."""
+MemoryHandler = Callable[[argparse.Namespace, "Memory"], int]
+"""A command that works on the Memory the global options name (see :func:`memory_command`)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """A usage error exits 2 with one line that points at ``--help``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"jiyi: error: {message} (see '{self.prog} --help')\n")
+
+
+if TYPE_CHECKING:
+    Subparsers: TypeAlias = argparse._SubParsersAction[Parser]
+    """What each command module's ``register(subparsers)`` adds its commands to."""
+
+
+# ------------------------------------------------------------------ option types
+
+
+def iso_datetime(value: str) -> datetime:
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an ISO date or date-time, e.g. 2024-05-01 or 2024-05-01T14:30"
+        ) from None
+
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def duration(value: str) -> float:
+    """``90``, ``30s``, ``15m``, ``6h`` or ``1d`` as seconds."""
+    text = value.strip().lower()
+    unit = _UNITS.get(text[-1:])
+    number = text[:-1] if unit is not None else text
+    try:
+        seconds = float(number) * (unit or 1.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a duration; use seconds or a number with s, m, h or d (e.g. 6h)"
+        ) from None
+    if seconds < 0 or seconds != seconds:
+        raise argparse.ArgumentTypeError(f"{value!r}: a duration cannot be negative")
+    return seconds
+
+
+def json_object(value: str) -> dict[str, Any]:
+    try:
+        data = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise argparse.ArgumentTypeError('must be a JSON object, e.g. \'{"key": "value"}\'')
+    return data
+
+
+# ------------------------------------------------------------------ option groups
+
+
+def scope_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("scope (whose memory)")
+    g.add_argument("--user", "--user-id", dest="user", metavar="ID", help="user id")
+    g.add_argument("--project", "--project-id", dest="project", metavar="ID", help="project id")
+    g.add_argument("--session", "--session-id", dest="session", metavar="ID", help="session id")
+    g.add_argument("--agent", "--agent-id", dest="agent", metavar="ID", help="agent id")
+    g.add_argument("--tenant", metavar="ID", help="tenant id (default: $JIYI_TENANT or 'default')")
+
+
+def json_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def files_arg(p: argparse.ArgumentParser, what: str = "the memory files' directory") -> None:
+    p.add_argument(
+        "--files", dest="files_dir", metavar="DIR", type=Path, help=f"{what} (default: $JIYI_FILES)"
+    )
+
+
+def files_dir(ns: argparse.Namespace) -> Path | None:
+    """``--files`` after the command, before it, or ``$JIYI_FILES``."""
+    chosen: Path | None = getattr(ns, "files_dir", None) or getattr(ns, "files_root", None)
+    if chosen is None and os.environ.get("JIYI_FILES"):
+        chosen = Path(os.environ["JIYI_FILES"])
+    return chosen
+
+
+def scope(ns: argparse.Namespace) -> dict[str, Any]:
+    """The scope ids given (``--user`` ...), with the tenant defaulting to ``$JIYI_TENANT``."""
+    out = {
+        "user_id": getattr(ns, "user", None),
+        "project_id": getattr(ns, "project", None),
+        "session_id": getattr(ns, "session", None),
+        "agent_id": getattr(ns, "agent", None),
+        "tenant_id": getattr(ns, "tenant", None) or os.environ.get("JIYI_TENANT") or None,
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def embedder_spec(ns: argparse.Namespace) -> str | None:
+    return ns.embedder or os.environ.get("JIYI_EMBEDDER") or None
+
+
+def llm_spec(ns: argparse.Namespace) -> str | None:
+    return ns.llm or os.environ.get("JIYI_LLM") or None
+
+
+# ------------------------------------------------------------------ output
+
+
+def emit(data: Any) -> None:
+    """One line of JSON on stdout."""
+    print(json.dumps(data, ensure_ascii=False, indent=None, default=str))
+
+
+def short(item: MemoryItem) -> str:
+    return f"{item.id}  [{item.memory_type.value}] {item.content}"
+
+
+def clip(text: str, width: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+# ------------------------------------------------------------------ the store
+
+
+def default_db_path() -> Path:
+    """The per-user data directory's ``memory.db``."""
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("jiyi", appauthor=False)) / "memory.db"
+
+
+def store_url(ns: argparse.Namespace) -> str:
+    """The store the global ``--db`` names: the option, else ``$JIYI_DB``, else the
+    per-user default file. A plain path means a SQLite file (see :mod:`jiyi.store.open`)."""
+    if ns.db is not None:
+        return str(ns.db)
+    return os.environ.get("JIYI_DB") or str(default_db_path())
+
+
+def _prepare(ns: argparse.Namespace) -> str:
+    """:func:`store_url`, its SQLite directory created when no ``--db`` was given."""
+    from jiyi.store.open import sqlite_path
+
+    url = store_url(ns)
+    path = sqlite_path(url)  # a bad URL fails here, with the reason
+    if ns.db is None and path is not None and path != ":memory:":
+        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    return url
+
+
+def open_db(ns: argparse.Namespace) -> Store:
+    """Open (and migrate) the store the global ``--db`` names."""
+    from jiyi.store.open import open_store
+
+    return open_store(_prepare(ns))
+
+
+def sqlite_file(ns: argparse.Namespace) -> Path:
+    """The SQLite file ``--db`` names, for commands that run on a SQLite file only."""
+    from jiyi.store.open import redact_url, sqlite_path
+
+    url = _prepare(ns)
+    path = sqlite_path(url)
+    if path is None:
+        raise InvalidInput(
+            f"jiyi {ns.command} runs on a SQLite database only, not {redact_url(url)}: "
+            "give --db a file path or sqlite:///path.db"
+        )
+    return Path(path)
+
+
+def open_memory(ns: argparse.Namespace) -> Memory:
+    """The Memory the global options name: ``--db``, ``--embedder``, ``--llm``, ``--files``
+    (or their environment variables) and the ``MEMORY_*`` gate settings; jobs run only
+    when a command runs them."""
+    from jiyi.config import GateConfig
+    from jiyi.memory import Memory
+
+    store = open_db(ns)
+    try:
+        return Memory(
+            store,
+            embedder=embedder_spec(ns),
+            llm=llm_spec(ns),
+            gate=GateConfig.from_env(),
+            background=False,
+            files=files_dir(ns),
+        )
+    except BaseException:
+        store.close()
+        raise
+
+
+def with_memory(ns: argparse.Namespace, command: MemoryHandler) -> int:
+    """Run ``command`` on :func:`open_memory`, closing it afterwards."""
+    mem = open_memory(ns)
+    try:
+        return command(ns, mem)
+    finally:
+        mem.close()
+
+
+def memory_command(command: MemoryHandler) -> Handler:
+    """``command`` as a handler that opens the Memory first."""
+
+    def handler(ns: argparse.Namespace) -> int:
+        return with_memory(ns, command)
+
+    handler.__name__ = handler.__qualname__ = getattr(command, "__name__", "handler")
+    handler.__doc__ = command.__doc__
+    return handler
+
+
+# ------------------------------------------------------------------ errors
+
+
+def run(handler: Handler, ns: argparse.Namespace) -> int:
+    """``handler(ns)``, with jiyi's errors as one line on stderr and an exit code."""
+    try:
+        return handler(ns)
+    except (InvalidInput, ConfigError) as exc:
+        print(f"jiyi: error: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    except JiyiError as exc:
+        print(f"jiyi: failed: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    except KeyboardInterrupt:
+        print("jiyi: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -1,0 +1,116 @@
+"""Keeping memory small: ``jiyi maintain`` (decay, expiry, retention) and ``jiyi compress``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from jiyi.cli.common import EXIT_OK, emit, json_arg, memory_command, scope, scope_args
+
+if TYPE_CHECKING:
+    from jiyi.cli.common import Subparsers
+    from jiyi.lifecycle.compress import CompressionReport
+    from jiyi.memory import Memory
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        "maintain",
+        help="decay, expiry and retention: archive what has faded (every change audited)",
+        description="Episode importance halves every 90 days; rarely used items decay by access; "
+        "expired items and old session messages are removed. Use --dry-run first.",
+    )
+    p.add_argument("--dry-run", action="store_true", help="list what would change; write nothing")
+    p.add_argument("--delete", action="store_true", help="delete instead of archive below the floor")
+    p.add_argument(
+        "--compress",
+        action="store_true",
+        help="first compress old, rarely used memories (see 'jiyi compress')",
+    )
+    p.add_argument("--tenant", metavar="ID")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_maintain))
+    _register_compress(sub)
+
+
+def _register_compress(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        "compress",
+        help="merge old, rarely used memories into a few core memories (reversible)",
+        description="Near-duplicates become one memory; clusters of 3+ related memories of one scope "
+        "and type become 1-3 core memories (by the --llm model, else a deterministic offline merge). "
+        "Originals are archived and linked. Use --dry-run first; --undo CORE_ID reverses one.",
+    )
+    scope_args(p)
+    p.add_argument(
+        "--older-than", type=float, default=30.0, metavar="DAYS", help="idle for this many days (default 30)"
+    )
+    p.add_argument(
+        "--max-access", type=int, default=4, metavar="N", help="retrieved at most N times (default 4)"
+    )
+    p.add_argument("--type", action="append", metavar="TYPE", help="only these types (repeatable)")
+    p.add_argument("--dry-run", action="store_true", help="list the groups and proposed texts; write nothing")
+    p.add_argument("--undo", metavar="CORE_ID", help="undo the compression that made this core memory")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_compress))
+
+
+def cmd_maintain(ns: argparse.Namespace, mem: Memory) -> int:
+    from jiyi.lifecycle import LifecyclePolicy
+
+    policy = LifecyclePolicy(action_below_floor="delete") if ns.delete else None
+    # Compression first: it keeps what decay would otherwise archive, as core memories.
+    compressed = mem.compress(dry_run=ns.dry_run, tenant_id=ns.tenant) if ns.compress else None
+    report = mem.maintain(policy=policy, dry_run=ns.dry_run, tenant_id=ns.tenant)
+    data = report.to_json_dict()
+    if ns.json:
+        emit(data if compressed is None else {**data, "compression": compressed.to_json_dict()})
+        return EXIT_OK
+    if compressed is not None:
+        _print_compression(compressed)
+    verb = "would change" if ns.dry_run else "changed"
+    print(f"scanned {data['scanned']} memories; {verb}: {data['counts'] or 'nothing'}")
+    for change in data["changes"]:
+        print(f"  {change['action']:<8} {change['id']}  {change['reason']}")
+    print(f"session messages past retention: {data['messages_removed']}")
+    return EXIT_OK
+
+
+def _print_compression(report: CompressionReport) -> None:
+    verb = "would compress" if report.dry_run else "compressed"
+    print(
+        f"scanned {report.scanned} memories, {report.candidates} old and rarely used; {verb} "
+        f"{report.compressed} into {report.created} core memories "
+        f"({report.tokens_before} -> {report.tokens_after} tokens)"
+    )
+    for group in report.groups:
+        print(f"  {group.kind:<10} {group.memory_type.value:<10} {group.scope_key}  ({group.method})")
+        for core in group.cores:
+            print(f"    {core.item_id or '(new)'}  {core.content}")
+            print(f"      from {', '.join(core.source_ids)}")
+
+
+def _uncompress(ns: argparse.Namespace, mem: Memory, tenant_id: str | None) -> int:
+    result = mem.uncompress(ns.undo, tenant_id=tenant_id)
+    if ns.json:
+        emit(result.to_json_dict())
+        return EXIT_OK
+    print(f"restored {len(result.restored)} memories; archived {len(result.archived)} core memories")
+    for item_id, why in result.skipped.items():
+        print(f"  skipped {item_id}: {why}")
+    return EXIT_OK
+
+
+def cmd_compress(ns: argparse.Namespace, mem: Memory) -> int:
+    where = scope(ns)
+    if ns.undo:
+        return _uncompress(ns, mem, where.get("tenant_id"))
+    report = mem.compress(
+        **where,
+        memory_types=ns.type,
+        older_than_days=ns.older_than,
+        max_access=ns.max_access,
+        dry_run=ns.dry_run,
+    )
+    emit(report.to_json_dict()) if ns.json else _print_compression(report)
+    return EXIT_OK

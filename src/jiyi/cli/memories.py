@@ -1,0 +1,303 @@
+"""One memory at a time: add, search, list, show, update, delete, history, stats."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from jiyi.cli.common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    emit,
+    iso_datetime,
+    json_arg,
+    json_object,
+    memory_command,
+    scope,
+    scope_args,
+    short,
+)
+from jiyi.model import MemoryItem, MemoryType, Status
+
+if TYPE_CHECKING:
+    from jiyi.cli.common import Subparsers
+    from jiyi.memory import Memory
+
+
+def register(sub: Subparsers) -> None:
+    _register_add(sub)
+    _register_search(sub)
+    _register_list(sub)
+    _register_one(sub)
+    _register_update(sub)
+    _register_delete(sub)
+    _register_history(sub)
+    _register_stats(sub)
+
+
+# ------------------------------------------------------------------ add
+
+
+def _register_add(sub: Subparsers) -> None:
+    types = ", ".join(t.value for t in MemoryType)
+    p = sub.add_parser(
+        "add",
+        help="store a memory through the write gate",
+        description="Store a memory. The gate may redact, reinforce a duplicate, or refuse (exit 1, with the reason).",
+    )
+    p.add_argument("text", help="what to remember")
+    scope_args(p)
+    p.add_argument("--type", default="fact", metavar="TYPE", help=f"memory type: {types} (default: fact)")
+    p.add_argument(
+        "--scope",
+        choices=["user", "project", "session", "agent"],
+        help="scope (default: inferred from the ids given)",
+    )
+    p.add_argument("--occurred", type=iso_datetime, metavar="ISO-DATE", help="when it happened")
+    p.add_argument("--expires", type=iso_datetime, metavar="ISO-DATE", help="forget after this time")
+    p.add_argument("--confidence", type=float, default=0.9, help="0..1 (default 0.9)")
+    p.add_argument("--importance", type=float, default=0.5, help="0..1 (default 0.5)")
+    p.add_argument("--tag", action="append", default=[], metavar="TAG", help="tag (repeatable)")
+    p.add_argument("--metadata", type=json_object, metavar="JSON", help="JSON object of extra fields")
+    p.add_argument("--source-id", metavar="ID", help="id of what this came from (message, document)")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_add))
+
+
+def cmd_add(ns: argparse.Namespace, mem: Memory) -> int:
+    result = mem.add(
+        ns.text,
+        memory_type=ns.type,
+        scope=ns.scope,
+        occurred_at=ns.occurred,
+        expires_at=ns.expires,
+        confidence=ns.confidence,
+        importance=ns.importance,
+        tags=ns.tag,
+        metadata=ns.metadata,
+        source_id=ns.source_id,
+        **scope(ns),
+    )
+    if ns.json:
+        emit(result.to_json_dict())
+    elif result.item is not None:
+        verb = "reinforced" if result.decision.action == "reinforce" else "stored"
+        print(f"{verb}: {short(result.item)}")
+        for reason in result.decision.reasons:
+            print(f"  - {reason}")
+    if result.item is None:
+        print(f"jiyi: refused: {'; '.join(result.decision.reasons)}", file=sys.stderr)
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------ search, list
+
+
+def _register_search(sub: Subparsers) -> None:
+    p = sub.add_parser("search", help="find memories by meaning and by words")
+    p.add_argument("query")
+    scope_args(p)
+    p.add_argument("--limit", "-k", type=int, default=10, help="how many results (default 10)")
+    p.add_argument("--type", action="append", metavar="TYPE", help="only these types (repeatable)")
+    p.add_argument(
+        "--tag", action="append", default=[], metavar="TAG", help="only items with this tag (repeatable)"
+    )
+    p.add_argument("--threshold", type=float, help="similarity floor 0..1")
+    p.add_argument(
+        "--min-relevance",
+        type=float,
+        metavar="X",
+        help="drop hits less relevant than X (0..1; 0.5 is the calibrated cut): no hits = nothing relevant",
+    )
+    p.add_argument("--explain", action="store_true", help="show every signal's contribution to the score")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_search))
+
+
+def cmd_search(ns: argparse.Namespace, mem: Memory) -> int:
+    hits = mem.search(
+        ns.query,
+        limit=ns.limit,
+        memory_types=ns.type,
+        tags=ns.tag,
+        threshold=ns.threshold,
+        min_relevance=ns.min_relevance,
+        explain=ns.explain,
+        **scope(ns),
+    )
+    if ns.json:
+        emit([h.to_json_dict() for h in hits])
+        return EXIT_OK
+    if not hits:
+        print("nothing relevant found")
+    for rank, hit in enumerate(hits, start=1):
+        print(f"{rank:>2}. {hit.score:.3f}  {short(hit.item)}")
+        if ns.explain:
+            print("     " + "  ".join(f"{k}={v:.3f}" for k, v in hit.breakdown.items()))
+    return EXIT_OK
+
+
+def _register_list(sub: Subparsers) -> None:
+    p = sub.add_parser("list", help="list memories, a page at a time")
+    scope_args(p)
+    p.add_argument("--type", action="append", metavar="TYPE", help="only these types (repeatable)")
+    p.add_argument(
+        "--status",
+        action="append",
+        metavar="STATUS",
+        help="only these statuses: active, archived, superseded",
+    )
+    p.add_argument("--limit", type=int, default=50, help="page size (default 50)")
+    p.add_argument("--cursor", help="continue after this cursor (printed at the end of a page)")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_list))
+
+
+def cmd_list(ns: argparse.Namespace, mem: Memory) -> int:
+    page = mem.list(memory_types=ns.type, statuses=ns.status, limit=ns.limit, cursor=ns.cursor, **scope(ns))
+    if ns.json:
+        emit({"items": [i.to_json_dict() for i in page.items], "next_cursor": page.next_cursor})
+        return EXIT_OK
+    for item in page.items:
+        print(f"{short(item)}  ({item.status.value})")
+    if page.next_cursor:
+        print(f"-- more: --cursor {page.next_cursor}")
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------ one memory by id
+
+
+def _register_one(sub: Subparsers) -> None:
+    p = sub.add_parser("show", help="show one memory")
+    p.add_argument("id")
+    p.add_argument("--tenant", metavar="ID")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_show))
+
+
+def _print_item(item: MemoryItem) -> None:
+    data = item.to_json_dict()
+    width = max(len(k) for k in data)
+    for key, value in data.items():
+        if value in (None, [], {}, ""):
+            continue
+        print(
+            f"{key.ljust(width)}  {json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value}"
+        )
+
+
+def cmd_show(ns: argparse.Namespace, mem: Memory) -> int:
+    item = mem.get(ns.id, tenant_id=ns.tenant)
+    emit(item.to_json_dict()) if ns.json else _print_item(item)
+    return EXIT_OK
+
+
+def _register_update(sub: Subparsers) -> None:
+    p = sub.add_parser("update", help="change a memory (new version, history kept)")
+    p.add_argument("id")
+    p.add_argument("--tenant", metavar="ID")
+    p.add_argument("--text", help="new content")
+    p.add_argument("--type", metavar="TYPE", help="new memory type")
+    p.add_argument("--status", choices=[s.value for s in Status], help="new status")
+    p.add_argument("--confidence", type=float)
+    p.add_argument("--importance", type=float)
+    p.add_argument("--tag", action="append", metavar="TAG", help="replace tags (repeatable)")
+    p.add_argument("--expires", type=iso_datetime, metavar="ISO-DATE")
+    p.add_argument("--reason", default="", help="why (kept in the history)")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_update))
+
+
+_UPDATABLE = (
+    ("text", "content"),
+    ("type", "memory_type"),
+    ("status", "status"),
+    ("confidence", "confidence"),
+    ("importance", "importance"),
+    ("expires", "expires_at"),
+)
+"""(option, field) pairs ``update`` passes on when given."""
+
+
+def cmd_update(ns: argparse.Namespace, mem: Memory) -> int:
+    changes: dict[str, Any] = {}
+    for attr, field in _UPDATABLE:
+        value = getattr(ns, attr)
+        if value is not None:
+            changes[field] = value
+    if ns.tag is not None:
+        changes["tags"] = tuple(ns.tag)
+    item = mem.update(ns.id, tenant_id=ns.tenant, reason=ns.reason, **changes)
+    emit(item.to_json_dict()) if ns.json else print(f"updated to version {item.version}: {short(item)}")
+    return EXIT_OK
+
+
+def _register_delete(sub: Subparsers) -> None:
+    p = sub.add_parser("delete", help="archive a memory (or purge it with --hard)")
+    p.add_argument("id")
+    p.add_argument("--tenant", metavar="ID")
+    p.add_argument("--hard", action="store_true", help="purge for good (history is kept)")
+    p.add_argument("--reason", default="")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_delete))
+
+
+def cmd_delete(ns: argparse.Namespace, mem: Memory) -> int:
+    item = mem.delete(ns.id, hard=ns.hard, reason=ns.reason, tenant_id=ns.tenant)
+    if ns.json:
+        emit({"id": item.id, "purged": ns.hard, "status": "purged" if ns.hard else item.status.value})
+    else:
+        print(f"{'purged' if ns.hard else 'archived'}: {short(item)}")
+    return EXIT_OK
+
+
+def _register_history(sub: Subparsers) -> None:
+    p = sub.add_parser("history", help="every change of a memory")
+    p.add_argument("id")
+    p.add_argument("--tenant", metavar="ID")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_history))
+
+
+def cmd_history(ns: argparse.Namespace, mem: Memory) -> int:
+    events = mem.history(ns.id, tenant_id=ns.tenant)
+    if ns.json:
+        emit([e.model_dump(mode="json") for e in events])
+        return EXIT_OK
+    for e in events:
+        content = (e.after or e.before or {}).get("content", "")
+        print(f"{e.at.isoformat()}  v{e.version}  {e.action.value:<9}  {e.reason}")
+        print(f"    {content}")
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------ stats
+
+
+def _register_stats(sub: Subparsers) -> None:
+    p = sub.add_parser("stats", help="counts by type, scope and status")
+    scope_args(p)
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_stats))
+
+
+def cmd_stats(ns: argparse.Namespace, mem: Memory) -> int:
+    s = mem.stats(**scope(ns))
+    data = {
+        "total": s.total,
+        "by_type": s.by_type,
+        "by_scope": s.by_scope,
+        "by_status": s.by_status,
+        "avg_confidence": s.avg_confidence,
+        "avg_importance": s.avg_importance,
+    }
+    if ns.json:
+        emit(data)
+    else:
+        for key, value in data.items():
+            print(f"{key:<15} {value}")
+    return EXIT_OK

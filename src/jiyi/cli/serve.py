@@ -1,0 +1,125 @@
+"""The servers: ``jiyi serve`` (REST), ``jiyi keys`` (its API keys), ``jiyi mcp``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from jiyi.cli.common import (
+    EXIT_OK,
+    Parser,
+    duration,
+    embedder_spec,
+    files_arg,
+    files_dir,
+    llm_spec,
+    scope,
+    scope_args,
+    sqlite_file,
+)
+from jiyi.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from jiyi.cli.common import Subparsers
+
+
+def register(sub: Subparsers) -> None:
+    _register_serve(sub)
+    _register_keys(sub)
+    p = sub.add_parser("mcp", help="run the MCP server (stdio or streamable HTTP)")
+    p.add_argument("--transport", default="stdio", choices=["stdio", "streamable-http"])
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8766)
+    scope_args(p)
+    p.set_defaults(handler=cmd_mcp)
+
+
+def _register_serve(sub: Subparsers) -> None:
+    p = sub.add_parser("serve", help="run the REST service (and the background worker)")
+    files_arg(p, "keep memory.md / learnings.md under DIR and sync edits to them as they happen")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    p.add_argument(
+        "--keys", metavar="FILE", help="API key file (required unless bound to a loopback address)"
+    )
+    p.add_argument("--rate-limit", type=int, default=600, metavar="N", help="requests per minute per key")
+    p.add_argument("--max-body", type=int, default=1_000_000, metavar="BYTES", help="largest request body")
+    p.add_argument(
+        "--maintain-every",
+        type=duration,
+        default=86400.0,
+        metavar="DURATION",
+        help="run the lifecycle pass (decay, expiry, retention) for every tenant this often, "
+        "e.g. 30m, 6h, 1d (default 1d); 0 turns the schedule off",
+    )
+    p.set_defaults(handler=cmd_serve)
+
+
+def _register_keys(sub: Subparsers) -> None:
+    p = sub.add_parser("keys", help="create or revoke API keys for the REST service")
+    keys = p.add_subparsers(dest="keys_command", metavar="ACTION", parser_class=Parser, required=True)
+    k = keys.add_parser("create", help="create a key (printed once; only its hash is stored)")
+    k.add_argument("--keys", required=True, metavar="FILE", help="API key file")
+    k.add_argument("--tenant", required=True, metavar="ID", help="tenant the key may see")
+    k.add_argument("--role", default="editor", choices=["owner", "admin", "editor", "viewer"])
+    k.add_argument(
+        "--projects",
+        metavar="A,B",
+        help="editor/viewer keys: the projects the key is a member of, comma-separated "
+        "(default: every project; '' for none)",
+    )
+    k = keys.add_parser("revoke", help="revoke a key by its id")
+    k.add_argument("--keys", required=True, metavar="FILE", help="API key file")
+    k.add_argument("key_id", metavar="ID", help="the key's public id")
+    p.set_defaults(handler=cmd_keys)
+
+
+def cmd_serve(ns: argparse.Namespace) -> int:
+    from jiyi.server.run import serve
+
+    serve(
+        sqlite_file(ns),
+        host=ns.host,
+        port=ns.port,
+        keys_file=ns.keys,
+        embedder=embedder_spec(ns),
+        llm=llm_spec(ns),
+        max_body_bytes=ns.max_body,
+        rate_limit_per_minute=ns.rate_limit,
+        maintain_every=ns.maintain_every or None,
+        files=files_dir(ns),
+    )
+    return EXIT_OK
+
+
+def cmd_keys(ns: argparse.Namespace) -> int:
+    from jiyi.server.auth import create_key, revoke_key
+
+    if ns.keys_command == "create":
+        projects = None
+        if ns.projects is not None:
+            projects = [p.strip() for p in ns.projects.split(",")] if ns.projects.strip() else []
+        print(create_key(ns.keys, ns.tenant, ns.role, projects=projects))
+        print("store this key now: only its hash is kept", file=sys.stderr)
+        return EXIT_OK
+    if not revoke_key(ns.keys, ns.key_id):
+        raise InvalidInput(f"no key {ns.key_id!r} in {ns.keys}")
+    print(f"revoked {ns.key_id}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_mcp(ns: argparse.Namespace) -> int:
+    from jiyi.config import GateConfig
+    from jiyi.server.mcp import run
+
+    run(
+        sqlite_file(ns),
+        transport=ns.transport,
+        host=ns.host,
+        port=ns.port,
+        embedder=embedder_spec(ns),
+        gate=GateConfig.from_env(),
+        **scope(ns),
+    )
+    return EXIT_OK

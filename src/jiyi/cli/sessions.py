@@ -1,0 +1,152 @@
+"""Conversations: remember (session messages + queued extraction), worker, jobs, context."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from jiyi.cli.common import EXIT_OK, emit, json_arg, memory_command, scope, scope_args
+from jiyi.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from jiyi.cli.common import Subparsers
+    from jiyi.memory import Memory
+    from jiyi.session.flows import JobReport
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        "remember",
+        help="add messages to a session and queue their extraction",
+        description="Append messages to a session (short-term memory) and queue extraction into "
+        "long-term memory; run 'jiyi worker' (or pass --process) to do the extraction.",
+    )
+    p.add_argument("messages", nargs="+", metavar="TEXT", help="message text (one argument per message)")
+    p.add_argument(
+        "--role", default="user", choices=["user", "assistant", "system"], help="role of the messages"
+    )
+    scope_args(p)
+    p.add_argument("--process", action="store_true", help="run the queued jobs before returning")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_remember))
+
+    p = sub.add_parser("worker", help="run queued background jobs (extraction, episodes)")
+    p.add_argument("--once", action="store_true", help="stop when the queue is empty")
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between polls (default 2)")
+    p.add_argument("--batch", type=int, default=10, help="jobs taken at a time (default 10)")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_worker))
+
+    p = sub.add_parser("jobs", help="list background jobs and their status")
+    p.add_argument("--status", action="append", choices=["queued", "running", "done", "failed"])
+    p.add_argument("--limit", type=int, default=50)
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_jobs))
+
+    p = sub.add_parser("context", help="assemble recent turns, related memories and summaries for a prompt")
+    p.add_argument("query")
+    scope_args(p)
+    p.add_argument("--budget", type=int, default=1500, help="token budget (default 1500)")
+    p.add_argument("--max-items", type=int, default=10, help="at most this many entries (default 10)")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_context))
+
+
+def _report_json(r: JobReport) -> dict[str, Any]:
+    return {
+        "job_id": r.job_id,
+        "kind": r.kind,
+        "status": r.status,
+        "error": r.error,
+        "outcomes": [
+            {"action": o.action, "content": o.candidate.content, "item_id": o.item_id, "reason": o.reason}
+            for o in r.outcomes
+        ],
+    }
+
+
+def _print_reports(reports: Iterable[JobReport]) -> None:
+    for r in reports:
+        print(f"job {r.job_id} ({r.kind}): {r.status}" + (f" - {r.error}" if r.error else ""))
+        for o in r.outcomes:
+            print(f"  {o.action:<9} {o.candidate.content}")
+            print(f"            why: {o.reason}")
+
+
+def cmd_remember(ns: argparse.Namespace, mem: Memory) -> int:
+    if not ns.session:
+        raise InvalidInput("remember needs --session ID (the conversation the messages belong to)")
+    others = {k: v for k, v in scope(ns).items() if k != "session_id"}
+    result = mem.remember([(ns.role, text) for text in ns.messages], session_id=ns.session, **others)
+    reports = mem.process_jobs() if ns.process else []
+    if ns.json:
+        emit(
+            {
+                "messages": [m.model_dump(mode="json") for m in result.messages],
+                "job_id": result.job_id,
+                "compacted": None if result.compacted is None else result.compacted.removed,
+                "reports": [_report_json(r) for r in reports],
+            }
+        )
+        return EXIT_OK
+    print(f"kept {len(result.messages)} message(s) in session {ns.session}")
+    if result.job_id:
+        print(f"queued extraction job {result.job_id}" + ("" if ns.process else " (run: jiyi worker --once)"))
+    if result.compacted:
+        print(f"compacted {result.compacted.removed} old turns into a summary")
+    _print_reports(reports)
+    return EXIT_OK
+
+
+def cmd_worker(ns: argparse.Namespace, mem: Memory) -> int:
+    import time
+
+    done = 0
+    try:
+        while True:
+            reports = mem.process_jobs(worker=f"cli-{os.getpid()}", limit=max(1, ns.batch))
+            done += len(reports)
+            if ns.json:
+                for r in reports:
+                    emit(_report_json(r))
+            else:
+                _print_reports(reports)
+            if not reports:
+                if ns.once:
+                    break
+                time.sleep(max(0.1, ns.interval))
+    except KeyboardInterrupt:
+        pass
+    if not ns.json:
+        print(f"processed {done} job(s)", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_jobs(ns: argparse.Namespace, mem: Memory) -> int:
+    jobs = mem.jobs(statuses=ns.status or (), limit=ns.limit)
+    if ns.json:
+        emit([j.model_dump(mode="json") for j in jobs])
+        return EXIT_OK
+    for j in jobs:
+        err = f"  last error: {j.last_error.splitlines()[0]}" if j.last_error else ""
+        print(f"{j.id}  {j.kind:<8} {j.status:<8} attempts {j.attempts}/{j.max_attempts}{err}")
+    return EXIT_OK
+
+
+def cmd_context(ns: argparse.Namespace, mem: Memory) -> int:
+    ctx = mem.context(ns.query, budget_tokens=ns.budget, max_items=ns.max_items, **scope(ns))
+    if ns.json:
+        emit(
+            {
+                "text": ctx.text,
+                "tokens": ctx.tokens,
+                "dropped": ctx.dropped,
+                "entries": [{"source": e.source, "text": e.text, "tokens": e.tokens} for e in ctx.entries],
+            }
+        )
+    else:
+        print(ctx.text or "nothing to add to the prompt")
+    return EXIT_OK
