@@ -403,7 +403,7 @@ def test_db_takes_a_postgresql_url(pg_url: str) -> None:
         ("postgresql:/x", ["stats"], "is not a PostgreSQL URL"),
         ("sqlite:/x.db", ["add", "hello world memory", "--user", "a"], "is not a SQLite URL"),
         ("postgresql://me:pw12345@127.0.0.1:1/db?connect_timeout=2", ["stats"], "cannot reach PostgreSQL"),
-        ("postgresql://me@127.0.0.1:1/db", ["serve"], "runs on a SQLite database only"),
+        ("postgresql://me@127.0.0.1:1/db?connect_timeout=2", ["serve"], "cannot reach PostgreSQL"),
     ],
 )
 def test_bad_store_url_fails_with_one_line(db: str, args: list[str], message: str) -> None:

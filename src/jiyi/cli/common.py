@@ -170,7 +170,7 @@ def store_url(ns: argparse.Namespace) -> str:
     return os.environ.get("JIYI_DB") or str(default_db_path())
 
 
-def _prepare(ns: argparse.Namespace) -> str:
+def store_target(ns: argparse.Namespace) -> str:
     """:func:`store_url`, its SQLite directory created when no ``--db`` was given."""
     from jiyi.store.open import sqlite_path
 
@@ -185,14 +185,14 @@ def open_db(ns: argparse.Namespace) -> Store:
     """Open (and migrate) the store the global ``--db`` names."""
     from jiyi.store.open import open_store
 
-    return open_store(_prepare(ns))
+    return open_store(store_target(ns))
 
 
 def sqlite_file(ns: argparse.Namespace) -> Path:
     """The SQLite file ``--db`` names, for commands that run on a SQLite file only."""
     from jiyi.store.open import redact_url, sqlite_path
 
-    url = _prepare(ns)
+    url = store_target(ns)
     path = sqlite_path(url)
     if path is None:
         raise InvalidInput(

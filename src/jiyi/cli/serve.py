@@ -16,7 +16,7 @@ from jiyi.cli.common import (
     llm_spec,
     scope,
     scope_args,
-    sqlite_file,
+    store_target,
 )
 from jiyi.errors import InvalidInput
 
@@ -79,7 +79,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     from jiyi.server.run import serve
 
     serve(
-        sqlite_file(ns),
+        store_target(ns),
         host=ns.host,
         port=ns.port,
         keys_file=ns.keys,
@@ -114,7 +114,7 @@ def cmd_mcp(ns: argparse.Namespace) -> int:
     from jiyi.server.mcp import run
 
     run(
-        sqlite_file(ns),
+        store_target(ns),
         transport=ns.transport,
         host=ns.host,
         port=ns.port,
