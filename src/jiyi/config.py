@@ -24,8 +24,11 @@ class GateConfig:
     """Cosine at or above which a new item reinforces an existing one in the same scope
     (``MEMORY_DUPLICATE_THRESHOLD``)."""
     max_extractions: int = 3
-    """Automatic extractions allowed per session per window (``MEMORY_MAX_EXTRACTIONS``);
-    explicit saves are not limited."""
+    """Automatic extraction runs allowed per session per window (``MEMORY_MAX_EXTRACTIONS``):
+    one run is one extraction job (or one ``add(automatic=True)``), however many memories it
+    finds. Past the limit a run keeps only what is never rate-limited: explicit requests
+    (记住 / remember), safety facts (allergies, health) and corrections. Explicit saves
+    are not limited."""
     extraction_window: timedelta = timedelta(hours=24)
     min_length: int = 5
     """Shortest content in characters, after trimming (``MEMORY_MIN_LENGTH``)."""

@@ -81,7 +81,7 @@ def require(
     rt: Runtime, item_id: str, tenant_id: str | None, viewer: Viewer | None = None
 ) -> Flow[MemoryItem]:
     check_text(item_id, "id")
-    found = yield from call(GetItems(tenant_id or rt.tenant_id, (item_id,)))
+    found = yield from call(GetItems(rt.tenant(tenant_id), (item_id,)))
     # An item the viewer may not see answers exactly like one that does not exist.
     if not found or (viewer is not None and not viewer.sees(found[0])):
         raise NotFound(f"no memory with id {item_id!r}", item_id=item_id)
@@ -133,7 +133,7 @@ def list_page(
     """
     check_limit(limit)
     flt = Filter(
-        tenant_id=tenant_id or rt.tenant_id,
+        tenant_id=rt.tenant(tenant_id),
         scope_keys=scope_keys(user_id, project_id, session_id, agent_id),
         memory_types=enum_tuple(MemoryType, memory_types, "memory_type"),
         statuses=enum_tuple(Status, statuses, "status"),
@@ -153,7 +153,7 @@ def history(
     With a ``viewer``, the whole history is shown when the item as it is now (after a
     hard delete: as it last was) is visible to it, else :class:`NotFound`."""
     check_text(item_id, "id")
-    tenant = tenant_id or rt.tenant_id
+    tenant = rt.tenant(tenant_id)
     events = yield from call(GetHistory(tenant, item_id))
     if events and viewer is not None and not viewer.sees_all:
         current = yield from call(GetItems(tenant, (item_id,)))
@@ -179,7 +179,7 @@ def stats(
     """Counts by type, scope and status, with average confidence and importance
     (of the memories ``viewer`` may see, when given)."""
     flt = Filter(
-        tenant_id=tenant_id or rt.tenant_id,
+        tenant_id=rt.tenant(tenant_id),
         scope_keys=scope_keys(user_id, project_id, session_id, agent_id),
         statuses=(),
         include_expired=True,
@@ -300,7 +300,7 @@ def reset(
     keys = scope_keys(user_id, project_id, session_id, agent_id)
     if not keys:
         raise InvalidInput("reset needs at least one scope id; it never wipes a whole tenant by accident")
-    flt = Filter(tenant_id=tenant_id or rt.tenant_id, scope_keys=keys, statuses=(), include_expired=True)
+    flt = Filter(tenant_id=rt.tenant(tenant_id), scope_keys=keys, statuses=(), include_expired=True)
     reason = f"scoped reset of {', '.join(keys)}"
     items = yield from all_items(rt, flt)
     purges = [
@@ -326,7 +326,7 @@ def export(
     """Every memory (all statuses) as JSON-ready dicts with every field (only those
     ``viewer`` may see, when given)."""
     flt = Filter(
-        tenant_id=tenant_id or rt.tenant_id,
+        tenant_id=rt.tenant(tenant_id),
         scope_keys=scope_keys(user_id, project_id, session_id, agent_id),
         statuses=(),
         include_expired=True,

@@ -234,7 +234,7 @@ def _who(rt: Runtime, tenant_id: object, actor: object, viewer: object) -> str:
         raise InvalidInput(
             f"viewer must be a jiyi.store.base.Viewer, not {type(viewer).__name__}", field="viewer"
         )
-    return tenant_id or rt.tenant_id
+    return rt.tenant(tenant_id)
 
 
 def _flag(value: object, name: str) -> bool:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from jiyi.cli.common import Subparsers
     from jiyi.memory import Memory
     from jiyi.session.flows import JobReport
+    from jiyi.session.model import Job
 
 
 def register(sub: Subparsers) -> None:
@@ -132,8 +133,16 @@ def cmd_jobs(ns: argparse.Namespace, mem: Memory) -> int:
         return EXIT_OK
     for j in jobs:
         err = f"  last error: {j.last_error.splitlines()[0]}" if j.last_error else ""
-        print(f"{j.id}  {j.kind:<8} {j.status:<8} attempts {j.attempts}/{j.max_attempts}{err}")
+        print(f"{j.id}  {j.kind:<8} {j.status:<8} attempts {j.attempts}/{j.max_attempts}{err}{_did(j)}")
+        for refused in (j.result or {}).get("refused", []):
+            print(f"    not stored: {refused['content'][:80]!r}: {refused['reason']}")
     return EXIT_OK
+
+
+def _did(job: Job) -> str:
+    """``  add 2, reinforce 1, rejected 1`` for a finished job."""
+    actions = (job.result or {}).get("actions") or {}
+    return ("  " + ", ".join(f"{k} {v}" for k, v in sorted(actions.items()))) if actions else ""
 
 
 def cmd_context(ns: argparse.Namespace, mem: Memory) -> int:

@@ -607,7 +607,7 @@ def _tenant_and_actor(rt: Runtime, tenant_id: object, actor: object) -> str:
         )
     if not isinstance(actor, str) or not actor.strip():
         raise InvalidInput("actor must be a non-empty string (kept in the history)", field="actor")
-    return tenant_id or rt.tenant_id
+    return rt.tenant(tenant_id)
 
 
 def _vectors(

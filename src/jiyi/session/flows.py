@@ -154,7 +154,7 @@ def add_messages(
     """Append messages to a session's short-term memory (no extraction)."""
     base = {
         "session_id": session_id,
-        "tenant_id": tenant_id or rt.tenant_id,
+        "tenant_id": rt.tenant(tenant_id),
         "user_id": user_id,
         "agent_id": agent_id,
         "created_at": rt.now(),
@@ -170,7 +170,7 @@ def messages(
     rt: Runtime, /, session_id: str, *, tenant_id: str | None = None, last: int | None = None
 ) -> Flow[list[Message]]:
     """A session's messages in order (the ``last`` N when given)."""
-    return (yield from call(GetMessages(tenant_id or rt.tenant_id, session_id, last=last)))
+    return (yield from call(GetMessages(rt.tenant(tenant_id), session_id, last=last)))
 
 
 def working_window(
@@ -178,7 +178,7 @@ def working_window(
 ) -> Flow[list[Message]]:
     """Messages for the next model call: every system message, then as many of the
     most recent turns as fit in ``max_tokens`` (oldest dropped first)."""
-    msgs = yield from call(GetMessages(tenant_id or rt.tenant_id, session_id))
+    msgs = yield from call(GetMessages(rt.tenant(tenant_id), session_id))
     system = [m for m in msgs if m.role == "system"]
     budget = max_tokens - sum(m.token_count for m in system)
     kept: list[Message] = []
@@ -207,7 +207,7 @@ def remember(
     The messages and the extraction job land in one transaction, so a crash cannot
     lose one without the other. Compaction runs here when the session is too long.
     """
-    tenant = tenant_id or rt.tenant_id
+    tenant = rt.tenant(tenant_id)
     if user_id is None and project_id is None and agent_id is None:
         raise InvalidInput("say whose memory this is: give user_id, project_id or agent_id", field="user_id")
     base = {
@@ -249,7 +249,7 @@ def compact(
     tenant_id: str | None = None,
 ) -> Flow[CompactionResult]:
     """Summarise all but the most recent turns into one system message, now."""
-    tenant = tenant_id or rt.tenant_id
+    tenant = rt.tenant(tenant_id)
     result = yield from _compact(rt, session_id, tenant, user_id, project_id, agent_id)
     return result
 
@@ -330,7 +330,7 @@ def end_session(
     tenant_id: str | None = None,
 ) -> Flow[str | None]:
     """Queue an episode for the session's remaining turns; returns the job id."""
-    tenant = tenant_id or rt.tenant_id
+    tenant = rt.tenant(tenant_id)
     msgs = yield from call(GetMessages(tenant, session_id))
     turns = _turns(msgs)
     if not turns:
@@ -375,11 +375,29 @@ def process_jobs(
             reports.append(JobReport(job.id, job.kind, failed.status, error=error))
             continue
         done = job.model_copy(
-            update={"status": "done", "updated_at": rt.now(), "locked_by": None, "locked_until": None}
+            update={
+                "status": "done",
+                "updated_at": rt.now(),
+                "locked_by": None,
+                "locked_until": None,
+                "result": job_result(outcomes),
+            }
         )
         yield from call(Write((PutJob(done),)))
         reports.append(JobReport(job.id, job.kind, "done", tuple(outcomes)))
     return reports
+
+
+def job_result(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """A finished job's result: how many candidates each action took, and every refused
+    one with its reason, so nothing a user said vanishes silently."""
+    actions: dict[str, int] = {}
+    for o in outcomes:
+        actions[o.action] = actions.get(o.action, 0) + 1
+    refused = [
+        {"content": o.candidate.content, "reason": o.reason} for o in outcomes if o.action == "rejected"
+    ]
+    return {"actions": actions, "refused": refused}
 
 
 def jobs(
@@ -388,7 +406,7 @@ def jobs(
     """Queued, running, done or failed jobs of one tenant (visibility for operators)."""
     from jiyi.store.base import ListJobs
 
-    return (yield from call(ListJobs(tuple(statuses), limit=limit, tenant_id=tenant_id or rt.tenant_id)))
+    return (yield from call(ListJobs(tuple(statuses), limit=limit, tenant_id=rt.tenant(tenant_id))))
 
 
 def _run_extract(rt: Runtime, job: Job) -> Flow[list[Outcome]]:
@@ -459,7 +477,7 @@ def add_episode(
         summary=summary,
         memory_type=MemoryType.EVENT,
         scope=scope,
-        tenant_id=tenant_id or rt.tenant_id,
+        tenant_id=rt.tenant(tenant_id),
         user_id=user_id,
         project_id=project_id,
         session_id=session_id,
@@ -504,7 +522,7 @@ def save_checkpoint(
     tenant_id: str | None = None,
 ) -> Flow[Checkpoint]:
     """Save a session's state; by default its current messages."""
-    tenant = tenant_id or rt.tenant_id
+    tenant = rt.tenant(tenant_id)
     if messages is None:
         messages = yield from call(GetMessages(tenant, session_id))
     cp = Checkpoint(
@@ -535,7 +553,7 @@ def restore_checkpoint(
     the session's messages become exactly the checkpoint's, in one transaction."""
     from jiyi.errors import NotFound
 
-    tenant = tenant_id or rt.tenant_id
+    tenant = rt.tenant(tenant_id)
     cp = yield from call(GetCheckpoint(tenant, session_id, checkpoint_id))
     if cp is None:
         what = f"checkpoint {checkpoint_id!r}" if checkpoint_id else "no checkpoint"
@@ -551,7 +569,7 @@ def list_checkpoints(
     rt: Runtime, /, session_id: str, *, limit: int = 50, tenant_id: str | None = None
 ) -> Flow[list[Checkpoint]]:
     """A session's checkpoints, newest first."""
-    return (yield from call(ListCheckpoints(tenant_id or rt.tenant_id, session_id, limit)))
+    return (yield from call(ListCheckpoints(rt.tenant(tenant_id), session_id, limit)))
 
 
 def prune_checkpoints(
@@ -564,7 +582,7 @@ def prune_checkpoints(
     tenant_id: str | None = None,
 ) -> Flow[int]:
     """Delete all but the newest ``keep_last`` checkpoints (and any older than ``older_than``)."""
-    tenant = tenant_id or rt.tenant_id
+    tenant = rt.tenant(tenant_id)
     cps = yield from call(ListCheckpoints(tenant, session_id, limit=100_000))
     doomed = [
         c.id
@@ -615,7 +633,7 @@ def add_document(
             content=c.text,
             memory_type=memory_type,
             scope=scope,
-            tenant_id=tenant_id or rt.tenant_id,
+            tenant_id=rt.tenant(tenant_id),
             user_id=user_id,
             project_id=project_id,
             session_id=session_id,
@@ -664,13 +682,11 @@ def get_document(
 
     if not isinstance(parent_id, str) or not parent_id:
         raise InvalidInput("parent_id must be a non-empty string", field="parent_id")
-    first = yield from call(GetItems(tenant_id or rt.tenant_id, (f"{parent_id}#0",)))
+    first = yield from call(GetItems(rt.tenant(tenant_id), (f"{parent_id}#0",)))
     if not first or (viewer is not None and not viewer.sees(first[0])):
         raise NotFound(f"no document {parent_id!r}")
     count = int(first[0].metadata.get("chunk_count", 1))
-    items = yield from call(
-        GetItems(tenant_id or rt.tenant_id, tuple(f"{parent_id}#{i}" for i in range(count)))
-    )
+    items = yield from call(GetItems(rt.tenant(tenant_id), tuple(f"{parent_id}#{i}" for i in range(count))))
     chunks = [
         Chunk(
             i.content,

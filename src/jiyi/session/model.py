@@ -77,6 +77,8 @@ class Job(_Frozen):
     attempts: int = Field(default=0, ge=0)
     max_attempts: int = Field(default=5, ge=1)
     last_error: str | None = None
+    result: dict[str, Any] | None = None
+    """What a finished job did: counts by action and every refused candidate with its reason."""
     run_after: datetime = Field(default_factory=utcnow)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

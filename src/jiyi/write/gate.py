@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -112,6 +113,37 @@ def rate_limit_decision(used: int, cfg: GateConfig, session_id: str) -> GateDeci
                 f"in the last {hours:g} h (maximum {cfg.max_extractions}); explicit saves are not limited",
             ),
         )
+    return None
+
+
+_EXPLICIT = re.compile(r"记住|记一下|别忘了|不要忘|\bremember\b|\bdon'?t forget\b|\bnote that\b", re.I)
+_SAFETY = re.compile(
+    r"过敏|哮喘|糖尿病|高血压|心脏病|癫痫|怀孕|孕期|血型|用药|药物|不能吃|不能喝|忌口|病史|吃素|素食|清真|"
+    r"\ballerg|\basthma\b|\bdiabet|\bepilep|\bpregnan|\bblood type\b|\bmedication|\bintoleran|"
+    r"\bcan'?t (?:eat|drink|have)\b|\bheart condition\b|\bhypertension\b|\bvegetarian\b|\bvegan\b|"
+    r"\bhalal\b|\bkosher\b|\bgluten\b",
+    re.I,
+)
+_CORRECTION = re.compile(
+    r"其实|更正|纠正|改成|改为|改[喝吃用去]|不再|已经不|现在不|搬到|推迟到|提前到|换成|不是.{0,20}而是|说错了|"
+    r"\bactually\b|\bcorrection\b|\bi meant\b|\bno longer\b|\bnot anymore\b|\bswitched to\b|"
+    r"\bmoved to\b|\bpostponed\b|\bchanged (?:it |my )?to\b|\binstead\b",
+    re.I,
+)
+
+
+def never_rate_limited(content: str, source_text: str = "", reasons: Sequence[str] = ()) -> str | None:
+    """Why a candidate is kept even past the rate limit (None: it is not): an explicit
+    request (记住 / remember), a safety fact (allergy, health) or a correction."""
+    # A rule's candidate is one clause of its turn; a model's is a rewording, so its
+    # source turn is read too.
+    said = content if any(r.startswith("rule:") for r in reasons) else f"{source_text} {content}"
+    if any(r.startswith("rule:remember") for r in reasons) or _EXPLICIT.search(said):
+        return "explicit request"
+    if _SAFETY.search(said):
+        return "safety fact"
+    if _CORRECTION.search(said):
+        return "correction"
     return None
 
 

@@ -18,8 +18,9 @@ Everything one call decides is written in one transaction.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -60,12 +61,15 @@ from jiyi.write.gate import (
     GateDecision,
     Screened,
     duplicate_decision,
+    never_rate_limited,
     rate_key,
     rate_limit_decision,
     reinforced_confidence,
     screen,
 )
 from jiyi.write.reconcile import Decision, Existing, ReconcileConfig, decide, reconcile_flow
+
+log = logging.getLogger("jiyi.pipeline")
 
 __all__ = ["AddResult", "Applied", "Outcome", "add", "apply", "neighbours", "store_extracted"]
 
@@ -371,11 +375,11 @@ def store_extracted(
     outcomes, passed = _screen_all(rt, candidates)
     if session_id is not None and passed:
         used = yield from call(CountEvents(rate_key(tenant, session_id), now - rt.gate.extraction_window))
-        room = max(0, rt.gate.max_extractions - used)
-        limit = f"rate limit: {rt.gate.max_extractions} automatic extractions per session per day"
-        outcomes += [Outcome(cand, "rejected", limit) for cand, _ in passed[room:]]
-        passed = passed[:room]
+        if used >= rt.gate.max_extractions:
+            refused, passed = _over_the_limit(rt, passed, used)
+            outcomes += refused
     if not passed:
+        _log_refusals(outcomes)
         return outcomes
     vectors, cache_put = yield from embed_documents(rt, [text for _, text in passed])
     changes: list[Change] = [cache_put] if cache_put else []
@@ -387,10 +391,38 @@ def store_extracted(
         changes += done.changes
         pending.update(done.changed)
         outcomes.append(Outcome(cand, done.action, why, done.item_id, done.target_id))
-        if session_id is not None and done.action != "none":
-            changes.append(RecordEvent(rate_key(tenant, session_id), now))
+    if session_id is not None and any(o.action not in ("none", "rejected") for o in outcomes):
+        changes.append(RecordEvent(rate_key(tenant, session_id), now))  # one run, however many items
     yield from call(Write(tuple(changes)))
+    _log_refusals(outcomes)
     return outcomes
+
+
+def _over_the_limit(
+    rt: Runtime, passed: list[tuple[Extracted, str]], used: int
+) -> tuple[list[Outcome], list[tuple[Extracted, str]]]:
+    """Past the session's rate limit a run keeps only what is never limited; the rest is
+    refused with the reason (it shows in the job's result and the log)."""
+    limit = (
+        f"rate limit: this session already had {used} automatic extraction runs in "
+        f"{rt.gate.extraction_window.total_seconds() / 3600:g} h (maximum {rt.gate.max_extractions}); "
+        "only explicit requests, safety facts and corrections are kept"
+    )
+    refused: list[Outcome] = []
+    kept: list[tuple[Extracted, str]] = []
+    for cand, text in passed:
+        why = never_rate_limited(cand.content, cand.source_text, cand.reasons)
+        if why is None:
+            refused.append(Outcome(cand, "rejected", limit))
+        else:
+            kept.append((replace(cand, reasons=(*cand.reasons, f"kept past the rate limit: {why}")), text))
+    return refused, kept
+
+
+def _log_refusals(outcomes: Sequence[Outcome]) -> None:
+    for o in outcomes:
+        if o.action == "rejected":
+            log.info("jiyi: not stored %r: %s", o.candidate.content[:80], o.reason)
 
 
 def _screen_all(
