@@ -51,12 +51,14 @@ def mem(tmp_path: Path, clock: Clock) -> Iterator[Memory]:
         yield m
 
 
+IDLE_ARCHIVED = LifecyclePolicy(archive_idle=True)
+"""These tests exercise decay archiving, which a policy has to ask for."""
+
+
 def maintain(
     mem: Memory, *, dry_run: bool = False, policy: LifecyclePolicy | None = None
 ) -> MaintenanceReport:
-    flow = maintain_flow(
-        mem.runtime, now=mem.runtime.now(), policy=policy or LifecyclePolicy(), dry_run=dry_run
-    )
+    flow = maintain_flow(mem.runtime, now=mem.runtime.now(), policy=policy or IDLE_ARCHIVED, dry_run=dry_run)
     return run(flow, mem.runtime)
 
 
@@ -120,7 +122,7 @@ def test_episode_importance_halves_every_90_days_and_is_archived_below_floor(
 def test_episode_deleted_below_floor_with_delete_policy(mem: Memory, clock: Clock) -> None:
     ep = mem.add_episode("Debugged the flaky CI runner", importance=0.5, user_id="alice")
     clock.at(400)
-    report = maintain(mem, policy=LifecyclePolicy(action_below_floor="delete"))
+    report = maintain(mem, policy=LifecyclePolicy(action_below_floor="delete", archive_idle=True))
     assert actions(report) == {ep.id: "delete"}
     with pytest.raises(NotFound):
         mem.get(ep.id)
@@ -242,9 +244,9 @@ def test_resources_exempt_from_access_decay(clock: Clock) -> None:
     )
     plain = doc.evolve(tags=[])
     later = T0 + timedelta(days=365)
-    assert decide_item(doc, later, LifecyclePolicy()).action == "keep"
-    assert decide_item(plain, later, LifecyclePolicy()).action == "archive"
-    assert decide_item(plain.evolve(status=Status.ARCHIVED), later, LifecyclePolicy()).action == "keep"
+    assert decide_item(doc, later, IDLE_ARCHIVED).action == "keep"
+    assert decide_item(plain, later, IDLE_ARCHIVED).action == "archive"
+    assert decide_item(plain.evolve(status=Status.ARCHIVED), later, IDLE_ARCHIVED).action == "keep"
 
 
 def test_pure_scores() -> None:
@@ -332,7 +334,7 @@ def test_dry_run_changes_nothing_but_reports_the_same(mem: Memory, clock: Clock)
 
 def test_every_change_has_a_history_event_with_its_reason(mem: Memory, clock: Clock) -> None:
     _populate(mem, clock)
-    report = maintain(mem, policy=LifecyclePolicy(action_below_floor="delete"))
+    report = maintain(mem, policy=LifecyclePolicy(action_below_floor="delete", archive_idle=True))
     assert report.changes
     expected = {
         "decay": HistoryAction.UPDATE,
@@ -363,7 +365,10 @@ def test_small_batches(mem: Memory, clock: Clock) -> None:
     ids = [add(mem, fact).id for fact in facts]
     assert len(set(ids)) == 7
     clock.at(200)
-    report = run(maintain_flow(mem.runtime, now=mem.runtime.now(), dry_run=False, batch_size=2), mem.runtime)
+    report = run(
+        maintain_flow(mem.runtime, now=mem.runtime.now(), dry_run=False, batch_size=2, policy=IDLE_ARCHIVED),
+        mem.runtime,
+    )
     assert sorted(actions(report)) == sorted(ids)
     assert all(mem.get(i).status == Status.ARCHIVED for i in ids)
 

@@ -28,7 +28,8 @@ and decides, with the pure function :func:`decide_item`, what happens to it:
   It is 1.0 just after a use or a change and halves every ``half_life`` days; each use
   stretches the half-life (0 uses: 30 days, 10 uses: ~102 days), so memories that are
   recalled often survive and forgotten ones fade. Below ``item_decay_floor`` (0.2)
-  the item is archived (or deleted). Items tagged ``resource`` (documents) are exempt
+  the item is archived (or deleted) — only when the policy says ``archive_idle=True``;
+  by default long-term knowledge is never dropped for being unused. Items tagged ``resource`` (documents) are exempt
   by default (``decay_exempt_tags``).
 
 Archiving is reversible (``update(id, status="active")``); a restored item restarts its
@@ -103,6 +104,10 @@ class LifecyclePolicy:
     protect_importance: float = 0.9
     protect_tags: tuple[str, ...] = (PINNED_TAG,)
     decay_exempt_tags: tuple[str, ...] = ("resource",)
+    archive_idle: bool = False
+    """Archive (or delete) long-term memories whose decay score fell below
+    ``item_decay_floor``. Off by default: nothing a user told us is dropped for being
+    unused; idleness shows in the decay score (seed 002's ranking) instead."""
     min_importance_change: float = 0.01
 
     def __post_init__(self) -> None:
@@ -260,6 +265,12 @@ def decide_item(item: MemoryItem, now: datetime, policy: LifecyclePolicy) -> Dec
     if exempt:
         return Decision("keep", f"tagged {exempt[0]!r}: exempt from decay")
     score = decay_score(item, now, policy)
+    if score < policy.item_decay_floor and not policy.archive_idle:
+        return Decision(
+            "keep",
+            f"decay score {score:.2f} < {policy.item_decay_floor:g} after {idle:.0f} idle days: kept "
+            "(long-term memory is archived for idleness only with archive_idle=True)",
+        )
     if score < policy.item_decay_floor:
         return Decision(
             _removal(policy),

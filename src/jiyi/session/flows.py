@@ -18,15 +18,17 @@ from typing import TYPE_CHECKING, Any
 from jiyi.effects import Flow, call
 from jiyi.embed.cached import embed_documents
 from jiyi.errors import InvalidInput
-from jiyi.items import change_event
-from jiyi.model import MemoryItem, MemoryType, Source, owner_scope
+from jiyi.items import all_items, change_event
+from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, owner_scope, scope_key
 from jiyi.runtime import Runtime
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
     AppendMessages,
+    Change,
     ClaimJobs,
     DeleteCheckpoints,
     DeleteMessages,
+    Filter,
     GetCheckpoint,
     GetItems,
     GetMessages,
@@ -329,16 +331,32 @@ def end_session(
     agent_id: str | None = None,
     tenant_id: str | None = None,
 ) -> Flow[str | None]:
-    """Queue an episode for the session's remaining turns; returns the job id."""
+    """Queue an episode for the session's remaining turns; returns the job id (None when
+    no turn is left). Session-scope memories end with their session: they are archived,
+    each with the reason in its history."""
     tenant = rt.tenant(tenant_id)
+    changes: list[Change] = list((yield from _end_session_memories(rt, tenant, session_id)))
     msgs = yield from call(GetMessages(tenant, session_id))
     turns = _turns(msgs)
-    if not turns:
-        return None
-    ids = {"session_id": session_id, "user_id": user_id, "project_id": project_id, "agent_id": agent_id}
-    job = _turn_job(rt, "episode", tenant, turns, ids)
-    yield from call(Write((PutJob(job),)))
-    return job.id
+    job = None
+    if turns:
+        ids = {"session_id": session_id, "user_id": user_id, "project_id": project_id, "agent_id": agent_id}
+        job = _turn_job(rt, "episode", tenant, turns, ids)
+        changes.append(PutJob(job))
+    if changes:
+        yield from call(Write(tuple(changes)))
+    return job.id if job else None
+
+
+def _end_session_memories(rt: Runtime, tenant: str, session_id: str) -> Flow[list[Change]]:
+    flt = Filter(tenant_id=tenant, scope_keys=(scope_key(Scope.SESSION, session_id),), include_expired=True)
+    now = rt.now()
+    changes: list[Change] = []
+    for item in (yield from all_items(rt, flt)):
+        ended = item.evolve(status=Status.ARCHIVED, version=item.version + 1, updated_at=now)
+        event = change_event(rt, HistoryAction.ARCHIVE, item, ended, "its session ended", "lifecycle")
+        changes.append(Upsert(ended, index_text(ended.content), event))
+    return changes
 
 
 def process_jobs(

@@ -54,6 +54,7 @@ from jiyi.store.base import (
     Write,
     same_audience,
 )
+from jiyi.text.expiry import expiry_of
 from jiyi.text.tokenize import index_text, query_terms
 from jiyi.validate import check_text, infer_scope
 from jiyi.write.extract import Extracted
@@ -470,6 +471,8 @@ def _extracted_item(
         source=Source.USER,
         raw=cand.source_text or None,
         occurred_at=said_at,
+        # A time-bound statement ("until Friday", "下周前") retires on its own date.
+        expires_at=expiry_of(cand.content, said_at or now),
         created_at=now,
         updated_at=now,
     )
