@@ -35,6 +35,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -545,6 +546,35 @@ def _read_failure(item: MemoryItem) -> _Failure | None:
 # ---------------------------------------------------------------- the flows
 
 
+@dataclass(frozen=True)
+class _Caller:
+    """Whose learning it is and who records it, as the record flows were given them
+    (:func:`_base_item` and :func:`_save` check them)."""
+
+    scope: Scope | str | None
+    user_id: str | None
+    project_id: str | None
+    agent_id: str | None
+    tenant_id: str | None
+    source: Source | str
+    metadata: Mapping[str, Any] | None
+    actor: str | None
+    visibility: Visibility | str
+    viewer: Viewer | None
+
+
+@dataclass(frozen=True)
+class _Version:
+    """What a record flow writes: the learning's text, record and importance, the
+    reason kept in its history, and words it is also found by."""
+
+    content: str
+    structured: dict[str, Any]
+    importance: float
+    reason: str
+    extra_terms: str = ""
+
+
 def record_skill(
     rt: Runtime,
     /,
@@ -584,24 +614,36 @@ def record_skill(
     description = _optional_text(description, "description")
     task = _optional_text(task, "task")
     succeeded = _flag(succeeded, "succeeded")
-    base = _base_item(
-        rt,
-        MemoryType.SKILL,
-        SKILL,
-        scope,
-        user_id,
-        project_id,
-        agent_id,
-        tenant_id,
-        actor,
-        viewer,
-        metadata,
-        visibility,
+    who = _Caller(
+        scope=scope,
+        user_id=user_id,
+        project_id=project_id,
+        agent_id=agent_id,
+        tenant_id=tenant_id,
+        source=source,
+        metadata=metadata,
+        actor=actor,
+        visibility=visibility,
+        viewer=viewer,
     )
+    base = _base_item(rt, MemoryType.SKILL, SKILL, who)
     name, description, task = (_private(rt, t) for t in (name, description, task))
     for step in steps:
         step["tool"] = _private(rt, step["tool"])
     old = yield from _find_named(rt, base, viewer, SKILL, "skill_name", _name_key(name), own_only)
+    version = _skill_version(old, name, steps, description, task, succeeded)
+    return (yield from _save(rt, base, old, who, version))
+
+
+def _skill_version(
+    old: MemoryItem | None,
+    name: str,
+    steps: list[dict[str, Any]],
+    description: str | None,
+    task: str | None,
+    succeeded: bool,
+) -> _Version:
+    """A skill's next version: one more run in its counts, the task among its examples."""
     data: dict[str, Any] = dict(old.structured or {}) if old else {}
     successes = (_count(data.get("successes")) or 0) + succeeded
     failures = (_count(data.get("failures")) or 0) + (not succeeded)
@@ -626,22 +668,12 @@ def record_skill(
         structured["description"] = description
     content = skill_content(name, steps, description, _is_zh(name, description, *tasks))
     outcome = "succeeded" if succeeded else "failed"
-    reason = f"skill run {outcome} ({successes} succeeded, {failures} failed)"
-    return (
-        yield from _save(
-            rt,
-            base,
-            old,
-            content=content,
-            structured=structured,
-            extra_terms=" ".join(tasks),
-            importance=0.7,  # seed 002 §5.3
-            source=source,
-            metadata=metadata,
-            reason=reason,
-            actor=actor,
-            viewer=viewer,
-        )
+    return _Version(
+        content,
+        structured,
+        importance=0.7,  # seed 002 §5.3
+        reason=f"skill run {outcome} ({successes} succeeded, {failures} failed)",
+        extra_terms=" ".join(tasks),
     )
 
 
@@ -678,28 +710,44 @@ def record_failure(
     mitigation = _text(mitigation, "mitigation")
     severity = _severity(severity)
     description = _optional_text(description, "description")
-    for i, indicator in enumerate(found):
+    _check_indicators(found)
+    who = _Caller(
+        scope=scope,
+        user_id=user_id,
+        project_id=project_id,
+        agent_id=agent_id,
+        tenant_id=tenant_id,
+        source=source,
+        metadata=metadata,
+        actor=actor,
+        visibility=visibility,
+        viewer=viewer,
+    )
+    base = _base_item(rt, MemoryType.PATTERN, FAILURE, who)
+    pattern, mitigation, description = (_private(rt, t) for t in (pattern, mitigation, description))
+    found = [_private(rt, t) for t in found]
+    old = yield from _find_named(rt, base, viewer, FAILURE, "pattern", _name_key(pattern), own_only)
+    version = _failure_version(old, pattern, found, mitigation, severity, description)
+    return (yield from _save(rt, base, old, who, version))
+
+
+def _check_indicators(indicators: Sequence[str]) -> None:
+    for i, indicator in enumerate(indicators):
         if not query_terms(indicator) and not _HAN.search(indicator):
             raise InvalidInput(
                 f"indicator {indicator!r} has no words to look for in a task", field=f"indicators[{i}]"
             )
-    base = _base_item(
-        rt,
-        MemoryType.PATTERN,
-        FAILURE,
-        scope,
-        user_id,
-        project_id,
-        agent_id,
-        tenant_id,
-        actor,
-        viewer,
-        metadata,
-        visibility,
-    )
-    pattern, mitigation, description = (_private(rt, t) for t in (pattern, mitigation, description))
-    found = [_private(rt, t) for t in found]
-    old = yield from _find_named(rt, base, viewer, FAILURE, "pattern", _name_key(pattern), own_only)
+
+
+def _failure_version(
+    old: MemoryItem | None,
+    pattern: str,
+    found: Sequence[str],
+    mitigation: str,
+    severity: int,
+    description: str | None,
+) -> _Version:
+    """A failure pattern's next version: one more occurrence, the indicators merged."""
     data: dict[str, Any] = dict(old.structured or {}) if old else {}
     merged: dict[tuple[str, ...], str] = {}
     for indicator in [*(_strings(data.get("indicators")) or ()), *found]:
@@ -720,23 +768,12 @@ def record_failure(
     if description:
         structured["description"] = description
     zh = _is_zh(pattern, description, mitigation, *merged.values())
-    content = failure_content(pattern, list(merged.values()), mitigation, severity, description, zh)
-    return (
-        yield from _save(
-            rt,
-            base,
-            old,
-            content=content,
-            structured=structured,
-            extra_terms="",
-            # Severity 5 reaches the lifecycle's protection level (0.9): never archived.
-            importance=0.5 + 0.1 * (severity - 1),
-            source=source,
-            metadata=metadata,
-            reason=f"failure seen ({occurrences} time{'s' if occurrences != 1 else ''})",
-            actor=actor,
-            viewer=viewer,
-        )
+    return _Version(
+        failure_content(pattern, list(merged.values()), mitigation, severity, description, zh),
+        structured,
+        # Severity 5 reaches the lifecycle's protection level (0.9): never archived.
+        importance=0.5 + 0.1 * (severity - 1),
+        reason=f"failure seen ({occurrences} time{'s' if occurrences != 1 else ''})",
     )
 
 
@@ -774,25 +811,33 @@ def record_decomposition(
     steps = _text_list(subtasks, "subtasks", "the parts the task was split into")
     plan_strategy = _strategy(strategy)
     succeeded = _flag(succeeded, "succeeded")
-    base = _base_item(
-        rt,
-        MemoryType.PATTERN,
-        DECOMPOSITION,
-        scope,
-        user_id,
-        project_id,
-        agent_id,
-        tenant_id,
-        actor,
-        viewer,
-        metadata,
-        visibility,
+    who = _Caller(
+        scope=scope,
+        user_id=user_id,
+        project_id=project_id,
+        agent_id=agent_id,
+        tenant_id=tenant_id,
+        source=source,
+        metadata=metadata,
+        actor=actor,
+        visibility=visibility,
+        viewer=viewer,
     )
+    base = _base_item(rt, MemoryType.PATTERN, DECOMPOSITION, who)
     task = _private(rt, task)
     steps = [_private(rt, s) for s in steps]
     plan, cache_put = yield from _find_decomposition(
         rt, base, viewer, task, steps, plan_strategy, _flag(own_only, "own_only")
     )
+    version = _decomposition_version(plan, task, steps, plan_strategy, succeeded)
+    return (yield from _save(rt, base, plan.item if plan else None, who, version, cache_put=cache_put))
+
+
+def _decomposition_version(
+    plan: _Plan | None, task: str, steps: list[str], strategy: Strategy, succeeded: bool
+) -> _Version:
+    """A decomposition's next version (``plan``: the stored one with the same plan):
+    one more use, and the task's wording among its variants."""
     old = plan.item if plan else None
     data: dict[str, Any] = dict(old.structured or {}) if old else {}
     uses = (plan.uses if plan else 0) + 1
@@ -807,7 +852,7 @@ def record_decomposition(
         "kind": DECOMPOSITION,
         "query_pattern": query_pattern,
         "subtasks": list(plan.subtasks) if plan else steps,
-        "strategy": plan_strategy,
+        "strategy": strategy,
         "success_rate": successes / uses,
         "usage_count": uses,
     }
@@ -816,26 +861,15 @@ def record_decomposition(
     content = decomposition_content(
         query_pattern,
         structured["subtasks"],
-        plan_strategy,
+        strategy,
         _is_zh(query_pattern, *structured["subtasks"]),
     )
     outcome = "succeeded" if succeeded else "failed"
-    return (
-        yield from _save(
-            rt,
-            base,
-            old,
-            content=content,
-            structured=structured,
-            extra_terms="",
-            importance=0.6,
-            source=source,
-            metadata=metadata,
-            reason=f"decomposition used, {outcome} ({successes} of {uses} succeeded)",
-            actor=actor,
-            viewer=viewer,
-            cache_put=cache_put,
-        )
+    return _Version(
+        content,
+        structured,
+        importance=0.6,
+        reason=f"decomposition used, {outcome} ({successes} of {uses} succeeded)",
     )
 
 
@@ -874,27 +908,49 @@ def suggest(
     touch = _flag(touch, "touch")
     now = rt.now()
     qvec = yield from query_vector(rt, task)
-    flt = Filter(
-        tenant_id=tenant,
-        scope_keys=keys,
-        memory_types=(MemoryType.SKILL, MemoryType.PATTERN),
-        now=now,
-        viewer=viewer,
+    plans, failures = yield from _learnings(
+        rt, task, qvec, Filter(tenant_id=tenant, scope_keys=keys, now=now, viewer=viewer)
     )
-    found = yield from call(Retrieve(flt, rt.embedder.model_id, qvec, query_terms(task), _POOL, _POOL))
+    cosine, cache_put = yield from _cosines(rt, qvec, plans, failures)
+    best_text = _closeness(task, cosine)
+    zh = _is_zh(task)
+    chosen, closest = _choose(plans, best_text, floor, min_rate)
+    risks = _risks(task, failures, best_text, floor, zh)
+    used = [r.item_id for r in risks]
+    if chosen is None:
+        result = Suggestion(task, None, 0.0, _nothing_reason(closest, floor, min_rate, zh), risks=risks)
+    else:
+        used.append(chosen[2].item.id)
+        result = _suggestion(task, chosen, risks, zh)
+    if touch and (used or cache_put):
+        yield from _mark_used(tenant, used, cache_put, now)
+    return result
+
+
+def _learnings(
+    rt: Runtime, task: str, qvec: np.ndarray, where: Filter
+) -> Flow[tuple[list[_Plan], list[_Failure]]]:
+    """The decompositions and skills most like the task, and every failure pattern, in
+    the scopes ``where`` names."""
+    found = yield from call(
+        Retrieve(
+            replace(where, memory_types=(MemoryType.SKILL, MemoryType.PATTERN)),
+            rt.embedder.model_id,
+            qvec,
+            query_terms(task),
+            _POOL,
+            _POOL,
+        )
+    )
     plans = [p for p in (_read_plan(c.item) for c in found) if p is not None]
-    stored = yield from all_items(
-        rt,
-        Filter(
-            tenant_id=tenant,
-            scope_keys=keys,
-            memory_types=(MemoryType.PATTERN,),
-            tags=(FAILURE,),
-            now=now,
-            viewer=viewer,
-        ),
-    )
-    failures = [f for f in (_read_failure(i) for i in stored) if f is not None]
+    stored = yield from all_items(rt, replace(where, memory_types=(MemoryType.PATTERN,), tags=(FAILURE,)))
+    return plans, [f for f in (_read_failure(i) for i in stored) if f is not None]
+
+
+def _cosines(
+    rt: Runtime, qvec: np.ndarray, plans: Sequence[_Plan], failures: Sequence[_Failure]
+) -> Flow[tuple[dict[str, float], CachePut | None]]:
+    """The cosine of each learning's texts with the task, and the vectors to cache."""
     texts = list(
         dict.fromkeys([*(t for p in plans for t in p.texts), *(t for f in failures for t in f.texts)])
     )
@@ -904,13 +960,28 @@ def suggest(
         vectors, cache_put = yield from embed_documents(rt, texts)
         q = np.asarray(qvec, dtype=np.float32)
         cosine = {t: float(vectors[i] @ q) for i, t in enumerate(texts)}
+    return cosine, cache_put
+
+
+def _closeness(task: str, cosine: Mapping[str, float]) -> Callable[[Sequence[str]], tuple[float, str]]:
+    """The most similar of some texts to the task, and its similarity (same wording: 1.0)."""
     words = _wording(task)
 
     def best_text(candidates: Sequence[str]) -> tuple[float, str]:
         scored = [(1.0 if _wording(t) == words else cosine[t], t) for t in candidates]
         return max(scored, key=lambda s: s[0])
 
-    zh = _is_zh(task)
+    return best_text
+
+
+def _choose(
+    plans: Sequence[_Plan],
+    best_text: Callable[[Sequence[str]], tuple[float, str]],
+    floor: float,
+    min_rate: float,
+) -> tuple[tuple[float, float, _Plan, str] | None, tuple[float, _Plan, str] | None]:
+    """The plan to suggest as (rank, similarity, plan, matched text), if one is similar
+    and successful enough, and the most similar plan (for the reason when none is)."""
     chosen: tuple[float, float, _Plan, str] | None = None
     closest: tuple[float, _Plan, str] | None = None
     for plan in plans:
@@ -923,36 +994,38 @@ def suggest(
         rank = sim * (plan.successes + 1) / (plan.uses + 2)
         if chosen is None or (rank, sim) > (chosen[0], chosen[1]):
             chosen = (rank, sim, plan, text)
-    risks = _risks(task, failures, best_text, floor, zh)
-    used = [r.item_id for r in risks]
-    if chosen is None:
-        result = Suggestion(task, None, 0.0, _nothing_reason(closest, floor, min_rate, zh), risks=risks)
-    else:
-        _, sim, plan, text = chosen
-        used.append(plan.item.id)
-        result = Suggestion(
-            task,
-            plan.kind,
-            plan.rate,
-            _found_reason(plan, text, sim, zh),
-            item_id=plan.item.id,
-            matched=text,
-            similarity=sim,
-            subtasks=plan.subtasks,
-            strategy=plan.strategy,
-            skill_name=plan.skill_name,
-            workflow=plan.workflow,
-            success_rate=plan.rate,
-            usage_count=plan.uses,
-            risks=risks,
-        )
-    if touch and (used or cache_put):
-        changes: list[Any] = [cache_put] if cache_put else []
-        if used:
-            changes.append(Touch(tenant, tuple(dict.fromkeys(used)), now))
-        with contextlib.suppress(StoreReadOnly):  # advice from a read-only store is still advice
-            yield from call(Write(tuple(changes)))
-    return result
+    return chosen, closest
+
+
+def _suggestion(
+    task: str, chosen: tuple[float, float, _Plan, str], risks: tuple[Risk, ...], zh: bool
+) -> Suggestion:
+    _, sim, plan, text = chosen
+    return Suggestion(
+        task,
+        plan.kind,
+        plan.rate,
+        _found_reason(plan, text, sim, zh),
+        item_id=plan.item.id,
+        matched=text,
+        similarity=sim,
+        subtasks=plan.subtasks,
+        strategy=plan.strategy,
+        skill_name=plan.skill_name,
+        workflow=plan.workflow,
+        success_rate=plan.rate,
+        usage_count=plan.uses,
+        risks=risks,
+    )
+
+
+def _mark_used(tenant: str, used: Sequence[str], cache_put: CachePut | None, now: datetime) -> Flow[None]:
+    """Mark the learnings a suggestion used, and cache the vectors it computed."""
+    changes: list[Any] = [cache_put] if cache_put else []
+    if used:
+        changes.append(Touch(tenant, tuple(dict.fromkeys(used)), now))
+    with contextlib.suppress(StoreReadOnly):  # advice from a read-only store is still advice
+        yield from call(Write(tuple(changes)))
 
 
 # ---------------------------------------------------------------- steps of the flows
@@ -965,20 +1038,7 @@ def _private(rt: Runtime, text: str | None) -> Any:
     return redact(text).text
 
 
-def _base_item(
-    rt: Runtime,
-    memory_type: MemoryType,
-    kind: str,
-    scope: Scope | str | None,
-    user_id: str | None,
-    project_id: str | None,
-    agent_id: str | None,
-    tenant_id: str | None,
-    actor: str | None,
-    viewer: Viewer | None,
-    metadata: object,
-    visibility: Visibility | str,
-) -> MemoryItem:
+def _base_item(rt: Runtime, memory_type: MemoryType, kind: str, who: _Caller) -> MemoryItem:
     """A placeholder item that validates the scope, tenant and caller and carries them to
     the lookups, with the creator :func:`_save` will record: the lookups of an
     ``owner_only`` learning must find that creator's earlier version."""
@@ -986,16 +1046,17 @@ def _base_item(
     base = MemoryItem.build(
         content=kind,
         memory_type=memory_type,
-        scope=_owner(scope, user_id, project_id, agent_id),
-        tenant_id=_who(rt, tenant_id, actor, viewer),
-        user_id=user_id,
-        project_id=project_id,
-        agent_id=agent_id,
-        visibility=visibility,
+        scope=_owner(who.scope, who.user_id, who.project_id, who.agent_id),
+        tenant_id=_who(rt, who.tenant_id, who.actor, who.viewer),
+        user_id=who.user_id,
+        project_id=who.project_id,
+        agent_id=who.agent_id,
+        visibility=who.visibility,
         tags=(PROCEDURAL_TAG, kind),
         created_at=now,
         updated_at=now,
     )
+    metadata, viewer = who.metadata, who.viewer
     given = metadata.get("created_by") if isinstance(metadata, Mapping) else None
     creator = given if isinstance(given, str) else viewer.actor if viewer is not None else None
     return base if creator is None else base.evolve(metadata={"created_by": creator})
@@ -1113,19 +1174,14 @@ def _save(
     rt: Runtime,
     base: MemoryItem,
     old: MemoryItem | None,
+    who: _Caller,
+    version: _Version,
     *,
-    content: str,
-    structured: dict[str, Any],
-    extra_terms: str,
-    importance: float,
-    source: Source | str,
-    metadata: Mapping[str, Any] | None,
-    reason: str,
-    actor: str | None,
-    viewer: Viewer | None,
     cache_put: CachePut | None = None,
 ) -> Flow[MemoryItem]:
     """Add the learning, or write it as the next version of ``old``: one transaction."""
+    metadata, viewer = who.metadata, who.viewer
+    content, structured, importance = version.content, version.structured, version.importance
     if metadata is not None and not isinstance(metadata, Mapping):
         raise InvalidInput("metadata must be an object", field="metadata")
     now = base.created_at
@@ -1137,7 +1193,7 @@ def _save(
             content=content,
             structured=structured,
             importance=importance,
-            source=source,
+            source=who.source,
             metadata=meta,
         )
         action = HistoryAction.ADD
@@ -1165,8 +1221,8 @@ def _save(
     changes.append(
         Upsert(
             new,
-            index_text(f"{new.content} {extra_terms}"),
-            change_event(rt, action, old, new, reason, actor),
+            index_text(f"{new.content} {version.extra_terms}"),
+            change_event(rt, action, old, new, version.reason, who.actor),
             vector=vector,
             model_id=rt.embedder.model_id if vector is not None else None,
         )

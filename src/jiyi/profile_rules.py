@@ -476,63 +476,78 @@ def _str(value: object) -> str | None:
 
 def _user_clues(item: MemoryItem, reading: _Reading) -> Iterator[tuple[str, str, str]]:
     """(field, value, slot) found in one reading of a user-scope item."""
-    kind, parts, text = reading.kind, reading.parts, reading.text
+    kind, text = reading.kind, reading.text
     negative = _negative(reading)
     if kind == MemoryType.FACT:
-        raw_key = reading.key or parts.get("key")
-        key = None
-        if isinstance(raw_key, str):
-            key = _FACT_KEYS.get(raw_key.removeprefix("my:").strip().lower())
-        value = _str(parts.get("value"))
-        if key == "name" and value:
-            yield "username", value, ""
-        elif key == "profession" and value:
-            yield "profession", value, ""
-        elif key in _BACKGROUND_SLOTS:
-            yield "background", _clean(text), key
-        else:
-            extra = _first(_PROFESSION_EXTRA, text)
-            if extra:
-                yield "profession", _clean(_PROFESSION_STOP.split(extra, maxsplit=1)[0]), ""
-            elif raw_key is None and value and not reading.hedged:
-                yield "characteristics", value, ""
-            if raw_key is None:
-                yield from _used_names(text)
-        return
-    if kind == MemoryType.SKILL:
-        skill = _str(parts.get("skill")) or _first(_SKILL_LOOSE, text)
-        if skill is None:
-            yield from _used_names(text, languages_only=True)
-            return
-        for piece in _split(skill):
-            term = term_of(piece)
-            if term is not None and term.category == "language":
-                yield "programming_languages", term.name, ""
-            elif natural_language(piece) is None:
-                yield "expertise_areas", term.name if term else piece, ""
-        yield from _used_names(skill, languages_only=True)
-        return
-    if kind in (MemoryType.PREFERENCE, MemoryType.CONSTRAINT, MemoryType.HABIT):
-        consumed = False
-        for field, found in (
-            ("communication_style", _style(reading, negative)),
-            ("response_format", _format(reading, negative)),
-            ("language_preference", _language(reading, negative)),
-        ):
-            if found:
-                consumed = True
-                yield field, found, ""
-        if kind == MemoryType.CONSTRAINT and not consumed:
-            yield "content", _clean(text), ""
-        if not negative and kind != MemoryType.CONSTRAINT:
-            obj = _str(parts.get("object")) or _str(parts.get("habit")) or text
-            yield from _used_names(obj)
-        return
-    if kind == MemoryType.DECISION and not negative:
+        yield from _fact_clues(reading)
+    elif kind == MemoryType.SKILL:
+        yield from _skill_clues(reading)
+    elif kind in (MemoryType.PREFERENCE, MemoryType.CONSTRAINT, MemoryType.HABIT):
+        yield from _preference_clues(reading, negative)
+    elif kind == MemoryType.DECISION and not negative:
         _, choice = _decision(reading, item)
         yield from _used_names(choice)
     elif kind == MemoryType.CONTEXT:
         yield from _used_names(text)
+
+
+def _fact_clues(reading: _Reading) -> Iterator[tuple[str, str, str]]:
+    """A fact: its slot names the field (name, profession, background), else its words."""
+    parts, text = reading.parts, reading.text
+    raw_key = reading.key or parts.get("key")
+    key = None
+    if isinstance(raw_key, str):
+        key = _FACT_KEYS.get(raw_key.removeprefix("my:").strip().lower())
+    value = _str(parts.get("value"))
+    if key == "name" and value:
+        yield "username", value, ""
+    elif key == "profession" and value:
+        yield "profession", value, ""
+    elif key in _BACKGROUND_SLOTS:
+        yield "background", _clean(text), key
+    else:
+        extra = _first(_PROFESSION_EXTRA, text)
+        if extra:
+            yield "profession", _clean(_PROFESSION_STOP.split(extra, maxsplit=1)[0]), ""
+        elif raw_key is None and value and not reading.hedged:
+            yield "characteristics", value, ""
+        if raw_key is None:
+            yield from _used_names(text)
+
+
+def _skill_clues(reading: _Reading) -> Iterator[tuple[str, str, str]]:
+    """A skill: programming languages and areas of expertise."""
+    text = reading.text
+    skill = _str(reading.parts.get("skill")) or _first(_SKILL_LOOSE, text)
+    if skill is None:
+        yield from _used_names(text, languages_only=True)
+        return
+    for piece in _split(skill):
+        term = term_of(piece)
+        if term is not None and term.category == "language":
+            yield "programming_languages", term.name, ""
+        elif natural_language(piece) is None:
+            yield "expertise_areas", term.name if term else piece, ""
+    yield from _used_names(skill, languages_only=True)
+
+
+def _preference_clues(reading: _Reading, negative: bool) -> Iterator[tuple[str, str, str]]:
+    """A preference, constraint or habit: how the user wants answers, else its content."""
+    kind, text = reading.kind, reading.text
+    consumed = False
+    for field, found in (
+        ("communication_style", _style(reading, negative)),
+        ("response_format", _format(reading, negative)),
+        ("language_preference", _language(reading, negative)),
+    ):
+        if found:
+            consumed = True
+            yield field, found, ""
+    if kind == MemoryType.CONSTRAINT and not consumed:
+        yield "content", _clean(text), ""
+    if not negative and kind != MemoryType.CONSTRAINT:
+        obj = _str(reading.parts.get("object")) or _str(reading.parts.get("habit")) or text
+        yield from _used_names(obj)
 
 
 def _used_names(text: str, *, languages_only: bool = False) -> Iterator[tuple[str, str, str]]:

@@ -187,27 +187,52 @@ def plan_sync(
     for problem in parse.problems:
         plan.error(problem)
     stored = {i: Placed.of(item) for i, item in visible.items()}
-    lines = parse.by_id
     held = set(parse.held)
-    # Anything tied to a file nothing could be read from stays exactly as it was.
     if plan.blocked:
-        for item_id in base0.keys() | stored.keys() | over0.keys():
-            homes = {
-                file_for(p.entry.memory_type)
-                for p in (base0.get(item_id), stored.get(item_id), over0.get(item_id))
-                if p is not None
-            }
-            if homes & plan.blocked:
-                plan.frozen.add(item_id)
-                held.add(item_id)
-                if item_id in lines:  # e.g. moved out of the unreadable file: keep the line
-                    plan.keep_line(
-                        lines[item_id],
-                        f"memory {item_id} also belongs to {', '.join(sorted(homes & plan.blocked))}, "
-                        "which could not be read; this line is applied once that file is fixed",
-                    )
-        for name in plan.blocked:
-            plan.extras[name] = (state.extras.get(name) if state else None) or Extras()
+        _freeze_blocked(plan, parse.by_id, state, base0, stored, over0, held)
+    _carry_held(plan, held, base0, over0)
+    _new_lines(plan, parse, base0, stored, held, screened)
+    merge = _Merge(plan, screened, parse.by_id, base0, stored, visible, known, prefer, at_key(now))
+    for item_id in sorted((parse.by_id.keys() | base0.keys() | stored.keys()) - held - plan.shown.keys()):
+        merge.decide(item_id)
+    plan.actions.sort(key=lambda a: (a.file, a.line.line if a.line else 0))
+    return plan
+
+
+def _freeze_blocked(
+    plan: Plan,
+    lines: Mapping[str, Line],
+    state: ScopeState | None,
+    base0: Mapping[str, Placed],
+    stored: Mapping[str, Placed],
+    over0: Mapping[str, Placed | None],
+    held: set[str],
+) -> None:
+    """Anything tied to a file nothing could be read from stays exactly as it was."""
+    for item_id in base0.keys() | stored.keys() | over0.keys():
+        homes = {
+            file_for(p.entry.memory_type)
+            for p in (base0.get(item_id), stored.get(item_id), over0.get(item_id))
+            if p is not None
+        }
+        if homes & plan.blocked:
+            plan.frozen.add(item_id)
+            held.add(item_id)
+            if item_id in lines:  # e.g. moved out of the unreadable file: keep the line
+                plan.keep_line(
+                    lines[item_id],
+                    f"memory {item_id} also belongs to {', '.join(sorted(homes & plan.blocked))}, "
+                    "which could not be read; this line is applied once that file is fixed",
+                )
+    for name in plan.blocked:
+        plan.extras[name] = (state.extras.get(name) if state else None) or Extras()
+
+
+def _carry_held(
+    plan: Plan, held: set[str], base0: Mapping[str, Placed], over0: Mapping[str, Placed | None]
+) -> None:
+    """Held ids keep their base. A frozen id keeps its override; any other held id's
+    line is kept verbatim, so its base entry is not shown as well (override None)."""
     for item_id in held:
         if item_id in base0:
             plan.base[item_id] = base0[item_id]
@@ -216,49 +241,110 @@ def plan_sync(
                 plan.overrides[item_id] = over0[item_id]
         elif item_id in base0:
             plan.overrides[item_id] = None  # its line is kept verbatim
-    _new_lines(plan, parse, base0, stored, held, screened)
-    now_key = at_key(now)
-    for item_id in sorted((lines.keys() | base0.keys() | stored.keys()) - held - plan.shown.keys()):
-        line = lines.get(item_id)
-        f = line.entry if line else None
-        b = base0[item_id].entry if item_id in base0 else None
-        d = stored[item_id].entry if item_id in stored else None
-        source = stored.get(item_id) or base0.get(item_id)
-        at_value = source.at if source else now_key
-        info = known.get(item_id)
-        item_now = visible.get(item_id) or (info.item if info is not None else None)
-        kind = learning_kind(item_now) if item_now is not None else None
-        fk, bk, dk = _key(f, kind), _key(b, kind), _key(d, kind)
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """One id's three versions (file, base, database) and the item it stands for now."""
+
+    item_id: str
+    line: Line | None
+    f: Entry | None
+    b: Entry | None
+    d: Entry | None
+    at: str  # when it was stored (now, for a line new to both)
+    info: Known | None
+    item: MemoryItem | None  # the visible item
+    kind: str | None  # a learning's kind: its counts are not compared
+
+    @property
+    def keys(self) -> tuple[Entry | None, Entry | None, Entry | None]:
+        return _key(self.f, self.kind), _key(self.b, self.kind), _key(self.d, self.kind)
+
+    @property
+    def untraced(self) -> bool:
+        """The database has no trace of the id (a new or rebuilt database)."""
+        info = self.info
+        return self.d is None and info is not None and info.item is None and not info.purged
+
+
+@dataclass(frozen=True)
+class _Merge:
+    """The three-way decision per id (module docstring), written into ``plan``."""
+
+    plan: Plan
+    screened: _Screen
+    lines: Mapping[str, Line]
+    base0: Mapping[str, Placed]
+    stored: Mapping[str, Placed]
+    visible: Mapping[str, MemoryItem]
+    known: Mapping[str, Known]
+    prefer: Prefer
+    now_key: str
+
+    def sides(self, item_id: str) -> _Sides:
+        line = self.lines.get(item_id)
+        source = self.stored.get(item_id) or self.base0.get(item_id)
+        info = self.known.get(item_id)
+        item_now = self.visible.get(item_id) or (info.item if info is not None else None)
+        return _Sides(
+            item_id,
+            line,
+            line.entry if line else None,
+            self.base0[item_id].entry if item_id in self.base0 else None,
+            self.stored[item_id].entry if item_id in self.stored else None,
+            source.at if source else self.now_key,
+            info,
+            self.visible.get(item_id),
+            learning_kind(item_now) if item_now is not None else None,
+        )
+
+    def decide(self, item_id: str) -> None:
+        s = self.sides(item_id)
+        fk, bk, dk = s.keys
         file_changed, db_changed = fk != bk, dk != bk
-        if line is not None and d is None and info is not None and info.item is None and not info.purged:
-            # The database has no trace of it (a new or rebuilt database): the file is the truth.
-            _readd(plan, item_id, line, base0.get(item_id), "the database had no record of it")
+        if s.line is not None and s.untraced:  # the file is the truth
+            _readd(self.plan, item_id, s.line, self.base0.get(item_id), "the database had no record of it")
         elif not file_changed and not db_changed:
-            if f is not None and f != d:  # a learning's counts (or spacing) differ: the database's
-                _to_file(plan, item_id, f, stored[item_id], _counts_edited(kind, f, b, d))
-            elif f is not None:
-                _show(plan, item_id, Placed(f, at_value))
-                plan.base[item_id] = base0[item_id]
-        elif not file_changed and _text_ahead(kind, f, b, visible.get(item_id)):
-            _to_db(plan, item_id, line, visible.get(item_id), info, base0.get(item_id), at_value)
+            self.unchanged(s)
+        elif not file_changed and _text_ahead(s.kind, s.f, s.b, s.item):
+            self.to_db(s)
         elif not file_changed:
-            _to_file(plan, item_id, f, stored.get(item_id), _counts_edited(kind, f, b, d))
+            self.to_file(s)
         elif not db_changed:
-            _to_db(plan, item_id, line, visible.get(item_id), info, base0.get(item_id), at_value)
-        elif screened.same(fk, dk) or _reads_as(plan, line, visible.get(item_id)):
-            if d is not None and f != d:
-                _to_file(plan, item_id, f, stored[item_id], _counts_edited(kind, f, b, d))
-            elif d is not None:
-                _show(plan, item_id, stored[item_id])
-                plan.base[item_id] = stored[item_id]
-        elif prefer == "file":
-            _to_db(plan, item_id, line, visible.get(item_id), info, base0.get(item_id), at_value)
-        elif prefer == "db":
-            _to_file(plan, item_id, f, stored.get(item_id))
+            self.to_db(s)
+        elif self.screened.same(fk, dk) or _reads_as(self.plan, s.line, s.item):
+            self.agreed(s)
+        elif self.prefer == "file":
+            self.to_db(s)
+        elif self.prefer == "db":
+            _to_file(self.plan, item_id, s.f, self.stored.get(item_id))
         else:
-            _conflict(plan, item_id, line, f, d, base0, at_value)
-    plan.actions.sort(key=lambda a: (a.file, a.line.line if a.line else 0))
-    return plan
+            _conflict(self.plan, item_id, s.line, s.f, s.d, self.base0, s.at)
+
+    def unchanged(self, s: _Sides) -> None:
+        """Neither side changed what is compared."""
+        if s.f is not None and s.f != s.d:  # a learning's counts (or spacing) differ: the database's
+            _to_file(self.plan, s.item_id, s.f, self.stored[s.item_id], _counts_edited(s.kind, s.f, s.b, s.d))
+        elif s.f is not None:
+            _show(self.plan, s.item_id, Placed(s.f, s.at))
+            self.plan.base[s.item_id] = self.base0[s.item_id]
+
+    def agreed(self, s: _Sides) -> None:
+        """Both sides made the same change."""
+        if s.d is not None and s.f != s.d:
+            _to_file(self.plan, s.item_id, s.f, self.stored[s.item_id], _counts_edited(s.kind, s.f, s.b, s.d))
+        elif s.d is not None:
+            _show(self.plan, s.item_id, self.stored[s.item_id])
+            self.plan.base[s.item_id] = self.stored[s.item_id]
+
+    def to_db(self, s: _Sides) -> None:
+        """The file changed: the person's version goes into the database."""
+        _to_db(self.plan, s.item_id, s.line, s.item, s.info, self.base0.get(s.item_id), s.at)
+
+    def to_file(self, s: _Sides) -> None:
+        """The database changed: the file follows (a changed count is noted)."""
+        _to_file(self.plan, s.item_id, s.f, self.stored.get(s.item_id), _counts_edited(s.kind, s.f, s.b, s.d))
 
 
 def _show(plan: Plan, item_id: str, placed: Placed) -> None:
@@ -330,58 +416,81 @@ def _to_db(
 ) -> None:
     """The person's version goes into the database (as an action), and into the file."""
     if line is None:
-        if item is None:  # deleted on both sides
-            plan.base.pop(item_id, None)
-            return
-        name = file_for(item.memory_type)
-        plan.actions.append(
-            Action(
-                "archive",
-                name,
-                item_id,
-                None,
-                reason=f"{name}: the line was deleted from the file",
-                base_before=base_before,
-            )
-        )
-        return
-    f = line.entry
-    if item is not None:
+        _archive(plan, item_id, item, base_before)
+    elif item is not None:
         kind = learning_kind(item)
-        if kind is not None and f.memory_type is item.memory_type:
+        if kind is not None and line.entry.memory_type is item.memory_type:
             _learning_to_db(plan, item_id, line, item, kind, base_before, at)
-            return
-        current = Entry.of(item)
-        changes: list[tuple[str, Any]] = []
-        what: list[str] = []
-        if f.text != current.text:
-            changes.append(("content", f.text))
-            what.append("text edited")
-            gate = plan.screened.gate if plan.screened else None
-            if gate is not None and item.confidence < gate.min_confidence:
-                # A person wrote this text: it is no longer a low-confidence guess.
-                changes.append(("confidence", gate.min_confidence))
-        if f.memory_type is not current.memory_type:
-            changes.append(("memory_type", f.memory_type))
-            what.append(f"moved from {_describe(current)} to {_describe(f)}")
-        detail = f"{_describe(current)} -> {_describe(f)}" if current.memory_type is not f.memory_type else ""
-        if kind is not None:  # a learning moved out of its section becomes a plain memory
-            changes.append(("structured", None))
-            detail += f"; no longer a {_NOUN[kind]} that suggest() uses (its record stays in its history)"
-        plan.actions.append(
-            Action(
-                "update",
-                line.file,
-                item_id,
-                line,
-                tuple(changes),
-                reason=f"{line.file} line {line.line}: {', '.join(what)} in the file",
-                at=at,
-                base_before=base_before,
-                detail=detail,
-            )
-        )
+        else:
+            _edit(plan, item_id, line, item, kind, base_before, at)
+    else:
+        _bring_back(plan, item_id, line, info, base_before)
+
+
+def _archive(plan: Plan, item_id: str, item: MemoryItem | None, base_before: Placed | None) -> None:
+    """A deleted line archives its memory."""
+    if item is None:  # deleted on both sides
+        plan.base.pop(item_id, None)
         return
+    name = file_for(item.memory_type)
+    plan.actions.append(
+        Action(
+            "archive",
+            name,
+            item_id,
+            None,
+            reason=f"{name}: the line was deleted from the file",
+            base_before=base_before,
+        )
+    )
+
+
+def _edit(
+    plan: Plan,
+    item_id: str,
+    line: Line,
+    item: MemoryItem,
+    kind: str | None,
+    base_before: Placed | None,
+    at: str,
+) -> None:
+    """An edited or moved line updates its memory."""
+    f = line.entry
+    current = Entry.of(item)
+    changes: list[tuple[str, Any]] = []
+    what: list[str] = []
+    if f.text != current.text:
+        changes.append(("content", f.text))
+        what.append("text edited")
+        gate = plan.screened.gate if plan.screened else None
+        if gate is not None and item.confidence < gate.min_confidence:
+            # A person wrote this text: it is no longer a low-confidence guess.
+            changes.append(("confidence", gate.min_confidence))
+    if f.memory_type is not current.memory_type:
+        changes.append(("memory_type", f.memory_type))
+        what.append(f"moved from {_describe(current)} to {_describe(f)}")
+    detail = f"{_describe(current)} -> {_describe(f)}" if current.memory_type is not f.memory_type else ""
+    if kind is not None:  # a learning moved out of its section becomes a plain memory
+        changes.append(("structured", None))
+        detail += f"; no longer a {_NOUN[kind]} that suggest() uses (its record stays in its history)"
+    plan.actions.append(
+        Action(
+            "update",
+            line.file,
+            item_id,
+            line,
+            tuple(changes),
+            reason=f"{line.file} line {line.line}: {', '.join(what)} in the file",
+            at=at,
+            base_before=base_before,
+            detail=detail,
+        )
+    )
+
+
+def _bring_back(plan: Plan, item_id: str, line: Line, info: Known | None, base_before: Placed | None) -> None:
+    """A line whose memory the scope's visible items lack: added again, restored, or
+    kept and reported when the memory is not one the files may change."""
     found = info.item if info else None
     if found is None:
         why = (
@@ -389,31 +498,38 @@ def _to_db(
         )
         _readd(plan, item_id, line, base_before, why)
         return
-    if found.scope_key != plan.ref.key:
-        plan.keep_line(
-            line,
-            f"id {item_id} belongs to {found.scope.value} {found.scope_id}, not to this file's "
-            f"{plan.ref.describe()}; remove the id comment to add it here as a new memory",
-        )
+    why_not = _not_restorable(plan, item_id, found)
+    if why_not is not None:
+        plan.keep_line(line, why_not)
         _hold(plan, item_id, base_before)
         return
+    _restore(plan, item_id, line, found, base_before)
+
+
+def _not_restorable(plan: Plan, item_id: str, found: MemoryItem) -> str | None:
+    """Why a line may not bring ``found`` back into this file, or None."""
+    if found.scope_key != plan.ref.key:
+        return (
+            f"id {item_id} belongs to {found.scope.value} {found.scope_id}, not to this file's "
+            f"{plan.ref.describe()}; remove the id comment to add it here as a new memory"
+        )
     if found.status is Status.SUPERSEDED:
         newer = next((r.target_id for r in found.relations if r.type.value == "superseded_by"), None)
-        plan.keep_line(
-            line,
+        return (
             f"memory {item_id} was superseded"
             + (f" by {newer}" if newer else "")
-            + "; edit the newer memory's line instead (or remove the id comment to add this as new)",
+            + "; edit the newer memory's line instead (or remove the id comment to add this as new)"
         )
-        _hold(plan, item_id, base_before)
-        return
     if found.thread_id is not None or {"episode", "profile"} & set(found.tags):
-        plan.keep_line(line, f"memory {item_id} {_why_hidden(found)}, which the files do not hold")
-        _hold(plan, item_id, base_before)
-        return
-    # Archived or expired: the line was put back, so the memory comes back.
+        return f"memory {item_id} {_why_hidden(found)}, which the files do not hold"
+    return None
+
+
+def _restore(plan: Plan, item_id: str, line: Line, found: MemoryItem, base_before: Placed | None) -> None:
+    """Archived or expired: the line was put back, so the memory comes back."""
+    f = line.entry
     current = Entry.of(found)
-    changes = [("status", Status.ACTIVE)]
+    changes: list[tuple[str, Any]] = [("status", Status.ACTIVE)]
     if found.expires_at is not None:
         changes.append(("expires_at", None))
     kind = learning_kind(found)
@@ -624,97 +740,134 @@ def finish_sync(
     """Fold the actions' outcomes into what the files show and the new base; render."""
     changes: list[FileChange] = []
     errors: list[FileError] = []
-    shown, base, overrides = plan.shown, plan.base, plan.overrides
+    for action, result in results:
+        if action.kind in ("update", "restore"):
+            _finish_update(plan, action, result, now, changes, errors)
+        elif action.kind == "archive":
+            _finish_archive(plan, action, result, changes, errors)
+        else:
+            _finish_add(plan, action, result, now, changes)
+    _settle_overrides(plan)
+    has_any = bool(plan.shown) or any(e.places() for e in plan.extras.values())
+    if not has_any and state is None and not files_exist:
+        return Finished({}, None, changes, errors)
+    texts, new_state = _render(plan, state)
+    return Finished(texts, new_state, changes, errors)
 
-    def fail(action: Action, message: str) -> None:
-        line = action.line
-        errors.append(
-            FileError(
-                plan.rel(action.file), line.line if line else None, message, line.entry.text if line else ""
+
+def _failed(plan: Plan, action: Action, message: str) -> FileError:
+    line = action.line
+    return FileError(
+        plan.rel(action.file), line.line if line else None, message, line.entry.text if line else ""
+    )
+
+
+def _finish_update(
+    plan: Plan,
+    action: Action,
+    result: Applied,
+    now: datetime,
+    changes: list[FileChange],
+    errors: list[FileError],
+) -> None:
+    """An update or restore: the file shows the stored item, or keeps the line on failure."""
+    line = action.line
+    assert action.item_id is not None
+    assert line is not None
+    if result.item is None:
+        errors.append(_failed(plan, action, f"not applied: {result.error}"))
+        plan.shown[action.item_id] = Placed(line.entry, action.at or at_key(now))
+        if action.base_before is not None:
+            plan.base[action.item_id] = action.base_before
+        return
+    _adopt(plan, result.item, now)
+    kinds = dict(action.changes)
+    moved = "memory_type" in kinds and "content" not in kinds
+    verb = "restored" if action.kind == "restore" else ("moved" if moved else "changed")
+    changes.append(
+        FileChange(
+            plan.rel(action.file),
+            verb,
+            "to_db",
+            action.item_id,
+            Entry.of(result.item).text,
+            line.line,
+            action.detail,
+        )
+    )
+
+
+def _finish_archive(
+    plan: Plan, action: Action, result: Applied, changes: list[FileChange], errors: list[FileError]
+) -> None:
+    """An archive: the memory leaves the files; on failure its base stays (so the next
+    sync tries again) and the deleted line stays deleted."""
+    assert action.item_id is not None
+    if result.item is None:
+        errors.append(_failed(plan, action, f"could not archive memory {action.item_id}: {result.error}"))
+        if action.base_before is not None:
+            plan.base[action.item_id] = action.base_before
+            plan.overrides[action.item_id] = None
+        return
+    plan.shown.pop(action.item_id, None)
+    plan.base.pop(action.item_id, None)
+    text = action.base_before.entry.text if action.base_before else normal_text(result.item.content)
+    changes.append(FileChange(plan.rel(action.file), "archived", "to_db", action.item_id, text))
+
+
+def _finish_add(
+    plan: Plan, action: Action, result: Applied, now: datetime, changes: list[FileChange]
+) -> None:
+    """An add: the line gets its memory's id, or is kept and reported when refused."""
+    line = action.line
+    assert line is not None
+    decision = result.decision
+    if result.item is None or decision is None:
+        reasons = "; ".join(decision.reasons) if decision else (result.error or "")
+        plan.keep_line(line, f"not added: {reasons}")
+        if action.replaces is not None and action.base_before is not None:
+            plan.base[action.replaces] = action.base_before
+            plan.overrides[action.replaces] = None
+        return
+    if action.replaces is not None:
+        plan.shown.pop(action.replaces, None)
+        plan.base.pop(action.replaces, None)
+    known_line = result.item.id in plan.shown or result.item.id in plan.overrides
+    if decision.action != "reinforce" or not known_line:
+        # A reinforced memory keeps its own line (a conflict on it stays a conflict).
+        _adopt(plan, result.item, now)
+    if decision.action == "reinforce":
+        changes.append(
+            FileChange(
+                plan.rel(action.file),
+                "reinforced",
+                "to_db",
+                result.item.id,
+                line.entry.text,
+                line.line,
+                f"same as memory {result.item.id} (cosine {decision.similarity or 0:.2f}): it was "
+                "confirmed again instead of adding a copy",
+            )
+        )
+    else:
+        detail = "; ".join(r for r in decision.reasons if r.startswith("redacted"))
+        changes.append(
+            FileChange(
+                plan.rel(action.file),
+                "added",
+                "to_db",
+                result.item.id,
+                normal_text(result.item.content),
+                line.line,
+                detail,
             )
         )
 
-    for action, result in results:
-        line = action.line
-        if action.kind in ("update", "restore"):
-            assert action.item_id is not None
-            assert line is not None
-            if result.item is None:
-                fail(action, f"not applied: {result.error}")
-                shown[action.item_id] = Placed(line.entry, action.at or at_key(now))
-                if action.base_before is not None:
-                    base[action.item_id] = action.base_before
-                continue
-            _adopt(plan, result.item, now)
-            kinds = dict(action.changes)
-            moved = "memory_type" in kinds and "content" not in kinds
-            verb = "restored" if action.kind == "restore" else ("moved" if moved else "changed")
-            changes.append(
-                FileChange(
-                    plan.rel(action.file),
-                    verb,
-                    "to_db",
-                    action.item_id,
-                    Entry.of(result.item).text,
-                    line.line,
-                    action.detail,
-                )
-            )
-        elif action.kind == "archive":
-            assert action.item_id is not None
-            if result.item is None:
-                fail(action, f"could not archive memory {action.item_id}: {result.error}")
-                if action.base_before is not None:
-                    base[action.item_id] = action.base_before
-                    overrides[action.item_id] = None
-                continue
-            shown.pop(action.item_id, None)
-            base.pop(action.item_id, None)
-            text = action.base_before.entry.text if action.base_before else normal_text(result.item.content)
-            changes.append(FileChange(plan.rel(action.file), "archived", "to_db", action.item_id, text))
-        else:
-            assert line is not None
-            decision = result.decision
-            if result.item is None or decision is None:
-                reasons = "; ".join(decision.reasons) if decision else (result.error or "")
-                plan.keep_line(line, f"not added: {reasons}")
-                if action.replaces is not None and action.base_before is not None:
-                    base[action.replaces] = action.base_before
-                    overrides[action.replaces] = None
-                continue
-            if action.replaces is not None:
-                shown.pop(action.replaces, None)
-                base.pop(action.replaces, None)
-            known_line = result.item.id in shown or result.item.id in overrides
-            if decision.action != "reinforce" or not known_line:
-                # A reinforced memory keeps its own line (a conflict on it stays a conflict).
-                _adopt(plan, result.item, now)
-            if decision.action == "reinforce":
-                changes.append(
-                    FileChange(
-                        plan.rel(action.file),
-                        "reinforced",
-                        "to_db",
-                        result.item.id,
-                        line.entry.text,
-                        line.line,
-                        f"same as memory {result.item.id} (cosine {decision.similarity or 0:.2f}): it was "
-                        "confirmed again instead of adding a copy",
-                    )
-                )
-            else:
-                detail = "; ".join(r for r in decision.reasons if r.startswith("redacted"))
-                changes.append(
-                    FileChange(
-                        plan.rel(action.file),
-                        "added",
-                        "to_db",
-                        result.item.id,
-                        normal_text(result.item.content),
-                        line.line,
-                        detail,
-                    )
-                )
+
+def _settle_overrides(plan: Plan) -> None:
+    """Where the files will differ from the base, record it; drop overrides with nothing
+    left to override."""
+    base, shown, overrides = plan.base, plan.shown, plan.overrides
     for item_id in base.keys() | shown.keys():
         if item_id in plan.frozen:
             continue  # its file was not read: it shows what it showed before
@@ -722,10 +875,10 @@ def finish_sync(
             overrides[item_id] = shown.get(item_id)
     for item_id in [i for i in overrides if i not in base and overrides[i] is None]:
         del overrides[item_id]
-    extras = plan.extras
-    has_any = bool(shown) or any(e.places() for e in extras.values())
-    if not has_any and state is None and not files_exist:
-        return Finished({}, None, changes, errors)
+
+
+def _render(plan: Plan, state: ScopeState | None) -> tuple[dict[str, str | None], ScopeState]:
+    """Each file's text (None: an unreadable file is left alone) and the new state."""
     texts: dict[str, str | None] = {}
     shas: dict[str, str | None] = {}
     for name in FILE_NAMES:
@@ -733,18 +886,18 @@ def finish_sync(
             texts[name] = None
             shas[name] = state.files.get(name) if state else None
             continue
-        text = render_file(name, plan.ref, shown, extras.get(name) or Extras())
+        text = render_file(name, plan.ref, plan.shown, plan.extras.get(name) or Extras())
         texts[name] = text
         shas[name] = digest(text)
     new_state = ScopeState(
         plan.ref,
         serial=state.serial if state else 0,
         files=shas,
-        base=dict(base),
-        overrides=overrides,
-        extras={name: e for name, e in extras.items() if e.places()},
+        base=dict(plan.base),
+        overrides=plan.overrides,
+        extras={name: e for name, e in plan.extras.items() if e.places()},
     )
-    return Finished(texts, new_state, changes, errors)
+    return texts, new_state
 
 
 def _adopt(plan: Plan, item: MemoryItem, now: datetime) -> None:

@@ -85,6 +85,9 @@ def _dedent(line: str) -> str:
     return line
 
 
+_UNCLOSED = "the comment opened here is never closed with -->; nothing was applied"
+
+
 def _comment_end(lines: list[str], start: int) -> int | None:
     """Index of the line that closes the comment opened on ``lines[start]``."""
     opened = lines[start].index("<!--")
@@ -103,6 +106,8 @@ class _Reader:
         self.lines = text.removeprefix("\ufeff").split("\n")
         self.where = PREAMBLE
         self.sections = 0
+        self.item: list[tuple[int, str]] | None = None  # the memory line being read
+        self.blanks = 0  # blank lines since, kept only if the memory line goes on
 
     def problem(self, line: int | None, message: str, text: str = "") -> None:
         self.out.problems.append(Problem(self.out.name, line, message, text))
@@ -124,69 +129,13 @@ class _Reader:
         return self.out
 
     def read(self) -> ParsedFile:
-        lines, n = self.lines, len(self.lines)
-        i = 0
-        while i < n and not lines[i].strip():
-            i += 1
-        if i < n and lines[i].lstrip().startswith("<!--"):
-            end = _comment_end(lines, i)
-            if end is None:
-                return self.block(
-                    i + 1, "the comment opened here is never closed with -->; nothing was applied"
-                )
-            i = end + 1
-        while i < n and not lines[i].strip():
-            i += 1
-        if i < n and _TITLE.match(lines[i]):
-            i += 1
-        item: list[tuple[int, str]] | None = None
-        blanks = 0
-        while i < n:
-            raw, number = lines[i], i + 1
-            if item is not None:
-                if not raw.strip():
-                    blanks += 1
-                    i += 1
-                    continue
-                if raw[0] in " \t":
-                    item.extend((number, "") for _ in range(blanks))
-                    item.append((number, raw))
-                    blanks = 0
-                    i += 1
-                    continue
-                self.finish(item)
-                item, blanks = None, 0
-            stripped = raw.strip()
-            if not stripped:
-                i += 1
-            elif raw.lstrip().startswith("<!--"):
-                end = _comment_end(lines, i)
-                if end is None:
-                    return self.block(
-                        number, "the comment opened here is never closed with -->; nothing was applied"
-                    )
-                self.keep(number, lines[i : end + 1])
-                i = end + 1
-            elif _HEADING.match(raw):
-                i = self.heading(i)
-            elif _BULLET.match(raw.rstrip()):
-                item = [(number, raw)]
-                i += 1
-            elif _RULE.match(raw):
-                self.keep(number, [raw])
-                i += 1
-            else:
-                self.problem(
-                    number,
-                    "not a memory line: start it with '- ' under a section heading, or indent it "
-                    "to continue the line above",
-                    stripped,
-                )
-                self.keep(number, [raw])
-                self.hold_ids([raw])
-                i += 1
-        if item is not None:
-            self.finish(item)
+        i = self.skip_header()
+        while i is not None and i < len(self.lines):
+            i = self.step(i)
+        if i is None:  # blocked
+            return self.out
+        if self.item is not None:
+            self.finish(self.item)
         if self.sections == 0:
             return self.block(
                 None,
@@ -194,6 +143,78 @@ class _Reader:
                 "applied; put the headings back (or delete the file to have it written again)",
             )
         return self.out
+
+    def skip_header(self) -> int | None:
+        """Where the body starts, past the header comment and the title (None: blocked)."""
+        lines, n = self.lines, len(self.lines)
+        i = 0
+        while i < n and not lines[i].strip():
+            i += 1
+        if i < n and lines[i].lstrip().startswith("<!--"):
+            end = _comment_end(lines, i)
+            if end is None:
+                self.block(i + 1, _UNCLOSED)
+                return None
+            i = end + 1
+        while i < n and not lines[i].strip():
+            i += 1
+        if i < n and _TITLE.match(lines[i]):
+            i += 1
+        return i
+
+    def step(self, i: int) -> int | None:
+        """Read line ``i``; where reading goes on (None: blocked)."""
+        if self.item is not None:
+            if self.continues(i):
+                return i + 1
+            self.finish(self.item)
+            self.item, self.blanks = None, 0
+        return self.read_line(i)
+
+    def continues(self, i: int) -> bool:
+        """Whether line ``i`` belongs to the memory line being read (blank lines count
+        only if an indented line follows)."""
+        raw = self.lines[i]
+        assert self.item is not None
+        if not raw.strip():
+            self.blanks += 1
+            return True
+        if raw[0] in " \t":
+            self.item.extend((i + 1, "") for _ in range(self.blanks))
+            self.item.append((i + 1, raw))
+            self.blanks = 0
+            return True
+        return False
+
+    def read_line(self, i: int) -> int | None:
+        """Read line ``i`` outside a memory line; where reading goes on (None: blocked)."""
+        raw, number = self.lines[i], i + 1
+        stripped = raw.strip()
+        if not stripped:
+            return i + 1
+        if raw.lstrip().startswith("<!--"):
+            end = _comment_end(self.lines, i)
+            if end is None:
+                self.block(number, _UNCLOSED)
+                return None
+            self.keep(number, self.lines[i : end + 1])
+            return end + 1
+        if _HEADING.match(raw):
+            return self.heading(i)
+        if _BULLET.match(raw.rstrip()):
+            self.item = [(number, raw)]
+        elif _RULE.match(raw):
+            self.keep(number, [raw])
+        else:
+            self.problem(
+                number,
+                "not a memory line: start it with '- ' under a section heading, or indent it "
+                "to continue the line above",
+                stripped,
+            )
+            self.keep(number, [raw])
+            self.hold_ids([raw])
+        return i + 1
 
     def heading(self, i: int) -> int:
         raw, number = self.lines[i], i + 1

@@ -214,6 +214,26 @@ def _target(config: object) -> tuple[str, str, str | None]:
     )
 
 
+def _check_listing(filter: object, limit: object) -> None:
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+        raise InvalidInput("limit must be an integer or None", field="limit")
+    if filter is not None and not isinstance(filter, Mapping):
+        raise InvalidInput("filter must be a mapping of metadata keys to values", field="filter")
+
+
+def _before_id(before: object) -> str | None:
+    """The checkpoint id a listing stops before (None: no limit)."""
+    if before is None:
+        return None
+    # Only its checkpoint id matters; a thread id is not required.
+    marker = before.get("configurable") if isinstance(before, Mapping) else None
+    if not isinstance(marker, Mapping):
+        raise InvalidInput(
+            "before must be a config like {'configurable': {'checkpoint_id': '...'}}", field="before"
+        )
+    return _checkpoint_id(marker["checkpoint_id"]) if marker.get("checkpoint_id") else None
+
+
 # ---------------------------------------------------------------- drivers
 
 
@@ -372,38 +392,54 @@ class _Flows:
         before: RunnableConfig | None,
         limit: int | None,
     ) -> Flow[builtins.list[CheckpointTuple]]:
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
-            raise InvalidInput("limit must be an integer or None", field="limit")
-        if filter is not None and not isinstance(filter, Mapping):
-            raise InvalidInput("filter must be a mapping of metadata keys to values", field="filter")
+        _check_listing(filter, limit)
         if limit is not None and limit <= 0:
             return []
-        before_id = None
-        if before is not None:
-            # Only its checkpoint id matters; a thread id is not required.
-            marker = before.get("configurable") if isinstance(before, Mapping) else None
-            if not isinstance(marker, Mapping):
-                raise InvalidInput(
-                    "before must be a config like {'configurable': {'checkpoint_id': '...'}}", field="before"
-                )
-            before_id = _checkpoint_id(marker["checkpoint_id"]) if marker.get("checkpoint_id") else None
-        only_id: str | None = None
-        targets: builtins.list[tuple[str, str]] = []
+        before_id = _before_id(before)
+        targets, only_id = yield from self._targets(config)
+        keep = self._keeper(only_id, before_id, filter)
+        found: builtins.list[tuple[Checkpoint, dict[str, Any]]] = []
+        for thread_id, ns in targets:
+            session_id = checkpoint_session_id(thread_id, ns)
+            if only_id is not None:
+                found += yield from self._one(session_id, only_id, keep)
+            else:
+                found += yield from self._scan(session_id, keep, limit)
+        # Newest first across namespaces and threads, in the store's own order.
+        found.sort(key=lambda pair: (pair[0].created_at, pair[1]["checkpoint_id"]), reverse=True)
+        if limit is not None:
+            found = found[:limit]
+        out: builtins.list[CheckpointTuple] = []
+        for _, body in found:
+            out.append((yield from self._tuple(body)))
+        return out
+
+    def _targets(
+        self, config: RunnableConfig | None
+    ) -> Flow[tuple[builtins.list[tuple[str, str]], str | None]]:
+        """The (thread, namespace) pairs a listing reads (no config: all of them), and the
+        one checkpoint id the config names, if any."""
         if config is None:
+            targets: builtins.list[tuple[str, str]] = []
             rows = yield from self._all(THREADS_SESSION)
             for thread_id in sorted({b["thread_id"] for r in rows if (b := _body(r, "thread"))}):
                 namespaces = yield from self._namespaces(thread_id)
                 targets += [(thread_id, ns) for ns in namespaces]
+            return targets, None
+        conf = _configurable(config)
+        thread_id = _id(conf["thread_id"], "thread_id")
+        ns = _namespace(conf)
+        only_id = _checkpoint_id(conf["checkpoint_id"]) if conf.get("checkpoint_id") else None
+        if ns is not None:
+            namespaces = [ns]
         else:
-            conf = _configurable(config)
-            thread_id = _id(conf["thread_id"], "thread_id")
-            ns = _namespace(conf)
-            only_id = _checkpoint_id(conf["checkpoint_id"]) if conf.get("checkpoint_id") else None
-            if ns is not None:
-                namespaces = [ns]
-            else:
-                namespaces = yield from self._namespaces(thread_id)
-            targets = [(thread_id, n) for n in namespaces]
+            namespaces = yield from self._namespaces(thread_id)
+        return [(thread_id, n) for n in namespaces], only_id
+
+    def _keeper(
+        self, only_id: str | None, before_id: str | None, filter: Mapping[str, Any] | None
+    ) -> Callable[[dict[str, Any]], bool]:
+        """Whether a checkpoint record belongs in the listing."""
 
         def keep(body: dict[str, Any]) -> bool:
             cid = body["checkpoint_id"]
@@ -416,24 +452,17 @@ class _Flows:
                 return all(metadata.get(k) == v for k, v in filter.items())
             return True
 
-        found: builtins.list[tuple[Checkpoint, dict[str, Any]]] = []
-        for thread_id, ns in targets:
-            session_id = checkpoint_session_id(thread_id, ns)
-            if only_id is not None:
-                record = yield from call(GetCheckpoint(self.tenant, session_id, only_id))
-                body = None if record is None else _body(record, "checkpoint")
-                if record is not None and body is not None and keep(body):
-                    found.append((record, body))
-            else:
-                found += yield from self._scan(session_id, keep, limit)
-        # Newest first across namespaces and threads, in the store's own order.
-        found.sort(key=lambda pair: (pair[0].created_at, pair[1]["checkpoint_id"]), reverse=True)
-        if limit is not None:
-            found = found[:limit]
-        out: builtins.list[CheckpointTuple] = []
-        for _, body in found:
-            out.append((yield from self._tuple(body)))
-        return out
+        return keep
+
+    def _one(
+        self, session_id: str, checkpoint_id: str, keep: Callable[[dict[str, Any]], bool]
+    ) -> Flow[builtins.list[tuple[Checkpoint, dict[str, Any]]]]:
+        """The named checkpoint of a session, if it is there and ``keep`` accepts it."""
+        record = yield from call(GetCheckpoint(self.tenant, session_id, checkpoint_id))
+        body = None if record is None else _body(record, "checkpoint")
+        if record is not None and body is not None and keep(body):
+            return [(record, body)]
+        return []
 
     # ------------------------------------------------------------ writes
 

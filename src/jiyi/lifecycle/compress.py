@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -641,6 +641,56 @@ def _llm_cores(rt: Runtime, plan: _Plan, policy: CompressionPolicy) -> Flow[list
     return cores
 
 
+def _drafts(
+    rt: Runtime,
+    groups: Mapping[GroupKey, list[MemoryItem]],
+    vectors: Mapping[str, Vector],
+    policy: CompressionPolicy,
+) -> Flow[list[tuple[_Plan, list[_Draft]]]]:
+    """Each group's plans, with the core statements drafted for them (by the LLM, or
+    offline without one)."""
+    planned: list[tuple[_Plan, list[_Draft]]] = []
+    for members in groups.values():
+        for plan in _plan_group(members, [vectors[i.id] for i in members], policy):
+            if rt.llm is None:
+                drafts = _offline_drafts(plan, policy)
+            else:
+                drafts = _llm_drafts(plan, (yield from _llm_cores(rt, plan, policy)))
+            planned.append((plan, drafts))
+    return planned
+
+
+def _write_cores(
+    rt: Runtime,
+    core_items: Sequence[MemoryItem],
+    cache_put: CachePut | None,
+    changes: list[Change],
+    method: str,
+    policy: CompressionPolicy,
+    now: datetime,
+    actor: str,
+) -> Flow[None]:
+    """The core memories (embedded, audited) and ``changes``, in one transaction."""
+    embedded, core_put = yield from embed_documents(rt, [c.content for c in core_items])
+    writes: list[Change] = [p for p in (cache_put, core_put) if p is not None]
+    for item, vector in zip(core_items, embedded, strict=True):
+        info = item.metadata[FROM_KEY]
+        reason = (
+            f"core memory of {_plural(len(info['from']), 'memory')} not used for "
+            f"{policy.older_than_days:g}+ days ({info['kind']}, {method})"
+        )
+        writes.append(
+            Upsert(
+                item,
+                index_text(item.content),
+                _event(HistoryAction.ADD, None, item, reason, now, actor),
+                vector=vector,
+                model_id=rt.embedder.model_id,
+            )
+        )
+    yield from call(Write(tuple(writes + changes)))
+
+
 def compress(
     rt: Runtime,
     /,
@@ -701,35 +751,10 @@ def compress(
         vectors, cache_put = yield from _vectors(rt, tenant, candidates)
 
     method = "offline" if rt.llm is None else f"llm:{rt.llm.model_id}"
-    planned: list[tuple[_Plan, list[_Draft]]] = []
-    for members in groups.values():
-        for plan in _plan_group(members, [vectors[i.id] for i in members], policy):
-            if rt.llm is None:
-                drafts = _offline_drafts(plan, policy)
-            else:
-                drafts = _llm_drafts(plan, (yield from _llm_cores(rt, plan, policy)))
-            planned.append((plan, drafts))
-
+    planned = yield from _drafts(rt, groups, vectors, policy)
     report_groups, core_items, changes = _build(planned, method, now, actor, dry_run)
     if not dry_run and core_items:
-        embedded, core_put = yield from embed_documents(rt, [c.content for c in core_items])
-        writes: list[Change] = [p for p in (cache_put, core_put) if p is not None]
-        for item, vector in zip(core_items, embedded, strict=True):
-            info = item.metadata[FROM_KEY]
-            reason = (
-                f"core memory of {_plural(len(info['from']), 'memory')} not used for "
-                f"{policy.older_than_days:g}+ days ({info['kind']}, {method})"
-            )
-            writes.append(
-                Upsert(
-                    item,
-                    index_text(item.content),
-                    _event(HistoryAction.ADD, None, item, reason, now, actor),
-                    vector=vector,
-                    model_id=rt.embedder.model_id,
-                )
-            )
-        yield from call(Write(tuple(writes + changes)))
+        yield from _write_cores(rt, core_items, cache_put, changes, method, policy, now, actor)
     return CompressionReport(
         dry_run=dry_run,
         now=now,

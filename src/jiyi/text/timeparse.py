@@ -157,66 +157,85 @@ def _ago(amount: int, unit: str, now: datetime) -> tuple[datetime, datetime]:
     return centre - half, centre + half
 
 
+@dataclass
+class _Found:
+    """Windows and months found so far, and the spans of the query they came from: a span
+    is read once, by the most specific expression."""
+
+    ranges: list[tuple[datetime, datetime]] = field(default_factory=list)
+    months: list[int] = field(default_factory=list)
+    spans: list[tuple[int, int]] = field(default_factory=list)
+
+    def free(self, span: tuple[int, int]) -> bool:
+        return all(span[1] <= a or span[0] >= b for a, b in self.spans)
+
+    def add(self, window: tuple[datetime, datetime] | None, span: tuple[int, int]) -> None:
+        if window is not None and self.free(span):
+            self.ranges.append(window)
+            self.spans.append(span)
+
+    def add_month(self, month: int, span: tuple[int, int]) -> None:
+        if self.free(span):
+            self.months.append(month)
+            self.spans.append(span)
+
+
 def time_windows(query: str, now: datetime) -> TimeWindows:
     """Every time expression of ``query`` as windows; empty when there is none."""
-    ranges: list[tuple[datetime, datetime]] = []
-    months: list[int] = []
-    spans: list[tuple[int, int]] = []
-    taken: list[tuple[int, int]] = []
-
-    def free(span: tuple[int, int]) -> bool:
-        return all(span[1] <= a or span[0] >= b for a, b in taken)
-
-    def add(window: tuple[datetime, datetime] | None, span: tuple[int, int]) -> None:
-        if window is not None and free(span):
-            ranges.append(window)
-            spans.append(span)
-            taken.append(span)
-
+    found = _Found()
     # Most specific first, so "8 May 2023" is not also read as "May 2023".
-    for m in _EN_DAY_MONTH_YEAR.finditer(query):
-        add(_day(int(m[3]), _MONTHS[m[2].lower()], int(m[1])), m.span())
-    for m in _EN_MONTH_DAY_YEAR.finditer(query):
-        add(_day(int(m[3]), _MONTHS[m[1].lower()], int(m[2])), m.span())
-    for m in _ISO_DAY.finditer(query):
-        add(_day(int(m[1]), int(m[2]), int(m[3])), m.span())
-    for m in _ZH_DAY.finditer(query):
-        add(_day(int(m[1]), int(m[2]), int(m[3])), m.span())
-    for m in _ZH_MONTH_DAY.finditer(query):
-        add(_day(now.year, int(m[1]), int(m[2])), m.span())
-    for m in _ZH_REL_YEAR_MONTH.finditer(query):
-        value = int(m[2]) if m[2].isdigit() else _ZH_NUM[m[2]]
-        add(_month(now.year + _ZH_REL_YEARS[m[1]], value), m.span())
-    for m in _EN_MONTH_YEAR.finditer(query):
-        add(_month(int(m[2]), _MONTHS[m[1].lower()]), m.span())
-    for m in _ZH_MONTH_YEAR.finditer(query):
-        add(_month(int(m[1]), int(m[2])), m.span())
+    _days(query, now, found)
+    _months_of_years(query, now, found)
     for pattern, kind in _RELATIVE:
         for m in pattern.finditer(query):
-            add(_relative(kind, now), m.span())
+            found.add(_relative(kind, now), m.span())
     for m in _AGO.finditer(query):
-        if m[1]:
-            amount = int(m[1]) if m[1].isdigit() else _WORD_NUM[m[1].lower()]
-            add(_ago(amount, m[2].lower(), now), m.span())
-        else:
-            amount = int(m[3]) if m[3].isdigit() else (2 if m[3] == "两" else _ZH_NUM[m[3]])
-            add(_ago(amount, m[4], now), m.span())
+        found.add(_ago_window(m, now), m.span())
     for m in _EN_YEAR.finditer(query):
-        add(_year(int(m[1])), m.span(1))
+        found.add(_year(int(m[1])), m.span(1))
     for m in _ZH_YEAR.finditer(query):
-        add(_year(int(m[1])), m.span())
+        found.add(_year(int(m[1])), m.span())
     for m in _EN_MONTH.finditer(query):
-        if free(m.span(1)):
-            months.append(_MONTHS[m[1].lower()])
-            spans.append(m.span(1))
-            taken.append(m.span(1))
+        found.add_month(_MONTHS[m[1].lower()], m.span(1))
     for m in _ZH_MONTH_ONLY.finditer(query):
         value = int(m[1]) if m[1].isdigit() else _ZH_NUM[m[1]]
-        if 1 <= value <= 12 and free(m.span()):
-            months.append(value)
-            spans.append(m.span())
-            taken.append(m.span())
-    return TimeWindows(tuple(ranges), tuple(dict.fromkeys(months)), tuple(spans))
+        if 1 <= value <= 12:
+            found.add_month(value, m.span())
+    return TimeWindows(tuple(found.ranges), tuple(dict.fromkeys(found.months)), tuple(found.spans))
+
+
+def _days(query: str, now: datetime, found: _Found) -> None:
+    """Dates with a day: "8 May 2023", "May 8, 2023", "2023-05-08", "2023年5月8日", "5月8日"."""
+    for m in _EN_DAY_MONTH_YEAR.finditer(query):
+        found.add(_day(int(m[3]), _MONTHS[m[2].lower()], int(m[1])), m.span())
+    for m in _EN_MONTH_DAY_YEAR.finditer(query):
+        found.add(_day(int(m[3]), _MONTHS[m[1].lower()], int(m[2])), m.span())
+    for m in _ISO_DAY.finditer(query):
+        found.add(_day(int(m[1]), int(m[2]), int(m[3])), m.span())
+    for m in _ZH_DAY.finditer(query):
+        found.add(_day(int(m[1]), int(m[2]), int(m[3])), m.span())
+    for m in _ZH_MONTH_DAY.finditer(query):
+        found.add(_day(now.year, int(m[1]), int(m[2])), m.span())
+
+
+def _months_of_years(query: str, now: datetime, found: _Found) -> None:
+    """Months of a given year: "去年三月", "May 2023", "2023年5月"."""
+    for m in _ZH_REL_YEAR_MONTH.finditer(query):
+        value = int(m[2]) if m[2].isdigit() else _ZH_NUM[m[2]]
+        found.add(_month(now.year + _ZH_REL_YEARS[m[1]], value), m.span())
+    for m in _EN_MONTH_YEAR.finditer(query):
+        found.add(_month(int(m[2]), _MONTHS[m[1].lower()]), m.span())
+    for m in _ZH_MONTH_YEAR.finditer(query):
+        found.add(_month(int(m[1]), int(m[2])), m.span())
+
+
+def _ago_window(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    """The window of an "N units ago" match, English ("3 weeks ago") or Chinese ("三周前")."""
+    if m[1]:
+        amount = int(m[1]) if m[1].isdigit() else _WORD_NUM[m[1].lower()]
+        return _ago(amount, m[2].lower(), now)
+    amount = int(m[3]) if m[3].isdigit() else (2 if m[3] == "两" else _ZH_NUM[m[3]])
+    return _ago(amount, m[4], now)
 
 
 def without_spans(query: str, spans: tuple[tuple[int, int], ...]) -> str:

@@ -343,8 +343,9 @@ def read_extraction(answer: str, turns: Sequence[NumberedTurn], *, model_id: str
     """
     repaired = repair_json(answer)
     items = unwrap_list(repaired.value, "memories")
-    by_index = {t.index: t for t in turns}
-    user_turns = [t for t in turns if t.role == "user" and t.content.strip()]
+    sources = _Sources(
+        {t.index: t for t in turns}, [t for t in turns if t.role == "user" and t.content.strip()]
+    )
     reasons: list[str] = []
     if repaired.repairs:
         reasons.append(f"answer repaired: {', '.join(repaired.repairs)}")
@@ -354,68 +355,18 @@ def read_extraction(answer: str, turns: Sequence[NumberedTurn], *, model_id: str
     seen: dict[str, int] = {}
     unreadable = 0
     for k, raw in enumerate(items):
-        if not isinstance(raw, dict):
-            unreadable += 1
-            reasons.append(f"item {k}: not an object but {type(raw).__name__}")
+        read = _read_item(k, raw, sources, model_id)
+        if isinstance(read, _Dropped):
+            if read.unreadable:
+                unreadable += 1
+            reasons.append(read.reason)
             continue
-        content = next((raw[f] for f in ("content", "memory", "text") if isinstance(raw.get(f), str)), None)
-        if content is None or not content.strip():
-            unreadable += 1
-            reasons.append(f"item {k}: no content")
-            continue
-        content = content.strip()
-        label = f"item {k} ({_short(content)!r})"
-        raw_type = raw.get("memory_type", raw.get("type"))
-        if not isinstance(raw_type, str) or not raw_type.strip():
-            unreadable += 1
-            reasons.append(f"{label}: no memory_type")
-            continue
-        memory_type, type_note = _memory_type(raw_type)
-        if memory_type is None:
-            known = ", ".join(t.value for t in MemoryType)
-            reasons.append(f"{label}: dropped, unknown memory_type {raw_type!r} (known: {known})")
-            continue
-        notes: list[str | None] = [type_note]
-        index = _turn_index(raw.get("turn", raw.get("turn_index")))
-        source = by_index.get(index) if index is not None else None
-        if source is not None and source.role == "assistant":
-            reasons.append(f"{label}: dropped, it comes from assistant turn [{index}], not from the user")
-            continue
-        if source is None or source.role != "user":
-            if len(user_turns) == 1:
-                source = user_turns[0]
-            else:
-                source = None
-                notes.append(f"turn {raw.get('turn')!r} is not a user turn; source unknown")
-        confidence, note = _unit(raw.get("confidence"), _DEFAULT_CONFIDENCE, "confidence")
-        notes.append(note)
-        importance, note = _unit(raw.get("importance"), _DEFAULT_IMPORTANCE, "importance", optional=True)
-        notes.append(note)
-        key, note = _key(raw.get("key"))
-        notes.append(note)
-        structured = raw.get("structured")
-        if structured is not None and not isinstance(structured, dict):
-            notes.append(f"structured {_short(repr(structured))} is not an object; ignored")
-            structured = None
-        identity = " ".join(content.casefold().split())
+        identity = " ".join(read.content.casefold().split())
         if identity in seen:
-            reasons.append(f"{label}: dropped, repeats item {seen[identity]}")
+            reasons.append(f"{_label(k, read.content)}: dropped, repeats item {seen[identity]}")
             continue
         seen[identity] = k
-        kept.append(
-            Extracted(
-                content=content,
-                memory_type=memory_type,
-                confidence=confidence,
-                importance=importance,
-                structured=structured or None,
-                key=key,
-                source_text=source.content.strip() if source is not None else "",
-                turn_index=source.index if source is not None else None,
-                language=language_of(content),
-                reasons=(f"extracted by {model_id}", *(n for n in notes if n)),
-            )
-        )
+        kept.append(read)
     if items and not kept and unreadable == len(items):
         raise LLMError(
             f"none of the {len(items)} memories in the answer could be read ({reasons[-1]}); "
@@ -424,6 +375,85 @@ def read_extraction(answer: str, turns: Sequence[NumberedTurn], *, model_id: str
     if repaired.truncated and not kept:
         raise LLMError("the answer was cut off before the first complete memory")
     return ExtractionResult(tuple(kept), tuple(reasons), 1, model_id)
+
+
+@dataclass(frozen=True)
+class _Dropped:
+    """An item of the answer that is not used, and why (``unreadable``: not a memory at
+    all, which counts towards an unusable answer)."""
+
+    reason: str
+    unreadable: bool = False
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """The turns an item may name as its source."""
+
+    by_index: Mapping[int, NumberedTurn]
+    user_turns: Sequence[NumberedTurn]
+
+    def of(self, raw: Mapping[str, Any], label: str) -> tuple[NumberedTurn | None, str | None] | _Dropped:
+        """The user turn an item came from and a note when it is unknown; an item from an
+        assistant turn is dropped. With one user turn, that one is the source."""
+        index = _turn_index(raw.get("turn", raw.get("turn_index")))
+        source = self.by_index.get(index) if index is not None else None
+        if source is not None and source.role == "assistant":
+            return _Dropped(f"{label}: dropped, it comes from assistant turn [{index}], not from the user")
+        if source is not None and source.role == "user":
+            return source, None
+        if len(self.user_turns) == 1:
+            return self.user_turns[0], None
+        return None, f"turn {raw.get('turn')!r} is not a user turn; source unknown"
+
+
+def _label(k: int, content: str) -> str:
+    return f"item {k} ({_short(content)!r})"
+
+
+def _read_item(k: int, raw: object, sources: _Sources, model_id: str) -> Extracted | _Dropped:
+    """One item of the answer as a memory candidate, or why it was dropped."""
+    if not isinstance(raw, dict):
+        return _Dropped(f"item {k}: not an object but {type(raw).__name__}", unreadable=True)
+    content = next((raw[f] for f in ("content", "memory", "text") if isinstance(raw.get(f), str)), None)
+    if content is None or not content.strip():
+        return _Dropped(f"item {k}: no content", unreadable=True)
+    content = content.strip()
+    label = _label(k, content)
+    raw_type = raw.get("memory_type", raw.get("type"))
+    if not isinstance(raw_type, str) or not raw_type.strip():
+        return _Dropped(f"{label}: no memory_type", unreadable=True)
+    memory_type, type_note = _memory_type(raw_type)
+    if memory_type is None:
+        known = ", ".join(t.value for t in MemoryType)
+        return _Dropped(f"{label}: dropped, unknown memory_type {raw_type!r} (known: {known})")
+    found = sources.of(raw, label)
+    if isinstance(found, _Dropped):
+        return found
+    source, source_note = found
+    confidence, confidence_note = _unit(raw.get("confidence"), _DEFAULT_CONFIDENCE, "confidence")
+    importance, importance_note = _unit(
+        raw.get("importance"), _DEFAULT_IMPORTANCE, "importance", optional=True
+    )
+    key, key_note = _key(raw.get("key"))
+    structured = raw.get("structured")
+    structured_note = None
+    if structured is not None and not isinstance(structured, dict):
+        structured_note = f"structured {_short(repr(structured))} is not an object; ignored"
+        structured = None
+    notes = (type_note, source_note, confidence_note, importance_note, key_note, structured_note)
+    return Extracted(
+        content=content,
+        memory_type=memory_type,
+        confidence=confidence,
+        importance=importance,
+        structured=structured or None,
+        key=key,
+        source_text=source.content.strip() if source is not None else "",
+        turn_index=source.index if source is not None else None,
+        language=language_of(content),
+        reasons=(f"extracted by {model_id}", *(n for n in notes if n)),
+    )
 
 
 def extraction_flow(

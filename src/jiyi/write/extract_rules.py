@@ -800,21 +800,27 @@ def _self_description_zh(core: str) -> _Hit | None:
         return _fact(rule, "profession", m.group("v"))
     m = _IAM_ZH.match(core)
     if m and (m.group("mw") or not _IAM_ZH_EXCLUDE.match(m.group("v"))):
-        value = _value(m.group("v"))
-        if not value or len(value) > 30:
-            return None
-        if value.endswith(("的人", "的")):
-            return _fact(rule, None, value)
-        if _PROFESSION_ZH.search(value):
-            return _fact(rule, "profession", value)
-        if m.group("mw") in {"一名", "名"}:  # the measure word of occupations
-            return _fact(rule, "profession", value)
-        if m.group("mw"):
-            return _fact(rule, None, value)
-        if value.endswith("人") and 2 <= len(value) <= 6:
-            return _fact(rule, "hometown", value[:-1])
-        if 2 <= len(value) <= 4 and value[0] in _SURNAMES and all(_HAN.match(c) for c in value):
-            return _fact(rule, "name", value)
+        return _iam_zh(rule, m)
+    return None
+
+
+def _iam_zh(rule: str, m: re.Match[str]) -> _Hit | None:
+    """What "我是 X" says: a profession, where the user is from, a name, or another fact."""
+    value = _value(m.group("v"))
+    if not value or len(value) > 30:
+        return None
+    if value.endswith(("的人", "的")):
+        return _fact(rule, None, value)
+    if _PROFESSION_ZH.search(value):
+        return _fact(rule, "profession", value)
+    if m.group("mw") in {"一名", "名"}:  # the measure word of occupations
+        return _fact(rule, "profession", value)
+    if m.group("mw"):
+        return _fact(rule, None, value)
+    if value.endswith("人") and 2 <= len(value) <= 6:
+        return _fact(rule, "hometown", value[:-1])
+    if 2 <= len(value) <= 4 and value[0] in _SURNAMES and all(_HAN.match(c) for c in value):
+        return _fact(rule, "name", value)
     return None
 
 
