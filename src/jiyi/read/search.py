@@ -72,22 +72,8 @@ def search(
     Retrieval updates ``last_used_at`` and ``access_count`` unless ``touch=False``.
     ``viewer`` hides project memories it may not see (see :class:`Viewer`).
     """
-    check_text(query, "query")
-    check_limit(limit)
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise InvalidInput(f"threshold must be within 0..1, got {threshold!r}", field="threshold")
-    if min_relevance is not None and (
-        isinstance(min_relevance, bool)
-        or not isinstance(min_relevance, int | float)
-        or not 0.0 <= min_relevance <= 1.0
-    ):
-        raise InvalidInput(
-            f"min_relevance must be a number within 0..1 (or None for no cut), got {min_relevance!r}",
-            field="min_relevance",
-        )
-    keys = scope_keys(user_id, project_id, session_id, agent_id)
-    if not keys:
-        raise InvalidInput("give at least one scope to search: user_id, project_id, session_id or agent_id")
+    _check_options(query, limit, threshold, min_relevance)
+    keys = _searched_scopes(user_id, project_id, session_id, agent_id)
     now = rt.now()
     wanted = enum_tuple(Status, statuses, "status") or (Status.ACTIVE,)
     flt = Filter(
@@ -125,17 +111,47 @@ def search(
     if rel is not None:
         hits = rel.annotate(hits)
     if explain:
-        for hit in hits:
-            hit.breakdown["threshold"] = floor if floor is not None else 0.0
-            hit.breakdown["min_relevance"] = min_relevance if min_relevance is not None else 0.0
-            hit.breakdown["query.time_windows"] = float(
-                len(query_.windows.ranges) + len(query_.windows.months)
-            )
+        _explain(hits, floor, min_relevance, query_)
     if touch and hits:
-        # Searching a read-only store is fine; usage stats just are not kept.
-        with contextlib.suppress(StoreReadOnly):
-            yield from call(Write((Touch(flt.tenant_id, tuple(h.item.id for h in hits), now),)))
+        yield from _touch(flt.tenant_id, hits, now)
     return hits
+
+
+def _explain(hits: list[SearchHit], floor: float | None, min_relevance: float | None, query: _Query) -> None:
+    for hit in hits:
+        hit.breakdown["threshold"] = floor if floor is not None else 0.0
+        hit.breakdown["min_relevance"] = min_relevance if min_relevance is not None else 0.0
+        hit.breakdown["query.time_windows"] = float(len(query.windows.ranges) + len(query.windows.months))
+
+
+def _touch(tenant_id: str, hits: list[SearchHit], now: datetime) -> Flow[None]:
+    """Reading updates ``last_used_at`` and access counts; on a read-only store searching
+    still works, usage is just not kept."""
+    with contextlib.suppress(StoreReadOnly):
+        yield from call(Write((Touch(tenant_id, tuple(h.item.id for h in hits), now),)))
+
+
+def _searched_scopes(*ids: str | None) -> tuple[str, ...]:
+    keys = scope_keys(*ids)
+    if not keys:
+        raise InvalidInput("give at least one scope to search: user_id, project_id, session_id or agent_id")
+    return keys
+
+
+def _check_options(query: str, limit: int, threshold: float | None, min_relevance: float | None) -> None:
+    check_text(query, "query")
+    check_limit(limit)
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise InvalidInput(f"threshold must be within 0..1, got {threshold!r}", field="threshold")
+    if min_relevance is not None and (
+        isinstance(min_relevance, bool)
+        or not isinstance(min_relevance, int | float)
+        or not 0.0 <= min_relevance <= 1.0
+    ):
+        raise InvalidInput(
+            f"min_relevance must be a number within 0..1 (or None for no cut), got {min_relevance!r}",
+            field="min_relevance",
+        )
 
 
 @dataclass(frozen=True)
