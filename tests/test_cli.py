@@ -309,10 +309,12 @@ def test_maintain_dry_run_changes_nothing(db: Path, tmp_path: Path) -> None:
     src.write_text(json.dumps(old) + "\n", encoding="utf-8")
     jiyi("import", str(src), db=db)
     before = jiyi("export", db=db).stdout
-    report = json.loads(jiyi("maintain", "--dry-run", "--json", db=db).stdout)
+    kept = json.loads(jiyi("maintain", "--dry-run", "--json", db=db).stdout)
+    assert kept["counts"]["archive"] == 0  # idle long-term memory is kept unless asked
+    report = json.loads(jiyi("maintain", "--archive-idle", "--dry-run", "--json", db=db).stdout)
     assert report["counts"]["archive"] == 1 and report["dry_run"] is True
     assert jiyi("export", db=db).stdout == before
-    jiyi("maintain", db=db)
+    jiyi("maintain", "--archive-idle", db=db)
     assert json.loads(jiyi("stats", "--json", db=db).stdout)["by_status"] == {"archived": 1}
 
 

@@ -65,7 +65,9 @@ def test_idle_archiving_is_an_explicit_policy(mem: Memory, clock: Clock) -> None
 
 
 def test_extraction_sets_the_expiry_of_time_bound_facts(mem: Memory, clock: Clock) -> None:
-    mem.remember([("user", "Remember that I work from the Berlin office until Friday")], session_id="s", user_id="u")
+    mem.remember(
+        [("user", "Remember that I work from the Berlin office until Friday")], session_id="s", user_id="u"
+    )
     mem.remember([("user", "记住：我下周三之前都在上海出差")], session_id="s2", user_id="u")
     mem.process_jobs()
     items = {i.content: i for i in mem.list(user_id="u").items}

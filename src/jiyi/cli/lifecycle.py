@@ -21,7 +21,15 @@ def register(sub: Subparsers) -> None:
         "expired items and old session messages are removed. Use --dry-run first.",
     )
     p.add_argument("--dry-run", action="store_true", help="list what would change; write nothing")
-    p.add_argument("--delete", action="store_true", help="delete instead of archive below the floor")
+    p.add_argument(
+        "--archive-idle",
+        action="store_true",
+        help="also archive long-term memories unused long enough to fall under the decay floor "
+        "(off by default: nothing is dropped for being unused)",
+    )
+    p.add_argument(
+        "--delete", action="store_true", help="with --archive-idle: delete instead of archive below the floor"
+    )
     p.add_argument(
         "--compress",
         action="store_true",
@@ -58,7 +66,9 @@ def _register_compress(sub: Subparsers) -> None:
 def cmd_maintain(ns: argparse.Namespace, mem: Memory) -> int:
     from jiyi.lifecycle import LifecyclePolicy
 
-    policy = LifecyclePolicy(action_below_floor="delete") if ns.delete else None
+    policy = LifecyclePolicy(
+        action_below_floor="delete" if ns.delete else "archive", archive_idle=ns.archive_idle
+    )
     # Compression first: it keeps what decay would otherwise archive, as core memories.
     compressed = mem.compress(dry_run=ns.dry_run, tenant_id=ns.tenant) if ns.compress else None
     report = mem.maintain(policy=policy, dry_run=ns.dry_run, tenant_id=ns.tenant)

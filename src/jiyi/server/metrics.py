@@ -85,9 +85,9 @@ def reason_category(decision: GateDecision) -> str:
     ``too_short``, ``too_long``, ``low_value``, ``low_confidence``, ``rate_limit``,
     ``sensitive_only`` or ``other``.
     """
-    if decision.action == "add":
+    if decision.action in ("add", "supersede", "update", "merge"):
         return "added"
-    if decision.action == "reinforce":
+    if decision.action in ("reinforce", "none"):
         return "duplicate"
     first = decision.reasons[0].lower() if decision.reasons else ""
     for prefix, label in _REJECT_PREFIXES:

@@ -2,7 +2,7 @@
 
 Order: length -> low value -> confidence -> sensitive data (redacted, not refused) ->
 rate limit (automatic extractions only) -> duplicate (reinforce instead of add). The
-last two need the store; the memory facade asks it and calls :func:`duplicate_decision`.
+last two need the store; the write pipeline (:mod:`jiyi.write.pipeline`) asks it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from jiyi.config import GateConfig
 from jiyi.text.lowvalue import low_value_reason
 from jiyi.text.pii import redact
 
-Action = Literal["add", "reinforce", "reject"]
+Action = Literal["add", "reinforce", "reject", "update", "merge", "supersede", "none"]
+"""``reject`` is the gate's; the others are what the write pipeline decided (see
+:mod:`jiyi.write.reconcile`)."""
 
 _PLACEHOLDER = re.compile(r"\[REDACTED_[A-Z_]+\]")
 _WORD = re.compile(r"[^\W_]")

@@ -8,8 +8,8 @@ conversation) run the same named steps:
 2. **embed** through the persistent cache (:func:`jiyi.embed.cached.embed_documents`);
 3. **neighbours**: the nearest stored items of the same scope and audience
    (:func:`neighbours`), so nothing is ever folded into another audience's memory;
-4. **decide**: ``add`` asks the duplicate rule (:func:`jiyi.write.gate.duplicate_decision`),
-   extraction asks reconciliation (:func:`jiyi.write.reconcile.decide`, or the LLM);
+4. **decide**: reconciliation (:func:`jiyi.write.reconcile.decide`'s rules; for extracted
+   candidates the LLM when one is configured); ``add(infer=False)`` stores as given;
 5. **apply** (:func:`apply`): one place turns a decision into store changes, each with
    its history event; one reinforce rule (:func:`jiyi.write.gate.reinforced_confidence`).
 
@@ -22,7 +22,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -58,6 +58,7 @@ from jiyi.text.expiry import expiry_of
 from jiyi.text.tokenize import index_text, query_terms
 from jiyi.validate import check_text, infer_scope
 from jiyi.write.extract import Extracted
+from jiyi.write.gate import Action as GateAction
 from jiyi.write.gate import (
     GateDecision,
     Screened,
@@ -143,11 +144,19 @@ def add(
     automatic: bool = False,
     actor: str | None = None,
     viewer: Viewer | None = None,
+    infer: bool = True,
 ) -> Flow[AddResult]:
-    """Store an explicit memory through the write gate.
+    """Store an explicit memory through the write gate and reconciliation.
 
     Returns the stored item, or the existing item it reinforced (mentions + 1,
     confidence + 0.05), or ``item=None`` with the gate's reasons for refusing.
+    ``decision.action`` says what reconciliation did (see :mod:`jiyi.write.reconcile`):
+    ``add`` (new; also when a related but different fact exists, linked ``related_to``:
+    a changed number, date or name is never a reinforce), ``reinforce`` (the same
+    fact), ``supersede`` (a contradiction
+    or a new value of the same key: the old item stays, ``superseded``), or ``none``
+    (a more confident value is kept; ``item`` is that one). ``infer=False`` (mem0's
+    name) skips reconciliation and stores the text as given.
     ``automatic=True`` marks an extraction (rate-limited per session).
     With a ``viewer``, only items it may see count as duplicates (an invisible item
     is never reinforced nor revealed), and ``viewer.actor`` becomes
@@ -195,7 +204,7 @@ def add(
         limited = rate_limit_decision(used, rt.gate, item.session_id)
         if limited:
             return AddResult(None, limited)
-    return (yield from _store_one(rt, item, checked, automatic, actor, viewer))
+    return (yield from _store_one(rt, item, checked, automatic, actor, viewer, infer))
 
 
 def _store_one(
@@ -205,29 +214,66 @@ def _store_one(
     automatic: bool,
     actor: str | None,
     viewer: Viewer | None,
+    infer: bool,
 ) -> Flow[AddResult]:
     if checked.text != item.content:
         # The original, unredacted text must not survive in ``raw`` either.
         item = item.evolve(content=checked.text, raw=None if item.raw == item.content else item.raw)
     vectors, cache_put = yield from embed_documents(rt, [item.content])
     vector = vectors[0]
-    nearest = yield from neighbours(rt, item, vector, (), 1, viewer)
-    best = nearest[0] if nearest else None
-    gate = duplicate_decision(checked, best.item.id if best else None, best.cosine if best else None, rt.gate)
-    if gate.action == "reinforce" and best is not None:
-        decision = Decision("reinforce", best.item.id, None, "; ".join(gate.reasons))
-        why = f"re-confirmed by: {item.content[:200]}"
+    if infer:
+        decision, targets, best = yield from _reconcile_added(rt, item, vector, viewer)
     else:
-        decision = Decision("add", None, None, "; ".join(gate.reasons))
-        why = decision.reason
-    targets = {best.item.id: best.item} if best is not None else {}
+        decision, targets, best = Decision("add", None, None, "stored as given (infer=False)"), {}, None
+    why = f"re-confirmed by: {item.content[:200]}" if decision.action == "reinforce" else decision.reason
     done = yield from apply(rt, item, vector, decision, targets, why, actor)
     changes: list[Change] = [cache_put] if cache_put else []
     if automatic:
         assert item.session_id is not None
         changes.append(RecordEvent(rate_key(item.tenant_id, item.session_id), item.created_at))
     yield from call(Write((*changes, *done.changes)))
-    return AddResult(done.shown, gate)
+    # The duplicate rule's wording first ("no duplicate in scope", "duplicate of ..."), then
+    # reconciliation's own reason.
+    nearest = next(iter(targets), None)
+    dup = duplicate_decision(checked, nearest, best, rt.gate)
+    gate = GateDecision(
+        # keep_both stores a new item like add does; its reason names the related one.
+        cast(GateAction, "add" if done.action == "keep_both" else done.action),
+        (*dup.reasons, decision.reason),
+        checked.redacted,
+        duplicate_of=done.target_id if done.action in ("reinforce", "none") else None,
+        similarity=best,
+    )
+    shown = done.shown if done.shown is not None else targets.get(done.target_id or "")
+    return AddResult(shown, gate)
+
+
+def _reconcile_added(
+    rt: Runtime, item: MemoryItem, vector: np.ndarray, viewer: Viewer | None
+) -> Flow[tuple[Decision, dict[str, MemoryItem], float | None]]:
+    """An explicit memory is reconciled like an extracted one (the rules of
+    :func:`jiyi.write.reconcile.decide`): the same fact reinforces, a changed value never
+    does, a contradiction supersedes, a related but different fact is kept beside."""
+    found = yield from neighbours(rt, item, vector, query_terms(item.content), rt.session.similar_k, viewer)
+    existing = sorted((Existing(c.item, c.cosine or 0.0) for c in found), key=lambda e: -e.cosine)
+    structured = item.structured or {}
+    key = structured.get("key") if isinstance(structured.get("key"), str) else None
+    candidate = Extracted(
+        content=item.content,
+        memory_type=item.memory_type,
+        confidence=item.confidence,
+        importance=item.importance,
+        structured=item.structured,
+        key=key,
+        source_text=item.content,
+        reasons=("add",),
+    )
+    rcfg = ReconcileConfig(
+        duplicate_threshold=rt.gate.duplicate_threshold, reinforce_step=rt.gate.reinforce_step
+    )
+    decision = decide(candidate, existing, rcfg)
+    best = existing[0].cosine if existing else None
+    return decision, {e.item.id: e.item for e in existing}, best
 
 
 # ---------------------------------------------------------------- shared steps
