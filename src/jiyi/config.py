@@ -184,6 +184,11 @@ class SessionConfig:
     """Turns kept verbatim when compacting."""
     extract: bool = True
     """Queue extraction of new user turns (rules offline, the LLM when configured)."""
+    keep_turns: bool = False
+    """Keep every user and assistant turn as a searchable resource (see
+    :mod:`jiyi.write.resources`), so what was said is findable even when no rule extracted
+    it. Off by default for now: resources are items of the same scope, so ``list()`` and
+    ``stats()`` count them beside the extracted memories."""
     episodes: bool = True
     """Write an episode (summary, topics, actions, outcomes) on compaction and session end."""
     similar_k: int = 5

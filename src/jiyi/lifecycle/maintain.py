@@ -83,7 +83,7 @@ _DAY = 86400.0
 
 
 def _default_retention() -> dict[str, int | None]:
-    return {"messages": 30, "pattern": 90}
+    return {"messages": 30, "pattern": 90, "turns": None}
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,10 @@ class LifecyclePolicy:
     """How memories age. See the module documentation for the formulas.
 
     ``retention_days``: ``"messages"`` — session messages older than this are deleted;
-    ``"pattern"`` — pattern memories unused for longer are archived. ``None`` (or a
-    missing key) disables that rule.
+    ``"pattern"`` — pattern memories unused for longer are archived; ``"turns"`` — raw
+    turns kept as resources (:mod:`jiyi.write.resources`) older than this are archived
+    (default None: kept, like the memories they support). ``None`` (or a missing key)
+    disables that rule.
     """
 
     episode_half_life_days: float = 90.0
@@ -261,6 +263,9 @@ def decide_item(item: MemoryItem, now: datetime, policy: LifecyclePolicy) -> Dec
     keep_patterns = policy.retention("pattern")
     if item.memory_type == MemoryType.PATTERN and keep_patterns is not None and idle > keep_patterns:
         return Decision("archive", f"pattern unused for {idle:.0f} days > retention {keep_patterns} days")
+    keep_turns = policy.retention("turns")
+    if "turn" in item.tags and keep_turns is not None and _days(now, item.created_at) > keep_turns:
+        return Decision("archive", f"raw turn older than retention {keep_turns} days")
     exempt = [t for t in policy.decay_exempt_tags if t in item.tags]
     if exempt:
         return Decision("keep", f"tagged {exempt[0]!r}: exempt from decay")

@@ -207,11 +207,16 @@ def format_context(entries: Sequence[ContextEntry], profile: str | None = None) 
     sections: list[str] = []
     if profile:
         sections.append("## Profile\n" + profile.strip())
-    memories = [e for e in entries if e.source == "semantic" and e.item is not None]
+    memories = [
+        e for e in entries if e.source == "semantic" and e.item is not None and "turn" not in e.item.tags
+    ]
     for kind, heading in _TYPE_HEADINGS:
         lines = [f"- {_dated(e.item)}" for e in memories if e.item is not None and e.item.memory_type == kind]
         if lines:
             sections.append(f"## {heading}\n" + "\n".join(lines))
+    said = [e for e in entries if e.source == "semantic" and e.item is not None and "turn" in e.item.tags]
+    if said:
+        sections.append("## From Past Conversations\n" + "\n".join(f"- {_dated(e.item)}" for e in said))
     past = [e for e in entries if e.source == "summary"]
     if past:
         sections.append(

@@ -44,6 +44,7 @@ from jiyi.text.tokenize import index_text
 from jiyi.text.tokens import count_message_tokens
 from jiyi.write.extract import Extracted, Turn
 from jiyi.write.pipeline import Outcome, store_extracted
+from jiyi.write.resources import store_turns
 
 if TYPE_CHECKING:
     pass
@@ -124,7 +125,13 @@ def _turn_job(
         payload={
             **scope_ids,
             "turns": [
-                {"role": m.role, "content": m.content, "name": m.name, "at": m.created_at.isoformat()}
+                {
+                    "role": m.role,
+                    "content": m.content,
+                    "name": m.name,
+                    "at": m.created_at.isoformat(),
+                    "id": m.id,
+                }
                 for m in turns
             ],
             "started_at": turns[0].created_at.isoformat() if turns else now.isoformat(),
@@ -225,7 +232,8 @@ def remember(
     cfg = rt.session
     changes: list[Any] = [AppendMessages(msgs)]
     job: Job | None = None
-    if cfg.extract and any(m.role == "user" for m in msgs):
+    extract = cfg.extract and any(m.role == "user" for m in msgs)
+    if extract or (cfg.keep_turns and any(m.role in ("user", "assistant") for m in msgs)):
         ids = {
             "session_id": session_id,
             "user_id": user_id,
@@ -430,19 +438,28 @@ def jobs(
 def _run_extract(rt: Runtime, job: Job) -> Flow[list[Outcome]]:
     raw_turns = job.payload.get("turns", [])
     turns = [Turn(t["role"], t["content"]) for t in raw_turns]
-    if rt.llm is not None:
+    candidates: list[Extracted] = []
+    if rt.session.extract and rt.llm is not None:
         from jiyi.write.extract_llm import LLMExtractor
 
         result = yield from LLMExtractor(rt.llm).flow(turns)
         candidates = list(result.items)
-    else:
+    elif rt.session.extract:
         from jiyi.write.extract_rules import RuleExtractor
 
         candidates = RuleExtractor().extract(turns)
     # When and by whom each turn was said follows the candidate into the store.
     times = [datetime.fromisoformat(t["at"]) if t.get("at") else None for t in raw_turns]
     names = [t.get("name") for t in raw_turns]
-    return (yield from store_extracted(rt, candidates, turn_times=times, turn_names=names, **_scope_of(job)))
+    scope = _scope_of(job)
+    resources = None
+    if rt.session.keep_turns:
+        resources = yield from store_turns(rt, raw_turns, tenant=job.tenant_id, owner=scope, times=times)
+    return (
+        yield from store_extracted(
+            rt, candidates, turn_times=times, turn_names=names, resources=resources, **scope
+        )
+    )
 
 
 def _run_episode(rt: Runtime, job: Job) -> Flow[list[Outcome]]:

@@ -46,6 +46,7 @@ from jiyi.store.base import (
     Change,
     CountEvents,
     Filter,
+    GetItems,
     HistoryAction,
     RecordEvent,
     Retrieve,
@@ -70,6 +71,7 @@ from jiyi.write.gate import (
     screen,
 )
 from jiyi.write.reconcile import Decision, Existing, ReconcileConfig, decide, reconcile_flow
+from jiyi.write.resources import Resources, is_resource
 
 log = logging.getLogger("jiyi.pipeline")
 
@@ -290,10 +292,14 @@ def neighbours(
     """The ``k`` stored items nearest to ``item`` in its scope, seen by exactly its audience
     (never fold a members conversation into a public item, nor into someone's owner_only one)."""
     flt = Filter(tenant_id=item.tenant_id, scope_keys=(item.scope_key,), now=item.created_at, viewer=viewer)
-    found = yield from call(
-        Retrieve(same_audience(flt, item), rt.embedder.model_id, vector, terms, k, k if terms else 0)
+    # Resources (turns, document chunks) are evidence, not claims: they are never
+    # reconciled against, so a few more are fetched to leave ``k`` others.
+    wide = 3 * k
+    retrieve = Retrieve(
+        same_audience(flt, item), rt.embedder.model_id, vector, terms, wide, wide if terms else 0
     )
-    return found
+    found = yield from call(retrieve)
+    return [c for c in found if not is_resource(c.item)][:k]
 
 
 def apply(
@@ -313,7 +319,9 @@ def apply(
         action = "add"  # a decision about nothing known adds the item
     if action in ("add", "keep_both"):
         if action == "keep_both" and target is not None:
-            item = item.evolve(relations=(Relation(type=RelationType.RELATED_TO, target_id=target.id),))
+            item = item.evolve(
+                relations=(*item.relations, Relation(type=RelationType.RELATED_TO, target_id=target.id))
+            )
         change = _new(rt, item, vector, why, actor)
         return Applied(action, [change], item, item.id, decision.target_id)
     if action == "none" or target is None:
@@ -322,7 +330,7 @@ def apply(
         return _reinforce(rt, item, target, decision, why, actor)
     if action in ("update", "merge"):
         return (yield from _rewrite(rt, item, vector, target, decision, why, actor))
-    return _supersede(rt, item, vector, target, why, actor)
+    return (yield from _supersede(rt, item, vector, target, why, actor))
 
 
 def _new(rt: Runtime, item: MemoryItem, vector: np.ndarray, why: str, actor: str | None) -> Upsert:
@@ -380,18 +388,38 @@ def _rewrite(
 
 def _supersede(
     rt: Runtime, item: MemoryItem, vector: np.ndarray, target: MemoryItem, why: str, actor: str | None
-) -> Applied:
-    """The new item replaces the target, which stays as ``superseded``, linked both ways."""
-    item = item.evolve(relations=(Relation(type=RelationType.SUPERSEDES, target_id=target.id),))
-    old = target.evolve(
-        status=Status.SUPERSEDED,
-        version=target.version + 1,
-        relations=(*target.relations, Relation(type=RelationType.SUPERSEDED_BY, target_id=item.id)),
-        updated_at=item.created_at,
+) -> Flow[Applied]:
+    """The new item replaces the target, which stays as ``superseded``, linked both ways.
+    The turns the target was taken from stop answering for it too: they are superseded by
+    the new item (kept in the history; old wording still leads to the new fact)."""
+    item = item.evolve(
+        relations=(*item.relations, Relation(type=RelationType.SUPERSEDES, target_id=target.id))
     )
+    old = _retired(target, item)
     event = change_event(rt, HistoryAction.SUPERSEDE, target, old, why, actor)
     changes: list[Change] = [_new(rt, item, vector, why, actor), Upsert(old, index_text(old.content), event)]
+    sources = tuple(r.target_id for r in target.relations if r.type == RelationType.DERIVED_FROM)
+    for said in (yield from call(GetItems(target.tenant_id, sources))) if sources else []:
+        if is_resource(said) and said.status == Status.ACTIVE:
+            stale = _retired(said, item)
+            reason = f"the fact taken from this turn was superseded: {why}"
+            changes.append(
+                Upsert(
+                    stale,
+                    index_text(stale.content),
+                    change_event(rt, HistoryAction.SUPERSEDE, said, stale, reason, actor),
+                )
+            )
     return Applied("supersede", changes, item, item.id, target.id, {target.id: old})
+
+
+def _retired(old: MemoryItem, by: MemoryItem) -> MemoryItem:
+    return old.evolve(
+        status=Status.SUPERSEDED,
+        version=old.version + 1,
+        relations=(*old.relations, Relation(type=RelationType.SUPERSEDED_BY, target_id=by.id)),
+        updated_at=by.created_at,
+    )
 
 
 # ---------------------------------------------------------------- extracted candidates
@@ -409,6 +437,7 @@ def store_extracted(
     tenant_id: str | None = None,
     turn_times: Sequence[datetime | None] = (),
     turn_names: Sequence[str | None] = (),
+    resources: Resources | None = None,
 ) -> Flow[list[Outcome]]:
     """Gate, reconcile and store extracted candidates (automatic: rate-limited per session).
 
@@ -416,29 +445,39 @@ def store_extracted(
     give each item the time its turn was said (``occurred_at``) and the speaker.
 
     All candidates are embedded in one call. Every decision lands in the history.
+    ``resources`` (the turns kept as said, :mod:`jiyi.write.resources`) are written in the
+    same transaction, and what is extracted from a turn links to its resource.
     """
     tenant = rt.tenant(tenant_id)
     now = rt.now()
-    outcomes, passed = _screen_all(rt, candidates)
+    kept = resources or Resources({}, [])
+    outcomes = [_resource_outcome(i, item) for i, item in kept.by_turn.items()]
+    refused, passed = _screen_all(rt, candidates)
+    outcomes += refused
     if session_id is not None and passed:
         used = yield from call(CountEvents(rate_key(tenant, session_id), now - rt.gate.extraction_window))
         if used >= rt.gate.max_extractions:
             refused, passed = _over_the_limit(rt, passed, used)
             outcomes += refused
     if not passed:
+        if kept.changes:
+            yield from call(Write(tuple(kept.changes)))
         _log_refusals(outcomes)
         return outcomes
     vectors, cache_put = yield from embed_documents(rt, [text for _, text in passed])
-    changes: list[Change] = [cache_put] if cache_put else []
+    changes: list[Change] = [*kept.changes, *([cache_put] if cache_put else [])]
     owner = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
     pending: dict[str, MemoryItem] = {}
     for (cand, text), vector in zip(passed, vectors, strict=True):
         item = _extracted_item(cand, text, tenant, now, owner, turn_times, turn_names)
+        source = kept.by_turn.get(cand.turn_index) if cand.turn_index is not None else None
+        if source is not None:  # the fact links to what was said
+            item = item.evolve(relations=(Relation(type=RelationType.DERIVED_FROM, target_id=source.id),))
         done, why = yield from _reconcile_one(rt, cand, item, vector, pending)
         changes += done.changes
         pending.update(done.changed)
         outcomes.append(Outcome(cand, done.action, why, done.item_id, done.target_id))
-    if session_id is not None and any(o.action not in ("none", "rejected") for o in outcomes):
+    if session_id is not None and any(o.action not in ("none", "rejected", "resource") for o in outcomes):
         changes.append(RecordEvent(rate_key(tenant, session_id), now))  # one run, however many items
     yield from call(Write(tuple(changes)))
     _log_refusals(outcomes)
@@ -470,6 +509,11 @@ def _log_refusals(outcomes: Sequence[Outcome]) -> None:
     for o in outcomes:
         if o.action == "rejected":
             log.info("jiyi: not stored %r: %s", o.candidate.content[:80], o.reason)
+
+
+def _resource_outcome(turn: int, item: MemoryItem) -> Outcome:
+    said = Extracted(item.content, item.memory_type, item.confidence, turn_index=turn, reasons=("resource",))
+    return Outcome(said, "resource", "what was said, kept as a resource", item.id)
 
 
 def _screen_all(

@@ -1,0 +1,115 @@
+"""The resource layer (seed 000, memU's first layer): what was said, kept as said.
+
+Every turn that ``remember()`` receives becomes a searchable *resource* item (tags
+``resource`` and ``turn``) when its extraction job runs: its text (redacted like every
+stored text, with the speaker's name in front when there is one), the time it was said,
+the session as its thread (so a search sees the turns around it) and the message id as
+its source. What extraction finds in a turn links back to it (``derived_from``), so a
+fact no rule extracted is still findable, and every extracted fact can show its source.
+
+Resources are exempt from decay and never reconciled against (they are evidence, not
+claims); how long raw turns are kept is ``LifecyclePolicy.retention_days["turns"]``
+(default: kept, like the memories they support).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from jiyi.effects import Flow
+from jiyi.embed.cached import embed_documents
+from jiyi.items import change_event
+from jiyi.model import MemoryItem, MemoryType, Source, owner_scope
+from jiyi.runtime import Runtime
+from jiyi.store.base import Change, HistoryAction, Upsert
+from jiyi.text.pii import redact
+from jiyi.text.tokenize import index_text
+
+RESOURCE_TAG = "resource"
+TURN_TAG = "turn"
+_MIN_CHARS = 2
+
+
+@dataclass(frozen=True)
+class Resources:
+    """The resource items of one job's turns and the changes that store them."""
+
+    by_turn: dict[int, MemoryItem]
+    changes: list[Change]
+
+
+def is_resource(item: MemoryItem) -> bool:
+    """Resources (turns, document chunks) are evidence: never reconciled against."""
+    return RESOURCE_TAG in item.tags
+
+
+def store_turns(
+    rt: Runtime,
+    turns: Sequence[Mapping[str, Any]],
+    *,
+    tenant: str,
+    owner: Mapping[str, str | None],
+    times: Sequence[datetime | None],
+) -> Flow[Resources]:
+    """Resource items for ``turns`` (the job payload's), embedded through the cache."""
+    now = rt.now()
+    items: dict[int, MemoryItem] = {}
+    for i, turn in enumerate(turns):
+        item = _turn_item(rt, turn, tenant, owner, times[i] if i < len(times) else None, now)
+        if item is not None:
+            items[i] = item
+    if not items:
+        return Resources({}, [])
+    vectors, cache_put = yield from embed_documents(rt, [i.content for i in items.values()])
+    changes: list[Change] = [cache_put] if cache_put else []
+    for item, vector in zip(items.values(), vectors, strict=True):
+        event = change_event(
+            rt, HistoryAction.ADD, None, item, "what was said, kept as a resource", "pipeline"
+        )
+        changes.append(
+            Upsert(item, index_text(item.content), event, vector=vector, model_id=rt.embedder.model_id)
+        )
+    return Resources(items, changes)
+
+
+def _turn_item(
+    rt: Runtime,
+    turn: Mapping[str, Any],
+    tenant: str,
+    owner: Mapping[str, str | None],
+    said_at: datetime | None,
+    now: datetime,
+) -> MemoryItem | None:
+    text = str(turn.get("content") or "").strip()
+    if len(text) < _MIN_CHARS or turn.get("role") not in ("user", "assistant"):
+        return None
+    if rt.gate.redact_pii:
+        text = redact(text).text
+    name = turn.get("name")
+    content = f"{name}: {text}" if name else text
+    meta: dict[str, Any] = {"role": turn["role"]}
+    if name:
+        meta["speaker"] = name
+    return MemoryItem.build(
+        content=content[: rt.gate.max_length],
+        memory_type=MemoryType.EVENT,
+        scope=owner_scope(owner.get("user_id"), owner.get("project_id"), owner.get("agent_id")),
+        tenant_id=tenant,
+        user_id=owner.get("user_id"),
+        project_id=owner.get("project_id"),
+        session_id=owner.get("session_id"),
+        agent_id=owner.get("agent_id"),
+        thread_id=owner.get("session_id"),
+        confidence=1.0,
+        importance=0.3,
+        tags=(RESOURCE_TAG, TURN_TAG),
+        metadata=meta,
+        source=Source.USER if turn["role"] == "user" else Source.AI,
+        source_id=turn.get("id"),
+        occurred_at=said_at,
+        created_at=now,
+        updated_at=now,
+    )

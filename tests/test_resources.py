@@ -1,0 +1,111 @@
+"""The resource layer: every turn kept as said, searchable, redacted, linked from what was
+extracted from it, and retired with the fact it supported when that fact is superseded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from jiyi.config import SessionConfig
+from jiyi.lifecycle import LifecyclePolicy
+from jiyi.memory import Memory
+from jiyi.model import RelationType, Status
+
+T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def mem(tmp_path: Path, clock: Clock) -> Iterator[Memory]:
+    session = SessionConfig(keep_turns=True)
+    with Memory.open(tmp_path / "res.db", session=session, clock=clock, background=False) as m:
+        yield m
+
+
+def _turns(mem: Memory, user: str = "u") -> list[str]:
+    return [i.content for i in mem.list(user_id=user, tags=["turn"], limit=100).items]
+
+
+def test_what_no_rule_extracts_is_still_findable(mem: Memory) -> None:
+    mem.remember(
+        [
+            {
+                "role": "user",
+                "content": "Last spring we took the night train to Vienna with my cousin Mia",
+                "name": "Ana",
+            },
+            ("assistant", "That sounds like a lovely trip!"),
+        ],
+        session_id="s1",
+        user_id="u",
+    )
+    (report,) = mem.process_jobs()
+    assert [o.action for o in report.outcomes] == ["resource", "resource"]
+    assert _turns(mem) == [
+        "Ana: Last spring we took the night train to Vienna with my cousin Mia",
+        "That sounds like a lovely trip!",
+    ]
+    hit = mem.search("who travelled to Vienna by train?", user_id="u")[0].item
+    assert "Vienna" in hit.content and hit.thread_id == "s1" and hit.source_id is not None
+    assert hit.metadata["speaker"] == "Ana"
+
+
+def test_extracted_facts_link_to_their_turn_and_turns_are_redacted(mem: Memory) -> None:
+    mem.remember(
+        [("user", "I prefer dark mode in every editor. My email is jane.doe@corp.com")],
+        session_id="s1",
+        user_id="u",
+    )
+    mem.process_jobs()
+    (turn,) = mem.list(user_id="u", tags=["turn"]).items
+    assert "jane.doe@corp.com" not in turn.content and "[REDACTED_EMAIL]" in turn.content
+    facts = [i for i in mem.list(user_id="u").items if "turn" not in i.tags]
+    assert facts and all(
+        any(r.type == RelationType.DERIVED_FROM and r.target_id == turn.id for r in f.relations)
+        for f in facts
+    )
+
+
+def test_a_superseded_fact_retires_the_turn_it_came_from(mem: Memory, clock: Clock) -> None:
+    mem.remember([("user", "I prefer tabs for indentation.")], session_id="s1", user_id="u")
+    mem.process_jobs()
+    clock.now += timedelta(days=7)
+    mem.remember(
+        [("user", "I no longer prefer tabs; I prefer spaces for indentation now.")],
+        session_id="s2",
+        user_id="u",
+    )
+    mem.process_jobs()
+    hits = mem.search("tabs or spaces for indentation?", user_id="u")
+    assert "spaces" in hits[0].item.content
+    old_turn = next(
+        i for i in mem.list(user_id="u", tags=["turn"]).items if i.content.startswith("I prefer tabs")
+    )
+    assert old_turn.status == Status.SUPERSEDED
+    assert all(h.item.id != old_turn.id for h in hits)
+
+
+def test_turns_are_kept_by_default_and_retention_is_a_policy(mem: Memory, clock: Clock) -> None:
+    mem.remember([("user", "We adopted a grey kitten called Pixel today")], session_id="s1", user_id="u")
+    mem.process_jobs()
+    (turn,) = mem.list(user_id="u", tags=["turn"]).items
+    clock.now += timedelta(days=800)
+    mem.maintain()
+    assert mem.get(turn.id).status == Status.ACTIVE
+    mem.maintain(policy=LifecyclePolicy(retention_days={"turns": 365}))
+    assert mem.get(turn.id).status == Status.ARCHIVED
