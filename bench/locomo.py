@@ -49,7 +49,7 @@ from common import (
     percentiles_ms,
     write_json,
 )
-from jiyi.config import GateConfig, RankConfig
+from jiyi.config import GateConfig, RankConfig, SessionConfig
 from jiyi.embed.base import Embedder, resolve_embedder
 from jiyi.memory import Memory
 from jiyi.model import MemoryItem
@@ -305,7 +305,9 @@ SPEAKER_AS = ("name", "prefix")
 CONTEXT_BUDGET = 2000
 """``budget_tokens`` of the ``Memory.context`` call made for every question."""
 DRAIN_BATCH = 50
-_MAPPED_ACTIONS = frozenset({"add", "keep_both", "reinforce", "update", "merge", "supersede", "episode"})
+_MAPPED_ACTIONS = frozenset(
+    {"add", "keep_both", "reinforce", "update", "merge", "supersede", "episode", "resource"}
+)
 _ROLE_PREFIX = re.compile(r"^(?:user|assistant)\s*:\s*", re.IGNORECASE)
 _NON_WORD = re.compile(r"\W+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -444,6 +446,7 @@ def run_pipeline_conversation(
     gate: GateConfig | None = None,
     speaker_as: str = "name",
     end_sessions: bool = True,
+    keep_turns: bool = False,
 ) -> PipelineRun:
     """Ingest ``conv`` through remember -> process_jobs and answer its questions (pipeline mode)."""
     times = session_times(conv.sessions)
@@ -453,7 +456,12 @@ def run_pipeline_conversation(
     with (
         store_path(db_dir, conv.sample_id) as path,
         Memory(
-            SQLiteStore(path), embedder=embedder, background=False, gate=gate or GateConfig(), clock=clock
+            SQLiteStore(path),
+            embedder=embedder,
+            background=False,
+            gate=gate or GateConfig(),
+            session=SessionConfig(keep_turns=keep_turns),
+            clock=clock,
         ) as mem,
     ):
         run = PipelineRun(conv, 0, 0.0, mem.rank, speaker_as=speaker_as)
@@ -788,6 +796,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "1000000 lifts it",
     )
     p.add_argument(
+        "--keep-turns",
+        action="store_true",
+        help="pipeline: keep every turn as a searchable resource (SessionConfig(keep_turns=True))",
+    )
+    p.add_argument(
         "--no-end-session",
         action="store_true",
         help="pipeline: do not call end_session after each session (no episode for its last turns)",
@@ -817,9 +830,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.limit_questions is not None and args.limit_questions < 1:
         p.error("--limit-questions must be >= 1")
     if args.mode != "pipeline" and (
-        args.max_extractions is not None or args.no_end_session or args.speaker_as != "name"
+        args.max_extractions is not None
+        or args.no_end_session
+        or args.speaker_as != "name"
+        or args.keep_turns
     ):
-        p.error("--speaker-as, --max-extractions and --no-end-session are for --mode pipeline")
+        p.error("--speaker-as, --max-extractions, --keep-turns and --no-end-session are for --mode pipeline")
     if args.max_extractions is not None and args.max_extractions < 0:
         p.error("--max-extractions must be >= 0")
     return args
@@ -862,6 +878,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 gate=gate,
                 speaker_as=args.speaker_as,
                 end_sessions=not args.no_end_session,
+                keep_turns=args.keep_turns,
             )
         else:
             run = run_conversation(conv, embedder, args.db_dir, args.limit_questions)
@@ -876,6 +893,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pipeline_runs = [r for r in runs if isinstance(r, PipelineRun)]
         summary = summarise_pipeline(pipeline_runs, embedder, rank_config, gate)
         summary["end_sessions"] = not args.no_end_session
+        summary["keep_turns"] = args.keep_turns
     else:
         summary = summarise(runs, embedder, rank_config)
         summary["mode"] = "raw"
