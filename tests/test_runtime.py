@@ -10,7 +10,7 @@ import pytest
 
 from jiyi.driver import UnhandledEffect, adrive, drive
 from jiyi.effects import Complete, Embed, Rerank
-from jiyi.errors import ConfigError, LLMError
+from jiyi.errors import ConfigError, InvalidInput, LLMError, NotFound
 from jiyi.integrations.tools import MemoryTools
 from jiyi.memory import AsyncMemory, Memory
 
@@ -127,3 +127,37 @@ def test_building_a_memory_does_no_io(tmp_path: Path) -> None:
         assert not files.exists()  # the workspace is created by the first write, not by __init__
     finally:
         mem.close()
+
+
+def test_a_bound_view_carries_owner_and_caller_into_every_operation(tmp_path: Path) -> None:
+    from jiyi.store.base import Viewer
+    from jiyi.who import Caller, Owner
+
+    with Memory.open(tmp_path / "bound.db", background=False) as mem:
+        alice = mem.bound(owner=Owner(user_id="alice"), caller=Caller(tenant_id="acme", actor="key-1"))
+        item = alice.add("Alice prefers green tea in the afternoon").item
+        assert item is not None and item.user_id == "alice" and item.tenant_id == "acme"
+        assert item.metadata.get("created_by") is None and alice.history(item.id)[0].actor == "key-1"
+        assert alice.search("what does she drink?")[0].item.id == item.id
+        assert alice.get(item.id).id == item.id
+        # An argument given in the call wins; the original memory is unchanged.
+        assert alice.search("tea", user_id="bob") == []
+        assert mem.list().items == []  # the default tenant has nothing
+        with pytest.raises(NotFound):
+            mem.get(item.id)
+        viewer = Viewer(actor="key-2", projects=("p1",))
+        scoped = mem.bound(owner=Owner(project_id="p1"), caller=Caller(tenant_id="acme", viewer=viewer))
+        note = scoped.add("The team ships on Thursdays", visibility="owner_only").item
+        assert note is not None and note.metadata["created_by"] == "key-2"
+        with pytest.raises(InvalidInput):
+            Owner(user_id=" ")
+
+
+async def test_async_bound_view(tmp_path: Path) -> None:
+    from jiyi.who import Caller, Owner
+
+    async with AsyncMemory.open(tmp_path / "abound.db") as amem:
+        bob = amem.bound(owner=Owner(user_id="bob"), caller=Caller(tenant_id="t2"))
+        added = await bob.add("Bob rides a red bicycle to work")
+        assert added.item is not None and added.item.tenant_id == "t2"
+        assert (await bob.search("how does Bob commute?"))[0].item.id == added.item.id

@@ -12,11 +12,13 @@ written once in the module named for what it does: ``write/pipeline.py`` (add),
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
+import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import IO, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import IO, Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from jiyi import items
 from jiyi import procedural as procedural_flows
@@ -39,6 +41,7 @@ from jiyi.runtime import Runtime
 from jiyi.session import flows as session
 from jiyi.session.flows import RememberResult
 from jiyi.store.base import Store
+from jiyi.who import Caller, Owner
 from jiyi.write import pipeline
 from jiyi.write.pipeline import AddResult
 
@@ -73,6 +76,11 @@ class Operation(Generic[P, R]):
         bound = obj._bind(self.fn)  # type: ignore[attr-defined]
         obj.__dict__[self.name] = bound  # cached: the next lookup skips the descriptor
         return bound
+
+
+@functools.cache
+def _parameters(fn: Callable[..., Any]) -> frozenset[str]:
+    return frozenset(inspect.signature(fn).parameters)
 
 
 class _Operations:
@@ -147,6 +155,34 @@ class _Facade(_Operations):
         # files (jiyi/files/): memory.md / learnings.md per scope under this directory
         store = with_files(store, files)
         self.runtime = Runtime.build(store, extra_handlers=file_handlers(store), **options)
+
+    _defaults: dict[str, Any] = {}  # noqa: RUF012  (replaced, never mutated)
+
+    def bound(self, *, owner: Owner | None = None, caller: Caller | None = None) -> Self:
+        """A view of this memory whose operations receive ``owner``'s ids and ``caller``'s
+        tenant, viewer and actor wherever they take them (see :mod:`jiyi.who`); an argument
+        given in a call wins. The view shares the store: close the original, not the view."""
+        view = copy.copy(self)
+        # Drop the operations cached on the original: they were bound without the defaults.
+        view.__dict__ = {
+            k: v for k, v in self.__dict__.items() if not isinstance(getattr(type(self), k, None), Operation)
+        }
+        view._defaults = {
+            **self._defaults,
+            **(owner.values() if owner else {}),
+            **(caller.values() if caller else {}),
+        }
+        return view
+
+    def _with_defaults(self, fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if not self._defaults:
+            return kwargs
+        accepted = _parameters(fn)
+        filled = dict(kwargs)
+        for name, value in self._defaults.items():
+            if name in accepted and filled.get(name) is None:
+                filled[name] = value
+        return filled
 
     @property
     def store(self) -> Store:
@@ -250,7 +286,7 @@ class Memory(_Facade):
 
         @functools.wraps(fn)
         def method(*args: Any, **kwargs: Any) -> R:
-            return run(fn(runtime, *args, **kwargs), runtime)
+            return run(fn(runtime, *args, **self._with_defaults(fn, kwargs)), runtime)
 
         return method
 
@@ -344,7 +380,7 @@ class AsyncMemory(_Facade):
 
         @functools.wraps(fn)
         async def method(*args: Any, **kwargs: Any) -> R:
-            return await arun(fn(runtime, *args, **kwargs), runtime)
+            return await arun(fn(runtime, *args, **self._with_defaults(fn, kwargs)), runtime)
 
         return method
 
