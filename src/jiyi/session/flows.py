@@ -507,7 +507,7 @@ def save_checkpoint(
     tenant = tenant_id or rt.tenant_id
     if messages is None:
         messages = yield from call(GetMessages(tenant, session_id))
-    cp = Checkpoint(
+    cp = Checkpoint.build(
         session_id=session_id,
         tenant_id=tenant,
         label=label,
