@@ -1,5 +1,5 @@
 """Input limits (README "Input limits"): JSON fields are nested at most 32 levels, hold
-JSON values only and stay within a size. Every entry point refuses
+JSON values only and stay within a size; text is valid Unicode. Every entry point refuses
 a value that breaks them with InvalidInput naming the field (422 over REST), and a store
 that already holds such a row (written before the limits) still lists, exports and
 deletes it. Real SQLite files throughout; the REST service runs in process over
@@ -274,3 +274,87 @@ def test_cli_lists_and_exports_a_stored_too_deep_row(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, proc.stderr
         assert "Traceback" not in proc.stderr and poisoned.id in proc.stdout
+
+
+# ---------------------------------------------------------------- text must be valid Unicode
+
+LONE = "\ud800"
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"metadata": {"note": f"a{LONE}b"}}, "metadata"),
+        ({"metadata": {f"k{LONE}": 1}}, "metadata"),
+        ({"metadata": {"deeper": [{"x": LONE}]}}, "metadata"),
+        ({"structured": {"value": "\udfff"}}, "structured"),
+        ({"tags": ["ok", f"t{LONE}"]}, "tags"),
+        ({"raw": f"raw {LONE} text"}, "raw"),
+        ({"summary": LONE}, "summary"),
+    ],
+)
+def test_lone_surrogates_are_refused_naming_the_field(
+    mem: Memory, fields: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(InvalidInput) as info:
+        mem.add("I like green tea very much", user_id="u", **fields)
+    assert info.value.field == field and "valid Unicode" in str(info.value)
+    str(info.value).encode("utf-8")  # the message itself is printable anywhere
+    assert mem.list(user_id="u").items == []
+
+
+def test_lone_surrogates_in_content_messages_and_checkpoints_are_refused(mem: Memory) -> None:
+    with pytest.raises(InvalidInput) as info:
+        mem.add(f"I like green tea {LONE} very much", user_id="u")
+    assert info.value.field == "content"
+    with pytest.raises(InvalidInput) as info:
+        mem.add_messages("s1", [("user", f"hello {LONE}")])
+    assert info.value.field == "content"
+    with pytest.raises(InvalidInput) as info:
+        mem.add_messages("s1", [{"role": "user", "content": "hello", "metadata": {"x": LONE}}])
+    assert info.value.field == "metadata"
+    with pytest.raises(InvalidInput) as info:
+        mem.save_checkpoint("s1", label=LONE)
+    assert info.value.field == "label"
+    with pytest.raises(InvalidInput) as info:
+        mem.save_checkpoint("s1", agent_state={"todo": [LONE]})
+    assert info.value.field == "agent_state"
+    item = mem.add("I like green tea very much", user_id="u").item
+    assert item is not None
+    with pytest.raises(InvalidInput) as info:
+        mem.update(item.id, metadata={"x": LONE})
+    assert info.value.field == "metadata"
+    assert mem.messages("s1") == [] and mem.get(item.id).metadata == {}
+
+
+async def test_rest_answers_422_for_lone_surrogates(client: httpx.AsyncClient) -> None:
+    escaped = "\\ud800"  # JSON's escape for the lone surrogate: valid JSON, invalid text
+    bodies = [
+        (
+            "/v1/memories",
+            f'{{"content": "I like green tea", "user_id": "u", "metadata": {{"x": "{escaped}"}}}}',
+        ),
+        ("/v1/memories", f'{{"content": "I like green tea", "user_id": "u", "tags": ["{escaped}"]}}'),
+        ("/v1/memories", f'{{"content": "I like green tea", "user_id": "u", "raw": "{escaped}"}}'),
+        ("/v1/memories", f'{{"content": "I like {escaped} tea", "user_id": "u"}}'),
+        (
+            "/v1/sessions/s1/messages",
+            f'{{"user_id": "u", "messages": [{{"role": "user", "content": "hi {escaped}"}}]}}',
+        ),
+        ("/v1/sessions/s1/checkpoints", f'{{"agent_state": {{"{escaped}": 1}}}}'),
+    ]
+    for url, text in bodies:
+        r = await client.post(url, **_body(text))
+        assert r.status_code == 422, (url, text, r.text)
+        error = r.json()["error"]
+        assert error["code"] == "invalid_input" and "nicode" in error["message"], error
+    r = await client.post(
+        "/v1/import",
+        content=f'{{"content": "imported text", "user_id": "u", "tags": ["{escaped}"]}}'.encode(),
+    )
+    assert r.status_code == 422, r.text
+    # Still serving, and nothing got in.
+    r = await client.get("/v1/memories", params={"user_id": "u"})
+    assert r.status_code == 200 and r.json()["items"] == [], r.text
+    r = await client.get("/v1/sessions/s1/messages")
+    assert r.status_code == 200 and r.json() == [], r.text

@@ -4,7 +4,8 @@ A :class:`MemoryItem` is immutable; :meth:`MemoryItem.evolve` returns a validate
 Invalid values are refused at construction with :class:`~jiyi.errors.InvalidInput`
 whose message names the field.
 
-Input limits (README, "Input limits"): a JSON field (``metadata``, ``structured``; a message's ``metadata`` and ``tool_calls``;
+Input limits (README, "Input limits"): text must be valid Unicode (no lone surrogates);
+a JSON field (``metadata``, ``structured``; a message's ``metadata`` and ``tool_calls``;
 a checkpoint's state) holds JSON values only - objects with string keys, arrays,
 strings, finite numbers, booleans, null - nested at most :data:`MAX_JSON_DEPTH` levels,
 with at most :attr:`JsonLimits.entries` entries in one object or array and at most
@@ -110,6 +111,20 @@ UNREADABLE = "jiyi_unreadable"
 breaks the limits (written before they existed): ``{"jiyi_unreadable": "why"}``."""
 
 
+def check_text_value(value: str) -> str:
+    """``value`` if it is valid Unicode text; a lone surrogate (``"\\ud800"``, which no
+    UTF-8 encoding, database or JSON body can carry) raises ValueError."""
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"text must be valid Unicode: it holds a lone surrogate "
+                f"({value[exc.start]!r} at position {exc.start})"
+            ) from None
+    return value
+
+
 def _where(path: tuple[str | int, ...]) -> str:
     if not path:
         return ""
@@ -128,6 +143,10 @@ def check_json(value: object, limits: JsonLimits = FIELD_LIMITS, *, at: tuple[st
     while stack:
         v, depth, path = stack.pop()
         if isinstance(v, str):
+            try:
+                check_text_value(v)
+            except ValueError as exc:
+                raise ValueError(f"{exc}{_where(path)}") from None
             size += len(v) + 2 if v.isascii() else len(v.encode("utf-8")) + 2
         elif v is None or isinstance(v, bool):
             size += 5
@@ -149,6 +168,10 @@ def check_json(value: object, limits: JsonLimits = FIELD_LIMITS, *, at: tuple[st
                         raise ValueError(
                             f"object keys must be strings, not {type(key).__name__}{_where(path)}"
                         )
+                    try:
+                        check_text_value(key)
+                    except ValueError as exc:
+                        raise ValueError(f"{exc}{_where(path)}") from None
                     size += len(key) + 3
                     stack.append((child, depth + 1, (*path, key)))
             else:
@@ -256,7 +279,23 @@ class MemoryItem(_Frozen):
     def _content_not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be blank")
-        return value
+        return check_text_value(value)
+
+    @field_validator(
+        "id",
+        "tenant_id",
+        "raw",
+        "summary",
+        "user_id",
+        "project_id",
+        "session_id",
+        "agent_id",
+        "source_id",
+        "thread_id",
+    )
+    @classmethod
+    def _valid_text(cls, value: str | None) -> str | None:
+        return None if value is None else check_text_value(value)
 
     @field_validator("metadata", "structured")
     @classmethod
@@ -272,7 +311,7 @@ class MemoryItem(_Frozen):
             raise ValueError(f"at most {MAX_TAGS} tags, got {len(value)}")
         cleaned: list[str] = []
         for tag in value:
-            tag = tag.strip()
+            tag = check_text_value(tag).strip()
             if not tag:
                 raise ValueError("tags must not be blank")
             if len(tag) > MAX_TAG_LENGTH:
@@ -384,12 +423,17 @@ def _readable_json(field: str, value: Any, limits: JsonLimits) -> Any:
         why = str(exc)
     if isinstance(value, dict) and len(value) <= limits.entries:
         kept: dict[str, Any] = {}
-        for key, child in value.items():
+        for number, (key, child) in enumerate(value.items()):
             try:
                 check_json(child, limits, at=(key,))
                 kept[key] = child
             except ValueError as exc:
                 kept[key] = {UNREADABLE: _marker(field, str(exc))}
+            try:
+                check_text_value(key)
+            except ValueError as exc:
+                kept[f"{UNREADABLE}:{number}"] = {UNREADABLE: _marker(f"a key of {field}", str(exc))}
+                del kept[key]
         try:
             check_json(kept, limits)
             return kept

@@ -1,6 +1,6 @@
 """Session data: messages (short-term memory), checkpoints and background jobs.
 
-JSON fields stay within the input limits of
+Text must be valid Unicode and JSON fields stay within the input limits of
 :mod:`jiyi.model` (a message's ``metadata`` and ``tool_calls``: :data:`FIELD_LIMITS`;
 a checkpoint's state: :data:`STATE_LIMITS`).
 """
@@ -21,6 +21,7 @@ from jiyi.model import (
     JsonLimits,
     as_utc,
     check_json,
+    check_text_value,
     invalid_from_pydantic,
     new_id,
     utcnow,
@@ -62,6 +63,11 @@ class Message(_Frozen):
     json_fields: ClassVar[Mapping[str, JsonLimits]] = {"metadata": FIELD_LIMITS, "tool_calls": FIELD_LIMITS}
     """The JSON fields and their limits (see :func:`jiyi.model.load_stored`)."""
 
+    @field_validator("content", "session_id", "tenant_id", "user_id", "agent_id", "name", "id")
+    @classmethod
+    def _valid_text(cls, value: str | None) -> str | None:
+        return None if value is None else check_text_value(value)
+
     @field_validator("metadata", "tool_calls")
     @classmethod
     def _json_within_limits(cls, value: object) -> object:
@@ -99,6 +105,11 @@ class Checkpoint(_Frozen):
     }
     """The JSON fields and their limits (see :func:`jiyi.model.load_stored`)."""
     stored_children: ClassVar[Mapping[str, type[BaseModel]]] = {"messages": Message}
+
+    @field_validator("session_id", "tenant_id", "id", "label")
+    @classmethod
+    def _valid_text(cls, value: str | None) -> str | None:
+        return None if value is None else check_text_value(value)
 
     @field_validator("agent_state", "tool_states", "pending_tool_calls", "metadata")
     @classmethod
