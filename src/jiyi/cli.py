@@ -455,6 +455,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--transport", default="stdio", choices=["stdio", "streamable-http"])
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8766)
+    p.add_argument(
+        "--keys",
+        metavar="FILE",
+        help="streamable HTTP: API key file; every request then needs a key, and acts in its "
+        "tenant with its role (required unless bound to a loopback address)",
+    )
     _scope_args(p)
 
     p = sub.add_parser("demo", help="remember a short Chinese/English conversation and search it")
@@ -1225,6 +1231,7 @@ def cmd_mcp(ns: argparse.Namespace) -> int:
         port=ns.port,
         embedder=ns.embedder or os.environ.get("JIYI_EMBEDDER") or None,
         gate=GateConfig.from_env(),
+        keys_file=ns.keys,
         **scope,
     )
     return EXIT_OK
