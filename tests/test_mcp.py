@@ -6,22 +6,28 @@ in ``tmp_path``; the processes are always stopped before the test ends.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from jiyi.errors import ConfigError
 from jiyi.memory import Memory
-from jiyi.server.mcp import build_server
+from jiyi.server.auth import create_key, parse_token
+from jiyi.server.mcp import build_server, run
 
 TOOL_NAMES = {
     "memory_save",
@@ -95,15 +101,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[str]:
+@contextlib.contextmanager
+def serving(tmp_path: Path, **options: Any) -> Iterator[str]:
+    """``run(..., transport="streamable-http")`` in a subprocess on 127.0.0.1; its URL."""
     port = free_port()
     log = (tmp_path / "server.log").open("w")
     proc = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            server_code(tmp_path / "m.db", transport="streamable-http", port=port, user_id="alice"),
+            server_code(tmp_path / "m.db", transport="streamable-http", port=port, **options),
         ],
         stdin=subprocess.DEVNULL,
         stdout=log,
@@ -132,6 +139,12 @@ def http_server(tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    with serving(tmp_path, user_id="alice") as url:
+        yield url
+
+
 async def test_streamable_http(http_server: str) -> None:
     with anyio.fail_after(30):
         async with Client(http_server) as client:
@@ -150,3 +163,142 @@ async def test_in_process_with_a_sync_memory(tmp_path: Path) -> None:
         # Bound to tenant t1: nothing leaked into the default tenant.
         assert mem.stats(user_id="alice").total == 0
         assert mem.stats(user_id="alice", tenant_id="t1").total == 1
+
+
+# ---------------------------------------------------------------- HTTP with API keys
+
+
+@contextlib.asynccontextmanager
+async def keyed_client(url: str, key: str, header: str = "Authorization") -> AsyncIterator[Client]:
+    value = f"Bearer {key}" if header == "Authorization" else key
+    async with (
+        create_mcp_http_client(headers={header: value}) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+
+
+def post_initialize(url: str, headers: dict[str, str]) -> httpx.Response:
+    base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    return httpx.post(url, json=INITIALIZE, headers={**base, **headers}, timeout=10)
+
+
+async def test_streamable_http_with_keys(tmp_path: Path) -> None:
+    keys_file = tmp_path / "keys.json"
+    owner = create_key(keys_file, "acme", "owner")
+    editor = create_key(keys_file, "acme", "editor")
+    viewer = create_key(keys_file, "acme", "viewer")
+    other = create_key(keys_file, "globex", "owner")
+    forged = f"{owner[: owner.rindex('_')]}_not-the-secret"
+    with serving(tmp_path, user_id="alice", keys_file=str(keys_file)) as url:
+        # No key, a wrong key, a forged secret: 401 before any MCP is spoken.
+        for headers in (
+            {},
+            {"Authorization": "Bearer nope"},
+            {"Authorization": f"Bearer {forged}"},
+            {"X-API-Key": "x"},
+        ):
+            r = await anyio.to_thread.run_sync(post_initialize, url, headers)
+            assert r.status_code == 401, (headers, r.text)
+            assert r.json()["error"]["code"] == "unauthorized" and r.headers["www-authenticate"] == "Bearer"
+        with anyio.fail_after(60):
+            async with keyed_client(url, owner) as client:
+                await exercise(client)  # a valid key works (the same checks as without keys)
+                owners = (
+                    await client.call_tool("memory_search", {"query": "job", "k": 5})
+                ).structured_content
+                memory_id = owners["results"][0]["id"]
+
+            async with keyed_client(url, viewer, header="X-API-Key") as client:
+                found = await client.call_tool("memory_search", {"query": "what is the user's job?"})
+                assert not found.is_error and found.structured_content["results"][0]["id"] == memory_id
+                for tool, args in (
+                    ("memory_save", {"content": "The user prefers tea over coffee"}),
+                    ("memory_delete", {"memory_id": memory_id, "hard": True}),
+                ):
+                    refused = await client.call_tool(tool, args)
+                    assert refused.is_error, tool
+                    assert refused.structured_content["error"]["code"] == "forbidden", (
+                        refused.structured_content
+                    )
+
+            async with keyed_client(url, editor) as client:
+                refused = await client.call_tool("memory_delete", {"memory_id": memory_id, "hard": True})
+                assert refused.structured_content["error"]["code"] == "forbidden"  # not the editor's
+                saved = await client.call_tool(
+                    "memory_save", {"content": "The user prefers green tea to coffee"}
+                )
+                assert saved.structured_content["status"] == "stored", saved.structured_content
+                own = await client.call_tool("memory_delete", {"memory_id": saved.structured_content["id"]})
+                assert own.structured_content["status"] == "archived", own.structured_content
+
+            async with keyed_client(url, other) as client:  # another tenant: nothing is visible
+                assert (await client.call_tool("memory_stats", {})).structured_content["total"] == 0
+                gone = await client.call_tool("memory_delete", {"memory_id": memory_id, "hard": True})
+                assert gone.structured_content["error"]["code"] == "not_found"
+
+    # The tenant came from the key; the viewer and the other tenant changed nothing.
+    with Memory.open(tmp_path / "m.db") as mem:
+        assert mem.stats(user_id="alice").total == 0
+        kept = mem.get(memory_id, tenant_id="acme")
+        assert kept.status.value == "active"
+        assert mem.stats(user_id="alice", tenant_id="acme").total == 2
+        assert [e.actor for e in mem.history(memory_id, tenant_id="acme")] == [parse_token(owner)[0]]  # type: ignore[index]
+
+
+def refused_to_start(args: list[str]) -> str:
+    """Run a server command that must refuse to start; its stderr. (Had it started, it
+    would serve until the timeout: the test fails instead of hanging.)"""
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0, proc.stderr
+    return proc.stderr
+
+
+def test_http_without_keys_binds_to_loopback_only(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    for host in ("0.0.0.0", "::"):
+        code = server_code(db, transport="streamable-http", host=host, port=free_port())
+        assert "refusing to serve MCP over HTTP" in refused_to_start(["-c", code])
+    # The command line says why, in one line.
+    cli = ["-m", "jiyi.cli", "--db", str(db), "mcp", "--transport", "streamable-http", "--host", "0.0.0.0"]
+    err = refused_to_start([*cli, "--port", str(free_port())])
+    assert "without API keys" in err and "Traceback" not in err
+    assert not db.exists()  # refused before anything was opened
+
+    empty = tmp_path / "empty.json"
+    with pytest.raises(ConfigError, match="holds no keys"):
+        run(db, transport="streamable-http", host="0.0.0.0", keys_file=empty)
+    with pytest.raises(ConfigError, match="stdio"):
+        run(db, keys_file=empty)
+    keys_file = tmp_path / "keys.json"
+    create_key(keys_file, "acme", "owner")
+    with pytest.raises(ConfigError, match="tenant comes from each key"):
+        run(db, transport="streamable-http", keys_file=keys_file, tenant_id="acme")
+    assert not db.exists()
+
+
+async def test_streamable_http_keys_must_be_members_of_the_served_project(tmp_path: Path) -> None:
+    keys_file = tmp_path / "keys.json"
+    outsider = create_key(keys_file, "acme", "editor", projects=["gemini"])
+    member = create_key(keys_file, "acme", "viewer", projects=["apollo"])
+    with serving(tmp_path, project_id="apollo", keys_file=str(keys_file)) as url, anyio.fail_after(60):
+        async with keyed_client(url, outsider) as client:
+            for tool, args in (("memory_stats", {}), ("memory_save", {"content": "Apollo ships in May"})):
+                refused = await client.call_tool(tool, args)
+                assert refused.structured_content["error"]["code"] == "forbidden", refused.structured_content
+                assert "not a member of project 'apollo'" in refused.structured_content["error"]["message"]
+        async with keyed_client(url, member) as client:
+            stats = await client.call_tool("memory_stats", {})
+            assert not stats.is_error and stats.structured_content["total"] == 0

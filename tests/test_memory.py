@@ -488,3 +488,11 @@ def test_changing_the_wording_drops_what_was_extracted_from_the_old_one(mem: Mem
     with pytest.raises(InvalidInput):
         mem.update(skill.id, content="Deep research: search, then summarise")
     assert mem.get(skill.id).version == reworded.version  # the refused text changed nothing
+
+
+def test_context_with_the_largest_counts_is_capped_at_the_search_limit(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.db", embedder="hash:64") as mem:
+        mem.add("We decided to use PostgreSQL for the main database", user_id="u", memory_type="decision")
+        ctx = mem.context("which database?", user_id="u", semantic=1000, summaries=1000)
+        assert "PostgreSQL" in ctx.text
+        assert mem.context("which database?", user_id="u", semantic=5000).by_source == {"semantic": 1}

@@ -193,6 +193,16 @@ async def test_add_refused_by_gate_says_why(env: Env) -> None:
     assert err["code"] == "refused" and err["decision"]["action"] == "reject" and err["decision"]["reasons"]
 
 
+async def test_context_takes_the_schemas_largest_counts(env: Env) -> None:
+    # semantic and summaries at the schema's maximum (1000) must not make the context
+    # step ask search for more than search allows (it asks for semantic + summaries).
+    await _add(env, env.owner, "We decided to use PostgreSQL for the main database", memory_type="decision")
+    body = {"query": "which database?", "user_id": "alice", "semantic": 1000, "summaries": 1000}
+    r = await env.call(env.owner, "POST", "/v1/context", json=body)
+    assert r.status_code == 200, r.text
+    assert "PostgreSQL" in r.json()["text"]
+
+
 async def test_context_stats_jobs(env: Env) -> None:
     await _add(env, env.owner, "We decided to use PostgreSQL for the main database", memory_type="decision")
     r = await env.call(

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from jiyi.errors import InvalidInput
+from jiyi.model import MAX_JSON_DEPTH
 
 
 def parse_jsonl(text: str, *, source: str = "the input", field: str | None = None) -> list[dict[str, Any]]:
@@ -19,6 +20,10 @@ def parse_jsonl(text: str, *, source: str = "the input", field: str | None = Non
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{source} line {number}: not valid JSON ({exc.msg})", field=field) from None
+        except RecursionError:  # too deep for Python's parser: far past what a JSON field may have
+            raise InvalidInput(
+                f"{source} line {number}: JSON is nested deeper than {MAX_JSON_DEPTH} levels", field=field
+            ) from None
         if not isinstance(record, dict):
             raise InvalidInput(f"{source} line {number}: expected a JSON object", field=field)
         records.append(record)

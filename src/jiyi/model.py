@@ -3,14 +3,30 @@
 A :class:`MemoryItem` is immutable; :meth:`MemoryItem.evolve` returns a validated copy.
 Invalid values are refused at construction with :class:`~jiyi.errors.InvalidInput`
 whose message names the field.
+
+Input limits (README, "Input limits"): text must be valid Unicode (no lone surrogates);
+a JSON field (``metadata``, ``structured``; a message's ``metadata`` and ``tool_calls``;
+a checkpoint's state) holds JSON values only - objects with string keys, arrays,
+strings, finite numbers, booleans, null - nested at most :data:`MAX_JSON_DEPTH` levels,
+with at most :attr:`JsonLimits.entries` entries in one object or array and at most
+:attr:`JsonLimits.size` bytes as JSON. They are checked where values enter: in the
+models' validation, so every entry point (library, CLI, REST, MCP, import) refuses a
+bad value with :class:`~jiyi.errors.InvalidInput` naming the field. Rows stored before
+the limits existed are still read: :func:`load_stored` puts a marker in place of a JSON
+value that breaks them.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import re
 import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -68,6 +84,105 @@ class RelationType(StrEnum):
 
 DEFAULT_TENANT = "default"
 MAX_ID_LENGTH = 200
+MAX_TAGS = 100
+MAX_TAG_LENGTH = 100
+MAX_JSON_DEPTH = 32
+"""Levels of nested objects and arrays in one JSON field (``{"a": {"b": 1}}`` has 2)."""
+
+
+@dataclass(frozen=True)
+class JsonLimits:
+    """How large one JSON field may be: nesting levels, entries of one object or array,
+    and bytes of its JSON text (UTF-8, counted while checking; escapes aside)."""
+
+    depth: int = MAX_JSON_DEPTH
+    entries: int = 10_000
+    size: int = 1_000_000
+
+
+FIELD_LIMITS = JsonLimits()
+"""Memory ``metadata`` and ``structured``, a message's ``metadata`` and ``tool_calls``."""
+STATE_LIMITS = JsonLimits(entries=100_000, size=16_000_000)
+"""A checkpoint's ``agent_state``, ``tool_states``, ``pending_tool_calls`` and ``metadata``
+(a LangGraph checkpoint, serialized, lives in ``agent_state``)."""
+
+UNREADABLE = "jiyi_unreadable"
+"""The key of the marker :func:`load_stored` puts in place of a stored JSON value that
+breaks the limits (written before they existed): ``{"jiyi_unreadable": "why"}``."""
+
+
+def check_text_value(value: str) -> str:
+    """``value`` if it is valid Unicode text; a lone surrogate (``"\\ud800"``, which no
+    UTF-8 encoding, database or JSON body can carry) raises ValueError."""
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"text must be valid Unicode: it holds a lone surrogate "
+                f"({value[exc.start]!r} at position {exc.start})"
+            ) from None
+    return value
+
+
+def _where(path: tuple[str | int, ...]) -> str:
+    if not path:
+        return ""
+    shown = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[:6])
+    return f" (at {shown.lstrip('.')}{'...' if len(path) > 6 else ''})"
+
+
+def check_json(value: object, limits: JsonLimits = FIELD_LIMITS, *, at: tuple[str | int, ...] = ()) -> None:
+    """Raise ValueError, saying where, unless ``value`` is JSON within ``limits``
+    (``at``: where ``value`` sits inside the field, for the depth and the message).
+
+    Iterative, so any nesting (even a cycle) is refused without recursion; the walk
+    stops at the first problem, and the size budget bounds its work."""
+    size = 0
+    stack: list[tuple[object, int, tuple[str | int, ...]]] = [(value, len(at), at)]
+    while stack:
+        v, depth, path = stack.pop()
+        if isinstance(v, str):
+            try:
+                check_text_value(v)
+            except ValueError as exc:
+                raise ValueError(f"{exc}{_where(path)}") from None
+            size += len(v) + 2 if v.isascii() else len(v.encode("utf-8")) + 2
+        elif v is None or isinstance(v, bool):
+            size += 5
+        elif isinstance(v, int):
+            size += v.bit_length() // 3 + 2
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise ValueError(f"{v} is not a JSON number{_where(path)}")
+            size += 24
+        elif isinstance(v, Mapping | list | tuple):
+            if depth >= limits.depth:
+                raise ValueError(f"JSON is nested deeper than {limits.depth} levels{_where(path)}")
+            if len(v) > limits.entries:
+                raise ValueError(f"an object or array holds more than {limits.entries} entries{_where(path)}")
+            size += 2 + len(v)
+            if isinstance(v, Mapping):
+                for key, child in v.items():
+                    if not isinstance(key, str):
+                        raise ValueError(
+                            f"object keys must be strings, not {type(key).__name__}{_where(path)}"
+                        )
+                    try:
+                        check_text_value(key)
+                    except ValueError as exc:
+                        raise ValueError(f"{exc}{_where(path)}") from None
+                    size += len(key) + 3
+                    stack.append((child, depth + 1, (*path, key)))
+            else:
+                stack.extend((child, depth + 1, (*path, i)) for i, child in enumerate(v))
+        else:
+            raise ValueError(
+                f"{type(v).__name__} is not a JSON value (use strings, numbers, booleans, null, "
+                f"arrays and objects){_where(path)}"
+            )
+        if size > limits.size:
+            raise ValueError(f"JSON is larger than {limits.size} bytes")
 
 
 def utcnow() -> datetime:
@@ -156,23 +271,51 @@ class MemoryItem(_Frozen):
     relations: tuple[Relation, ...] = ()
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    json_fields: ClassVar[Mapping[str, JsonLimits]] = {"metadata": FIELD_LIMITS, "structured": FIELD_LIMITS}
+    """The JSON fields and their limits (see :func:`load_stored`)."""
+
     @field_validator("content")
     @classmethod
     def _content_not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be blank")
+        return check_text_value(value)
+
+    @field_validator(
+        "id",
+        "tenant_id",
+        "raw",
+        "summary",
+        "user_id",
+        "project_id",
+        "session_id",
+        "agent_id",
+        "source_id",
+        "thread_id",
+    )
+    @classmethod
+    def _valid_text(cls, value: str | None) -> str | None:
+        return None if value is None else check_text_value(value)
+
+    @field_validator("metadata", "structured")
+    @classmethod
+    def _json_within_limits(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            check_json(value, FIELD_LIMITS)
         return value
 
     @field_validator("tags")
     @classmethod
     def _clean_tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(value) > MAX_TAGS:
+            raise ValueError(f"at most {MAX_TAGS} tags, got {len(value)}")
         cleaned: list[str] = []
         for tag in value:
-            tag = tag.strip()
+            tag = check_text_value(tag).strip()
             if not tag:
                 raise ValueError("tags must not be blank")
-            if len(tag) > 100:
-                raise ValueError(f"tag {tag[:20]!r}... is longer than 100 characters")
+            if len(tag) > MAX_TAG_LENGTH:
+                raise ValueError(f"tag {tag[:20]!r}... is longer than {MAX_TAG_LENGTH} characters")
             if tag not in cleaned:
                 cleaned.append(tag)
         return tuple(cleaned)
@@ -231,6 +374,132 @@ def invalid_from_pydantic(exc: ValidationError) -> InvalidInput:
     where = f"field {field!r}" if field else "memory item"
     extra = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
     return InvalidInput(f"{where}: {msg}{extra}", field=field)
+
+
+# ---------------------------------------------------------------- reading stored rows
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_PRUNE_BELOW = MAX_JSON_DEPTH + 8
+"""Containers of a stored document nested deeper than this are cut before parsing: far
+below Python's recursion limit, and deep enough that a field within the limits (a
+message's metadata inside a checkpoint sits a few levels down) is never cut."""
+
+
+def _prune(text: str, keep: int) -> str:
+    """``text`` (JSON) with every object or array nested deeper than ``keep`` levels
+    replaced by ``null``: a scan of strings and brackets, so it never recurses."""
+    out: list[str] = []
+    depth, last, cut_from = 0, 0, -1
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token[0] == '"':
+            continue
+        if token in "[{":
+            depth += 1
+            if depth == keep + 1 and cut_from < 0:
+                cut_from = match.start()
+        else:
+            if depth == keep + 1 and cut_from >= 0:
+                out += (text[last:cut_from], "null")
+                last, cut_from = match.end(), -1
+            depth -= 1
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _marker(field: str, why: str) -> str:
+    return f"{field} was stored before jiyi's input limits and cannot be read: {why}"
+
+
+def _readable_json(field: str, value: Any, limits: JsonLimits) -> Any:
+    """``value``, or, where it breaks ``limits``, the same with each offending top-level
+    entry replaced by a marker (``{"jiyi_unreadable": "why"}``), else the whole value."""
+    try:
+        check_json(value, limits)
+        return value
+    except ValueError as exc:
+        why = str(exc)
+    if isinstance(value, dict) and len(value) <= limits.entries:
+        kept: dict[str, Any] = {}
+        for number, (key, child) in enumerate(value.items()):
+            try:
+                check_json(child, limits, at=(key,))
+                kept[key] = child
+            except ValueError as exc:
+                kept[key] = {UNREADABLE: _marker(field, str(exc))}
+            try:
+                check_text_value(key)
+            except ValueError as exc:
+                kept[f"{UNREADABLE}:{number}"] = {UNREADABLE: _marker(f"a key of {field}", str(exc))}
+                del kept[key]
+        try:
+            check_json(kept, limits)
+            return kept
+        except ValueError as exc:
+            why = str(exc)
+    marker = {UNREADABLE: _marker(field, why)}
+    return [marker] if isinstance(value, list) else marker
+
+
+def readable_row(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a stored ``model``) with every JSON field that breaks the limits made
+    readable (see :func:`_readable_json`); models nested in it (a checkpoint's messages)
+    likewise."""
+    out = dict(data)
+    fields: Mapping[str, JsonLimits] = getattr(model, "json_fields", {})
+    for name, limits in fields.items():
+        if out.get(name) is not None:
+            out[name] = _readable_json(name, out[name], limits)
+    children: Mapping[str, type[BaseModel]] = getattr(model, "stored_children", {})
+    for name, child in children.items():
+        if isinstance(out.get(name), list):
+            out[name] = [readable_row(child, v) if isinstance(v, dict) else v for v in out[name]]
+    return out
+
+
+def parse_stored(text: str | bytes) -> Any:
+    """A stored JSON document, parsed without ever hitting a recursion limit: containers
+    nested deeper than any valid field can be are cut (``null``) first."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    return json.loads(_prune(text, _PRUNE_BELOW))
+
+
+def load_stored(model: type[ModelT], doc: str | bytes) -> ModelT:
+    """A stored row of ``model`` (MemoryItem, Message, Checkpoint) from its JSON document.
+
+    A row written before the input limits existed may hold a JSON field nested too deep
+    (or too large) for them, or for the JSON parser: instead of failing every read of
+    its scope, such a field is replaced by a marker (``{"jiyi_unreadable": "why"}``, or
+    that marker in place of each offending top-level entry), so the row can be listed,
+    exported, edited and deleted. Any other problem raises as before."""
+    try:
+        return model.model_validate_json(doc)
+    except ValidationError as exc:
+        first = exc
+    try:
+        data = parse_stored(doc)
+    except (ValueError, RecursionError):
+        raise first from None
+    if not isinstance(data, dict):
+        raise first
+    try:
+        return model.model_validate(readable_row(model, data))
+    except ValidationError:
+        raise first from None
+
+
+def stored_snapshot(text: str | None) -> dict[str, Any] | None:
+    """A history snapshot (an item as JSON) from its stored text, made readable as
+    :func:`load_stored` makes items readable."""
+    if not text:
+        return None
+    data = parse_stored(text)
+    if not isinstance(data, dict):
+        return None
+    return readable_row(MemoryItem, data)
 
 
 # ``structured["kind"]`` of procedural records (jiyi.procedural): their structure is the

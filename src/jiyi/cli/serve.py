@@ -31,6 +31,12 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--transport", default="stdio", choices=["stdio", "streamable-http"])
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8766)
+    p.add_argument(
+        "--keys",
+        metavar="FILE",
+        help="streamable HTTP: API key file; every request then needs a key, and acts in its "
+        "tenant with its role (required unless bound to a loopback address)",
+    )
     scope_args(p)
     p.set_defaults(handler=cmd_mcp)
 
@@ -120,6 +126,7 @@ def cmd_mcp(ns: argparse.Namespace) -> int:
         port=ns.port,
         embedder=embedder_spec(ns),
         gate=GateConfig.from_env(),
+        keys_file=ns.keys,
         **scope(ns),
     )
     return EXIT_OK

@@ -21,6 +21,7 @@ from jiyi.session.flows import is_summary
 from jiyi.session.model import Message
 from jiyi.store.base import GetMessages, Viewer
 from jiyi.text.tokens import count_tokens
+from jiyi.validate import MAX_LIMIT
 
 ContextSource = Literal["recent", "semantic", "summary"]
 
@@ -160,8 +161,9 @@ def _related_memories(
     scopes: dict[str, Any],
     fresh: Callable[[str], bool],
 ) -> Flow[list[ContextEntry]]:
-    # Episodes are searched separately; ask for enough to fill ``semantic`` without them.
-    hits = yield from search(rt, query, limit=semantic + max(summaries, 5), **scopes)
+    # Episodes are searched separately; ask for enough to fill ``semantic`` without them,
+    # but never for more than search gives (semantic may itself be search's maximum).
+    hits = yield from search(rt, query, limit=min(semantic + max(summaries, 5), MAX_LIMIT), **scopes)
     # The stored profile item is shown as the profile section, not as a memory.
     hits = [h for h in hits if not {"episode", "profile"} & set(h.item.tags)][:semantic]
     return [

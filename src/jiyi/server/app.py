@@ -29,8 +29,8 @@ from fastapi import FastAPI
 
 from jiyi.memory import AsyncMemory
 from jiyi.server import errors, web
-from jiyi.server.auth import ApiKeys
-from jiyi.server.deps import LOOPBACK, ServerState, known_tenants
+from jiyi.server.auth import LOOPBACK, ApiKeys
+from jiyi.server.deps import ServerState, known_tenants
 from jiyi.server.limits import BodySizeLimit, RateLimiter
 from jiyi.server.metrics import Metrics, RequestMetrics
 from jiyi.server.routes import context, memories, probes, procedural, profile, sessions, tenant

@@ -1,4 +1,5 @@
-"""API keys for the REST service: hashed at rest, each bound to one tenant and one role.
+"""API keys for the REST service and the MCP server over HTTP: hashed at rest, each bound
+to one tenant and one role.
 
 A key is shown once, when it is made, and looks like ``jiyi_<id>_<secret>``:
 
@@ -46,6 +47,8 @@ from jiyi.store.base import Viewer
 
 PREFIX = "jiyi_"
 ID_CHARS = 12
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+"""Addresses a server without keys may bind: only this machine can reach them."""
 
 
 class Role(StrEnum):

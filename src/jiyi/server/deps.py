@@ -17,7 +17,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from jiyi.memory import AsyncMemory
 from jiyi.model import DEFAULT_TENANT, MAX_ID_LENGTH, MemoryItem, Scope
-from jiyi.server.auth import ApiKeys, Principal, Role
+from jiyi.server.auth import LOOPBACK, ApiKeys, Principal, Role
 from jiyi.server.errors import ApiError, error_responses
 from jiyi.server.limits import RateLimiter
 from jiyi.server.metrics import Metrics
@@ -25,7 +25,6 @@ from jiyi.server.schedule import MaintenanceScheduler
 from jiyi.server.schemas import GateDecisionOut
 from jiyi.write.gate import GateDecision
 
-LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 LOCAL_KEY_ID = "local"
 NDJSON = "application/x-ndjson"
 

@@ -8,8 +8,19 @@ same dispatcher, so the tool logic exists once. It is built on the official MCP 
 SDK's low-level :class:`mcp.server.lowlevel.Server` (``MCPServer``, the SDK's high-level
 API, derives schemas from Python signatures; here the schemas already exist).
 
-Whose memory it serves (tenant, user, project, session, agent) is fixed when the
-server starts: a client cannot read or write anyone else's memories.
+Whose memory it serves (user, project, session, agent, and the tenant - with API keys,
+the key's) is fixed when the server starts: a client cannot read or write anyone else's
+memories. Per-memory visibility (``owner_only``) is not applied to the tools' reads.
+
+Over stdio the server is local and trusted (the client spawned it). Over streamable
+HTTP it takes API keys as the REST service does (:mod:`jiyi.server.auth`): with
+``keys`` every request needs ``Authorization: Bearer <key>`` (or ``X-API-Key``), else
+401; the tenant is the key's, each tool call acts as the key (its id is the ``actor``
+in the history), a ``viewer`` key may only read (``memory_save`` and ``memory_delete``
+answer ``forbidden``), an ``editor`` key deletes only memories it created, and a key
+that is not a member of the served project may not use it. Without keys the server
+binds to a loopback address only (:func:`serve` refuses any other host), where the
+SDK's DNS-rebinding protection applies.
 
 A call the model got wrong (bad or missing arguments, an unknown id, a refused write)
 is a normal result with ``isError`` set and ``{"error": {"code", "message"}}`` as its
@@ -31,20 +42,32 @@ from typing import Any, Literal
 import anyio
 import anyio.to_thread
 import mcp_types as types
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from starlette.types import ASGIApp, Receive, Send
+from starlette.types import Scope as AsgiScope
 
 from jiyi.config import GateConfig
-from jiyi.integrations.tools import AsyncMemoryTools, MemoryTools
+from jiyi.errors import ConfigError, NotFound
+from jiyi.integrations.tools import AsyncMemoryTools, MemoryTools, error_result
 from jiyi.memory import AsyncMemory, Memory
+from jiyi.model import Scope, scope_key
+from jiyi.server.auth import LOOPBACK, ApiKeys, Principal
 from jiyi.server.storage import open_memory
+from jiyi.store.base import creator_of
 
 log = logging.getLogger("jiyi.mcp")
 
 Transport = Literal["stdio", "streamable-http"]
 DEFAULT_PORT = 8765
 DEFAULT_USER = "default"
+PRINCIPAL = "jiyi.principal"
+"""Where :class:`ApiKeyAuth` puts the caller (a :class:`Principal`) in the ASGI scope."""
+WRITE_TOOLS = frozenset({"memory_save", "memory_delete"})
+ToolSet = MemoryTools | AsyncMemoryTools
 
 INSTRUCTIONS = (
     "Long-term memory for this user (jiyi). Save durable facts and preferences with memory_save "
@@ -84,25 +107,42 @@ def build_server(
     session_id: str | None = None,
     agent_id: str | None = None,
     tenant_id: str | None = None,
+    keys: ApiKeys | None = None,
     name: str = "jiyi",
 ) -> Server[Any]:
     """An MCP server whose tools act on ``memory`` for the given scope ids.
 
     With an :class:`~jiyi.memory.AsyncMemory` calls are awaited on the event loop; with a
     :class:`~jiyi.memory.Memory` each call runs in a worker thread.
+
+    With ``keys`` every call acts as the API key its HTTP request carried (see the module
+    docstring; serve it with :func:`http_app`, which checks the key): the tenant is the
+    key's, so ``tenant_id`` must not be given.
     """
+    if keys is not None and tenant_id is not None:
+        raise ConfigError("with API keys the tenant comes from each key; do not pass tenant_id")
     scope: dict[str, Any] = {
         "user_id": user_id,
         "project_id": project_id,
         "session_id": session_id,
         "agent_id": agent_id,
-        "tenant_id": tenant_id,
     }
-    dispatcher: MemoryTools | AsyncMemoryTools = (
-        AsyncMemoryTools(memory, **scope, profile_tool=True)
-        if isinstance(memory, AsyncMemory)
-        else MemoryTools(memory, **scope, profile_tool=True)
-    )
+
+    def tools_for(tenant: str | None, actor: str) -> ToolSet:
+        if isinstance(memory, AsyncMemory):
+            return AsyncMemoryTools(memory, **scope, tenant_id=tenant, actor=actor, profile_tool=True)
+        return MemoryTools(memory, **scope, tenant_id=tenant, actor=actor, profile_tool=True)
+
+    dispatcher = tools_for(tenant_id, "memory_tools")
+    served = {scope_key(Scope(s), dispatcher.ids[f"{s}_id"]) for s in dispatcher.scopes}
+    per_key: dict[str, ToolSet] = {}
+
+    def dispatcher_of(who: Principal) -> ToolSet:
+        found = per_key.get(who.key_id)
+        if found is None or found.tenant_id != who.tenant:
+            found = per_key[who.key_id] = tools_for(who.tenant, who.key_id)
+        return found
+
     schemas = {s["function"]["name"]: s["function"] for s in dispatcher.schemas()}
     tools = [
         types.Tool(
@@ -114,10 +154,44 @@ def build_server(
         for fn in schemas.values()
     ]
 
-    async def dispatch(tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        if isinstance(dispatcher, AsyncMemoryTools):
-            return await dispatcher.call(tool, arguments)
-        return await anyio.to_thread.run_sync(functools.partial(dispatcher.call, tool, arguments))
+    async def dispatch(acting: ToolSet, tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        if isinstance(acting, AsyncMemoryTools):
+            return await acting.call(tool, arguments)
+        return await anyio.to_thread.run_sync(functools.partial(acting.call, tool, arguments))
+
+    async def creator(acting: ToolSet, item_id: str) -> tuple[bool, str | None]:
+        """Whether the item exists in the served scopes, and who created it:
+        ``metadata.created_by`` (set by the REST service), else the actor of its first
+        history event (the tools record the calling key there)."""
+        mem = acting.memory
+        tenant = acting.tenant_id
+        try:
+            if isinstance(mem, AsyncMemory):
+                item = await mem.get(item_id, tenant_id=tenant)
+                events = await mem.history(item_id, tenant_id=tenant)
+            else:
+                item = await anyio.to_thread.run_sync(functools.partial(mem.get, item_id, tenant_id=tenant))
+                events = await anyio.to_thread.run_sync(
+                    functools.partial(mem.history, item_id, tenant_id=tenant)
+                )
+        except NotFound:
+            return False, None
+        if item.scope_key not in served:  # the tool answers not_found, as for a missing id
+            return False, None
+        return True, creator_of(item) or (events[0].actor if events else None)
+
+    async def refusal(who: Principal, acting: ToolSet, tool: str, arguments: Mapping[str, Any]) -> str | None:
+        """Why the key ``who`` may not make this call, or None when it may."""
+        if project_id is not None and not who.member_of(project_id):
+            return f"this key is not a member of project {project_id!r}"
+        if tool in WRITE_TOOLS and not who.role.can_write:
+            return f"a {who.role.value} key can only read; {tool} is not allowed"
+        memory_id = arguments.get("memory_id")
+        if tool == "memory_delete" and not who.role.can_edit_any and isinstance(memory_id, str):
+            found, made_by = await creator(acting, memory_id)
+            if found and made_by != who.key_id:  # not found: the tool answers not_found
+                return f"an {who.role.value} key can only delete memories it created"
+        return None
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -128,7 +202,20 @@ def build_server(
                 types.INVALID_PARAMS,
                 f"unknown tool {params.name!r}; this server has: {', '.join(schemas)}",
             )
-        result = await dispatch(params.name, params.arguments or {})
+        arguments = params.arguments or {}
+        acting = dispatcher
+        if keys is not None:
+            request = getattr(ctx, "request", None)
+            who = request.scope.get(PRINCIPAL) if request is not None else None
+            if not isinstance(who, Principal):
+                return as_result(error_result("unauthorized", "this server takes calls with an API key only"))
+            acting = dispatcher_of(who)
+            why = await refusal(who, acting, params.name, arguments)
+            if why is not None:
+                return as_result(error_result("forbidden", why))
+        return as_result(await dispatch(acting, params.name, arguments))
+
+    def as_result(result: dict[str, Any]) -> types.CallToolResult:
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
             structured_content=result,
@@ -147,6 +234,83 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+class ApiKeyAuth:
+    """ASGI middleware in front of the MCP HTTP app: every HTTP request needs a valid API
+    key (``Authorization: Bearer <key>`` or ``X-API-Key: <key>``), else 401 in the REST
+    service's error shape. The caller's :class:`Principal` goes into the ASGI scope
+    (:data:`PRINCIPAL`, read by the tool handler), and as the SDK's authenticated user,
+    so an MCP session can only be used with the key that opened it."""
+
+    def __init__(self, app: ASGIApp, keys: ApiKeys) -> None:
+        self.app = app
+        self.keys = keys
+
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+        auth = headers.get("authorization", "")
+        token = auth[7:].strip() if auth[:7].lower() == "bearer " else headers.get("x-api-key", "").strip()
+        if not token:
+            await _unauthorized(send, "missing API key: send Authorization: Bearer <key> or X-API-Key")
+            return
+        who = self.keys.verify(token)
+        if who is None:
+            await _unauthorized(send, "invalid API key")
+            return
+        user = AuthenticatedUser(AccessToken(token=who.key_id, client_id=who.key_id, scopes=[who.role.value]))
+        await self.app({**scope, "user": user, PRINCIPAL: who}, receive, send)
+
+
+async def _unauthorized(send: Send, message: str) -> None:
+    body = json.dumps({"error": {"code": "unauthorized", "message": message, "field": None}}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b"Bearer"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def http_app(
+    server: Server[Any], *, keys: ApiKeys | None, host: str = "127.0.0.1", path: str = "/mcp"
+) -> ASGIApp:
+    """The streamable HTTP app of ``server``: behind :class:`ApiKeyAuth` with ``keys``
+    (build the server with the same keys); without, only for a loopback ``host``."""
+    check_http_bind(host, keys)
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=path, host=host)
+    return app if keys is None else ApiKeyAuth(app, keys)
+
+
+def check_http_bind(host: str, keys: ApiKeys | None) -> None:
+    """Without keys, HTTP only on a loopback address: anyone reaching the port could
+    otherwise read, write and delete the served memories."""
+    if keys is None and host not in LOOPBACK:
+        raise ConfigError(
+            f"refusing to serve MCP over HTTP on {host} without API keys: pass a keys file "
+            "(jiyi mcp --keys FILE; create keys with jiyi keys create) or bind to 127.0.0.1"
+        )
+    if keys is not None and not len(keys):
+        raise ConfigError("the keys file holds no keys; create one first (jiyi keys create)")
+
+
+def _load_keys(transport: Transport, host: str, keys_file: str | Path | None) -> ApiKeys | None:
+    if transport == "stdio":
+        if keys_file is not None:
+            raise ConfigError("API keys are for --transport streamable-http; stdio is local and trusted")
+        return None
+    keys = None if keys_file is None else ApiKeys.load(keys_file)
+    check_http_bind(host, keys)
+    return keys
 
 
 def _version() -> str:
@@ -170,10 +334,14 @@ async def serve(
     embedder: str | None = None,
     gate: GateConfig | None = None,
     log_level: str = "warning",
+    keys_file: str | Path | None = None,
 ) -> None:
     """:func:`run`, for callers that already have an event loop."""
     if transport not in ("stdio", "streamable-http"):
         raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'streamable-http'")
+    keys = _load_keys(transport, host, keys_file)
+    if keys is not None and tenant_id is not None:
+        raise ConfigError("with API keys the tenant comes from each key; do not pass a tenant")
     if user_id is None and project_id is None and session_id is None and agent_id is None:
         user_id = DEFAULT_USER
     memory = open_memory(db_path, embedder=embedder, gate=gate or GateConfig.from_env())
@@ -185,6 +353,7 @@ async def serve(
             session_id=session_id,
             agent_id=agent_id,
             tenant_id=tenant_id,
+            keys=keys,
         )
         if transport == "stdio":
             async with stdio_server() as (read_stream, write_stream):
@@ -192,7 +361,7 @@ async def serve(
             return
         import uvicorn
 
-        app = server.streamable_http_app(streamable_http_path=path, host=host)
+        app = http_app(server, keys=keys, host=host, path=path)
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower())
         await uvicorn.Server(config).serve()
 
@@ -212,6 +381,7 @@ def run(
     embedder: str | None = None,
     gate: GateConfig | None = None,
     log_level: str = "warning",
+    keys_file: str | Path | None = None,
 ) -> None:
     """Serve the memory tools on the store ``db_path`` names until stopped.
 
@@ -223,6 +393,12 @@ def run(
     (localhost by default, with the SDK's DNS-rebinding protection). The scope ids say
     whose memory is served; with none given it is user ``"default"``. ``gate`` defaults
     to the ``MEMORY_*`` environment settings, ``embedder`` to the offline default.
+
+    ``keys_file`` (streamable HTTP only; the key file of :mod:`jiyi.server.auth`) makes
+    every request need one of its keys, whose tenant and role it then acts with (see the
+    module docstring; ``tenant_id`` must then be None). Without it, HTTP is allowed on a
+    loopback address only: any other ``host`` raises :class:`~jiyi.errors.ConfigError`
+    before anything starts.
     """
     anyio.run(
         functools.partial(
@@ -240,5 +416,6 @@ def run(
             embedder=embedder,
             gate=gate,
             log_level=log_level,
+            keys_file=keys_file,
         )
     )

@@ -8,8 +8,7 @@ from pathlib import Path
 from jiyi.config import GateConfig
 from jiyi.errors import ConfigError
 from jiyi.server.app import create_app
-from jiyi.server.auth import ApiKeys
-from jiyi.server.deps import LOOPBACK
+from jiyi.server.auth import LOOPBACK, ApiKeys
 from jiyi.server.storage import open_memory
 
 

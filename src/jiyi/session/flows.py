@@ -560,7 +560,7 @@ def save_checkpoint(
     tenant = rt.tenant(tenant_id)
     if messages is None:
         messages = yield from call(GetMessages(tenant, session_id))
-    cp = Checkpoint(
+    cp = Checkpoint.build(
         session_id=session_id,
         tenant_id=tenant,
         label=label,

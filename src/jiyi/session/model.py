@@ -1,19 +1,46 @@
-"""Session data: messages (short-term memory), checkpoints and background jobs."""
+"""Session data: messages (short-term memory), checkpoints and background jobs.
+
+Text must be valid Unicode and JSON fields stay within the input limits of
+:mod:`jiyi.model` (a message's ``metadata`` and ``tool_calls``: :data:`FIELD_LIMITS`;
+a checkpoint's state: :data:`STATE_LIMITS`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from jiyi.model import DEFAULT_TENANT, MAX_ID_LENGTH, as_utc, new_id, utcnow
+from jiyi.model import (
+    DEFAULT_TENANT,
+    FIELD_LIMITS,
+    MAX_ID_LENGTH,
+    STATE_LIMITS,
+    JsonLimits,
+    as_utc,
+    check_json,
+    check_text_value,
+    invalid_from_pydantic,
+    new_id,
+    utcnow,
+)
 
 Role = Literal["user", "assistant", "system", "tool"]
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @classmethod
+    def build(cls, **fields: Any) -> Self:
+        """Construct and validate, turning pydantic's error into :class:`~jiyi.errors.InvalidInput`
+        that names the field (as :meth:`jiyi.model.MemoryItem.build` does)."""
+        try:
+            return cls.model_validate(fields)
+        except ValidationError as exc:
+            raise invalid_from_pydantic(exc) from None
 
 
 class Message(_Frozen):
@@ -32,6 +59,20 @@ class Message(_Frozen):
     created_at: datetime = Field(default_factory=utcnow)
     seq: int | None = Field(default=None, ge=0)
     id: str = Field(default_factory=new_id, min_length=1, max_length=MAX_ID_LENGTH)
+
+    json_fields: ClassVar[Mapping[str, JsonLimits]] = {"metadata": FIELD_LIMITS, "tool_calls": FIELD_LIMITS}
+    """The JSON fields and their limits (see :func:`jiyi.model.load_stored`)."""
+
+    @field_validator("content", "session_id", "tenant_id", "user_id", "agent_id", "name", "id")
+    @classmethod
+    def _valid_text(cls, value: str | None) -> str | None:
+        return None if value is None else check_text_value(value)
+
+    @field_validator("metadata", "tool_calls")
+    @classmethod
+    def _json_within_limits(cls, value: object) -> object:
+        check_json(value, FIELD_LIMITS)
+        return value
 
     @field_validator("created_at")
     @classmethod
@@ -55,6 +96,26 @@ class Checkpoint(_Frozen):
     """Tool calls awaiting a person's approval (human in the loop)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime = Field(default_factory=utcnow)
+
+    json_fields: ClassVar[Mapping[str, JsonLimits]] = {
+        "agent_state": STATE_LIMITS,
+        "tool_states": STATE_LIMITS,
+        "pending_tool_calls": STATE_LIMITS,
+        "metadata": STATE_LIMITS,
+    }
+    """The JSON fields and their limits (see :func:`jiyi.model.load_stored`)."""
+    stored_children: ClassVar[Mapping[str, type[BaseModel]]] = {"messages": Message}
+
+    @field_validator("session_id", "tenant_id", "id", "label")
+    @classmethod
+    def _valid_text(cls, value: str | None) -> str | None:
+        return None if value is None else check_text_value(value)
+
+    @field_validator("agent_state", "tool_states", "pending_tool_calls", "metadata")
+    @classmethod
+    def _json_within_limits(cls, value: object) -> object:
+        check_json(value, STATE_LIMITS)
+        return value
 
     @field_validator("created_at")
     @classmethod

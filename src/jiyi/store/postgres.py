@@ -90,7 +90,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreUnavailable
-from jiyi.model import MemoryItem, as_utc
+from jiyi.model import MemoryItem, as_utc, load_stored, stored_snapshot
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
     AppendMessages,
@@ -510,7 +510,7 @@ def _item_params(item: MemoryItem, terms: str) -> dict[str, Any]:
 
 
 def _load_item(doc: str) -> MemoryItem:
-    return MemoryItem.model_validate_json(doc)
+    return load_stored(MemoryItem, doc)
 
 
 # What a read of items selects (alias i) to rebuild an item: see _read_item.
@@ -1355,7 +1355,7 @@ class PostgresStore(Store):
                     {"tenant": op.tenant_id, "session": op.session_id, "limit": max(1, op.limit)},
                 )
                 plan = lambda: _single(  # noqa: E731
-                    query, lambda rows: [Checkpoint.model_validate_json(r[0]) for r in rows]
+                    query, lambda rows: [load_stored(Checkpoint, r[0]) for r in rows]
                 )
             case ListJobs():
                 plan = self._list_jobs(op)
@@ -1631,8 +1631,8 @@ class PostgresStore(Store):
                         "version": r[5],
                         "reason": r[6],
                         "actor": r[7],
-                        "before": json.loads(r[8]) if r[8] else None,
-                        "after": json.loads(r[9]) if r[9] else None,
+                        "before": stored_snapshot(r[8]),
+                        "after": stored_snapshot(r[9]),
                     }
                 )
                 for r in rows
@@ -1700,7 +1700,7 @@ class PostgresStore(Store):
             params["after"] = -1 if op.after_seq is None else op.after_seq
             sql = f"SELECT doc::text {where} AND seq > %(after)s ORDER BY seq"
         query = _Query(sql, params)
-        return lambda: _single(query, lambda rows: [Message.model_validate_json(r[0]) for r in rows])
+        return lambda: _single(query, lambda rows: [load_stored(Message, r[0]) for r in rows])
 
     def _get_checkpoint(self, op: GetCheckpoint) -> Callable[[], Plan[Checkpoint | None]]:
         params: dict[str, Any] = {"tenant": op.tenant_id, "session": op.session_id}
@@ -1711,9 +1711,7 @@ class PostgresStore(Store):
             sql += " AND id = %(id)s"
             params["id"] = op.checkpoint_id
         query = _Query(sql, params)
-        return lambda: _single(
-            query, lambda rows: Checkpoint.model_validate_json(rows[0][0]) if rows else None
-        )
+        return lambda: _single(query, lambda rows: load_stored(Checkpoint, rows[0][0]) if rows else None)
 
     def _list_jobs(self, op: ListJobs) -> Callable[[], Plan[list[Job]]]:
         clauses = ["TRUE"]
@@ -2115,7 +2113,7 @@ class PostgresStore(Store):
                 case "messages":
                     batch = []
                     for r in change.rows:
-                        m = Message.model_validate_json(r["doc"])
+                        m = load_stored(Message, r["doc"])
                         batch.append(
                             {
                                 "tenant": m.tenant_id,
@@ -2133,7 +2131,7 @@ class PostgresStore(Store):
                         batch=batch,
                     )
                 case "checkpoints":
-                    cps = [(Checkpoint.model_validate_json(r["doc"]), r["doc"]) for r in change.rows]
+                    cps = [(load_stored(Checkpoint, r["doc"]), r["doc"]) for r in change.rows]
                     yield _Query(
                         f"INSERT INTO {s}.checkpoints (tenant_id, session_id, id, created_at, doc) "
                         "VALUES (%(tenant)s, %(session)s, %(id)s, %(at)s, %(doc)s::json)",

@@ -35,7 +35,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreReadOnly
-from jiyi.model import MemoryItem
+from jiyi.model import MemoryItem, load_stored, stored_snapshot
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
     AppendMessages,
@@ -371,7 +371,7 @@ def _item_row(item: MemoryItem) -> tuple[Any, ...]:
 
 
 def _load_item(doc: str) -> MemoryItem:
-    return MemoryItem.model_validate_json(doc)
+    return load_stored(MemoryItem, doc)
 
 
 def _filter_sql(f: Filter, alias: str = "i") -> tuple[str, list[Any]]:
@@ -1042,7 +1042,7 @@ class SQLiteStore(Store):
                         "ORDER BY created_at DESC, id DESC LIMIT ?",
                         (op.tenant_id, op.session_id, max(1, op.limit)),
                     ).fetchall()
-                return [Checkpoint.model_validate_json(r[0]) for r in rows]
+                return [load_stored(Checkpoint, r[0]) for r in rows]
             case ListJobs():
                 return self._list_jobs(op)
             case ClaimJobs():
@@ -1290,8 +1290,8 @@ class SQLiteStore(Store):
                     "version": r[5],
                     "reason": r[6],
                     "actor": r[7],
-                    "before": json.loads(r[8]) if r[8] else None,
-                    "after": json.loads(r[9]) if r[9] else None,
+                    "before": stored_snapshot(r[8]),
+                    "after": stored_snapshot(r[9]),
                 }
             )
             for r in rows
@@ -1413,7 +1413,7 @@ class SQLiteStore(Store):
                     "SELECT doc FROM messages WHERE tenant_id = ? AND session_id = ? AND seq > ? ORDER BY seq",
                     (op.tenant_id, op.session_id, -1 if op.after_seq is None else op.after_seq),
                 ).fetchall()
-        return [Message.model_validate_json(r[0]) for r in rows]
+        return [load_stored(Message, r[0]) for r in rows]
 
     def _append_messages(self, conn: sqlite3.Connection, change: AppendMessages) -> None:
         next_seq: dict[tuple[str, str], int] = {}
@@ -1460,7 +1460,7 @@ class SQLiteStore(Store):
                     "SELECT doc FROM checkpoints WHERE tenant_id = ? AND session_id = ? AND id = ?",
                     (op.tenant_id, op.session_id, op.checkpoint_id),
                 ).fetchone()
-        return None if row is None else Checkpoint.model_validate_json(row[0])
+        return None if row is None else load_stored(Checkpoint, row[0])
 
     @staticmethod
     def _put_job(conn: sqlite3.Connection, job: Job) -> None:
@@ -1666,7 +1666,7 @@ class SQLiteStore(Store):
                             ),
                         )
                     case "messages":
-                        m = Message.model_validate_json(row["doc"])
+                        m = load_stored(Message, row["doc"])
                         conn.execute(
                             "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
                             (
@@ -1680,7 +1680,7 @@ class SQLiteStore(Store):
                             ),
                         )
                     case "checkpoints":
-                        c = Checkpoint.model_validate_json(row["doc"])
+                        c = load_stored(Checkpoint, row["doc"])
                         conn.execute(
                             "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?)",
                             (c.tenant_id, c.session_id, c.id, ts(c.created_at), row["doc"]),
