@@ -264,6 +264,11 @@ class MemoryItem(_Frozen):
     occurred_at: datetime | None = None
     last_used_at: datetime | None = None
     expires_at: datetime | None = None
+    valid_from: datetime | None = None
+    """When the fact became true (None: as far as anyone knows, always). jiyi learned it at
+    ``created_at``; the history says when it was retired."""
+    valid_to: datetime | None = None
+    """When the fact stopped being true: set when a later statement supersedes it."""
 
     access_count: int = Field(default=0, ge=0)
     mention_count: int = Field(default=1, ge=1)
@@ -320,7 +325,9 @@ class MemoryItem(_Frozen):
                 cleaned.append(tag)
         return tuple(cleaned)
 
-    @field_validator("created_at", "updated_at", "occurred_at", "last_used_at", "expires_at")
+    @field_validator(
+        "created_at", "updated_at", "occurred_at", "last_used_at", "expires_at", "valid_from", "valid_to"
+    )
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
         return None if value is None else as_utc(value)
@@ -352,6 +359,12 @@ class MemoryItem(_Frozen):
             return cls.model_validate(fields)
         except ValidationError as exc:
             raise invalid_from_pydantic(exc) from None
+
+    def valid_at(self, when: datetime) -> bool:
+        """Whether the fact was true at ``when`` (and jiyi knew it by then)."""
+        start = self.valid_from or self.occurred_at or self.created_at
+        known = self.created_at <= when
+        return known and start <= when and (self.valid_to is None or when < self.valid_to)
 
     def evolve(self, **changes: Any) -> MemoryItem:
         """A validated copy with ``changes`` applied."""

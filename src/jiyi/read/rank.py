@@ -285,8 +285,9 @@ def final_score(item: MemoryItem, similarity: float, cfg: RankConfig, now: datet
         parts["importance_boost"] = cfg.importance_boost * item.importance
     if cfg.recency_boost:
         parts["recency_boost"] = cfg.recency_boost * _recency(item, now, cfg.recency_days)
-    if item.status == Status.SUPERSEDED:
-        # Only the match is discounted: an old value stays findable when asked for.
+    if item.status == Status.SUPERSEDED and (item.valid_to is None or item.valid_to <= now):
+        # Only the match is discounted: an old value stays findable when asked for. (At a
+        # time it was still true, ``as_of``, it is not discounted.)
         parts["superseded"] = -parts["similarity"] * (1.0 - cfg.superseded_factor)
     return parts
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cached_property
 
 import numpy as np
@@ -18,6 +18,7 @@ from jiyi.model import (
     MemoryType,
     RelationType,
     Status,
+    as_utc,
 )
 from jiyi.read.rank import Scored, SearchHit, mmr_select, relevances, score_candidates
 from jiyi.read.rerank import apply_rerank, rerank_texts
@@ -58,6 +59,7 @@ def search(
     explain: bool = False,
     touch: bool = True,
     viewer: Viewer | None = None,
+    as_of: datetime | None = None,
 ) -> Flow[list[SearchHit]]:
     """Search one or several scopes (give any of the ids) by meaning and by words.
 
@@ -71,40 +73,36 @@ def search(
     ``explain=True`` adds a ``why`` line per signal to each hit's breakdown.
     Retrieval updates ``last_used_at`` and ``access_count`` unless ``touch=False``.
     ``viewer`` hides project memories it may not see (see :class:`Viewer`).
+    ``as_of`` answers for a past moment: what jiyi knew then and was true then (a value
+    superseded later counts; one learned later does not); it never touches usage.
     """
     _check_options(query, limit, threshold, min_relevance)
     keys = _searched_scopes(user_id, project_id, session_id, agent_id)
-    now = rt.now()
-    wanted = enum_tuple(Status, statuses, "status") or (Status.ACTIVE,)
-    flt = Filter(
-        tenant_id=rt.tenant(tenant_id),
-        scope_keys=keys,
-        memory_types=enum_tuple(MemoryType, memory_types, "memory_type"),
-        # Superseded items are looked at too, so their replacements can be found
-        # through the old wording; they are shown only when asked for.
-        statuses=tuple(dict.fromkeys((*wanted, Status.SUPERSEDED))),
-        tags=tuple(tags),
-        include_expired=include_expired,
-        now=now,
-        occurred_after=occurred_after,
-        occurred_before=occurred_before,
-        viewer=viewer,
+    flt, wanted = _filter(
+        rt,
+        keys,
+        tenant_id,
+        memory_types,
+        statuses,
+        tags,
+        include_expired,
+        occurred_after,
+        occurred_before,
+        viewer,
+        as_of,
     )
+    now = flt.now or rt.now()
     query_ = _Query(query, time_windows(query, now))
     candidates = yield from _candidates(rt, query_, flt, wanted, limit)
+    if as_of is not None:
+        candidates = [c for c in candidates if c.item.valid_at(now)]
+        touch = False
     scored = score_candidates(candidates, rt.rank, now, query_.in_window)
     floor = rt.rank.threshold if threshold is None else threshold
     rel = _Relevance.of(scored, query_) if min_relevance is not None or explain else None
-    scored = [
-        s
-        for s in scored
-        if (floor is None or s.similarity >= floor)
-        and (rel is None or min_relevance is None or rel.of_id(s.candidate.item.id) >= min_relevance)
-    ]
+    scored = _cut(scored, floor, rel, min_relevance)
     if rt.reranker is not None and scored:
-        top = max(rt.rerank_top, limit)
-        scores = yield from rerank_scores(query, rerank_texts(scored, top))
-        scored = apply_rerank(scored, scores, rt.rerank_weight, top)
+        scored = yield from _reranked(rt, query, scored, limit)
     hits = [
         SearchHit(s.candidate.item, s.score, s.similarity, s.breakdown) for s in _diverse(scored, rt, limit)
     ]
@@ -115,6 +113,25 @@ def search(
     if touch and hits:
         yield from _touch(flt.tenant_id, hits, now)
     return hits
+
+
+def _cut(
+    scored: list[Scored], floor: float | None, rel: _Relevance | None, min_relevance: float | None
+) -> list[Scored]:
+    """The similarity floor and the relevance cut."""
+    return [
+        s
+        for s in scored
+        if (floor is None or s.similarity >= floor)
+        and (rel is None or min_relevance is None or rel.of_id(s.candidate.item.id) >= min_relevance)
+    ]
+
+
+def _reranked(rt: Runtime, query: str, scored: list[Scored], limit: int) -> Flow[list[Scored]]:
+    """The optional second stage: the reranker's scores blended into the best ``rerank_top``."""
+    top = max(rt.rerank_top, limit)
+    scores = yield from rerank_scores(query, rerank_texts(scored, top))
+    return apply_rerank(scored, scores, rt.rerank_weight, top)
 
 
 def _explain(hits: list[SearchHit], floor: float | None, min_relevance: float | None, query: _Query) -> None:
@@ -129,6 +146,42 @@ def _touch(tenant_id: str, hits: list[SearchHit], now: datetime) -> Flow[None]:
     still works, usage is just not kept."""
     with contextlib.suppress(StoreReadOnly):
         yield from call(Write((Touch(tenant_id, tuple(h.item.id for h in hits), now),)))
+
+
+def _filter(
+    rt: Runtime,
+    keys: tuple[str, ...],
+    tenant_id: str | None,
+    memory_types: Iterable[MemoryType | str] | MemoryType | str | None,
+    statuses: Iterable[Status | str] | Status | str | None,
+    tags: Sequence[str],
+    include_expired: bool,
+    occurred_after: datetime | None,
+    occurred_before: datetime | None,
+    viewer: Viewer | None,
+    as_of: datetime | None,
+) -> tuple[Filter, tuple[Status, ...]]:
+    """What may be a candidate, and the statuses the caller wants shown."""
+    now = rt.now() if as_of is None else as_utc(as_of)
+    wanted = enum_tuple(Status, statuses, "status") or (Status.ACTIVE,)
+    if as_of is not None:
+        wanted = tuple(dict.fromkeys((*wanted, Status.SUPERSEDED)))
+    flt = Filter(
+        tenant_id=rt.tenant(tenant_id),
+        scope_keys=keys,
+        memory_types=enum_tuple(MemoryType, memory_types, "memory_type"),
+        # Superseded items are looked at too, so their replacements can be found
+        # through the old wording; they are shown only when asked for.
+        statuses=tuple(dict.fromkeys((*wanted, Status.SUPERSEDED))),
+        tags=tuple(tags),
+        include_expired=include_expired,
+        now=now,
+        occurred_after=occurred_after,
+        occurred_before=occurred_before,
+        viewer=viewer,
+        created_before=None if as_of is None else now + timedelta(microseconds=1),
+    )
+    return flt, wanted
 
 
 def _searched_scopes(*ids: str | None) -> tuple[str, ...]:

@@ -392,10 +392,12 @@ def _supersede(
     """The new item replaces the target, which stays as ``superseded``, linked both ways.
     The turns the target was taken from stop answering for it too: they are superseded by
     the new item (kept in the history; old wording still leads to the new fact)."""
+    since = item.valid_from or item.occurred_at or item.created_at
     item = item.evolve(
-        relations=(*item.relations, Relation(type=RelationType.SUPERSEDES, target_id=target.id))
+        relations=(*item.relations, Relation(type=RelationType.SUPERSEDES, target_id=target.id)),
+        valid_from=since,
     )
-    old = _retired(target, item)
+    old = _retired(target, item).evolve(valid_to=since)
     event = change_event(rt, HistoryAction.SUPERSEDE, target, old, why, actor)
     changes: list[Change] = [_new(rt, item, vector, why, actor), Upsert(old, index_text(old.content), event)]
     sources = tuple(r.target_id for r in target.relations if r.type == RelationType.DERIVED_FROM)
