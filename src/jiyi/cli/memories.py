@@ -113,6 +113,12 @@ def _register_search(sub: Subparsers) -> None:
         help="drop hits less relevant than X (0..1; 0.5 is the calibrated cut): no hits = nothing relevant",
     )
     p.add_argument("--explain", action="store_true", help="show every signal's contribution to the score")
+    p.add_argument(
+        "--as-of",
+        type=iso_datetime,
+        metavar="WHEN",
+        help="answer for a past moment (ISO date or date-time): what was true and known then",
+    )
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_search))
 
@@ -126,6 +132,7 @@ def cmd_search(ns: argparse.Namespace, mem: Memory) -> int:
         threshold=ns.threshold,
         min_relevance=ns.min_relevance,
         explain=ns.explain,
+        as_of=ns.as_of,
         **scope(ns),
     )
     if ns.json:

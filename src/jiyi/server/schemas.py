@@ -100,6 +100,9 @@ class SearchRequest(_Scopes):
     )
     include_expired: Bool = False
     explain: Bool = False
+    as_of: datetime | None = Field(
+        default=None, description="Answer for a past moment: what was true and known then (no usage touch)."
+    )
 
 
 class SearchHitOut(BaseModel):

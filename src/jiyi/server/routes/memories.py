@@ -117,6 +117,7 @@ async def search_memories(
             include_expired=body.include_expired,
             explain=body.explain,
             viewer=who.viewer,
+            as_of=body.as_of,
         )
     return SearchResponse(
         hits=[
