@@ -432,7 +432,7 @@ def test_search_as_of_a_past_date(tmp_path: Path) -> None:
     db = tmp_path / "asof.db"
     jiyi("add", "Alice keeps a small herb garden on her balcony", "--user", "a", db=db)
     now = json.loads(jiyi("search", "what does Alice grow?", "--user", "a", "--json", db=db).stdout)
-    assert now and "herb garden" in now[0]["item"]["content"]
+    assert now and "herb garden" in now[0]["content"]
     past = jiyi("search", "what does Alice grow?", "--user", "a", "--as-of", "2001-01-01", "--json", db=db)
     assert json.loads(past.stdout) == []  # nothing was known then
     bad = jiyi("search", "x", "--user", "a", "--as-of", "yesterday", db=db, check=False)
