@@ -66,6 +66,8 @@ from jiyi.write.gate import (
     rate_limit_decision,
     reinforced_confidence,
     screen,
+    scrub,
+    scrub_item,
 )
 from jiyi.write.reconcile import Decision, Existing, ReconcileConfig, decide, reconcile_flow
 
@@ -180,7 +182,7 @@ def add(
         created_at=now,
         updated_at=now,
     )
-    checked = screen(item.content, item.confidence, rt.gate)
+    checked = screen(item.content, item.confidence, rt.gate, item.tenant_id)
     if isinstance(checked, GateDecision):
         return AddResult(None, checked)
     if automatic:
@@ -206,8 +208,11 @@ def _store_one(
     viewer: Viewer | None,
 ) -> Flow[AddResult]:
     if checked.text != item.content:
-        # The original, unredacted text must not survive in ``raw`` either.
+        # A ``raw`` that only repeats the content goes; the rest is redacted below.
         item = item.evolve(content=checked.text, raw=None if item.raw == item.content else item.raw)
+    # Sensitive data leaves every text field, not only the content (raw, summary,
+    # structured, metadata, tags), under the tenant's policy.
+    item = scrub_item(rt.gate, item)
     vectors, cache_put = yield from embed_documents(rt, [item.content])
     vector = vectors[0]
     nearest = yield from neighbours(rt, item, vector, (), 1, viewer)
@@ -318,7 +323,8 @@ def _rewrite(
     actor: str | None,
 ) -> Flow[Applied]:
     """``update`` / ``merge``: the target takes the decided content (a new version)."""
-    content = decision.content or item.content
+    # A model's rewording is screened like any text it is given back.
+    content = scrub(rt.gate, target.tenant_id, decision.content) if decision.content else item.content
     confidence = decision.confidence
     if confidence is None:
         confidence = max(target.confidence, item.confidence)
@@ -372,7 +378,7 @@ def store_extracted(
     """
     tenant = rt.tenant(tenant_id)
     now = rt.now()
-    outcomes, passed = _screen_all(rt, candidates)
+    outcomes, passed = _screen_all(rt, candidates, tenant)
     if session_id is not None and passed:
         used = yield from call(CountEvents(rate_key(tenant, session_id), now - rt.gate.extraction_window))
         if used >= rt.gate.max_extractions:
@@ -386,7 +392,8 @@ def store_extracted(
     owner = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
     pending: dict[str, MemoryItem] = {}
     for (cand, text), vector in zip(passed, vectors, strict=True):
-        item = _extracted_item(cand, text, tenant, now, owner, turn_times, turn_names)
+        # The turn (raw), the structure read off it and the metadata are redacted too.
+        item = scrub_item(rt.gate, _extracted_item(cand, text, tenant, now, owner, turn_times, turn_names))
         done, why = yield from _reconcile_one(rt, cand, item, vector, pending)
         changes += done.changes
         pending.update(done.changed)
@@ -426,13 +433,13 @@ def _log_refusals(outcomes: Sequence[Outcome]) -> None:
 
 
 def _screen_all(
-    rt: Runtime, candidates: Sequence[Extracted]
+    rt: Runtime, candidates: Sequence[Extracted], tenant: str
 ) -> tuple[list[Outcome], list[tuple[Extracted, str]]]:
     """Refused candidates as outcomes, and the rest with their screened (redacted) text."""
     outcomes: list[Outcome] = []
     passed: list[tuple[Extracted, str]] = []
     for cand in candidates:
-        checked = screen(cand.content, cand.confidence, rt.gate)
+        checked = screen(cand.content, cand.confidence, rt.gate, tenant)
         if isinstance(checked, GateDecision):
             outcomes.append(Outcome(cand, "rejected", "; ".join(checked.reasons)))
         else:
