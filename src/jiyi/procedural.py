@@ -70,8 +70,8 @@ from jiyi.store.base import (
     creator_of,
     same_audience,
 )
-from jiyi.text.pii import redact
 from jiyi.text.tokenize import index_text, normalise, query_terms
+from jiyi.write.gate import scrub, scrub_item
 
 if TYPE_CHECKING:
     pass
@@ -598,9 +598,8 @@ def record_skill(
         metadata,
         visibility,
     )
-    name, description, task = (_private(rt, t) for t in (name, description, task))
-    for step in steps:
-        step["tool"] = _private(rt, step["tool"])
+    # Sensitive data never enters procedural memory (the gate's redaction, same policy).
+    name, description, task, steps = scrub(rt.gate, base.tenant_id, (name, description, task, steps))
     old = yield from _find_named(rt, base, viewer, SKILL, "skill_name", _name_key(name), own_only)
     data: dict[str, Any] = dict(old.structured or {}) if old else {}
     successes = (_count(data.get("successes")) or 0) + succeeded
@@ -697,8 +696,9 @@ def record_failure(
         metadata,
         visibility,
     )
-    pattern, mitigation, description = (_private(rt, t) for t in (pattern, mitigation, description))
-    found = [_private(rt, t) for t in found]
+    pattern, mitigation, description, found = scrub(
+        rt.gate, base.tenant_id, (pattern, mitigation, description, found)
+    )
     old = yield from _find_named(rt, base, viewer, FAILURE, "pattern", _name_key(pattern), own_only)
     data: dict[str, Any] = dict(old.structured or {}) if old else {}
     merged: dict[tuple[str, ...], str] = {}
@@ -788,8 +788,7 @@ def record_decomposition(
         metadata,
         visibility,
     )
-    task = _private(rt, task)
-    steps = [_private(rt, s) for s in steps]
+    task, steps = scrub(rt.gate, base.tenant_id, (task, steps))
     plan, cache_put = yield from _find_decomposition(
         rt, base, viewer, task, steps, plan_strategy, _flag(own_only, "own_only")
     )
@@ -956,13 +955,6 @@ def suggest(
 
 
 # ---------------------------------------------------------------- steps of the flows
-
-
-def _private(rt: Runtime, text: str | None) -> Any:
-    """Sensitive data never enters procedural memory (the gate's redaction, same switch)."""
-    if text is None or not rt.gate.redact_pii:
-        return text
-    return redact(text).text
 
 
 def _base_item(
@@ -1155,6 +1147,7 @@ def _save(
             updated_at=now,
         )
         action = HistoryAction.RESTORE if old.status != Status.ACTIVE else HistoryAction.UPDATE
+    new = scrub_item(rt.gate, new)  # the caller's metadata, and what an older version kept
     changes: list[Any] = [cache_put] if cache_put else []
     vector = None
     if old is None or new.content != old.content:
