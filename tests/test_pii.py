@@ -502,3 +502,36 @@ def test_new_detectors_are_fast_on_pathological_input(text: str) -> None:
     started = time.perf_counter()
     redact(text)
     assert time.perf_counter() - started < 2.0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("stored password hunter2-xyz", f"stored password {KEY}"),
+        ("token abc123def456 expired", f"token {KEY} expired"),
+        ("password field2 is required", "password field2 is required"),
+        ("password 12345678", "password 12345678"),
+        ("the token in the header", "the token in the header"),
+    ],
+)
+def test_a_key_right_before_a_generated_value(text: str, expected: str) -> None:
+    assert redact(text).text == expected
+
+
+def test_redact_value_reads_a_mapping_key_as_what_its_value_is() -> None:
+    value = {
+        "crm": {"password": "hunter2", "Password": "p@ss w0rd", "token": "none"},
+        "api_key": "abc123def456",
+        "version": "1.2.3.4",
+        "server_ip": "1.2.3.4",
+        "note": "hi",
+    }
+    assert redact_value(value) == {
+        "crm": {"password": KEY, "Password": KEY, "token": "none"},
+        "api_key": KEY,
+        "version": "1.2.3.4",
+        "server_ip": IP,
+        "note": "hi",
+    }
+    clean = {"token": "none", "version": "1.2.3.4"}
+    assert redact_value(clean) is clean

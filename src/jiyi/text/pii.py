@@ -326,7 +326,9 @@ _ASSIGN = re.compile(
     # CJK keys often follow ASCII directly ("WiFi密码"), so no lookbehind for them.
     r"|密码|口令|密钥|秘钥|令牌)"
     # "is" / "was" and 是 / 为 are how people say it in prose ("my password is ...").
-    r"(?![A-Za-z0-9])[\"']?[ \t]*(?P<sep>:=|=>|[:=：]|(?:是|为)[:：]?|(?i:is|was)(?![A-Za-z])[ \t]*[:：]?)[ \t]*(?!=)"
+    # No separator at all ("password hunter2-xyz") only for values that look generated.
+    r"(?![A-Za-z0-9])[\"']?[ \t]*"
+    r"(?P<sep>:=|=>|[:=：]|(?:是|为)[:：]?|(?i:is|was)(?![A-Za-z])[ \t]*[:：]?|(?<=[ \t]))[ \t]*(?!=)"
     r"(?:\"(?P<dq>[^\"\n]{1,512})\"|'(?P<sq>[^'\n]{1,512})'|“(?P<cq>[^”\n]{1,512})”"
     # Unquoted values are ASCII: CJK text right after "密码是abc" ends the value.
     r"|(?P<bare>[^\s\"'&,;\x80-\U0010ffff]{1,512}))"
@@ -373,9 +375,13 @@ def _api_keys(text: str) -> _Spans:
             value = value.rstrip(_TRAILING_PUNCT) or value  # sentence punctuation, not the secret
         if value.startswith("[REDACTED_") or not value.strip("*"):
             continue  # already redacted or masked
-        if _looks_generated(value) or (
-            m["key"].lower() in _PASSWORD_KEYS and _password_value(text, m, value)
-        ):
+        if not m["sep"]:
+            secret = any(c.isdigit() for c in value) and _looks_generated(value)
+        else:
+            secret = _looks_generated(value) or (
+                m["key"].lower() in _PASSWORD_KEYS and _password_value(text, m, value)
+            )
+        if secret:
             start = m.start(group)
             yield start, start + len(value)
     yield from _aws_secrets(text)
@@ -519,11 +525,40 @@ def redact_value(value: T, kinds: Collection[PiiKind] | None = None) -> T:
     return _redact_any(value, wanted)  # type: ignore[no-any-return]
 
 
+# A mapping key naming a secret ({"password": "..."}) says what its string value is.
+_SECRET_NAME = re.compile(r"(?i:key|secret|token|pass|pwd)|密码|口令|密钥|秘钥|令牌")
+
+
+# ... and one naming a version ({"version": "1.2.3.4"}) says its value is no address.
+_VERSION_NAME = re.compile(r"(?i:version|release|build)|(?i:^ver$)|版本")
+_NOT_IP = frozenset(PiiKind) - {PiiKind.IP}
+
+
+def _redact_field(key: object, value: str, kinds: frozenset[PiiKind] | None) -> str:
+    """A mapping's string value, read as the assignment ``key="value"`` when the key names
+    a secret, so the value of {"password": "hunter2"} is found as in ``password="hunter2"``."""
+    if not isinstance(key, str) or len(key) > 64:
+        return redact(value, kinds).text
+    if _VERSION_NAME.search(key):
+        kinds = _NOT_IP if kinds is None else kinds & _NOT_IP
+    if '"' in value or "\n" in value or len(value) > 512 or not _SECRET_NAME.search(key):
+        return redact(value, kinds).text
+    head = f'{key}="'
+    out = redact(f'{head}{value}"', kinds).text
+    if not (out.startswith(head) and out.endswith('"')):
+        return redact(value, kinds).text  # the key itself held something: redact the value alone
+    out = out[len(head) : -1]
+    return value if out == value else out
+
+
 def _redact_any(value: Any, kinds: frozenset[PiiKind] | None) -> Any:
     if isinstance(value, str):
         return redact(value, kinds).text
     if isinstance(value, Mapping):
-        out = {k: _redact_any(v, kinds) for k, v in value.items()}
+        out = {
+            k: _redact_field(k, v, kinds) if isinstance(v, str) else _redact_any(v, kinds)
+            for k, v in value.items()
+        }
         return value if all(out[k] is v for k, v in value.items()) else out
     if isinstance(value, list | tuple):
         items = [_redact_any(v, kinds) for v in value]
