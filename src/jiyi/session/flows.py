@@ -592,7 +592,8 @@ def restore_checkpoint(
     if replace_messages:
         current = yield from call(GetMessages(tenant, session_id))
         seqs = tuple(m.seq for m in current if m.seq is not None)
-        restored = tuple(scrub_message(rt, m) for m in cp.messages)  # saved before redaction: redacted now
+        # A checkpoint saved before redaction (or under another policy) is redacted as it is written back.
+        restored = tuple(scrub_message(rt, m) for m in cp.messages)
         yield from call(Write((DeleteMessages(tenant, session_id, seqs), AppendMessages(restored))))
     return cp
 
