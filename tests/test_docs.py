@@ -39,3 +39,11 @@ def test_architecture_page_examples_run() -> None:
     assert blocks
     for block in blocks:
         exec(compile(block, "docs/architecture.md", "exec"), {})
+
+
+def test_privacy_page_examples_run() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "privacy.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/privacy.md", "exec"), {})

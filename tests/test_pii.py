@@ -7,7 +7,7 @@ import time
 import pytest
 
 from jiyi.errors import InvalidInput
-from jiyi.text.pii import PiiKind, PiiMatch, Redaction, redact
+from jiyi.text.pii import PiiKind, PiiMatch, Redaction, redact, redact_value
 
 # --- helpers: build valid numbers instead of trusting hand-typed ones ---------------------------
 
@@ -409,3 +409,129 @@ def test_long_mixed_text() -> None:
         result.text
         == (f"用户张三，手机{PHONE}，邮箱{EMAIL}，住在北京。The meeting is on 2024-05-01 at 10:30. ") * 500
     )
+
+
+# --- prose passwords, AWS secret keys, versions written like addresses ------------------------
+
+AWS_SECRET = "wJalrXUtnFEMI/" + "K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's documented example
+AWS_SECRET_PLAIN = "je7MtGbClwBF2Zp9Utkh3yCo8nvb" + "EXAMPLEKEY12"  # no "/" or "+"
+
+PROSE_AND_AWS = [
+    ("my password is hunter2-xyz", f"my password is {KEY}"),
+    ("My password is hunter2-xyz.", f"My password is {KEY}."),
+    ("my wifi password is sunshine", f"my wifi password is {KEY}"),
+    ("our passphrase was correct-horse-battery", f"our passphrase was {KEY}"),
+    ("the password is: hunter2", f"the password is: {KEY}"),
+    ("我的密码是：abc123456", f"我的密码是：{KEY}"),
+    ("phone (415) 555-0132 and my password is hunter2-xyz", f"phone {PHONE} and my password is {KEY}"),
+    (f"aws_secret_access_key = {AWS_SECRET}", f"aws_secret_access_key = {KEY}"),
+    (f"aws_secret_access_key {AWS_SECRET}", f"aws_secret_access_key {KEY}"),
+    (f"my AWS secret key is {AWS_SECRET}.", f"my AWS secret key is {KEY}."),
+    (f"AWS 密钥：{AWS_SECRET_PLAIN}", f"AWS 密钥：{KEY}"),
+    (f"{AWS} {AWS_SECRET_PLAIN}", f"{KEY} {KEY}"),
+    (f"export creds {AWS_SECRET}", f"export creds {KEY}"),
+    (f"凭证 {AWS_SECRET} 已泄露", f"凭证 {KEY} 已泄露"),
+    ("server 10.1.2.3 runs version 1.2.3.4", f"server {IP} runs version 1.2.3.4"),
+]
+
+PROSE_AND_VERSION_NEGATIVE = [
+    "the password is wrong",
+    "Your password was reset",
+    "my password is too short",
+    "the secret is out",
+    "the token is ok",
+    "password is required",
+    "version 1.2.3.4",
+    "Version: 1.2.3.4 is out",
+    "upgrade to release 2.0.1.3 today",
+    "the version is 1.2.3.4",
+    "版本号1.2.3.4",
+    "升级到 1.2.3.4 版本",
+    "v1.2.3.4 and V1.2.3.4",
+    "sha1 da39a3ee5e6b4b0d3255bfef95601890afd80709",
+    "Users/JohnSmith/Documents/Projects/App2X",
+    "ThisIsAVeryLongCamelCaseIdentifierName12",
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), PROSE_AND_AWS)
+def test_prose_passwords_and_aws_secrets(text: str, expected: str) -> None:
+    result = redact(text)
+    assert result.text == expected
+    assert rebuild(text, result.matches) == expected
+    assert redact(result.text).text == expected  # idempotent
+
+
+@pytest.mark.parametrize("text", PROSE_AND_VERSION_NEGATIVE)
+def test_prose_about_passwords_and_versions_is_left_alone(text: str) -> None:
+    assert redact(text).text == text
+
+
+def test_redact_value_walks_json_like_values() -> None:
+    value = {
+        "note": "call 13800138000",
+        "nested": {"list": ["a@b.com", 3, None, ("x", "password=hunter2")]},
+        "keep": 1.5,
+        "a@b.com": "the key of a mapping is a field name",
+    }
+    out = redact_value(value)
+    assert out == {
+        "note": f"call {PHONE}",
+        "nested": {"list": [EMAIL, 3, None, ("x", f"password={KEY}")]},
+        "keep": 1.5,
+        "a@b.com": "the key of a mapping is a field name",
+    }
+    assert value["note"] == "call 13800138000"  # the input is not changed
+    clean = {"a": ["b", {"c": "d"}]}
+    assert redact_value(clean) is clean  # nothing to redact: the same object
+    assert redact_value("a@b.com", kinds=[PiiKind.PHONE]) == "a@b.com"
+    assert redact_value(["a@b.com"], kinds=()) == ["a@b.com"]
+    assert redact_value("x 13800138000", kinds={PiiKind.PHONE}) == f"x {PHONE}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my password is " * 5_000,
+        ("A1b/" * 10 + " ") * 2_000,
+        "aws " + "Ab1/" * 20_000,
+        "version 1.2.3.4 " * 5_000,
+    ],
+)
+def test_new_detectors_are_fast_on_pathological_input(text: str) -> None:
+    started = time.perf_counter()
+    redact(text)
+    assert time.perf_counter() - started < 2.0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("stored password hunter2-xyz", f"stored password {KEY}"),
+        ("token abc123def456 expired", f"token {KEY} expired"),
+        ("password field2 is required", "password field2 is required"),
+        ("password 12345678", "password 12345678"),
+        ("the token in the header", "the token in the header"),
+    ],
+)
+def test_a_key_right_before_a_generated_value(text: str, expected: str) -> None:
+    assert redact(text).text == expected
+
+
+def test_redact_value_reads_a_mapping_key_as_what_its_value_is() -> None:
+    value = {
+        "crm": {"password": "hunter2", "Password": "p@ss w0rd", "token": "none"},
+        "api_key": "abc123def456",
+        "version": "1.2.3.4",
+        "server_ip": "1.2.3.4",
+        "note": "hi",
+    }
+    assert redact_value(value) == {
+        "crm": {"password": KEY, "Password": KEY, "token": "none"},
+        "api_key": KEY,
+        "version": "1.2.3.4",
+        "server_ip": IP,
+        "note": "hi",
+    }
+    clean = {"token": "none", "version": "1.2.3.4"}
+    assert redact_value(clean) is clean

@@ -300,6 +300,30 @@ async def test_export_import_round_trip(env: Env) -> None:
     assert (await env.call(env.owner, "GET", "/v1/stats")).json()["total"] == 2
 
 
+async def test_import_redacts_unless_trusted(env: Env) -> None:
+    phone = "138" + "00138000"
+    record = {"content": f"Alice's phone is {phone}", "user_id": "alice", "metadata": {"crm": phone}}
+    r = await env.call(
+        env.admin, "POST", "/v1/import", content=json.dumps({**record, "id": "plain"}).encode()
+    )
+    assert r.status_code == 200, r.text
+    r = await env.call(
+        env.admin,
+        "POST",
+        "/v1/import",
+        params={"trusted": "true"},
+        content=json.dumps({**record, "id": "trusted"}).encode(),
+    )
+    assert r.status_code == 200, r.text
+    plain = (await env.call(env.owner, "GET", "/v1/memories/plain")).json()
+    trusted = (await env.call(env.owner, "GET", "/v1/memories/trusted")).json()
+    assert (plain["content"], plain["metadata"]) == (
+        "Alice's phone is [REDACTED_PHONE]",
+        {"crm": "[REDACTED_PHONE]"},
+    )
+    assert (trusted["content"], trusted["metadata"]) == (record["content"], record["metadata"])
+
+
 async def test_probes_and_single_tenant_mode(mem: AsyncMemory) -> None:
     app = create_app(mem)  # keys=None: single-tenant, loopback only
     async with _client(app, "http://127.0.0.1:8765") as local:

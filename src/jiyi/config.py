@@ -4,14 +4,16 @@ which the edges (CLI, server) call; the library itself takes keyword arguments.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from jiyi.errors import ConfigError, InvalidInput
 from jiyi.model import Scope
+from jiyi.text.pii import PiiKind
 
 
 @dataclass(frozen=True)
@@ -37,9 +39,32 @@ class GateConfig:
     reinforce_step: float = 0.05
     """Confidence added when a duplicate re-confirms an item (capped at 1.0)."""
     redact_pii: bool = True
+    """Redact sensitive data (:mod:`jiyi.text.pii`) on every path that stores text: memories
+    (content, raw, summary, structured, metadata, tags), history reasons, session messages,
+    job payloads and results, checkpoints, episodes, documents, procedural records, profiles
+    and imports (``MEMORY_REDACT_PII``: ``0``/``off`` turns it off, a comma list of kinds
+    keeps only those). A person asking to keep a value ("记住我的手机号 ...") does not
+    change it: the value is still redacted and the decision names the kind."""
+    pii_kinds: frozenset[PiiKind] | None = None
+    """Which kinds are redacted (None: every kind of :class:`~jiyi.text.pii.PiiKind`)."""
+    tenant_pii: Mapping[str, bool | frozenset[PiiKind]] = field(default_factory=dict)
+    """Per-tenant policy, overriding the two settings above for that tenant: ``False``
+    stores its text as given, ``True`` redacts ``pii_kinds``, a set of kinds redacts
+    exactly those (``MEMORY_REDACT_PII_TENANTS``, a JSON object:
+    ``{"lab": false, "acme": ["email", "phone"]}``)."""
     skip_low_value: bool = True
 
     def __post_init__(self) -> None:
+        if self.pii_kinds is not None:
+            object.__setattr__(self, "pii_kinds", _kinds(self.pii_kinds, "pii_kinds"))
+        tenants: dict[str, bool | frozenset[PiiKind]] = {}
+        for tenant, policy in dict(self.tenant_pii).items():
+            if not isinstance(tenant, str) or not tenant:
+                raise ConfigError(f"tenant_pii: a tenant must be a non-empty string, got {tenant!r}")
+            tenants[tenant] = (
+                policy if isinstance(policy, bool) else _kinds(policy, f"tenant_pii[{tenant!r}]")
+            )
+        object.__setattr__(self, "tenant_pii", tenants)
         if not 0.0 <= self.min_confidence <= 1.0:
             raise ConfigError(f"min_confidence must be within 0..1, got {self.min_confidence}")
         if not 0.0 < self.duplicate_threshold <= 1.0:
@@ -50,6 +75,17 @@ class GateConfig:
             raise ConfigError(
                 f"need 1 <= min_length <= max_length, got min_length={self.min_length}, max_length={self.max_length}"
             )
+
+    def redaction(self, tenant_id: str | None = None) -> frozenset[PiiKind]:
+        """The kinds of sensitive data redacted for ``tenant_id`` (empty: none)."""
+        policy: bool | frozenset[PiiKind] = self.redact_pii
+        if tenant_id is not None and tenant_id in self.tenant_pii:
+            policy = self.tenant_pii[tenant_id]
+        if policy is False:
+            return frozenset()
+        if policy is True:
+            return self.pii_kinds if self.pii_kinds is not None else ALL_PII_KINDS
+        return policy
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> GateConfig:
@@ -62,7 +98,7 @@ class GateConfig:
             "MEMORY_MIN_LENGTH": ("min_length", int),
             "MEMORY_MAX_LENGTH": ("max_length", int),
         }
-        changes: dict[str, float | int] = {}
+        changes: dict[str, Any] = {}
         for var, (attr, kind) in names.items():
             raw = env.get(var)
             if raw is None or raw.strip() == "":
@@ -71,7 +107,57 @@ class GateConfig:
                 changes[attr] = kind(raw)
             except ValueError:
                 raise ConfigError(f"{var}={raw!r} is not a valid {kind.__name__}") from None
-        return replace(cls(), **changes)  # type: ignore[arg-type]
+        raw = (env.get("MEMORY_REDACT_PII") or "").strip()
+        if raw:
+            switch = _SWITCH.get(raw.lower())
+            if switch is None:
+                changes["redact_pii"], changes["pii_kinds"] = (
+                    True,
+                    _kinds(raw.split(","), "MEMORY_REDACT_PII"),
+                )
+            else:
+                changes["redact_pii"] = switch
+        raw = (env.get("MEMORY_REDACT_PII_TENANTS") or "").strip()
+        if raw:
+            try:
+                tenants = json.loads(raw)
+            except ValueError:
+                tenants = None
+            if not isinstance(tenants, dict) or not all(
+                isinstance(v, bool) or (isinstance(v, list) and all(isinstance(k, str) for k in v))
+                for v in tenants.values()
+            ):
+                raise ConfigError(
+                    "MEMORY_REDACT_PII_TENANTS must be a JSON object of tenant: true, false or a list "
+                    'of kinds, e.g. {"lab": false, "acme": ["email", "phone"]}'
+                )
+            changes["tenant_pii"] = tenants
+        return replace(cls(), **changes)
+
+
+ALL_PII_KINDS: frozenset[PiiKind] = frozenset(PiiKind)
+_SWITCH = {
+    "1": True,
+    "true": True,
+    "on": True,
+    "yes": True,
+    "0": False,
+    "false": False,
+    "off": False,
+    "no": False,
+}
+
+
+def _kinds(value: object, name: str) -> frozenset[PiiKind]:
+    """A set of PII kinds from kinds or their names (``"email"``); unknown names are refused."""
+    if isinstance(value, str) or not isinstance(value, Collection):
+        raise ConfigError(f"{name} must be a collection of PII kinds, got {value!r}")
+    try:
+        return frozenset(PiiKind(str(k).strip().lower()) for k in value if str(k).strip())
+    except ValueError:
+        raise ConfigError(
+            f"{name}: unknown PII kind in {sorted(map(str, value))}; choose from {[k.value for k in PiiKind]}"
+        ) from None
 
 
 DEFAULT_SCOPE_PRIORITY: dict[Scope, float] = {

@@ -40,7 +40,7 @@ from jiyi.store.base import (
 )
 from jiyi.text.tokenize import index_text
 from jiyi.validate import MAX_LIMIT, check_limit, check_text, enum_tuple, infer_scope, scope_keys
-from jiyi.write.gate import GateDecision, screen
+from jiyi.write.gate import GateDecision, screen, scrub, scrub_fields
 
 IMPORT_BATCH = 256
 SELF_DESCRIBED = frozenset({SKILL, FAILURE, DECOMPOSITION})
@@ -74,6 +74,9 @@ def change_event(
     reason: str,
     actor: str | None,
 ) -> HistoryEvent:
+    # A reason may quote what someone said ("re-confirmed by: ...", a caller's reason).
+    subject = after or before
+    reason = scrub(rt.gate, subject.tenant_id if subject is not None else None, reason)
     return history_event(action, before, after, reason=reason, at=rt.now(), actor=actor)
 
 
@@ -216,17 +219,18 @@ def update(
     old = yield from require(rt, item_id, tenant_id, viewer)
     if "content" in changes:
         content = check_text(changes["content"], "content")
-        checked = screen(content, changes.get("confidence", old.confidence), rt.gate)
+        checked = screen(content, changes.get("confidence", old.confidence), rt.gate, old.tenant_id)
         if isinstance(checked, GateDecision):
             raise InvalidInput(f"content refused: {'; '.join(checked.reasons)}", field="content")
         changes["content"] = checked.text
+    changes = scrub_fields(rt.gate, old.tenant_id, changes)  # raw, summary, structured, metadata, tags
     reworded = "structured" not in changes and changes.get("content", old.content) != old.content
     if reworded and old.structured and old.structured.get("kind") in SELF_DESCRIBED:
         # A learning's text is its record written out (learnings.md grammar): read the
         # new text back into the record suggest() uses, or refuse it with the reason.
         from jiyi.files.learnings import parse_learning
 
-        parsed = parse_learning(old, changes["content"], redact_pii=rt.gate.redact_pii)
+        parsed = parse_learning(old, changes["content"], redact_pii=rt.gate.redaction(old.tenant_id))
         changes["content"], changes["structured"] = parsed.content, parsed.structured
         if parsed.importance is not None and "importance" not in changes:
             changes["importance"] = parsed.importance
@@ -344,8 +348,13 @@ def import_items(
     tenant_id: str | None = None,
     actor: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    trusted: bool = False,
 ) -> Flow[ImportResult]:
-    """Load memories as they are (no gate: this restores, it does not extract).
+    """Load memories (no gate: this restores, it does not extract).
+
+    Sensitive data is redacted from every text field (content, raw, summary, structured,
+    metadata, tags) as the tenant's policy says, unless ``trusted=True``: a restore of
+    jiyi's own export, kept verbatim.
 
     Every record is validated before anything is written, and everything is written
     in one transaction: a bad record or a failure leaves the store unchanged.
@@ -366,6 +375,8 @@ def import_items(
             data.setdefault("tenant_id", rt.tenant_id)
         data.setdefault("created_at", now)
         data.setdefault("updated_at", data["created_at"])
+        if not trusted:
+            data = scrub_fields(rt.gate, str(data["tenant_id"]), data)
         if "scope" not in data:
             try:
                 data["scope"] = infer_scope(

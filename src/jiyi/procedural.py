@@ -71,8 +71,8 @@ from jiyi.store.base import (
     creator_of,
     same_audience,
 )
-from jiyi.text.pii import redact
 from jiyi.text.tokenize import index_text, normalise, query_terms
+from jiyi.write.gate import scrub, scrub_item
 
 if TYPE_CHECKING:
     pass
@@ -627,9 +627,8 @@ def record_skill(
         viewer=viewer,
     )
     base = _base_item(rt, MemoryType.SKILL, SKILL, who)
-    name, description, task = (_private(rt, t) for t in (name, description, task))
-    for step in steps:
-        step["tool"] = _private(rt, step["tool"])
+    # Sensitive data never enters procedural memory (the gate's redaction, same policy).
+    name, description, task, steps = scrub(rt.gate, base.tenant_id, (name, description, task, steps))
     old = yield from _find_named(rt, base, viewer, SKILL, "skill_name", _name_key(name), own_only)
     version = _skill_version(old, name, steps, description, task, succeeded)
     return (yield from _save(rt, base, old, who, version))
@@ -724,8 +723,9 @@ def record_failure(
         viewer=viewer,
     )
     base = _base_item(rt, MemoryType.PATTERN, FAILURE, who)
-    pattern, mitigation, description = (_private(rt, t) for t in (pattern, mitigation, description))
-    found = [_private(rt, t) for t in found]
+    pattern, mitigation, description, found = scrub(
+        rt.gate, base.tenant_id, (pattern, mitigation, description, found)
+    )
     old = yield from _find_named(rt, base, viewer, FAILURE, "pattern", _name_key(pattern), own_only)
     version = _failure_version(old, pattern, found, mitigation, severity, description)
     return (yield from _save(rt, base, old, who, version))
@@ -824,8 +824,7 @@ def record_decomposition(
         viewer=viewer,
     )
     base = _base_item(rt, MemoryType.PATTERN, DECOMPOSITION, who)
-    task = _private(rt, task)
-    steps = [_private(rt, s) for s in steps]
+    task, steps = scrub(rt.gate, base.tenant_id, (task, steps))
     plan, cache_put = yield from _find_decomposition(
         rt, base, viewer, task, steps, plan_strategy, _flag(own_only, "own_only")
     )
@@ -1031,13 +1030,6 @@ def _mark_used(tenant: str, used: Sequence[str], cache_put: CachePut | None, now
 # ---------------------------------------------------------------- steps of the flows
 
 
-def _private(rt: Runtime, text: str | None) -> Any:
-    """Sensitive data never enters procedural memory (the gate's redaction, same switch)."""
-    if text is None or not rt.gate.redact_pii:
-        return text
-    return redact(text).text
-
-
 def _base_item(rt: Runtime, memory_type: MemoryType, kind: str, who: _Caller) -> MemoryItem:
     """A placeholder item that validates the scope, tenant and caller and carries them to
     the lookups, with the creator :func:`_save` will record: the lookups of an
@@ -1211,6 +1203,7 @@ def _save(
             updated_at=now,
         )
         action = HistoryAction.RESTORE if old.status != Status.ACTIVE else HistoryAction.UPDATE
+    new = scrub_item(rt.gate, new)  # the caller's metadata, and what an older version kept
     changes: list[Any] = [cache_put] if cache_put else []
     vector = None
     if old is None or new.content != old.content:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -45,7 +45,7 @@ from jiyi.profile_rules import (
 )
 from jiyi.runtime import Runtime
 from jiyi.store.base import Filter, GetItems, HistoryAction, ListItems, Upsert, Viewer, Write
-from jiyi.text.pii import redact
+from jiyi.text.pii import PiiKind, redact_value
 from jiyi.text.tokens import count_tokens
 
 __all__ = [
@@ -239,7 +239,7 @@ def _tenant(tenant_id: object, default: str) -> str:
     return tenant_id
 
 
-def _text(name: str, value: object, limit: int = MAX_TEXT) -> str:
+def _text(name: str, value: object, limit: int = MAX_TEXT, pii: Collection[PiiKind] = ()) -> str:
     if not isinstance(value, str):
         raise InvalidInput(
             f"{name} must be a string (or None to clear it), not {type(value).__name__}", field=name
@@ -249,7 +249,7 @@ def _text(name: str, value: object, limit: int = MAX_TEXT) -> str:
         raise InvalidInput(f"{name} must not be empty; pass None to clear it", field=name)
     if len(text) > limit:
         raise InvalidInput(f"{name} is longer than {limit} characters", field=name)
-    return redact(text).text  # like any stored memory: no e-mail, phone or key numbers
+    return redact_value(text, pii)  # like any stored memory: no e-mail, phone or key numbers
 
 
 def _when(name: str, value: object) -> datetime | None:
@@ -263,12 +263,12 @@ def _when(name: str, value: object) -> datetime | None:
     raise InvalidInput(f"{name} must be an ISO date-time such as 2024-05-01T12:00:00Z", field=name)
 
 
-def _decision_value(index: int, value: object) -> KeyDecision:
+def _decision_value(index: int, value: object, pii: Collection[PiiKind]) -> KeyDecision:
     where = f"key_decisions[{index}]"
     if isinstance(value, KeyDecision):
         value = {"decision": value.decision, "reason": value.reason, "at": value.at}
     if isinstance(value, str):
-        return KeyDecision(_text(where, value, MAX_ENTRY))
+        return KeyDecision(_text(where, value, MAX_ENTRY, pii))
     if not isinstance(value, Mapping):
         raise InvalidInput(
             f"{where} must be an object with decision, reason and at (or a string), not {type(value).__name__}",
@@ -281,14 +281,15 @@ def _decision_value(index: int, value: object) -> KeyDecision:
         raise InvalidInput(f"{where} needs a decision", field=f"{where}.decision")
     reason = value.get("reason")
     return KeyDecision(
-        _text(f"{where}.decision", value["decision"], MAX_ENTRY),
-        None if reason is None else _text(f"{where}.reason", reason, MAX_ENTRY),
+        _text(f"{where}.decision", value["decision"], MAX_ENTRY, pii),
+        None if reason is None else _text(f"{where}.reason", reason, MAX_ENTRY, pii),
         _when(f"{where}.at", value.get("at")),
     )
 
 
-def check_field(scope: ProfileScope, name: str, value: object) -> Value | None:
-    """A checked, normalised explicit value for one field (None clears it).
+def check_field(scope: ProfileScope, name: str, value: object, pii: Collection[PiiKind] = ()) -> Value | None:
+    """A checked, normalised explicit value for one field (None clears it), with the
+    ``pii`` kinds of sensitive data redacted from its text.
 
     Raises :class:`~jiyi.errors.InvalidInput` naming the field for an unknown name or a
     value of the wrong type.
@@ -307,7 +308,7 @@ def check_field(scope: ProfileScope, name: str, value: object) -> Value | None:
             raise InvalidInput("key_decisions must be a list of decisions", field=name)
         if len(value) > MAX_LIST:
             raise InvalidInput(f"key_decisions holds more than {MAX_LIST} entries", field=name)
-        return tuple(_decision_value(i, v) for i, v in enumerate(value))
+        return tuple(_decision_value(i, v, pii) for i, v in enumerate(value))
     if name in LIST_FIELDS:
         if isinstance(value, str | bytes) or not isinstance(value, Sequence):
             raise InvalidInput(f"{name} must be a list of strings, not {type(value).__name__}", field=name)
@@ -315,10 +316,10 @@ def check_field(scope: ProfileScope, name: str, value: object) -> Value | None:
             raise InvalidInput(f"{name} holds more than {MAX_LIST} entries", field=name)
         out: dict[str, str] = {}
         for i, v in enumerate(value):
-            text = _text(f"{name}[{i}]", v, MAX_ENTRY)
+            text = _text(f"{name}[{i}]", v, MAX_ENTRY, pii)
             out.setdefault(" ".join(text.casefold().split()), text)
         return tuple(out.values())
-    text = _text(name, value)
+    text = _text(name, value, pii=pii)
     if name in CHOICES:
         choice = text.lower()
         if choice not in CHOICES[name]:
@@ -498,7 +499,9 @@ def set_profile(
             "nothing to set: pass at least one profile field, e.g. profession='data scientist'",
             field=fields_of(scope)[0],
         )
-    checked = {name: check_field(scope, name, value) for name, value in fields.items()}
+    # Explicit values are stored text: redacted as the tenant's policy says.
+    pii = rt.gate.redaction(tenant)
+    checked = {name: check_field(scope, name, value, pii) for name, value in fields.items()}
     viewer = _viewer(viewer)
     if actor is not None and not isinstance(actor, str):
         raise InvalidInput(f"actor must be a string, not {type(actor).__name__}", field="actor")

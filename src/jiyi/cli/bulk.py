@@ -25,6 +25,11 @@ def register(sub: Subparsers) -> None:
     p = sub.add_parser("import", help="load memories from JSON lines (all or nothing)")
     p.add_argument("file", help="JSONL file, or - for stdin")
     p.add_argument("--tenant", metavar="ID")
+    p.add_argument(
+        "--trusted",
+        action="store_true",
+        help="a restore of jiyi's own export: keep every field verbatim (default: sensitive data is redacted)",
+    )
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_import))
 
@@ -62,7 +67,7 @@ def cmd_import(ns: argparse.Namespace, mem: Memory) -> int:
         if show:
             print(f"\rembedding {done}/{total}", end="", file=sys.stderr, flush=True)
 
-    result = mem.import_items(records, tenant_id=ns.tenant, progress=progress)
+    result = mem.import_items(records, tenant_id=ns.tenant, progress=progress, trusted=ns.trusted)
     if show:
         print(file=sys.stderr)
     if ns.json:

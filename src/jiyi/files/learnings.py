@@ -22,7 +22,7 @@ punctuation (a tool named ``a → b``) is written with a backslash before it (``
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -37,7 +37,7 @@ from jiyi.procedural import (
     failure_content,
     skill_content,
 )
-from jiyi.text.pii import redact
+from jiyi.text.pii import PiiKind, redact_value
 from jiyi.text.tokenize import query_terms
 
 HOME: dict[str, MemoryType] = {
@@ -556,19 +556,6 @@ def _check(kind: str, fields: dict[str, Any]) -> None:
             limit(sub, f"subtask {sub[:20]!r}", MAX_TEXT)
 
 
-def _redacted(fields: dict[str, Any]) -> dict[str, Any]:
-    """Sensitive data never enters procedural memory, as when it is recorded."""
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return redact(value).text
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        return value
-
-    return {k: clean(v) for k, v in fields.items()}
-
-
 def _workflow(old: object, tools: Sequence[str]) -> list[dict[str, Any]]:
     """Steps numbered 1.. in the line's order; a step keeps the extra fields (e.g.
     ``max_words``) of the old step with the same tool."""
@@ -584,7 +571,9 @@ def _workflow(old: object, tools: Sequence[str]) -> list[dict[str, Any]]:
     return out
 
 
-def parse_learning(item: MemoryItem, text: str, *, redact_pii: bool = True) -> ParsedLearning:
+def parse_learning(
+    item: MemoryItem, text: str, *, redact_pii: bool | Collection[PiiKind] = True
+) -> ParsedLearning:
     """Read an edited learnings.md line of the learning ``item`` back into its record.
 
     The line's name, description, steps, signs, mitigation, severity, task, subtasks
@@ -593,7 +582,8 @@ def parse_learning(item: MemoryItem, text: str, *, redact_pii: bool = True) -> P
     new ``content`` is worded as :mod:`jiyi.procedural` words it. Raises
     :class:`LearningSyntaxError` (an :class:`~jiyi.errors.InvalidInput`) naming what is
     wrong when the line does not read as the item's kind, and InvalidInput when ``item``
-    is not a learning.
+    is not a learning. Sensitive data never enters procedural memory, as when it is
+    recorded: ``redact_pii`` is on/off or the kinds to redact (the tenant's policy).
     """
     if not isinstance(text, str):
         raise InvalidInput(f"text must be a string, not {type(text).__name__}", field="text")
@@ -606,8 +596,7 @@ def parse_learning(item: MemoryItem, text: str, *, redact_pii: bool = True) -> P
     body, claimed = split_counts(kind, text)
     fields = _PARSE[kind](_Src.read(body))
     _check(kind, fields)
-    if redact_pii:
-        fields = _redacted(fields)
+    fields = redact_value(fields, None if redact_pii is True else () if redact_pii is False else redact_pii)
     data: dict[str, Any] = dict(item.structured or {})
     if fields.get("description"):
         data["description"] = fields["description"]

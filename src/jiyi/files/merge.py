@@ -112,14 +112,15 @@ class _Screen:
     """The gate's content checks, cached per text: redaction decides whether a line and
     a stored memory say the same thing; refusals are predicted for dry runs."""
 
-    def __init__(self, gate: GateConfig) -> None:
+    def __init__(self, gate: GateConfig, tenant_id: str) -> None:
         self.gate = gate
+        self.tenant_id = tenant_id
         self._cache: dict[str, str | GateDecision] = {}
 
     def __call__(self, text: str) -> str | GateDecision:
         hit = self._cache.get(text)
         if hit is None:
-            result = screen(text, 1.0, self.gate)
+            result = screen(text, 1.0, self.gate, self.tenant_id)
             hit = result if isinstance(result, GateDecision) else normal_text(result.text)
             self._cache[text] = hit
         return hit
@@ -178,7 +179,7 @@ def plan_sync(
     rel: Callable[[str], str],
 ) -> Plan:
     """Decide every id's fate; database actions are listed, not run."""
-    screened = _Screen(gate)
+    screened = _Screen(gate, ref.tenant_id)
     plan = Plan(ref, rel, blocked=parse.blocked, screened=screened)
     base0 = dict(state.base) if state else {}
     over0 = dict(state.overrides) if state else {}
@@ -566,7 +567,9 @@ def _learning_changes(plan: Plan, line: Line, item: MemoryItem) -> tuple[list[tu
     the line does not read as the learning's kind."""
     gate = plan.screened.gate if plan.screened else None
     try:
-        parsed = parse_learning(item, line.entry.text, redact_pii=gate.redact_pii if gate else True)
+        parsed = parse_learning(
+            item, line.entry.text, redact_pii=gate.redaction(item.tenant_id) if gate else True
+        )
     except InvalidInput as exc:
         return str(exc)
     changes: list[tuple[str, Any]] = []

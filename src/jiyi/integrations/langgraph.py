@@ -27,8 +27,10 @@ How LangGraph items map onto jiyi memories
 * **Value** is stored verbatim in ``structured`` and returned from there. The memory's
   ``content`` (the text jiyi searches) is ``value["content"]`` when that is a
   string, else the fields named by ``index=[...]``, else the value as JSON.
-* **Put** stores exactly what it is given: the write gate (length, low-value, PII
-  redaction, de-duplication) is for free text an agent *might* want to keep, while a
+* **Put** stores what it is given, with sensitive data redacted from every string in
+  the value (as everywhere in jiyi: ``GateConfig.redact_pii`` and the tenant's policy;
+  namespaces and keys are identifiers and kept). The rest of the write gate (length,
+  low-value, de-duplication) is for free text an agent *might* want to keep, while a
   LangGraph ``put`` is an explicit write under a key. New keys go through
   ``import_items`` (no gate; validated, audited as "import"); existing keys through
   ``update`` (a new version, the old one kept in the history). When the gate would
@@ -77,7 +79,7 @@ from jiyi.model import MAX_ID_LENGTH, MemoryItem, Status
 from jiyi.read import search as search_flows
 from jiyi.runtime import Runtime
 from jiyi.validate import MAX_LIMIT
-from jiyi.write.gate import Screened, screen
+from jiyi.write.gate import Screened, screen, scrub
 
 __all__ = ["JiyiCheckpointSaver", "JiyiStore", "checkpoint_session_id"]
 
@@ -255,7 +257,7 @@ class JiyiStore(BaseStore):
                     self.rt, old.id, hard=True, reason="langgraph delete", tenant_id=self.tenant_id, actor=TAG
                 )
             return None
-        value = dict(op.value)
+        value = scrub(self.rt.gate, self.tenant_id, dict(op.value))
         content = _search_text(value, op.index)
         fields: dict[str, Any] = {
             "content": content,
@@ -270,14 +272,20 @@ class JiyiStore(BaseStore):
                 "user_id": scope_id(namespace),
                 "memory_type": "fact",
             }
-            yield from items.import_items(self.rt, [record], tenant_id=self.tenant_id, actor=TAG)
+            # The value is redacted above; the rest are identifiers, kept as they are.
+            yield from items.import_items(
+                self.rt, [record], tenant_id=self.tenant_id, actor=TAG, trusted=True
+            )
             return None
         changes = {k: v for k, v in fields.items() if k != "content"}
         changes["tags"] = tuple(changes["tags"])
+        for name in ("metadata", "tags"):  # identifiers: written once, never redacted
+            if changes[name] == getattr(old, name):
+                del changes[name]
         if old.status != Status.ACTIVE:
             changes["status"] = Status.ACTIVE
         if content != old.content:
-            checked = screen(content, old.confidence, self.rt.gate)
+            checked = screen(content, old.confidence, self.rt.gate, self.tenant_id)
             if not (isinstance(checked, Screened) and checked.text == content):
                 # The gate would refuse or rewrite the text: overwrite verbatim instead.
                 record = {
@@ -287,7 +295,9 @@ class JiyiStore(BaseStore):
                     "version": old.version + 1,
                     "updated_at": self.rt.now(),
                 }
-                yield from items.import_items(self.rt, [record], tenant_id=self.tenant_id, actor=TAG)
+                yield from items.import_items(
+                    self.rt, [record], tenant_id=self.tenant_id, actor=TAG, trusted=True
+                )
                 return None
             changes["content"] = content
         yield from items.update(

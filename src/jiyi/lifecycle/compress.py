@@ -79,10 +79,10 @@ from jiyi.store.base import (
     creator_of,
     history_event,
 )
-from jiyi.text.pii import redact
 from jiyi.text.tokenize import index_text
 from jiyi.text.tokens import count_tokens
 from jiyi.validate import enum_tuple, scope_keys
+from jiyi.write.gate import scrub
 
 if TYPE_CHECKING:
     pass
@@ -636,9 +636,8 @@ def _llm_cores(rt: Runtime, plan: _Plan, policy: CompressionPolicy) -> Flow[list
         max_core=max_core,
         max_length=rt.gate.max_length,
     )
-    if rt.gate.redact_pii:
-        cores = [CoreStatement(redact(c.content).text, c.sources) for c in cores]
-    return cores
+    # A model's wording is new text: redacted as the tenant's policy says.
+    return [CoreStatement(scrub(rt.gate, items[0].tenant_id, c.content), c.sources) for c in cores]
 
 
 def _drafts(

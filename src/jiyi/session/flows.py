@@ -43,6 +43,7 @@ from jiyi.store.base import (
 from jiyi.text.tokenize import index_text
 from jiyi.text.tokens import count_message_tokens
 from jiyi.write.extract import Extracted, Turn
+from jiyi.write.gate import scrub
 from jiyi.write.pipeline import Outcome, store_extracted
 from jiyi.write.resources import store_turns
 
@@ -79,7 +80,9 @@ class JobReport:
     error: str | None = None
 
 
-def _as_message(raw: Message | Mapping[str, Any] | tuple[str, str], base: dict[str, Any]) -> Message:
+def _as_message(
+    rt: Runtime, raw: Message | Mapping[str, Any] | tuple[str, str], base: dict[str, Any]
+) -> Message:
     if isinstance(raw, Message):
         data = raw.model_dump()
         data.update(
@@ -108,9 +111,20 @@ def _as_message(raw: Message | Mapping[str, Any] | tuple[str, str], base: dict[s
         if isinstance(exc, ValidationError):
             raise invalid_from_pydantic(exc) from None
         raise
+    msg = scrub_message(rt, msg)
     if not msg.token_count:
         msg = msg.model_copy(update={"token_count": count_message_tokens(msg.role, msg.content)})
     return msg
+
+
+def scrub_message(rt: Runtime, msg: Message) -> Message:
+    """The message with sensitive data redacted from its content, tool calls and metadata
+    (the tenant's policy): short-term memory is stored text like any other."""
+    fields = (msg.content, msg.tool_calls, msg.metadata)
+    content, tool_calls, metadata = scrub(rt.gate, msg.tenant_id, fields)
+    if (content, tool_calls, metadata) == fields:
+        return msg
+    return msg.model_copy(update={"content": content, "tool_calls": tool_calls, "metadata": metadata})
 
 
 def _turn_job(
@@ -124,10 +138,11 @@ def _turn_job(
         max_attempts=rt.session.job_attempts,
         payload={
             **scope_ids,
+            # Messages are redacted when stored; turns stored before that are redacted here.
             "turns": [
                 {
                     "role": m.role,
-                    "content": m.content,
+                    "content": scrub(rt.gate, tenant, m.content),
                     "name": m.name,
                     "at": m.created_at.isoformat(),
                     "id": m.id,
@@ -168,7 +183,7 @@ def add_messages(
         "agent_id": agent_id,
         "created_at": rt.now(),
     }
-    msgs = tuple(_as_message(m, base) for m in messages)
+    msgs = tuple(_as_message(rt, m, base) for m in messages)
     if not msgs:
         raise InvalidInput("no messages given", field="messages")
     yield from call(Write((AppendMessages(msgs),)))
@@ -226,7 +241,7 @@ def remember(
         "agent_id": agent_id,
         "created_at": rt.now(),
     }
-    msgs = tuple(_as_message(m, base) for m in messages)
+    msgs = tuple(_as_message(rt, m, base) for m in messages)
     if not msgs:
         raise InvalidInput("no messages given", field="messages")
     cfg = rt.session
@@ -298,7 +313,7 @@ def _compact(
         return CompactionResult(0, None, before, before)
     previous = [m for m in msgs if is_summary(m)]
     prev_text = "\n".join(m.content for m in previous) or None
-    text = compaction_summary([Turn(m.role, m.content) for m in old], prev_text)
+    text = scrub(rt.gate, tenant, compaction_summary([Turn(m.role, m.content) for m in old], prev_text))
     first = min([m.seq for m in previous + old if m.seq is not None])
     summary = Message(
         role="system",
@@ -390,7 +405,12 @@ def process_jobs(
             failed = job.model_copy(
                 update={
                     "status": "failed" if final else "queued",
-                    "last_error": error + ("" if final else "\n" + traceback.format_exc(limit=3)),
+                    # An error may quote the text it failed on.
+                    "last_error": scrub(
+                        rt.gate,
+                        job.tenant_id,
+                        error + ("" if final else "\n" + traceback.format_exc(limit=3)),
+                    ),
                     "run_after": rt.now() + timedelta(seconds=delay),
                     "updated_at": rt.now(),
                     "locked_by": None,
@@ -406,7 +426,7 @@ def process_jobs(
                 "updated_at": rt.now(),
                 "locked_by": None,
                 "locked_until": None,
-                "result": job_result(outcomes),
+                "result": scrub(rt.gate, job.tenant_id, job_result(outcomes)),
             }
         )
         yield from call(Write((PutJob(done),)))
@@ -504,8 +524,12 @@ def add_episode(
     agent_id: str | None = None,
     tenant_id: str | None = None,
 ) -> Flow[MemoryItem]:
-    """Store an episode (seed 001): searchable like any memory, tagged ``episode``."""
+    """Store an episode (seed 001): searchable like any memory, tagged ``episode``.
+    Its text (summary, topics, actions, outcomes) is redacted like any stored text."""
     now = rt.now()
+    summary, key_topics, actions_taken, outcomes = scrub(
+        rt.gate, rt.tenant(tenant_id), (summary, tuple(key_topics), tuple(actions_taken), tuple(outcomes))
+    )
     scope = owner_scope(user_id, project_id, agent_id)
     item = MemoryItem.build(
         content=summary,
@@ -556,19 +580,21 @@ def save_checkpoint(
     metadata: Mapping[str, Any] | None = None,
     tenant_id: str | None = None,
 ) -> Flow[Checkpoint]:
-    """Save a session's state; by default its current messages."""
+    """Save a session's state; by default its current messages. Sensitive data is
+    redacted from the messages and from every string in the states, the pending tool
+    calls, the metadata and the label (the tenant's policy)."""
     tenant = rt.tenant(tenant_id)
     if messages is None:
         messages = yield from call(GetMessages(tenant, session_id))
     cp = Checkpoint.build(
         session_id=session_id,
         tenant_id=tenant,
-        label=label,
-        messages=tuple(messages),
-        agent_state=dict(agent_state or {}),
-        tool_states=dict(tool_states or {}),
-        pending_tool_calls=tuple(dict(c) for c in pending_tool_calls),
-        metadata=dict(metadata or {}),
+        label=scrub(rt.gate, tenant, label),
+        messages=tuple(scrub_message(rt, m) for m in messages),
+        agent_state=scrub(rt.gate, tenant, dict(agent_state or {})),
+        tool_states=scrub(rt.gate, tenant, dict(tool_states or {})),
+        pending_tool_calls=scrub(rt.gate, tenant, tuple(dict(c) for c in pending_tool_calls)),
+        metadata=scrub(rt.gate, tenant, dict(metadata or {})),
         created_at=rt.now(),
     )
     yield from call(Write((PutCheckpoint(cp),)))
@@ -596,7 +622,9 @@ def restore_checkpoint(
     if replace_messages:
         current = yield from call(GetMessages(tenant, session_id))
         seqs = tuple(m.seq for m in current if m.seq is not None)
-        yield from call(Write((DeleteMessages(tenant, session_id, seqs), AppendMessages(tuple(cp.messages)))))
+        # A checkpoint saved before redaction (or under another policy) is redacted as it is written back.
+        restored = tuple(scrub_message(rt, m) for m in cp.messages)
+        yield from call(Write((DeleteMessages(tenant, session_id, seqs), AppendMessages(restored))))
     return cp
 
 
@@ -653,6 +681,8 @@ def add_document(
 
     if not isinstance(text, str):
         raise InvalidInput("text must be a string", field="text")
+    # Redacted before chunking, so the chunks' offsets and get_document() agree.
+    text, title = scrub(rt.gate, rt.tenant(tenant_id), (text, title))
     why = resource_skip_reason(text)
     if why:
         raise InvalidInput(f"not stored: {why}", field="text")

@@ -11,11 +11,14 @@ Covered kinds:
 * ``CREDIT_CARD``  13-19 digits (bare, or grouped by spaces/dashes as cards are printed) that
                    pass the Luhn check.
 * ``SSN``          US social security numbers ``ddd-dd-dddd`` outside the never-issued ranges.
-* ``IP``           IPv4 dotted quads and IPv6 addresses, validated by :mod:`ipaddress`.
-* ``API_KEY``      well-known token shapes (OpenAI, Anthropic, AWS, GitHub, Slack, Google,
-                   Stripe, JWT, PEM private keys), ``Bearer``/``Basic`` credentials and the
-                   value of ``api_key=`` / ``token:`` / ``secret=`` / ``password=`` / ``密码：``
-                   style assignments.
+* ``IP``           IPv4 dotted quads and IPv6 addresses, validated by :mod:`ipaddress`; a
+                   quad the text calls a version ("version 1.2.3.4", "版本号 1.2.3.4",
+                   "v1.2.3.4") is not an address.
+* ``API_KEY``      well-known token shapes (OpenAI, Anthropic, AWS key ids and secret access
+                   keys, GitHub, Slack, Google, Stripe, JWT, PEM private keys),
+                   ``Bearer``/``Basic`` credentials and the value of ``api_key=`` /
+                   ``token:`` / ``secret=`` / ``password=`` / ``密码：`` style assignments,
+                   also in prose: "my password is hunter2-xyz", "我的密码是abc123".
 
 Each match becomes ``[REDACTED_<KIND>]``. Naming the kind keeps the stored memory useful
 ("the user gave a phone number") without keeping the number, and the placeholder contains
@@ -32,6 +35,9 @@ When candidate spans overlap, the longest wins, then the more specific kind (a v
 number is not also a phone; a phone inside an e-mail address is part of the address).
 ``kinds=`` filters the resolved matches, so restricting the kinds never re-labels a span.
 
+:func:`redact_value` applies :func:`redact` to every string inside a JSON-like value
+(mappings, lists, tuples), for the fields stored next to a memory's text.
+
 Pure and offline: precompiled regexes, no I/O.
 """
 
@@ -39,15 +45,19 @@ from __future__ import annotations
 
 import bisect
 import ipaddress
+import itertools
 import re
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
+from typing import Any, TypeVar
 
 from jiyi.errors import InvalidInput
 
-__all__ = ["PiiKind", "PiiMatch", "Redaction", "redact"]
+__all__ = ["PiiKind", "PiiMatch", "Redaction", "redact", "redact_value"]
+
+T = TypeVar("T")
 
 
 class PiiKind(StrEnum):
@@ -252,11 +262,24 @@ def _ipv6_ok(cand: str) -> bool:
     return len(groups) >= 3 or any(len(g) == 4 for g in groups)
 
 
+# A dotted quad the text calls a version is one: "version 1.2.3.4", "release 2.0.1.3",
+# "版本号 1.2.3.4", "升级到 1.2.3.4 版本". ("v1.2.3.4" is not a candidate at all.)
+_VERSION_BEFORE = re.compile(
+    r"(?:(?i:\b(?:versions?|ver\.?|release|build|v))[ \t]*[:：#]?[ \t]*(?i:(?:is|was)[ \t]+)?"
+    r"|版本号?[ \t]*[:：是为]?[ \t]*)$"
+)
+_VERSION_AFTER = re.compile(r"[ \t]*版本?")
+
+
 def _ips(text: str) -> _Spans:
     for m in _IPV4.finditer(text):
         try:
             ipaddress.IPv4Address(m.group())  # octets 0-255, no leading zeros
         except ValueError:
+            continue
+        if _VERSION_BEFORE.search(text, max(0, m.start() - 20), m.start()) or _VERSION_AFTER.match(
+            text, m.end()
+        ):
             continue
         yield m.span()
     if ":" not in text:
@@ -302,7 +325,10 @@ _ASSIGN = re.compile(
     r"|(?:access|auth|refresh|session|id)[_-]?token|token|password|passwd|passphrase|pwd)"
     # CJK keys often follow ASCII directly ("WiFi密码"), so no lookbehind for them.
     r"|密码|口令|密钥|秘钥|令牌)"
-    r"(?![A-Za-z0-9])[\"']?[ \t]*(?::=|=>|[:=：]|是|为)[ \t]*(?!=)"
+    # "is" / "was" and 是 / 为 are how people say it in prose ("my password is ...").
+    # No separator at all ("password hunter2-xyz") only for values that look generated.
+    r"(?![A-Za-z0-9])[\"']?[ \t]*"
+    r"(?P<sep>:=|=>|[:=：]|(?:是|为)[:：]?|(?i:is|was)(?![A-Za-z])[ \t]*[:：]?|(?<=[ \t]))[ \t]*(?!=)"
     r"(?:\"(?P<dq>[^\"\n]{1,512})\"|'(?P<sq>[^'\n]{1,512})'|“(?P<cq>[^”\n]{1,512})”"
     # Unquoted values are ASCII: CJK text right after "密码是abc" ends the value.
     r"|(?P<bare>[^\s\"'&,;\x80-\U0010ffff]{1,512}))"
@@ -311,6 +337,18 @@ _ASSIGN = re.compile(
 # so "max_token=1024" or "token: none" are left alone.
 _PASSWORD_KEYS = frozenset({"password", "passwd", "passphrase", "pwd", "密码", "口令"})
 _TRAILING_PUNCT = ".:!?)]}>"
+# After "password is" in prose a plain word is usually about the password, not the password
+# ("the password is wrong"). A plain word counts only after "my/our/your/his/her/their ..."
+# and when it is not one of these.
+_PROSE_OWNER = re.compile(r"(?i:\b(?:my|our|your|his|her|their))[ \t]+(?:[A-Za-z]+[ \t]+)?$")
+_PROSE_WORDS = frozenset(
+    """a an the not no none null too very so also still now already just being been
+    wrong incorrect invalid correct right required missing empty blank expired weak strong
+    secure insecure safe unsafe same different changed reset set saved stored hidden encrypted
+    long short easy hard simple ok okay fine good bad new old here there that this it what
+    which in on at for to of known unknown secret private public mine yours ours theirs case
+    sensitive""".split()
+)
 
 
 def _looks_generated(value: str) -> bool:
@@ -337,9 +375,59 @@ def _api_keys(text: str) -> _Spans:
             value = value.rstrip(_TRAILING_PUNCT) or value  # sentence punctuation, not the secret
         if value.startswith("[REDACTED_") or not value.strip("*"):
             continue  # already redacted or masked
-        if m["key"].lower() in _PASSWORD_KEYS or _looks_generated(value):
+        if not m["sep"]:
+            secret = any(c.isdigit() for c in value) and _looks_generated(value)
+        else:
+            secret = _looks_generated(value) or (
+                m["key"].lower() in _PASSWORD_KEYS and _password_value(text, m, value)
+            )
+        if secret:
             start = m.start(group)
             yield start, start + len(value)
+    yield from _aws_secrets(text)
+
+
+def _password_value(text: str, m: re.Match[str], value: str) -> bool:
+    """Whether ``value`` after a password key is the password. After ``=``, ``:`` or 是 it
+    always is; after a prose "is" a plain word only when someone's password is meant."""
+    if m["sep"][:1].lower() not in ("i", "w") or m["sep"].rstrip()[-1:] in (":", "："):
+        return True
+    if not value.isalpha():
+        return True  # digits or symbols: "my password is hunter2-xyz"
+    owned = _PROSE_OWNER.search(text, max(0, m.start() - 40), m.start())
+    return owned is not None and value.lower() not in _PROSE_WORDS
+
+
+# AWS secret access keys: 40 characters of base64 with upper- and lower-case letters and a
+# digit. Bare, that shape is too common to take alone, so one counts when it names itself
+# nearby (aws, secret, an AKIA.../ASIA... key id, 密钥 in the 100 characters before) or
+# looks random: a "/" or "+" inside and letters switching case often, as base64 does.
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=_.-])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=_-])(?!\.[A-Za-z0-9])")
+_AWS_CONTEXT = re.compile(r"(?i:aws|secret)|AKIA|ASIA|密钥|秘钥")
+
+
+def _aws_secrets(text: str) -> _Spans:
+    if len(text) < 40:
+        return
+    for m in _AWS_SECRET.finditer(text):
+        tok = m.group()
+        upper = sum(c.isupper() for c in tok)
+        lower = sum(c.islower() for c in tok)
+        digits = sum(c.isdigit() for c in tok)
+        if not (upper and lower and digits):
+            continue  # hex digests, words
+        if _AWS_CONTEXT.search(text, max(0, m.start() - 100), m.start()) or (
+            ("/" in tok or "+" in tok) and upper >= 5 and lower >= 5 and _case_switches(tok) >= 8
+        ):
+            yield m.span()
+
+
+def _case_switches(tok: str) -> int:
+    """Adjacent letters of different case: about 13 in a random 40-character key, a few
+    in CamelCase words and paths ("Users/JohnSmith/Documents")."""
+    return sum(
+        1 for a, b in itertools.pairwise(tok) if a.isalpha() and b.isalpha() and a.isupper() != b.isupper()
+    )
 
 
 # --- resolution ------------------------------------------------------------------------------
@@ -423,3 +511,58 @@ def redact(text: str, kinds: Collection[PiiKind] | None = None) -> Redaction:
         pos = m.end
     parts.append(text[pos:])
     return Redaction("".join(parts), tuple(kept))
+
+
+def redact_value(value: T, kinds: Collection[PiiKind] | None = None) -> T:
+    """``value`` with every string in it redacted (:func:`redact`): a string, and recursively
+    the values of mappings and the items of lists and tuples. Mapping keys are kept (they
+    name fields); numbers, booleans, None and other objects are returned as they are, and so
+    is anything with nothing to redact (the same object), so callers can compare cheaply.
+    """
+    wanted = None if kinds is None else frozenset(kinds)
+    if wanted is not None and not wanted:
+        return value
+    return _redact_any(value, wanted)  # type: ignore[no-any-return]
+
+
+# A mapping key naming a secret ({"password": "..."}) says what its string value is.
+_SECRET_NAME = re.compile(r"(?i:key|secret|token|pass|pwd)|密码|口令|密钥|秘钥|令牌")
+
+
+# ... and one naming a version ({"version": "1.2.3.4"}) says its value is no address.
+_VERSION_NAME = re.compile(r"(?i:version|release|build)|(?i:^ver$)|版本")
+_NOT_IP = frozenset(PiiKind) - {PiiKind.IP}
+
+
+def _redact_field(key: object, value: str, kinds: frozenset[PiiKind] | None) -> str:
+    """A mapping's string value, read as the assignment ``key="value"`` when the key names
+    a secret, so the value of {"password": "hunter2"} is found as in ``password="hunter2"``."""
+    if not isinstance(key, str) or len(key) > 64:
+        return redact(value, kinds).text
+    if _VERSION_NAME.search(key):
+        kinds = _NOT_IP if kinds is None else kinds & _NOT_IP
+    if '"' in value or "\n" in value or len(value) > 512 or not _SECRET_NAME.search(key):
+        return redact(value, kinds).text
+    head = f'{key}="'
+    out = redact(f'{head}{value}"', kinds).text
+    if not (out.startswith(head) and out.endswith('"')):
+        return redact(value, kinds).text  # the key itself held something: redact the value alone
+    out = out[len(head) : -1]
+    return value if out == value else out
+
+
+def _redact_any(value: Any, kinds: frozenset[PiiKind] | None) -> Any:
+    if isinstance(value, str):
+        return redact(value, kinds).text
+    if isinstance(value, Mapping):
+        out = {
+            k: _redact_field(k, v, kinds) if isinstance(v, str) else _redact_any(v, kinds)
+            for k, v in value.items()
+        }
+        return value if all(out[k] is v for k, v in value.items()) else out
+    if isinstance(value, list | tuple):
+        items = [_redact_any(v, kinds) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    return value

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from jiyi.config import GateConfig
+from jiyi.model import MemoryItem
 from jiyi.text.lowvalue import low_value_reason
-from jiyi.text.pii import redact
+from jiyi.text.pii import redact, redact_value
 
 Action = Literal["add", "reinforce", "reject", "update", "merge", "supersede", "none"]
 """``reject`` is the gate's; the others are what the write pipeline decided (see
 :mod:`jiyi.write.reconcile`)."""
+T = TypeVar("T")
 
 _PLACEHOLDER = re.compile(r"\[REDACTED_[A-Z_]+\]")
 _WORD = re.compile(r"[^\W_]")
@@ -65,8 +67,50 @@ def text_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
-def screen(content: str, confidence: float, cfg: GateConfig) -> Screened | GateDecision:
-    """Content checks that need no store. Returns a rejection or the text to store."""
+def scrub(cfg: GateConfig, tenant_id: str | None, value: T) -> T:
+    """``value`` with every string in it redacted as the tenant's policy says
+    (:meth:`GateConfig.redaction`): the one call every path that stores text makes."""
+    return redact_value(value, cfg.redaction(tenant_id))
+
+
+ITEM_TEXT = ("content", "raw", "summary", "structured", "metadata", "tags")
+"""A memory's fields that hold text (ids and timestamps are identifiers, never redacted)."""
+_IDENTIFIERS = frozenset({"created_by"})
+"""Metadata that names someone by id (who created an item decides who may see it)."""
+
+
+def scrub_fields(cfg: GateConfig, tenant_id: str | None, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` (a memory's fields, or some of them) with the text ones (:data:`ITEM_TEXT`)
+    redacted as the tenant's policy says; metadata's ``created_by`` is an id and kept."""
+    kinds = cfg.redaction(tenant_id)
+    out = dict(fields)
+    if not kinds:
+        return out
+    for name in ITEM_TEXT:
+        value = out.get(name)
+        if value is None:
+            continue
+        if name == "metadata" and isinstance(value, Mapping):
+            out[name] = {k: v if k in _IDENTIFIERS else redact_value(v, kinds) for k, v in value.items()}
+        else:
+            out[name] = redact_value(value, kinds)
+    return out
+
+
+def scrub_item(cfg: GateConfig, item: MemoryItem) -> MemoryItem:
+    """The item with its text fields redacted as its tenant's policy says (the same item
+    when nothing changes)."""
+    fields = {name: getattr(item, name) for name in ITEM_TEXT}
+    scrubbed = scrub_fields(cfg, item.tenant_id, fields)
+    changed = {k: v for k, v in scrubbed.items() if v != fields[k]}
+    return item.evolve(**changed) if changed else item
+
+
+def screen(
+    content: str, confidence: float, cfg: GateConfig, tenant_id: str | None = None
+) -> Screened | GateDecision:
+    """Content checks that need no store. Returns a rejection or the text to store
+    (redacted as ``tenant_id``'s policy says)."""
     text = content.strip()
     width = text_width(text)
     if width < cfg.min_length:
@@ -92,8 +136,9 @@ def screen(content: str, confidence: float, cfg: GateConfig) -> Screened | GateD
         f"confidence {confidence:.2f}",
     ]
     kinds: tuple[str, ...] = ()
-    if cfg.redact_pii:
-        result = redact(text)
+    wanted = cfg.redaction(tenant_id)
+    if wanted:
+        result = redact(text, wanted)
         if result.found:
             kinds = tuple(k.value for k in result.kinds)
             text = result.text

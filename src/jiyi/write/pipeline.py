@@ -69,6 +69,8 @@ from jiyi.write.gate import (
     rate_limit_decision,
     reinforced_confidence,
     screen,
+    scrub,
+    scrub_item,
 )
 from jiyi.write.reconcile import Decision, Existing, ReconcileConfig, decide, reconcile_flow
 from jiyi.write.resources import Resources, is_resource
@@ -192,7 +194,7 @@ def add(
         created_at=now,
         updated_at=now,
     )
-    checked = screen(item.content, item.confidence, rt.gate)
+    checked = screen(item.content, item.confidence, rt.gate, item.tenant_id)
     if isinstance(checked, GateDecision):
         return AddResult(None, checked)
     if automatic:
@@ -219,8 +221,11 @@ def _store_one(
     infer: bool,
 ) -> Flow[AddResult]:
     if checked.text != item.content:
-        # The original, unredacted text must not survive in ``raw`` either.
+        # A ``raw`` that only repeats the content goes; the rest is redacted below.
         item = item.evolve(content=checked.text, raw=None if item.raw == item.content else item.raw)
+    # Sensitive data leaves every text field, not only the content (raw, summary,
+    # structured, metadata, tags), under the tenant's policy.
+    item = scrub_item(rt.gate, item)
     vectors, cache_put = yield from embed_documents(rt, [item.content])
     vector = vectors[0]
     if infer:
@@ -373,7 +378,8 @@ def _rewrite(
     actor: str | None,
 ) -> Flow[Applied]:
     """``update`` / ``merge``: the target takes the decided content (a new version)."""
-    content = decision.content or item.content
+    # A model's rewording is screened like any text it is given back.
+    content = scrub(rt.gate, target.tenant_id, decision.content) if decision.content else item.content
     confidence = decision.confidence
     if confidence is None:
         confidence = max(target.confidence, item.confidence)
@@ -454,7 +460,7 @@ def store_extracted(
     now = rt.now()
     kept = resources or Resources({}, [])
     outcomes = [_resource_outcome(i, item) for i, item in kept.by_turn.items()]
-    refused, passed = _screen_all(rt, candidates)
+    refused, passed = _screen_all(rt, candidates, tenant)
     outcomes += refused
     if session_id is not None and passed:
         used = yield from call(CountEvents(rate_key(tenant, session_id), now - rt.gate.extraction_window))
@@ -471,7 +477,8 @@ def store_extracted(
     owner = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
     pending: dict[str, MemoryItem] = {}
     for (cand, text), vector in zip(passed, vectors, strict=True):
-        item = _extracted_item(cand, text, tenant, now, owner, turn_times, turn_names)
+        # The turn (raw), the structure read off it and the metadata are redacted too.
+        item = scrub_item(rt.gate, _extracted_item(cand, text, tenant, now, owner, turn_times, turn_names))
         source = kept.by_turn.get(cand.turn_index) if cand.turn_index is not None else None
         if source is not None:  # the fact links to what was said
             item = item.evolve(relations=(Relation(type=RelationType.DERIVED_FROM, target_id=source.id),))
@@ -519,13 +526,13 @@ def _resource_outcome(turn: int, item: MemoryItem) -> Outcome:
 
 
 def _screen_all(
-    rt: Runtime, candidates: Sequence[Extracted]
+    rt: Runtime, candidates: Sequence[Extracted], tenant: str
 ) -> tuple[list[Outcome], list[tuple[Extracted, str]]]:
     """Refused candidates as outcomes, and the rest with their screened (redacted) text."""
     outcomes: list[Outcome] = []
     passed: list[tuple[Extracted, str]] = []
     for cand in candidates:
-        checked = screen(cand.content, cand.confidence, rt.gate)
+        checked = screen(cand.content, cand.confidence, rt.gate, tenant)
         if isinstance(checked, GateDecision):
             outcomes.append(Outcome(cand, "rejected", "; ".join(checked.reasons)))
         else:

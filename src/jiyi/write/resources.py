@@ -25,8 +25,8 @@ from jiyi.items import change_event
 from jiyi.model import MemoryItem, MemoryType, Source, owner_scope
 from jiyi.runtime import Runtime
 from jiyi.store.base import Change, HistoryAction, Upsert
-from jiyi.text.pii import redact
 from jiyi.text.tokenize import index_text
+from jiyi.write.gate import scrub
 
 RESOURCE_TAG = "resource"
 TURN_TAG = "turn"
@@ -86,8 +86,7 @@ def _turn_item(
     text = str(turn.get("content") or "").strip()
     if len(text) < _MIN_CHARS or turn.get("role") not in ("user", "assistant"):
         return None
-    if rt.gate.redact_pii:
-        text = redact(text).text
+    text = scrub(rt.gate, tenant, text)  # the tenant's redaction policy, as every stored text
     name = turn.get("name")
     content = f"{name}: {text}" if name else text
     meta: dict[str, Any] = {"role": turn["role"]}

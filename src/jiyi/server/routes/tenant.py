@@ -109,16 +109,25 @@ async def export(
     openapi_extra={
         "requestBody": {
             "required": True,
-            "description": "One memory per line, as written by /v1/export. tenant_id is replaced by the key's.",
+            "description": "One memory per line, as written by /v1/export. tenant_id is replaced by the key's. "
+            "Sensitive data is redacted from every text field unless trusted=true (a restore of jiyi's own "
+            "export, kept verbatim).",
             "content": {NDJSON: {"schema": {"type": "string"}}},
         }
     },
 )
-async def import_memories(request: Request, who: Admin, memory: Mem) -> ImportResponse:
+async def import_memories(
+    request: Request,
+    who: Admin,
+    memory: Mem,
+    trusted: Annotated[
+        bool, Query(description="A restore of jiyi's own export: keep every field verbatim (no redaction).")
+    ] = False,
+) -> ImportResponse:
     records = _parse_jsonl(await request.body())
     for record in records:
         record["tenant_id"] = who.tenant  # a key imports into its own tenant only
-    result = await memory.import_items(records, tenant_id=who.tenant, actor=who.key_id)
+    result = await memory.import_items(records, tenant_id=who.tenant, actor=who.key_id, trusted=trusted)
     return ImportResponse(imported=result.imported, embedded=result.embedded)
 
 
