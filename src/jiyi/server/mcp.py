@@ -121,45 +121,66 @@ def build_server(
     """
     if keys is not None and tenant_id is not None:
         raise ConfigError("with API keys the tenant comes from each key; do not pass tenant_id")
-    scope: dict[str, Any] = {
-        "user_id": user_id,
-        "project_id": project_id,
-        "session_id": session_id,
-        "agent_id": agent_id,
-    }
+    scope = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
+    tools = _ToolServer(memory, scope, tenant_id, keys)
+    return Server(
+        name,
+        version=_version(),
+        instructions=INSTRUCTIONS,
+        get_tool_input_schema=tools.input_schema,
+        on_list_tools=tools.list_tools,
+        on_call_tool=tools.call_tool,
+    )
 
-    def tools_for(tenant: str | None, actor: str) -> ToolSet:
-        if isinstance(memory, AsyncMemory):
-            return AsyncMemoryTools(memory, **scope, tenant_id=tenant, actor=actor, profile_tool=True)
-        return MemoryTools(memory, **scope, tenant_id=tenant, actor=actor, profile_tool=True)
 
-    dispatcher = tools_for(tenant_id, "memory_tools")
-    served = {scope_key(Scope(s), dispatcher.ids[f"{s}_id"]) for s in dispatcher.scopes}
-    per_key: dict[str, ToolSet] = {}
+class _ToolServer:
+    """The MCP tools of one served scope: their schemas, and each call dispatched to the
+    agent tools as the calling key (with keys) or as the server itself."""
 
-    def dispatcher_of(who: Principal) -> ToolSet:
-        found = per_key.get(who.key_id)
+    def __init__(
+        self,
+        memory: Memory | AsyncMemory,
+        scope: dict[str, str | None],
+        tenant_id: str | None,
+        keys: ApiKeys | None,
+    ) -> None:
+        self.memory = memory
+        self.scope = scope
+        self.keys = keys
+        self.dispatcher = self.tools_for(tenant_id, "memory_tools")
+        self.served = {scope_key(Scope(s), self.dispatcher.ids[f"{s}_id"]) for s in self.dispatcher.scopes}
+        self.per_key: dict[str, ToolSet] = {}
+        self.schemas = {s["function"]["name"]: s["function"] for s in self.dispatcher.schemas()}
+        self.tools = [
+            types.Tool(
+                name=fn["name"],
+                description=fn["description"],
+                input_schema=fn["parameters"],
+                annotations=_ANNOTATIONS.get(fn["name"]),
+            )
+            for fn in self.schemas.values()
+        ]
+
+    def tools_for(self, tenant: str | None, actor: str) -> ToolSet:
+        if isinstance(self.memory, AsyncMemory):
+            return AsyncMemoryTools(
+                self.memory, **self.scope, tenant_id=tenant, actor=actor, profile_tool=True
+            )
+        return MemoryTools(self.memory, **self.scope, tenant_id=tenant, actor=actor, profile_tool=True)
+
+    def dispatcher_of(self, who: Principal) -> ToolSet:
+        found = self.per_key.get(who.key_id)
         if found is None or found.tenant_id != who.tenant:
-            found = per_key[who.key_id] = tools_for(who.tenant, who.key_id)
+            found = self.per_key[who.key_id] = self.tools_for(who.tenant, who.key_id)
         return found
 
-    schemas = {s["function"]["name"]: s["function"] for s in dispatcher.schemas()}
-    tools = [
-        types.Tool(
-            name=fn["name"],
-            description=fn["description"],
-            input_schema=fn["parameters"],
-            annotations=_ANNOTATIONS.get(fn["name"]),
-        )
-        for fn in schemas.values()
-    ]
-
+    @staticmethod
     async def dispatch(acting: ToolSet, tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(acting, AsyncMemoryTools):
             return await acting.call(tool, arguments)
         return await anyio.to_thread.run_sync(functools.partial(acting.call, tool, arguments))
 
-    async def creator(acting: ToolSet, item_id: str) -> tuple[bool, str | None]:
+    async def creator(self, acting: ToolSet, item_id: str) -> tuple[bool, str | None]:
         """Whether the item exists in the served scopes, and who created it:
         ``metadata.created_by`` (set by the REST service), else the actor of its first
         history event (the tools record the calling key there)."""
@@ -176,63 +197,62 @@ def build_server(
                 )
         except NotFound:
             return False, None
-        if item.scope_key not in served:  # the tool answers not_found, as for a missing id
+        if item.scope_key not in self.served:  # the tool answers not_found, as for a missing id
             return False, None
         return True, creator_of(item) or (events[0].actor if events else None)
 
-    async def refusal(who: Principal, acting: ToolSet, tool: str, arguments: Mapping[str, Any]) -> str | None:
+    async def refusal(
+        self, who: Principal, acting: ToolSet, tool: str, arguments: Mapping[str, Any]
+    ) -> str | None:
         """Why the key ``who`` may not make this call, or None when it may."""
+        project_id = self.scope["project_id"]
         if project_id is not None and not who.member_of(project_id):
             return f"this key is not a member of project {project_id!r}"
         if tool in WRITE_TOOLS and not who.role.can_write:
             return f"a {who.role.value} key can only read; {tool} is not allowed"
         memory_id = arguments.get("memory_id")
         if tool == "memory_delete" and not who.role.can_edit_any and isinstance(memory_id, str):
-            found, made_by = await creator(acting, memory_id)
+            found, made_by = await self.creator(acting, memory_id)
             if found and made_by != who.key_id:  # not found: the tool answers not_found
                 return f"an {who.role.value} key can only delete memories it created"
         return None
 
-    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+    async def list_tools(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.tools)
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        if params.name not in schemas:
+    async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in self.schemas:
             raise MCPError(
                 types.INVALID_PARAMS,
-                f"unknown tool {params.name!r}; this server has: {', '.join(schemas)}",
+                f"unknown tool {params.name!r}; this server has: {', '.join(self.schemas)}",
             )
         arguments = params.arguments or {}
-        acting = dispatcher
-        if keys is not None:
+        acting = self.dispatcher
+        if self.keys is not None:
             request = getattr(ctx, "request", None)
             who = request.scope.get(PRINCIPAL) if request is not None else None
             if not isinstance(who, Principal):
-                return as_result(error_result("unauthorized", "this server takes calls with an API key only"))
-            acting = dispatcher_of(who)
-            why = await refusal(who, acting, params.name, arguments)
+                return _as_result(
+                    error_result("unauthorized", "this server takes calls with an API key only")
+                )
+            acting = self.dispatcher_of(who)
+            why = await self.refusal(who, acting, params.name, arguments)
             if why is not None:
-                return as_result(error_result("forbidden", why))
-        return as_result(await dispatch(acting, params.name, arguments))
+                return _as_result(error_result("forbidden", why))
+        return _as_result(await self.dispatch(acting, params.name, arguments))
 
-    def as_result(result: dict[str, Any]) -> types.CallToolResult:
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
-            structured_content=result,
-            is_error="error" in result,
-        )
-
-    def input_schema(tool: str) -> Mapping[str, Any] | None:
-        fn = schemas.get(tool)
+    def input_schema(self, tool: str) -> Mapping[str, Any] | None:
+        fn = self.schemas.get(tool)
         return None if fn is None else fn["parameters"]
 
-    return Server(
-        name,
-        version=_version(),
-        instructions=INSTRUCTIONS,
-        get_tool_input_schema=input_schema,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
+
+def _as_result(result: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+        structured_content=result,
+        is_error="error" in result,
     )
 
 

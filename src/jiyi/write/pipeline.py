@@ -170,7 +170,7 @@ def add(
     if viewer is not None and viewer.actor is not None:
         metadata = {"created_by": viewer.actor, **(metadata or {})}
     now = rt.now()
-    item = MemoryItem.build(
+    item = MemoryItem.build(  # built first: the model validates every field
         content=content,
         raw=raw,
         summary=summary,
@@ -197,18 +197,19 @@ def add(
     checked = screen(item.content, item.confidence, rt.gate, item.tenant_id)
     if isinstance(checked, GateDecision):
         return AddResult(None, checked)
-    if automatic:
-        if item.session_id is None:
-            raise InvalidInput(
-                "an automatic extraction needs the session_id it came from", field="session_id"
-            )
-        used = yield from call(
-            CountEvents(rate_key(item.tenant_id, item.session_id), now - rt.gate.extraction_window)
-        )
-        limited = rate_limit_decision(used, rt.gate, item.session_id)
-        if limited:
-            return AddResult(None, limited)
+    limited = (yield from _rate_limited(rt, item)) if automatic else None
+    if limited:
+        return AddResult(None, limited)
     return (yield from _store_one(rt, item, checked, automatic, actor, viewer, infer))
+
+
+def _rate_limited(rt: Runtime, item: MemoryItem) -> Flow[GateDecision | None]:
+    """An automatic add is one extraction run of its session (see ``GateConfig.max_extractions``)."""
+    if item.session_id is None:
+        raise InvalidInput("an automatic extraction needs the session_id it came from", field="session_id")
+    since = item.created_at - rt.gate.extraction_window
+    used = yield from call(CountEvents(rate_key(item.tenant_id, item.session_id), since))
+    return rate_limit_decision(used, rt.gate, item.session_id)
 
 
 def _store_one(
