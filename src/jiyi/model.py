@@ -132,6 +132,25 @@ def _where(path: tuple[str | int, ...]) -> str:
     return f" (at {shown.lstrip('.')}{'...' if len(path) > 6 else ''})"
 
 
+def _scalar_size(v: object, path: tuple[str | int, ...]) -> int | None:
+    """The JSON size of a scalar (None: not a scalar); ValueError when it is not valid JSON."""
+    if isinstance(v, str):
+        try:
+            check_text_value(v)
+        except ValueError as exc:
+            raise ValueError(f"{exc}{_where(path)}") from None
+        return len(v) + 2 if v.isascii() else len(v.encode("utf-8")) + 2
+    if v is None or isinstance(v, bool):
+        return 5
+    if isinstance(v, int):
+        return v.bit_length() // 3 + 2
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise ValueError(f"{v} is not a JSON number{_where(path)}")
+        return 24
+    return None
+
+
 def check_json(value: object, limits: JsonLimits = FIELD_LIMITS, *, at: tuple[str | int, ...] = ()) -> None:
     """Raise ValueError, saying where, unless ``value`` is JSON within ``limits``
     (``at``: where ``value`` sits inside the field, for the depth and the message).
@@ -142,20 +161,9 @@ def check_json(value: object, limits: JsonLimits = FIELD_LIMITS, *, at: tuple[st
     stack: list[tuple[object, int, tuple[str | int, ...]]] = [(value, len(at), at)]
     while stack:
         v, depth, path = stack.pop()
-        if isinstance(v, str):
-            try:
-                check_text_value(v)
-            except ValueError as exc:
-                raise ValueError(f"{exc}{_where(path)}") from None
-            size += len(v) + 2 if v.isascii() else len(v.encode("utf-8")) + 2
-        elif v is None or isinstance(v, bool):
-            size += 5
-        elif isinstance(v, int):
-            size += v.bit_length() // 3 + 2
-        elif isinstance(v, float):
-            if not math.isfinite(v):
-                raise ValueError(f"{v} is not a JSON number{_where(path)}")
-            size += 24
+        scalar = _scalar_size(v, path)
+        if scalar is not None:
+            size += scalar
         elif isinstance(v, Mapping | list | tuple):
             if depth >= limits.depth:
                 raise ValueError(f"JSON is nested deeper than {limits.depth} levels{_where(path)}")
