@@ -551,17 +551,25 @@ def _redact_field(key: object, value: str, kinds: frozenset[PiiKind] | None) -> 
     return value if out == value else out
 
 
-def _redact_any(value: Any, kinds: frozenset[PiiKind] | None) -> Any:
+_MAX_DEPTH = 64
+"""Deeper values are left as they are: no stored JSON field may nest deeper than 32 levels
+(:data:`jiyi.model.FIELD_LIMITS`), so validation refuses them with a clear error; walking
+them here would only hit Python's recursion limit first."""
+
+
+def _redact_any(value: Any, kinds: frozenset[PiiKind] | None, depth: int = 0) -> Any:
     if isinstance(value, str):
         return redact(value, kinds).text
+    if depth > _MAX_DEPTH:
+        return value
     if isinstance(value, Mapping):
         out = {
-            k: _redact_field(k, v, kinds) if isinstance(v, str) else _redact_any(v, kinds)
+            k: _redact_field(k, v, kinds) if isinstance(v, str) else _redact_any(v, kinds, depth + 1)
             for k, v in value.items()
         }
         return value if all(out[k] is v for k, v in value.items()) else out
     if isinstance(value, list | tuple):
-        items = [_redact_any(v, kinds) for v in value]
+        items = [_redact_any(v, kinds, depth + 1) for v in value]
         if all(a is b for a, b in zip(items, value, strict=True)):
             return value
         return items if isinstance(value, list) else tuple(items)
