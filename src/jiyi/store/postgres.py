@@ -82,13 +82,16 @@ import threading
 import unicodedata
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager, nullcontext, suppress
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from jiyi.driver import AsyncHandler, Handler, adrive, drive
+from jiyi.effects import Flow
 from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreUnavailable
 from jiyi.model import MemoryItem, as_utc
 from jiyi.session.model import Checkpoint, Job, Message
@@ -96,7 +99,6 @@ from jiyi.store.base import (
     AppendMessages,
     CacheGet,
     CachePut,
-    Candidate,
     ClaimJobs,
     ClearRows,
     CountEvents,
@@ -110,9 +112,14 @@ from jiyi.store.base import (
     GetMessages,
     GetStats,
     HistoryEvent,
+    Hit,
+    KeywordHits,
+    Link,
     ListCheckpoints,
     ListItems,
     ListJobs,
+    Loaded,
+    LoadHits,
     LoadRows,
     Op,
     Page,
@@ -124,9 +131,11 @@ from jiyi.store.base import (
     RowPage,
     Store,
     StoreStats,
+    ThreadLinks,
     Touch,
     Upsert,
     Vector,
+    VectorHits,
     VectorsFor,
     Write,
     check_row_kind,
@@ -134,6 +143,7 @@ from jiyi.store.base import (
     vector_from_text,
     vector_to_text,
 )
+from jiyi.store.retrieve import retrieve_flow
 from jiyi.store.sqlcommon import decode_cursor, encode_cursor, ts, viewer_clause
 
 try:
@@ -330,6 +340,9 @@ BM25_B = 0.75
 # SQLite's FTS5 table has a scope column holding two tokens per row, and bm25() counts
 # every column in a document's length; adding the same keeps the two backends' scores equal.
 FTS5_SCOPE_TOKENS = 2
+
+_VECTOR_ROW = "v.pk = i.pk AND v.model = %(model)s AND v.dim = %(dim)s"
+"""Joins ``vectors v`` to ``items i``: the row of the searched model and dimension."""
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -847,27 +860,6 @@ async def _run_async(conn: AConn, q: _Query) -> Rows:
         return await cur.fetchall() if cur.description is not None else []
 
 
-def _drive(plan: Plan[R], query: _Query, conn: Conn) -> R:
-    """Run a started plan (``query`` is its first statement) to its end on ``conn``."""
-    try:
-        while True:
-            query = plan.send(_run_sync(conn, query))
-    except StopIteration as stop:
-        return cast(R, stop.value)
-    finally:
-        plan.close()
-
-
-async def _adrive(plan: Plan[R], query: _Query, conn: AConn) -> R:
-    try:
-        while True:
-            query = plan.send(await _run_async(conn, query))
-    except StopIteration as stop:
-        return cast(R, stop.value)
-    finally:
-        plan.close()
-
-
 def _single(query: _Query, convert: Callable[[Rows], R]) -> Plan[R]:
     rows = yield query
     return convert(rows)
@@ -878,80 +870,87 @@ def _done(value: R) -> Plan[R]:
     return value
 
 
-def _start(plan: Plan[R]) -> tuple[_Query | None, R | None]:
-    """Advance a fresh plan to its first statement; a plan with none is already done."""
-    try:
-        return next(plan), None
-    except StopIteration as stop:
-        return None, cast(R, stop.value)
+_SNAPSHOT_SQL = _Query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+"""The first statement of a read of several statements (a ``Retrieve``'s primitives): they
+all see one state, as one statement would."""
 
 
-class _Attempt:
-    """What the drivers need to decide whether a failed attempt may be retried."""
+class _Session:
+    """One attempt at an operation: the handler table that drives its plan.
 
-    def __init__(self, write: bool) -> None:
-        self.write = write
-        self.begun = False  # a write's BEGIN went through: its statements may have run
+    ``write``: the operation writes (retried only if it had not begun); ``single``: it is
+    one statement, atomic alone in autocommit (no BEGIN/COMMIT round trips); else it runs
+    in a transaction, a repeatable-read one for a read. The connection is taken at the
+    plan's first statement (a plan that needs none, or that fails while building it, never
+    touches the pool); ``stack`` gives it back when the attempt ends, committing or rolling
+    back first. A search primitive that a ``Retrieve`` flow yields runs its own plan on the
+    same connection and snapshot."""
 
-    def retry(self, exc: BaseException, conn: Conn | AConn | None, attempt: int) -> bool:
-        if attempt >= 3 or not isinstance(exc, psycopg.Error):
-            return False
-        if isinstance(exc, pg_errors.SerializationFailure | pg_errors.DeadlockDetected):
-            return True  # the server rolled the whole transaction back
-        lost = conn is not None and conn.broken
-        return lost and attempt < 2 and (not self.write or not self.begun)
+    def __init__(self, store: PostgresStore, write: bool, single: bool, stack: ExitStack) -> None:
+        self.store, self.write, self.single, self.stack = store, write, single, stack
+        self.conn: Conn | None = None
+        self.begun = False  # BEGIN went through: a write's statements may have run
+        self.handlers: dict[type, Handler] = {_Query: self.run, Op: self.run_op}
+
+    def run(self, query: _Query) -> Rows:
+        conn = self.conn if self.conn is not None else self._open()
+        return _run_sync(conn, query)
+
+    def run_op(self, op: Op[Any]) -> Any:
+        return drive(self.store._plan(op)[0](), self.handlers)
+
+    def _open(self) -> Conn:
+        self.conn = conn = self.stack.enter_context(self.store._connection())
+        if not self.single or not conn.autocommit:
+            self.stack.enter_context(conn.transaction())
+        self.begun = True
+        if not self.single and not self.write:
+            _run_sync(conn, _SNAPSHOT_SQL)
+        return conn
+
+    def retry(self, exc: BaseException, attempt: int) -> bool:
+        return _may_retry(exc, self.conn, attempt, self.write and self.begun)
 
 
-def _pick_candidates(rows: Rows, neighbours: int) -> list[Candidate]:
-    """Choose and order candidates from :meth:`PostgresStore._retrieve_sql`'s rows exactly as
-    SQLiteStore does: vector hits nearest first, then time-window hits, then keyword hits
-    best first, then ``neighbours`` rounds adding each one's live thread neighbours."""
-    by_pk = {r[0]: r for r in rows}
-    at = {(r[2], r[3]): r[0] for r in rows if r[3] is not None}
+class _AsyncSession:
+    """:class:`_Session` on an async connection."""
 
-    def beside(pk: int, step: int) -> int | None:
-        r = by_pk[pk]
-        return None if r[3] is None else at.get((r[2], r[3] + step))
+    def __init__(self, store: PostgresStore, write: bool, single: bool, stack: AsyncExitStack) -> None:
+        self.store, self.write, self.single, self.stack = store, write, single, stack
+        self.conn: AConn | None = None
+        self.begun = False
+        self.handlers: dict[type, AsyncHandler] = {_Query: self.run, Op: self.run_op}
 
-    chosen: dict[int, None] = {}
-    for rank_col in (6, 7):
-        for r in sorted((r for r in rows if r[rank_col] is not None), key=lambda r: r[rank_col]):
-            chosen[r[0]] = None
-    keyword = {r[0]: float(r[8]) for r in rows if r[8] is not None}
-    for pk in sorted(keyword, key=lambda pk: (-keyword[pk], pk)):
-        chosen[pk] = None
-    for _ in range(neighbours):
-        for pk in list(chosen):
-            for other in (beside(pk, -1), beside(pk, 1)):
-                if other is not None and by_pk[other][4]:
-                    chosen[other] = None
+    async def run(self, query: _Query) -> Rows:
+        conn = self.conn if self.conn is not None else await self._open()
+        return await _run_async(conn, query)
 
-    def cosine(pk: int | None) -> float | None:
-        dist = None if pk is None else by_pk[pk][5]
-        return None if dist is None else 1.0 - float(dist)
+    async def run_op(self, op: Op[Any]) -> Any:
+        return await adrive(self.store._plan(op)[0](), self.handlers)
 
-    def ident(pk: int | None) -> str | None:
-        return None if pk is None else str(by_pk[pk][1])
+    async def _open(self) -> AConn:
+        self.conn = conn = await self.stack.enter_async_context(self.store._aconnection())
+        if not self.single or not conn.autocommit:
+            await self.stack.enter_async_context(conn.transaction())
+        self.begun = True
+        if not self.single and not self.write:
+            await _run_async(conn, _SNAPSHOT_SQL)
+        return conn
 
-    out: list[Candidate] = []
-    for pk in chosen:
-        r = by_pk[pk]
-        prev, nxt = beside(pk, -1), beside(pk, 1)
-        out.append(
-            Candidate(
-                item=_read_item(r[9], r[11], r[12]),
-                cosine=cosine(pk),
-                keyword=keyword.get(pk),
-                vector=r[10] if r[5] is not None else None,
-                prev_id=ident(prev),
-                next_id=ident(nxt),
-                prev_cosine=cosine(prev),
-                next_cosine=cosine(nxt),
-                prev_keyword=None if prev is None else keyword.get(prev),
-                next_keyword=None if nxt is None else keyword.get(nxt),
-            )
-        )
-    return out
+    def retry(self, exc: BaseException, attempt: int) -> bool:
+        return _may_retry(exc, self.conn, attempt, self.write and self.begun)
+
+
+def _may_retry(exc: BaseException, conn: Conn | AConn | None, attempt: int, wrote: bool) -> bool:
+    """May a failed attempt be made again? After a deadlock or serialisation failure (the
+    server rolled the whole transaction back), or once after a lost connection unless a
+    write may have run some of its statements."""
+    if attempt >= 3 or not isinstance(exc, psycopg.Error):
+        return False
+    if isinstance(exc, pg_errors.SerializationFailure | pg_errors.DeadlockDetected):
+        return True
+    lost = conn is not None and conn.broken
+    return lost and attempt < 2 and not wrote
 
 
 # ---------------------------------------------------------------- the store
@@ -1271,23 +1270,15 @@ class PostgresStore(Store):
         attempt = 0
         while True:
             attempt += 1
-            plan = make()
-            first, done = _start(plan)  # builds (and checks) the first statement before any I/O
-            if first is None:
-                return cast(R, done)
-            state = _Attempt(write)
-            conn: Conn | None = None
+            stack = ExitStack()
+            session = _Session(self, write, single, stack)
             try:
-                with (
-                    self._connection() as conn,
-                    conn.transaction() if (write and not single) or not conn.autocommit else nullcontext(),
-                ):
-                    state.begun = True
-                    return _drive(plan, first, conn)
+                with stack:  # gives the connection back, committing or rolling back first
+                    return drive(make(), session.handlers)
             except psycopg.Error as exc:
-                if state.retry(exc, conn, attempt):
+                if session.retry(exc, attempt):
                     continue
-                raise self._map_error(exc, conn) from exc
+                raise self._map_error(exc, session.conn) from exc
 
     async def aexecute(self, op: Op[R]) -> R:
         if self._closed:
@@ -1296,80 +1287,70 @@ class PostgresStore(Store):
         attempt = 0
         while True:
             attempt += 1
-            plan = make()
-            first, done = _start(plan)
-            if first is None:
-                return cast(R, done)
-            state = _Attempt(write)
-            conn: AConn | None = None
+            astack = AsyncExitStack()
+            asession = _AsyncSession(self, write, single, astack)
             try:
-                async with (
-                    self._aconnection() as conn,
-                    conn.transaction() if (write and not single) or not conn.autocommit else nullcontext(),
-                ):
-                    state.begun = True
-                    return await _adrive(plan, first, conn)
+                async with astack:
+                    return await adrive(make(), asession.handlers)
             except psycopg.Error as exc:
-                if state.retry(exc, conn, attempt):
+                if asession.retry(exc, attempt):
                     continue
-                raise self._map_error(exc, conn) from exc
+                raise self._map_error(exc, asession.conn) from exc
 
-    def _plan(self, op: Op[R]) -> tuple[Callable[[], Plan[R]], bool, bool]:
+    def _plan(self, op: Op[R]) -> tuple[Callable[[], Flow[R]], bool, bool]:
         """A factory of fresh plans for ``op`` (one per attempt), whether it writes, and
         whether it is a single statement (atomic alone: no BEGIN/COMMIT round trips).
 
-        Reads build their statement here, so bad input fails before any I/O."""
+        Reads build their statement here, so bad input fails before any I/O. A
+        ``Retrieve`` is the shared flow over the search primitives, on one snapshot."""
         match op:
             case Write():
                 # A search's usage write is one Touch: one UPDATE, so autocommit suffices.
                 single = len(op.changes) == 1 and isinstance(op.changes[0], Touch)
                 return (lambda: cast(Plan[R], self._write(op))), True, single
-            case GetItems():
-                plan: Callable[[], Plan[Any]] = self._get_items(op)
-            case ListItems():
-                plan = self._list_items(op)
-            case Retrieve():
-                plan = self._retrieve(op)
-            case GetHistory():
-                plan = self._history(op)
-            case GetStats():
-                plan = self._stats(op)
-            case CountEvents():
-                query = _Query(
-                    f"SELECT count(*) FROM {self._s}.rate_events WHERE key = %(key)s AND at >= %(since)s",
-                    {"key": op.key, "since": as_utc(op.since)},
-                )
-                plan = lambda: _single(query, lambda rows: int(rows[0][0]))  # noqa: E731
-            case CacheGet():
-                plan = self._cache_get(op)
-            case VectorsFor():
-                plan = self._vectors_for(op)
-            case GetMessages():
-                plan = self._get_messages(op)
-            case GetCheckpoint():
-                plan = self._get_checkpoint(op)
-            case ListCheckpoints():
-                query = _Query(
-                    f"SELECT doc::text FROM {self._s}.checkpoints WHERE tenant_id = %(tenant)s "
-                    "AND session_id = %(session)s ORDER BY created_at DESC, id DESC LIMIT %(limit)s",
-                    {"tenant": op.tenant_id, "session": op.session_id, "limit": max(1, op.limit)},
-                )
-                plan = lambda: _single(  # noqa: E731
-                    query, lambda rows: [Checkpoint.model_validate_json(r[0]) for r in rows]
-                )
-            case ListJobs():
-                plan = self._list_jobs(op)
             case ClaimJobs():
                 return (lambda: cast(Plan[R], self._claim_jobs(op))), True, False
-            case DumpRows():
-                plan = self._dump_rows(op)
-            case _:
-                raise InvalidInput(f"PostgresStore does not know operation {type(op).__name__}")
-        return cast(Callable[[], Plan[R]], plan), False, True
+            case Retrieve():
+                return (lambda: cast(Flow[R], retrieve_flow(op))), False, False
+        build = self._reads.get(type(op))
+        if build is None:
+            raise InvalidInput(f"PostgresStore does not know operation {type(op).__name__}")
+        return cast(Callable[[], Plan[R]], build(op)), False, True
 
-    def explain(self, op: Retrieve, *, analyze: bool = False) -> str:
-        """The query plan PostgreSQL chooses for ``op`` (``EXPLAIN``), to check exactness."""
-        query = self._retrieve_sql(op)
+    @cached_property
+    def _reads(self) -> dict[type, Callable[[Any], Callable[[], Plan[Any]]]]:
+        """Per read op, the method that builds its plan factory."""
+        return {
+            GetItems: self._get_items,
+            ListItems: self._list_items,
+            VectorHits: self._vector_hits,
+            KeywordHits: self._keyword_hits,
+            ThreadLinks: self._thread_links,
+            LoadHits: self._load_hits,
+            GetHistory: self._history,
+            GetStats: self._stats,
+            CountEvents: self._count_events,
+            CacheGet: self._cache_get,
+            VectorsFor: self._vectors_for,
+            GetMessages: self._get_messages,
+            GetCheckpoint: self._get_checkpoint,
+            ListCheckpoints: self._list_checkpoints,
+            ListJobs: self._list_jobs,
+            DumpRows: self._dump_rows,
+        }
+
+    def explain(self, op: Op[Any], *, analyze: bool = False) -> str:
+        """The query plan PostgreSQL chooses (``EXPLAIN``) for a search primitive's statement,
+        or for the first one a ``Retrieve`` runs (its vector hits, else its keyword hits),
+        to check exactness; "" when there is none."""
+        if isinstance(op, Retrieve):
+            if op.vector is not None and op.vector_k > 0:
+                op = VectorHits(op.filter, op.model_id, op.vector, op.vector_k)
+            else:
+                op = KeywordHits(op.filter, op.terms, op.keyword_k)
+        plan = cast(Plan[Any], self._plan(op)[0]())
+        query = next(plan, None)
+        plan.close()
         if query is None:
             return ""
         options = "ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF" if analyze else "COSTS OFF"
@@ -1432,185 +1413,195 @@ class PostgresStore(Store):
 
         return lambda: _single(query, convert)
 
-    def _retrieve_sql(self, op: Retrieve) -> _Query | None:
-        """The one statement behind :class:`Retrieve`, or None when nothing can match.
+    # ------------------------------------------------------------ search primitives
 
-        ``scoped`` holds the filter's live rows that have a vector, with their cosine
-        distance, MATERIALIZED so that the top-k sorts below are exact sorts of the scope's
-        rows (narrow rows: a top-N heap sort, nothing spills). Keyword hits and their
-        document frequencies come from one pass over the searched scopes' matching rows
-        (``kw_hits``). Thread positions are numbered only in the threads of the seeds
-        (vector, time-window and keyword hits); the rows within ``neighbours + 1`` positions
-        come back with what Python needs to pick candidates and neighbours exactly as
-        SQLiteStore does, documents and vectors only within ``neighbours``.
-        """
+    def _query_vector(self, model_id: str, vector: Vector) -> tuple[str, dict[str, Any]]:
+        """The cosine distance of ``v.vec`` (a vectors row of the model and dimension) to the
+        query vector, and its parameters. NaN (a zero vector) counts as orthogonal, as
+        numpy's dot product says; every primitive computes it the same way, to the bit."""
+        params = {
+            "qvec": self._vector_param(vector, "the query vector"),
+            "model": model_id,
+            "dim": int(vector.shape[0]),
+        }
+        return f"coalesce(nullif(v.vec {self._cosine} %(qvec)s, 'NaN'::float8), 1.0::float8)", params
+
+    def _vector_hits(self, op: VectorHits) -> Callable[[], Plan[list[Hit]]]:
+        """``scoped`` holds the filter's live rows that have a vector, with their cosine
+        distance, MATERIALIZED so that the top-k sort is an exact sort of the scope's rows
+        (narrow rows: a top-N heap sort, nothing spills); documents are joined to the k
+        rows only."""
+        s = self._s
+        where, params = _filter_sql(op.filter, "i")
+        dist, more = self._query_vector(op.model_id, op.vector)
+        params |= more | {"k": op.k}
+        if op.k <= 0:
+            return lambda: _done([])
+        window = ""
+        if op.time_ranges or op.time_months:
+            params |= {
+                "t_from": [as_utc(a) for a, _ in op.time_ranges],
+                "t_to": [as_utc(b) for _, b in op.time_ranges],
+                "t_months": list(op.time_months),
+            }
+            window = (
+                "WHERE occurred_at IS NOT NULL "
+                "AND (EXISTS (SELECT 1 FROM unnest(%(t_from)s::timestamptz[], %(t_to)s::timestamptz[]) "
+                "AS r(a, b) WHERE occurred_at >= r.a AND occurred_at < r.b) "
+                "OR extract(month FROM occurred_at AT TIME ZONE 'UTC')::int = ANY(%(t_months)s::int[])) "
+            )
+        query = _Query(
+            f"WITH scoped AS MATERIALIZED (SELECT i.pk, i.occurred_at, {dist} AS dist "
+            f"FROM {s}.items i JOIN {s}.vectors v ON {_VECTOR_ROW} WHERE {where}) "
+            f"SELECT i.id, x.dist FROM (SELECT pk, dist FROM scoped {window}ORDER BY dist, pk LIMIT %(k)s) x "
+            f"JOIN {s}.items i ON i.pk = x.pk ORDER BY x.dist, x.pk",
+            params,
+        )
+        return lambda: _single(query, lambda rows: [Hit(r[0], 1.0 - float(r[1])) for r in rows])
+
+    def _keyword_hits(self, op: KeywordHits) -> Callable[[], Plan[list[Hit]]]:
+        """BM25's collection is the searched scopes (the tenant when none is named), whatever
+        their status: as if they were one FTS5 table of their own (see the module notes).
+        Every row of the collection holding a query term, once per term it holds
+        (``kw_hits``), gives the document frequencies and, for rows the filter admits, the
+        scores."""
         s = self._s
         f = op.filter
-        where_all, params = _filter_sql(replace(f, include_expired=True), "i")
-        where_live, more = _filter_sql(f, "i")
-        params |= more
-        where_h, more = _filter_sql(f, "h")
-        params |= more
-        live = "TRUE" if f.include_expired else "(i.expires_at IS NULL OR i.expires_at > %(f_now)s)"
+        wanted, params = _filter_sql(f, "h")
         terms = list(dict.fromkeys(t for t in (fold_term(t) for t in op.terms) if t))
-        use_vec = op.vector is not None
-        want_vec = use_vec and op.vector_k > 0
-        want_kw = bool(terms) and op.keyword_k > 0
-        if not want_vec and not want_kw:
-            return None
-        neighbours = max(0, op.neighbours)
-        params |= {"neighbours": neighbours, "reach": neighbours + 1}
-        vec_on = "v.pk = i.pk AND v.model = %(model)s AND v.dim = %(dim)s"
-        # NaN (a zero vector) counts as orthogonal, as numpy's dot product says.
-        dist = f"coalesce(nullif(v.vec {self._cosine} %(qvec)s, 'NaN'::float8), 1.0::float8)"
-        if use_vec:
-            assert op.vector is not None
-            params |= {
-                "qvec": self._vector_param(op.vector, "the query vector"),
-                "model": op.model_id,
-                "dim": int(op.vector.shape[0]),
-            }
-        ctes: list[str] = []
-        seeds: list[str] = []
-        time_top = False
-        if want_vec:
-            params["vector_k"] = op.vector_k
-            ctes.append(
-                f"scoped AS MATERIALIZED (SELECT i.pk, i.occurred_at, {dist} AS dist "
-                f"FROM {s}.items i JOIN {s}.vectors v ON {vec_on} WHERE {where_live})"
-            )
-            ctes.append(
-                "vec_top AS (SELECT pk, row_number() OVER (ORDER BY dist, pk) AS rank FROM "
-                "(SELECT pk, dist FROM scoped ORDER BY dist, pk LIMIT %(vector_k)s) x)"
-            )
-            seeds.append("SELECT pk FROM vec_top")
-            if op.time_ranges or op.time_months:
-                time_top = True
-                params |= {
-                    "t_from": [as_utc(a) for a, _ in op.time_ranges],
-                    "t_to": [as_utc(b) for _, b in op.time_ranges],
-                    "t_months": list(op.time_months),
-                }
-                ctes.append(
-                    "time_top AS (SELECT pk, row_number() OVER (ORDER BY dist, pk) AS rank FROM "
-                    "(SELECT pk, dist FROM scoped WHERE occurred_at IS NOT NULL "
-                    "AND (EXISTS (SELECT 1 FROM unnest(%(t_from)s::timestamptz[], %(t_to)s::timestamptz[]) "
-                    "AS r(a, b) WHERE occurred_at >= r.a AND occurred_at < r.b) "
-                    "OR extract(month FROM occurred_at AT TIME ZONE 'UTC')::int = ANY(%(t_months)s::int[])) "
-                    "ORDER BY dist, pk LIMIT %(vector_k)s) x)"
-                )
-                seeds.append("SELECT pk FROM time_top")
-        if want_kw:
-            params |= {
-                "kw_terms": terms,
-                "kw_query": " | ".join(tsquery_operand(t) for t in terms),
-                "keyword_k": op.keyword_k,
-            }
-            # BM25's collection is the searched scopes (the tenant when none is named),
-            # whatever their status: as if they were one FTS5 table of their own. Other
-            # scopes' words neither cost time here nor shift these scores. A viewer who may
-            # not see every project item gets the collection they see, counted on the spot,
-            # so hidden items' words do not show through the scores either.
-            viewer = f.viewer
-            if viewer is not None and not viewer.sees_all:
-                seen = Filter(f.tenant_id, f.scope_keys, statuses=(), include_expired=True, viewer=viewer)
-                seen_sql, more = _filter_sql(seen, "h")
-                params |= more
-                in_scopes = f" AND {seen_sql}"
-                ctes.append(
-                    "kw_stats AS MATERIALIZED (SELECT count(*)::float8 AS n, "
-                    f"coalesce(sum(h.n_terms), 0)::float8 / greatest(count(*), 1) + {FTS5_SCOPE_TOKENS} "
-                    f"AS avgdl FROM {s}.items h WHERE {seen_sql})"
-                )
-            elif f.scope_keys:
-                ctes.append(
-                    "kw_stats AS MATERIALIZED (SELECT coalesce(sum(docs), 0)::float8 AS n, "
-                    f"coalesce(sum(tokens), 0)::float8 / greatest(coalesce(sum(docs), 0), 1) + {FTS5_SCOPE_TOKENS} "
-                    f"AS avgdl FROM {s}.keyword_scopes WHERE tenant_id = %(f_tenant)s "
-                    "AND scope_key = ANY(%(f_scopes)s::text[]))"
-                )
-                in_scopes = " AND h.scope_key = ANY(%(f_scopes)s::text[])"
-            else:
-                ctes.append(
-                    f"kw_stats AS MATERIALIZED (SELECT docs::float8 AS n, "
-                    f"tokens::float8 / greatest(docs, 1) + {FTS5_SCOPE_TOKENS} AS avgdl "
-                    f"FROM {s}.keyword_stats WHERE tenant_id = %(f_tenant)s)"
-                )
-                in_scopes = ""
-            # Every row of the collection holding a query term, once per term it holds: the
-            # document frequencies and, for rows that pass the filter, the scores.
-            ctes.append(
-                "kw_hits AS MATERIALIZED (SELECT h.pk, u.lexeme AS term, "
-                "coalesce(array_length(u.positions, 1), 1)::float8 AS tf, h.n_terms, "
-                f"({where_h}) AS wanted FROM {s}.items h "
-                "CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
-                f"WHERE h.tenant_id = %(f_tenant)s{in_scopes} "
-                "AND h.tsv @@ to_tsquery('pg_catalog.simple', %(kw_query)s) "
-                "AND u.lexeme = ANY(%(kw_terms)s::text[]))"
-            )
-            ctes.append(
-                "kw_terms AS (SELECT d.term, greatest(ln(greatest(st.n - d.df + 0.5, 0.5) "
-                "/ (d.df + 0.5)), 1e-6) AS idf FROM (SELECT term, count(*)::float8 AS df FROM kw_hits "
-                "GROUP BY term) d CROSS JOIN kw_stats st)"
-            )
-            ctes.append(
-                "kw_top AS (SELECT k.pk, sum(t.idf * (k.tf * "
-                f"{BM25_K1 + 1}) / (k.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * "
-                f"(k.n_terms + {FTS5_SCOPE_TOKENS}) / st.avgdl))) AS score "
-                "FROM kw_hits k JOIN kw_terms t ON t.term = k.term CROSS JOIN kw_stats st "
-                "WHERE k.wanted GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(keyword_k)s)"
-            )
-            seeds.append("SELECT pk FROM kw_top")
-        ctes.append(f"seeds AS ({' UNION '.join(seeds)})")
-        # Positions in the seeds' threads only, counted over the filter's rows (expired
-        # ones too, as threads go through expired turns). The thread ids are one array
-        # computed first, an index condition whatever the planner believes of the scope's
-        # size (stale statistics once made this a scan of the scope per seed).
-        ctes.append(
-            "threads AS MATERIALIZED (SELECT i.pk, i.thread_id, row_number() OVER (PARTITION BY i.thread_id "
-            f"ORDER BY coalesce(i.occurred_at, i.created_at), i.pk) AS pos FROM {s}.items i "
-            f"WHERE {where_all} AND i.thread_id = ANY(ARRAY(SELECT DISTINCT t.thread_id FROM seeds x "
-            f"JOIN {s}.items t ON t.pk = x.pk WHERE t.thread_id IS NOT NULL)))"
-        )
-        ctes.append(
-            "near AS (SELECT pk, min(hop) AS hop FROM (SELECT pk, 0 AS hop FROM seeds UNION ALL "
-            "SELECT s2.pk, abs(s2.pos - s1.pos) FROM seeds x JOIN threads s1 ON s1.pk = x.pk "
-            "JOIN threads s2 ON s2.thread_id = s1.thread_id "
-            "AND s2.pos BETWEEN s1.pos - %(reach)s AND s1.pos + %(reach)s) z GROUP BY pk)"
-        )
-        wanted = "n.hop <= %(neighbours)s"
-        cols = [
-            "n.pk",
-            "i.id",
-            "th.thread_id",
-            "th.pos",
-            live,
-            f"CASE WHEN v.pk IS NOT NULL THEN {dist} END" if use_vec else "NULL::float8",
-            "vt.rank" if want_vec else "NULL::bigint",
-            "tt.rank" if time_top else "NULL::bigint",
-            "kt.score" if want_kw else "NULL::float8",
-            f"CASE WHEN {wanted} THEN i.doc::text END",
-            f"CASE WHEN {wanted} THEN v.vec END" if use_vec else "NULL",
-            "i.access_count",
-            "i.last_used_at",
-        ]
-        joins = [f"JOIN {s}.items i ON i.pk = n.pk LEFT JOIN threads th ON th.pk = n.pk"]
-        if use_vec:
-            joins.append(f"LEFT JOIN {s}.vectors v ON {vec_on}")
-        if want_vec:
-            joins.append("LEFT JOIN vec_top vt ON vt.pk = n.pk")
-        if time_top:
-            joins.append("LEFT JOIN time_top tt ON tt.pk = n.pk")
-        if want_kw:
-            joins.append("LEFT JOIN kw_top kt ON kt.pk = n.pk")
-        sql = f"WITH {', '.join(ctes)} SELECT {', '.join(cols)} FROM near n {' '.join(joins)}"
-        return _Query(sql, params)
-
-    def _retrieve(self, op: Retrieve) -> Callable[[], Plan[list[Candidate]]]:
-        query = self._retrieve_sql(op)
-        if query is None:
+        if not terms or op.k <= 0:
             return lambda: _done([])
-        return lambda: _single(query, lambda rows: _pick_candidates(rows, max(0, op.neighbours)))
+        params |= {
+            "kw_terms": terms,
+            "kw_query": " | ".join(tsquery_operand(t) for t in terms),
+            "k": op.k,
+        }
+        stats, in_scopes = self._keyword_collection(f, params)
+        query = _Query(
+            f"WITH kw_stats AS MATERIALIZED ({stats}), "
+            "kw_hits AS MATERIALIZED (SELECT h.pk, u.lexeme AS term, "
+            "coalesce(array_length(u.positions, 1), 1)::float8 AS tf, h.n_terms, "
+            f"({wanted}) AS wanted FROM {s}.items h "
+            "CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
+            f"WHERE h.tenant_id = %(f_tenant)s{in_scopes} "
+            "AND h.tsv @@ to_tsquery('pg_catalog.simple', %(kw_query)s) "
+            "AND u.lexeme = ANY(%(kw_terms)s::text[])), "
+            "kw_terms AS (SELECT d.term, greatest(ln(greatest(st.n - d.df + 0.5, 0.5) "
+            "/ (d.df + 0.5)), 1e-6) AS idf FROM (SELECT term, count(*)::float8 AS df FROM kw_hits "
+            "GROUP BY term) d CROSS JOIN kw_stats st), "
+            "kw_top AS (SELECT k.pk, sum(t.idf * (k.tf * "
+            f"{BM25_K1 + 1}) / (k.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * "
+            f"(k.n_terms + {FTS5_SCOPE_TOKENS}) / st.avgdl))) AS score "
+            "FROM kw_hits k JOIN kw_terms t ON t.term = k.term CROSS JOIN kw_stats st "
+            "WHERE k.wanted GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
+            f"SELECT i.id, kt.score FROM kw_top kt JOIN {s}.items i ON i.pk = kt.pk ORDER BY kt.score DESC, kt.pk",
+            params,
+        )
+        return lambda: _single(query, lambda rows: [Hit(r[0], float(r[1])) for r in rows])
+
+    def _keyword_collection(self, f: Filter, params: dict[str, Any]) -> tuple[str, str]:
+        """The document count and average length of BM25's collection (a statement), and
+        the condition that keeps ``kw_hits`` (alias h) inside it. Other scopes' words
+        neither cost time nor shift the scores. A viewer who may not see every project item
+        gets the collection they see, counted on the spot, so hidden items' words do not
+        show through the scores either."""
+        s = self._s
+        viewer = f.viewer
+        if viewer is not None and not viewer.sees_all:
+            seen = Filter(f.tenant_id, f.scope_keys, statuses=(), include_expired=True, viewer=viewer)
+            seen_sql, more = _filter_sql(seen, "h")
+            params |= more
+            return (
+                "SELECT count(*)::float8 AS n, "
+                f"coalesce(sum(h.n_terms), 0)::float8 / greatest(count(*), 1) + {FTS5_SCOPE_TOKENS} "
+                f"AS avgdl FROM {s}.items h WHERE {seen_sql}"
+            ), f" AND {seen_sql}"
+        if f.scope_keys:
+            return (
+                "SELECT coalesce(sum(docs), 0)::float8 AS n, "
+                f"coalesce(sum(tokens), 0)::float8 / greatest(coalesce(sum(docs), 0), 1) + {FTS5_SCOPE_TOKENS} "
+                f"AS avgdl FROM {s}.keyword_scopes WHERE tenant_id = %(f_tenant)s "
+                "AND scope_key = ANY(%(f_scopes)s::text[])"
+            ), " AND h.scope_key = ANY(%(f_scopes)s::text[])"
+        return (
+            f"SELECT docs::float8 AS n, tokens::float8 / greatest(docs, 1) + {FTS5_SCOPE_TOKENS} AS avgdl "
+            f"FROM {s}.keyword_stats WHERE tenant_id = %(f_tenant)s"
+        ), ""
+
+    def _thread_links(self, op: ThreadLinks) -> Callable[[], Plan[dict[str, Link]]]:
+        """Positions are numbered only in the threads of ``ids``, over the filter's rows
+        (expired ones too, as threads go through expired turns). The thread ids are one
+        array computed first, an index condition whatever the planner believes of the
+        scope's size (stale statistics once made this a scan of the scope per item)."""
+        s = self._s
+        f = op.filter
+        where, params = _filter_sql(replace(f, include_expired=True), "i")
+        live = "TRUE"
+        if not f.include_expired:
+            params |= _filter_sql(f, "i")[1]
+            live = "(i.expires_at IS NULL OR i.expires_at > %(f_now)s)"
+        if not op.ids:
+            return lambda: _done({})
+        params |= {"ids": list(op.ids), "reach": max(0, op.reach)}
+        query = _Query(
+            f"WITH t AS MATERIALIZED (SELECT i.id, i.thread_id, {live} AS live, row_number() OVER w AS pos, "
+            f"lag(i.id) OVER w AS prev, lead(i.id) OVER w AS next FROM {s}.items i WHERE {where} "
+            f"AND i.thread_id = ANY(ARRAY(SELECT DISTINCT x.thread_id FROM {s}.items x "
+            "WHERE x.tenant_id = %(f_tenant)s AND x.id = ANY(%(ids)s::text[]) AND x.thread_id IS NOT NULL)) "
+            "WINDOW w AS (PARTITION BY i.thread_id ORDER BY coalesce(i.occurred_at, i.created_at), i.pk)) "
+            "SELECT DISTINCT b.id, b.prev, b.next, b.live FROM t a JOIN t b ON b.thread_id = a.thread_id "
+            "AND b.pos BETWEEN a.pos - %(reach)s AND a.pos + %(reach)s WHERE a.id = ANY(%(ids)s::text[])",
+            params,
+        )
+        return lambda: _single(query, lambda rows: {r[0]: Link(r[1], r[2], bool(r[3])) for r in rows})
+
+    def _load_hits(self, op: LoadHits) -> Callable[[], Plan[dict[str, Loaded]]]:
+        s = self._s
+        where, params = _filter_sql(replace(op.filter, include_expired=True), "i")
+        cosine, vec, join = "NULL::float8", "NULL", ""
+        if op.vector is not None:
+            dist, more = self._query_vector(op.model_id, op.vector)
+            params |= more
+            cosine = f"CASE WHEN v.pk IS NOT NULL THEN {dist} END"
+            vec = "CASE WHEN i.id = ANY(%(ids)s::text[]) THEN v.vec END"
+            join = f" LEFT JOIN {s}.vectors v ON {_VECTOR_ROW}"
+        every = list(dict.fromkeys((*op.ids, *op.context_ids)))
+        if not every:
+            return lambda: _done({})
+        params |= {"ids": list(op.ids), "every": every}
+        query = _Query(
+            f"SELECT i.id, i.id = ANY(%(ids)s::text[]), {cosine}, {vec}, "
+            f"CASE WHEN i.id = ANY(%(ids)s::text[]) THEN i.doc::text END, i.access_count, i.last_used_at "
+            f"FROM {s}.items i{join} WHERE {where} AND i.id = ANY(%(every)s::text[])",
+            params,
+        )
+
+        def convert(rows: Rows) -> dict[str, Loaded]:
+            out: dict[str, Loaded] = {}
+            for item_id, asked, dist, vector, doc, count, used in rows:
+                cos = None if dist is None else 1.0 - float(dist)
+                item = _read_item(doc, count, used) if asked else None
+                out[item_id] = Loaded(item, vector if item is not None and dist is not None else None, cos)
+            return out
+
+        return lambda: _single(query, convert)
+
+    def _count_events(self, op: CountEvents) -> Callable[[], Plan[int]]:
+        query = _Query(
+            f"SELECT count(*) FROM {self._s}.rate_events WHERE key = %(key)s AND at >= %(since)s",
+            {"key": op.key, "since": as_utc(op.since)},
+        )
+        return lambda: _single(query, lambda rows: int(rows[0][0]))
+
+    def _list_checkpoints(self, op: ListCheckpoints) -> Callable[[], Plan[list[Checkpoint]]]:
+        query = _Query(
+            f"SELECT doc::text FROM {self._s}.checkpoints WHERE tenant_id = %(tenant)s "
+            "AND session_id = %(session)s ORDER BY created_at DESC, id DESC LIMIT %(limit)s",
+            {"tenant": op.tenant_id, "session": op.session_id, "limit": max(1, op.limit)},
+        )
+        return lambda: _single(query, lambda rows: [Checkpoint.model_validate_json(r[0]) for r in rows])
+
+    # ------------------------------------------------------------ other reads
 
     def _history(self, op: GetHistory) -> Callable[[], Plan[list[HistoryEvent]]]:
         query = _Query(
