@@ -144,7 +144,15 @@ from jiyi.store.base import (
     vector_to_text,
 )
 from jiyi.store.retrieve import retrieve_flow
-from jiyi.store.sqlcommon import decode_cursor, encode_cursor, ts, viewer_clause
+from jiyi.store.sqlcommon import (
+    DumpPage,
+    decode_cursor,
+    dumped_time,
+    encode_cursor,
+    load_item,
+    ts,
+    viewer_clause,
+)
 
 try:
     import psycopg
@@ -522,10 +530,6 @@ def _item_params(item: MemoryItem, terms: str) -> dict[str, Any]:
     }
 
 
-def _load_item(doc: str) -> MemoryItem:
-    return MemoryItem.model_validate_json(doc)
-
-
 # What a read of items selects (alias i) to rebuild an item: see _read_item.
 _READ_ITEM = "i.doc::text, i.access_count, i.last_used_at"
 
@@ -534,7 +538,7 @@ def _read_item(doc: str, access_count: int, last_used_at: datetime | None) -> Me
     """A stored item: its document with the usage columns laid over it. Touch updates only
     the columns (a search's usage write is then one cheap statement); every other write
     rewrites the whole document, columns included."""
-    item = _load_item(doc)
+    item = load_item(doc)
     if item.access_count != access_count or item.last_used_at != last_used_at:
         item = item.model_copy(update={"access_count": int(access_count), "last_used_at": _utc(last_used_at)})
     return item
@@ -551,16 +555,7 @@ def _cursor_time(text: str, cursor: str) -> datetime:
         raise InvalidInput(f"cursor {cursor[:40]!r} is not one this store issued", field="cursor") from exc
 
 
-# DumpRows: per kind, the key columns (a keyset cursor; None: an offset cursor) and the columns.
-_DUMP_KEYS: dict[str, tuple[str, ...] | None] = {
-    "items": ("pk",),
-    "history": ("seq",),
-    "messages": ("tenant_id", "session_id", "seq"),
-    "checkpoints": ("tenant_id", "session_id", "id"),
-    "jobs": ("id",),
-    "embedding_cache": ("model", "text_hash"),
-    "rate_events": None,
-}
+# DumpRows: the columns of every row kind.
 _DUMP_SQL = {
     "items": "SELECT i.pk, i.id, i.doc::text, i.terms, v.model, v.dim, v.vec, i.access_count, i.last_used_at "
     "FROM {s}.items i "
@@ -580,7 +575,7 @@ def _dump_row(kind: str, r: Sequence[Any]) -> dict[str, Any]:
         case "items":
             vectors = [] if r[4] is None else [{"model": r[4], "dim": int(r[5]), "vec": vector_to_text(r[6])}]
             doc = r[2]
-            stored = _load_item(doc)
+            stored = load_item(doc)
             if (stored.access_count, stored.last_used_at) != (r[7], r[8]):  # touched since written
                 doc = _read_item(doc, r[7], r[8]).model_dump_json()
             return {"id": r[1], "doc": doc, "terms": r[3], "vectors": vectors}
@@ -606,29 +601,6 @@ def _dump_row(kind: str, r: Sequence[Any]) -> dict[str, Any]:
         case "embedding_cache":
             return {"model": r[0], "text_hash": r[1], "vec": vector_to_text(r[2])}
     return {"key": r[0], "at": ts(r[1])}
-
-
-def _dump_cursor(after: str | None, size: int) -> list[Any]:
-    if after is None:
-        return []
-    try:
-        data = json.loads(after)
-        if not isinstance(data, list) or len(data) != size:
-            raise ValueError
-    except ValueError:
-        raise InvalidInput(
-            f"dump cursor {after[:40]!r} is not one this store issued", field="after"
-        ) from None
-    return data
-
-
-def _time_value(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return as_utc(datetime.fromisoformat(str(value)))
-    except ValueError:
-        raise InvalidInput(f"{value!r} is not a time", field="at") from None
 
 
 # ---------------------------------------------------------------- connection description
@@ -2027,42 +1999,18 @@ class PostgresStore(Store):
     # ------------------------------------------------------------ bulk copy
 
     def _dump_rows(self, op: DumpRows) -> Callable[[], Plan[RowPage]]:
-        kind = check_row_kind(op.kind)
-        keys = _DUMP_KEYS[kind]
-        limit = max(1, op.limit)
-        sql = _DUMP_SQL[kind].format(s=self._s)
-        params: dict[str, Any] = {"limit": limit}
-        start = 0
-        if keys is None:
-            offset = _dump_cursor(None if op.after is None else f"[{op.after}]", 1)
-            start = int(offset[0]) if offset else 0
-            sql += " ORDER BY key, at LIMIT %(limit)s OFFSET %(offset)s"
-            params["offset"] = start
-        else:
-            cursor = _dump_cursor(op.after, len(keys))
-            cols = ", ".join(("i." if kind == "items" else "") + k for k in keys)
-            if cursor:
-                marks = ", ".join(f"%(k{n})s" for n in range(len(keys)))
-                sql += f" WHERE ({cols}) > ({marks})"
-                params |= {f"k{n}": v for n, v in enumerate(cursor)}
-            sql += f" ORDER BY {cols} LIMIT %(limit)s"
-        query = _Query(sql, params)
-        count = _Query(f"SELECT count(*) FROM {self._s}.{kind}") if op.after is None else None
+        page = DumpPage.of(op)
+        order, params = page.order(lambda name: f"%({name})s")
+        query = _Query(_DUMP_SQL[page.kind].format(s=self._s) + order, params)
+        count = _Query(f"SELECT count(*) FROM {self._s}.{page.kind}") if op.after is None else None
 
         def plan() -> Plan[RowPage]:
             rows = yield query
             total = None
             if count is not None:
                 total = int((yield count)[0][0])
-            out = [_dump_row(kind, r) for r in rows]
-            next_after: str | None = None
-            if len(rows) == limit:
-                if keys is None:
-                    next_after = str(start + len(rows))
-                else:
-                    values = [int(rows[-1][0])] if kind == "items" else [out[-1][k] for k in keys]
-                    next_after = json.dumps(values, ensure_ascii=False)
-            return RowPage(rows=out, next_after=next_after, total=total)
+            out = [_dump_row(page.kind, r) for r in rows]
+            return RowPage(rows=out, next_after=page.next_after(rows, out), total=total)
 
         return plan
 
@@ -2087,7 +2035,7 @@ class PostgresStore(Store):
                                 "item_id": r["item_id"],
                                 "tenant": r["tenant_id"],
                                 "action": r["action"],
-                                "at": _time_value(r["at"]),
+                                "at": dumped_time(r["at"]),
                                 "version": int(r["version"]),
                                 "reason": r["reason"],
                                 "actor": r["actor"],
@@ -2163,14 +2111,14 @@ class PostgresStore(Store):
                 case "rate_events":
                     yield _Query(
                         f"INSERT INTO {s}.rate_events (key, at) VALUES (%(key)s, %(at)s)",
-                        batch=[{"key": r["key"], "at": _time_value(r["at"])} for r in change.rows],
+                        batch=[{"key": r["key"], "at": dumped_time(r["at"])} for r in change.rows],
                     )
         except KeyError as exc:
             raise InvalidInput(f"a dumped {kind} row lacks {exc.args[0]!r}", field=str(exc.args[0])) from None
 
     def _load_item(self, row: Mapping[str, Any], stats: _Tally) -> Generator[_Query, Rows, None]:
         doc = row["doc"]
-        item = _load_item(doc)
+        item = load_item(doc)
         values = _item_params(item, fold_terms(str(row["terms"])))
         values["doc"] = doc
         vectors = []

@@ -88,9 +88,12 @@ from jiyi.store.base import (
 )
 from jiyi.store.retrieve import retrieve_flow
 from jiyi.store.sqlcommon import (
+    DumpPage,
     decode_cursor,
+    dumped_time,
     encode_cursor,
     from_blob,
+    load_item,
     scope_token,
     tenant_token,
     to_blob,
@@ -379,10 +382,6 @@ def _item_row(item: MemoryItem) -> tuple[Any, ...]:
     )
 
 
-def _load_item(doc: str) -> MemoryItem:
-    return MemoryItem.model_validate_json(doc)
-
-
 def _filter_sql(f: Filter, alias: str = "i") -> tuple[str, list[Any]]:
     """WHERE clause (without the keyword) and its parameters for a :class:`Filter`."""
     a = alias
@@ -433,16 +432,7 @@ def _kinds(change: LoadRows | ClearRows) -> tuple[str, ...]:
     return (change.kind,) if isinstance(change, LoadRows) else change.kinds
 
 
-# DumpRows: per kind, the key columns (a keyset cursor; None: an offset cursor) and the columns.
-_DUMP_KEYS: dict[str, tuple[str, ...] | None] = {
-    "items": ("pk",),
-    "history": ("seq",),
-    "messages": ("tenant_id", "session_id", "seq"),
-    "checkpoints": ("tenant_id", "session_id", "id"),
-    "jobs": ("id",),
-    "embedding_cache": ("model", "text_hash"),
-    "rate_events": None,
-}
+# DumpRows: the columns of every row kind.
 _DUMP_SQL = {
     "items": "SELECT i.pk, i.id, i.doc, f.terms, v.model, v.dim, v.vec FROM items i "
     "LEFT JOIN items_fts f ON f.rowid = i.pk LEFT JOIN vectors v ON v.pk = i.pk",
@@ -486,30 +476,6 @@ def _dump_row(kind: str, r: tuple[Any, ...]) -> dict[str, Any]:
         case "embedding_cache":
             return {"model": r[0], "text_hash": r[1], "vec": vector_to_text(from_blob(r[2]))}
     return {"key": r[0], "at": r[1]}
-
-
-def _dump_cursor(after: str | None, size: int) -> list[Any]:
-    if after is None:
-        return []
-    try:
-        data = json.loads(after)
-        if not isinstance(data, list) or len(data) != size:
-            raise ValueError
-    except ValueError:
-        raise InvalidInput(
-            f"dump cursor {after[:40]!r} is not one this store issued", field="after"
-        ) from None
-    return data
-
-
-def _time_text(value: Any) -> str | None:
-    """Fixed-width UTC text of a dumped time (text in either backend's spelling)."""
-    if value is None:
-        return None
-    try:
-        return ts(datetime.fromisoformat(str(value)))
-    except ValueError:
-        raise InvalidInput(f"{value!r} is not a time", field="at") from None
 
 
 def _fts_query(f: Filter, terms: Sequence[str]) -> str:
@@ -966,7 +932,7 @@ class _Search:
             if item_id not in wanted:
                 out[item_id] = Loaded(None, None, cosines[j])
             elif (doc := docs.get(pks[j])) is not None:
-                out[item_id] = Loaded(_load_item(doc), vectors[j], cosines[j])
+                out[item_id] = Loaded(load_item(doc), vectors[j], cosines[j])
         return out
 
     # ------------------------------------------------------------ shared within the snapshot
@@ -1342,7 +1308,7 @@ class SQLiteStore(Store):
                 f"SELECT id, doc FROM items WHERE tenant_id = ? AND id IN ({','.join('?' * len(op.ids))})",
                 (op.tenant_id, *op.ids),
             ).fetchall()
-        by_id = {r[0]: _load_item(r[1]) for r in rows}
+        by_id = {r[0]: load_item(r[1]) for r in rows}
         return [by_id[i] for i in op.ids if i in by_id]
 
     def _list_items(self, op: ListItems) -> Page:
@@ -1363,7 +1329,7 @@ class SQLiteStore(Store):
         more = len(rows) > limit
         rows = rows[:limit]
         cursor = encode_cursor(rows[-1][1], rows[-1][2]) if more and rows else None
-        return Page(items=[_load_item(r[0]) for r in rows], next_cursor=cursor)
+        return Page(items=[load_item(r[0]) for r in rows], next_cursor=cursor)
 
     def _search(self, flow: Flow[R]) -> R:
         """Run a search flow on one read snapshot, over this thread's scope caches."""
@@ -1702,42 +1668,15 @@ class SQLiteStore(Store):
     # ------------------------------------------------------------ bulk copy
 
     def _dump_rows(self, op: DumpRows) -> RowPage:
-        kind = check_row_kind(op.kind)
-        keys = _DUMP_KEYS[kind]
-        limit = max(1, op.limit)
-        sql = _DUMP_SQL[kind]
-        params: list[Any] = []
-        alias = "i." if kind == "items" else ""
-        start = 0
-        if keys is None:
-            offset = _dump_cursor(f"[{op.after}]" if op.after is not None else None, 1)
-            start = int(offset[0]) if offset else 0
-            sql += " ORDER BY key, at LIMIT ? OFFSET ?"
-            params += [limit, start]
-        else:
-            cursor = _dump_cursor(op.after, len(keys))
-            cols = ", ".join(alias + k for k in keys)
-            if cursor:
-                sql += f" WHERE ({cols}) > ({', '.join('?' * len(keys))})"
-                params += cursor
-            sql += f" ORDER BY {cols} LIMIT ?"
-            params.append(limit)
-        table = kind
+        page = DumpPage.of(op)
+        order, params = page.order(lambda name: "?")
         with self._read() as conn:
-            rows = conn.execute(sql, params).fetchall()
+            rows = conn.execute(_DUMP_SQL[page.kind] + order, list(params.values())).fetchall()
             total = None
             if op.after is None:
-                total = int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
-        out = [_dump_row(kind, r) for r in rows]
-        next_after: str | None = None
-        if len(rows) == limit:
-            if keys is None:
-                next_after = str(start + len(rows))
-            else:
-                last = out[-1]
-                values = [rows[-1][0]] if kind == "items" else [last[k] for k in keys]
-                next_after = json.dumps(values, ensure_ascii=False)
-        return RowPage(rows=out, next_after=next_after, total=total)
+                total = int(conn.execute(f"SELECT count(*) FROM {page.kind}").fetchone()[0])
+        out = [_dump_row(page.kind, r) for r in rows]
+        return RowPage(rows=out, next_after=page.next_after(rows, out), total=total)
 
     def _load_rows(self, conn: sqlite3.Connection, change: LoadRows) -> None:
         kind = check_row_kind(change.kind)
@@ -1755,7 +1694,7 @@ class SQLiteStore(Store):
                                 row["item_id"],
                                 row["tenant_id"],
                                 row["action"],
-                                _time_text(row["at"]),
+                                ts(dumped_time(row["at"])),
                                 int(row["version"]),
                                 row["reason"],
                                 row["actor"],
@@ -1805,7 +1744,7 @@ class SQLiteStore(Store):
                         )
                     case "rate_events":
                         conn.execute(
-                            "INSERT INTO rate_events VALUES (?, ?)", (row["key"], _time_text(row["at"]))
+                            "INSERT INTO rate_events VALUES (?, ?)", (row["key"], ts(dumped_time(row["at"])))
                         )
             except KeyError as exc:
                 raise InvalidInput(
@@ -1816,7 +1755,7 @@ class SQLiteStore(Store):
 
     def _load_item(self, conn: sqlite3.Connection, row: dict[str, Any]) -> None:
         doc = row["doc"]
-        item = _load_item(doc)
+        item = load_item(doc)
         values = (*_item_row(item)[:-2], doc, item.thread_id)
         if conn.execute("SELECT 1 FROM items WHERE id = ?", (item.id,)).fetchone():
             raise InvalidInput(f"cannot load item {item.id!r}: that id is already taken", field="id")
