@@ -146,10 +146,13 @@ from jiyi.store.base import (
 from jiyi.store.retrieve import retrieve_flow
 from jiyi.store.sqlcommon import (
     DumpPage,
+    claimed_job,
     decode_cursor,
     dumped_time,
     encode_cursor,
+    history_event,
     load_item,
+    pending,
     ts,
     viewer_clause,
 )
@@ -1219,8 +1222,7 @@ class PostgresStore(Store):
         return self._admin(self._applied)
 
     def pending_migrations(self) -> list[tuple[int, str]]:
-        done = set(self.applied_migrations())
-        return [(v, name) for v, (name, _) in enumerate(MIGRATIONS, start=1) if v not in done]
+        return pending(MIGRATIONS, self.applied_migrations())
 
     def migrate(self) -> list[tuple[int, str]]:
         """Apply pending migrations, each in its own transaction. Returns what was applied."""
@@ -1583,23 +1585,7 @@ class PostgresStore(Store):
         )
 
         def convert(rows: Rows) -> list[HistoryEvent]:
-            return [
-                HistoryEvent.model_validate(
-                    {
-                        "seq": r[0],
-                        "item_id": r[1],
-                        "tenant_id": r[2],
-                        "action": r[3],
-                        "at": as_utc(r[4]),
-                        "version": r[5],
-                        "reason": r[6],
-                        "actor": r[7],
-                        "before": json.loads(r[8]) if r[8] else None,
-                        "after": json.loads(r[9]) if r[9] else None,
-                    }
-                )
-                for r in rows
-            ]
+            return [history_event(r, as_utc(r[4])) for r in rows]
 
         return lambda: _single(query, convert)
 
@@ -1946,17 +1932,7 @@ class PostgresStore(Store):
         claimed = []
         for (doc,) in rows:
             job = Job.model_validate_json(doc)
-            claimed.append(
-                job.model_copy(
-                    update={
-                        "status": "running",
-                        "attempts": job.attempts + 1,
-                        "locked_by": op.worker,
-                        "locked_until": until,
-                        "updated_at": now,
-                    }
-                )
-            )
+            claimed.append(claimed_job(job, op.worker, until, now))
         if claimed:
             yield self._put_jobs(claimed)
         return claimed

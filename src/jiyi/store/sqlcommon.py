@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,7 +15,8 @@ import numpy as np
 
 from jiyi.errors import InvalidInput
 from jiyi.model import MemoryItem, as_utc
-from jiyi.store.base import DumpRows, Vector, Viewer, check_row_kind
+from jiyi.session.model import Job
+from jiyi.store.base import DumpRows, HistoryEvent, Vector, Viewer, check_row_kind
 
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
@@ -91,6 +92,46 @@ def from_blob(blob: bytes) -> Vector:
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def pending(migrations: Sequence[tuple[str, Any]], applied: Iterable[int]) -> list[tuple[int, str]]:
+    """The (version, name) of the migrations not yet ``applied`` (versions count from 1)."""
+    done = set(applied)
+    return [(v, name) for v, (name, _) in enumerate(migrations, start=1) if v not in done]
+
+
+def history_event(row: Sequence[Any], at: datetime | str) -> HistoryEvent:
+    """A history row (``seq, item_id, tenant_id, action, at, version, reason, actor,
+    before, after``, the snapshots as JSON text) as an event at ``at`` (its time, read)."""
+    seq, item_id, tenant_id, action, _, version, reason, actor, before, after = row
+    return HistoryEvent.model_validate(
+        {
+            "seq": seq,
+            "item_id": item_id,
+            "tenant_id": tenant_id,
+            "action": action,
+            "at": at,
+            "version": version,
+            "reason": reason,
+            "actor": actor,
+            "before": json.loads(before) if before else None,
+            "after": json.loads(after) if after else None,
+        }
+    )
+
+
+def claimed_job(job: Job, worker: str, until: datetime, now: datetime) -> Job:
+    """``job`` as :class:`~jiyi.store.base.ClaimJobs` hands it out: running, leased to
+    ``worker`` until ``until``, one attempt more."""
+    return job.model_copy(
+        update={
+            "status": "running",
+            "attempts": job.attempts + 1,
+            "locked_by": worker,
+            "locked_until": until,
+            "updated_at": now,
+        }
+    )
 
 
 def load_item(doc: str) -> MemoryItem:

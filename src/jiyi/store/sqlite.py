@@ -89,11 +89,14 @@ from jiyi.store.base import (
 from jiyi.store.retrieve import retrieve_flow
 from jiyi.store.sqlcommon import (
     DumpPage,
+    claimed_job,
     decode_cursor,
     dumped_time,
     encode_cursor,
     from_blob,
+    history_event,
     load_item,
+    pending,
     scope_token,
     tenant_token,
     to_blob,
@@ -1210,8 +1213,7 @@ class SQLiteStore(Store):
                 return []
 
     def pending_migrations(self) -> list[tuple[int, str]]:
-        done = set(self.applied_migrations())
-        return [(v, name) for v, (name, _) in enumerate(MIGRATIONS, start=1) if v not in done]
+        return pending(MIGRATIONS, self.applied_migrations())
 
     def migrate(self) -> list[tuple[int, str]]:
         """Apply pending migrations, each in its own transaction. Returns what was applied."""
@@ -1343,23 +1345,7 @@ class SQLiteStore(Store):
                 "FROM history WHERE tenant_id = ? AND item_id = ? ORDER BY seq",
                 (op.tenant_id, op.item_id),
             ).fetchall()
-        return [
-            HistoryEvent.model_validate(
-                {
-                    "seq": r[0],
-                    "item_id": r[1],
-                    "tenant_id": r[2],
-                    "action": r[3],
-                    "at": r[4],
-                    "version": r[5],
-                    "reason": r[6],
-                    "actor": r[7],
-                    "before": json.loads(r[8]) if r[8] else None,
-                    "after": json.loads(r[9]) if r[9] else None,
-                }
-            )
-            for r in rows
-        ]
+        return [history_event(r, r[4]) for r in rows]
 
     def _stats(self, op: GetStats) -> StoreStats:
         where, params = _filter_sql(op.filter)
@@ -1575,15 +1561,7 @@ class SQLiteStore(Store):
             until = op.now + timedelta(seconds=op.lease_seconds)
             for (doc,) in rows:
                 job = Job.model_validate_json(doc)
-                job = job.model_copy(
-                    update={
-                        "status": "running",
-                        "attempts": job.attempts + 1,
-                        "locked_by": op.worker,
-                        "locked_until": until,
-                        "updated_at": op.now,
-                    }
-                )
+                job = claimed_job(job, op.worker, until, op.now)
                 self._put_job(conn, job)
                 claimed.append(job)
         return claimed
