@@ -1,42 +1,63 @@
 """Backend-neutral conformance suite for :class:`jiyi.store.base.Store`.
 
-After LangGraph's checkpointer conformance idea: the behaviour every storage backend
+After LangGraph's checkpointer conformance package: the behaviour every storage backend
 must show is written once, here, against the public interface only
 (``execute``/``aexecute``/``close`` and the op values of :mod:`jiyi.store.base`).
-Nothing is mocked and nothing reaches into a backend's internals.
+Nothing is mocked and nothing reaches into a backend's internals. jiyi runs it against
+SQLite (a file and ``":memory:"``, ``tests/test_store_sqlite.py``), PostgreSQL with
+pgvector (``tests/test_store_postgres.py``) and the Redis cache wrapper; any other backend
+runs the very same tests. The module needs pytest (``pip install pytest``); importing
+:mod:`jiyi` never imports it.
 
-How a backend runs the suite
-----------------------------
-Provide a ``store`` fixture that yields a *fresh, empty*, open store and closes it
-afterwards (closing twice must be harmless: some tests close the store themselves),
-then subclass :class:`StoreConformance` in a ``test_*.py`` module. For example a future
-``tests/test_store_postgres.py``::
+Registering a backend
+---------------------
+A backend registers with a pytest fixture named ``store`` that yields a *fresh, empty*,
+open store and closes it afterwards (closing twice must be harmless: some tests close
+the store themselves). Put the fixture in the test module, in a ``conftest.py``, or in
+the subclass itself, and subclass :class:`StoreConformance` in a ``test_*.py`` module::
+
+    # tests/test_my_store.py
+    from collections.abc import Iterator
 
     import pytest
 
-    from jiyi.store.postgres import PostgresStore
-    from tests.conformance import StoreConformance
+    from jiyi.testing.conformance import StoreConformance
+    from my_package import MyStore
 
 
-    @pytest.fixture
-    def store(postgres_dsn):
-        s = PostgresStore(postgres_dsn, schema=fresh_schema_name())
-        yield s
-        s.close()
+    class TestMyStoreConformance(StoreConformance):
+        @pytest.fixture
+        def store(self, tmp_path) -> Iterator[MyStore]:
+            s = MyStore(tmp_path / "data")  # a factory: any fresh, empty store
+            yield s
+            s.close()
 
+Then ``pytest tests/test_my_store.py`` runs the whole suite (``-k Conformance`` selects
+it). For pytest's detailed assertion messages inside the suite, register it for
+assertion rewriting before it is imported, in your ``conftest.py``::
 
-    class TestPostgresConformance(StoreConformance):
-        pass
+    import pytest
+
+    pytest.register_assert_rewrite("jiyi.testing.conformance")
 
 The fixture may be parametrised (``tests/test_store_sqlite.py`` runs every test on a
 file and on ``":memory:"``). A known backend bug is marked in the backend's own module
 by overriding the one test with a strict xfail that calls ``super()``, so the suite
 itself stays the same for everyone and no test is ever skipped::
 
-    class TestSQLiteConformance(StoreConformance):
+    class TestMyStoreConformance(StoreConformance):
         @pytest.mark.xfail(reason="...", strict=True)
         def test_something(self, store):
             super().test_something(store)
+
+What a backend implements
+-------------------------
+Every op of :mod:`jiyi.store.base` except :class:`~jiyi.store.base.Retrieve`: for that
+one, ``execute``/``aexecute`` hand the op to :func:`jiyi.store.retrieve.retrieve` /
+:func:`~jiyi.store.retrieve.aretrieve`, which build the candidates from the search
+primitives (:class:`~jiyi.store.base.VectorHits`, :class:`~jiyi.store.base.KeywordHits`,
+:class:`~jiyi.store.base.ThreadLinks`, :class:`~jiyi.store.base.LoadHits`) the backend
+answers. The suite checks both the primitives and ``Retrieve``.
 
 The store must be usable from several threads and from asyncio at once.
 """
@@ -809,7 +830,10 @@ class StoreConformance:
                 )
             )
         )
-        ids = lambda cands: {c.item.id for c in cands}  # noqa: E731
+
+        def ids(cands: list[Candidate]) -> set[str]:
+            return {c.item.id for c in cands}
+
         assert ids(vector_cands(store, unit(rng), k=100)) == {i.id for i in same}
         assert ids(vector_cands(store, unit(rng), k=100, model="other")) == {i.id for i in other_model}
         assert ids(vector_cands(store, unit(rng, 16), k=100)) == {i.id for i in short}
@@ -1098,7 +1122,7 @@ class StoreConformance:
         assert s.total == 3
         assert s.by_scope == {"user": 2, "project": 1}
         s = store.execute(GetStats(flt(memory_types=(MemoryType.PREFERENCE,))))
-        assert (s.total, s.by_type, s.avg_importance) == (1, {"preference": 1}, pytest.approx(0.4))
+        assert (s.total, s.by_type, s.avg_importance) == (1, {"preference": 1}, pytest.approx(0.4))  # type: ignore[comparison-overlap]
 
     # ------------------------------------------------------------ GetHistory
 
@@ -1118,7 +1142,7 @@ class StoreConformance:
         assert [e.action for e in history] == [HistoryAction.ADD, HistoryAction.UPDATE, HistoryAction.PURGE]
         seqs = [e.seq for e in history]
         assert all(s is not None for s in seqs)
-        assert seqs == sorted(seqs)
+        assert seqs == sorted(seqs)  # type: ignore[type-var]
         assert len(set(seqs)) == 3
         for got, want in zip(history, (add, update, gone), strict=True):
             assert got.model_dump(exclude={"seq"}) == want.model_dump(exclude={"seq"})
@@ -1126,7 +1150,7 @@ class StoreConformance:
         assert history[0].after == v1.to_json_dict()
         assert history[1].before == v1.to_json_dict()
         assert history[1].after == v2.to_json_dict()
-        assert history[1].after["content"] == "history v2"  # type: ignore[index]
+        assert history[1].after["content"] == "history v2"
         assert history[2].after is None
         assert [e.action for e in store.execute(GetHistory(TENANT, other.id))] == [HistoryAction.ADD]
 
@@ -1317,7 +1341,7 @@ class StoreConformance:
         by_id = {c.item.id: c for c in cands}
         assert set(by_id) == {a.id, b.id}
         assert by_id[b.id].keyword is None
-        assert by_id[b.id].prev_keyword is not None and by_id[b.id].prev_keyword > 0
+        assert by_id[b.id].prev_keyword is not None and by_id[b.id].prev_keyword > 0  # type: ignore[operator]  # noqa: PT018
         assert by_id[a.id].next_id == b.id
 
     def test_time_windows_add_candidates_from_that_time(self, store: Store) -> None:
@@ -1333,7 +1357,7 @@ class StoreConformance:
         assert may.id not in {c.item.id for c in plain}
         window = ((datetime(2023, 5, 1, tzinfo=UTC), datetime(2023, 6, 1, tzinfo=UTC)),)
         timed = store.execute(Retrieve(flt(), MODEL, q, (), vector_k=3, keyword_k=0, time_ranges=window))
-        assert may.id in {c.item.id for c in timed} and june.id not in {c.item.id for c in timed}
+        assert may.id in {c.item.id for c in timed} and june.id not in {c.item.id for c in timed}  # noqa: PT018
         monthly = store.execute(Retrieve(flt(), MODEL, q, (), vector_k=3, keyword_k=0, time_months=(6,)))
         assert june.id in {c.item.id for c in monthly}
 
@@ -1353,7 +1377,7 @@ class StoreConformance:
 
     def test_messages_append_in_order_and_read_back(self, store: Store) -> None:
         msgs = tuple(
-            Message(role=r, content=f"m{i}", session_id="s", tenant_id=TENANT)
+            Message(role=r, content=f"m{i}", session_id="s", tenant_id=TENANT)  # type: ignore[arg-type]
             for i, r in enumerate(["system", "user", "assistant", "user"])
         )
         store.execute(Write((AppendMessages(msgs[:2]),)))
@@ -1477,7 +1501,7 @@ class StoreConformance:
         for t in threads:
             t.start()
         _join(threads)
-        assert len(claimed) == 40 and len(set(claimed)) == 40
+        assert len(claimed) == 40 and len(set(claimed)) == 40  # noqa: PT018
 
     # ------------------------------------------------------------ DumpRows / LoadRows (store copies)
 
@@ -1496,7 +1520,7 @@ class StoreConformance:
         store.execute(Write((upsert(b2, None, action=HistoryAction.UPDATE, before=b),)))
         store.execute(Write((purge(gone, at=NOW),)))
         msgs = [
-            Message(tenant_id=TENANT, session_id=s, role=r, content=c, created_at=T0 + timedelta(seconds=n))
+            Message(tenant_id=TENANT, session_id=s, role=r, content=c, created_at=T0 + timedelta(seconds=n))  # type: ignore[arg-type]
             for n, (s, r, c) in enumerate(
                 [("s1", "user", "你好"), ("s1", "assistant", "hello"), ("s2", "user", "第二个会话")]
             )
@@ -1785,7 +1809,7 @@ class StoreConformance:
         )
         by_id = {c.item.id: c for c in cands}
         assert set(by_id) == {turns[0].id, turns[2].id}
-        assert by_id[turns[0].id].next_id == turns[2].id and by_id[turns[2].id].prev_id == turns[0].id
+        assert by_id[turns[0].id].next_id == turns[2].id and by_id[turns[2].id].prev_id == turns[0].id  # noqa: PT018
         owner = store.execute(
             Retrieve(
                 flt(viewer=Viewer(actor="k2")), MODEL, vecs[0], (), vector_k=1, keyword_k=0, neighbours=1
