@@ -95,9 +95,13 @@ from jiyi.store.base import (
     GetStats,
     HistoryAction,
     HistoryEvent,
+    KeywordHits,
+    Link,
     ListCheckpoints,
     ListItems,
     ListJobs,
+    Loaded,
+    LoadHits,
     Op,
     Purge,
     PutCheckpoint,
@@ -105,13 +109,16 @@ from jiyi.store.base import (
     RecordEvent,
     Retrieve,
     Store,
+    ThreadLinks,
     Touch,
     Upsert,
     Vector,
+    VectorHits,
     VectorsFor,
     Viewer,
     Write,
 )
+from jiyi.store.retrieve import retrieve
 from jiyi.text.tokenize import index_text, query_terms
 
 __all__ = [
@@ -123,6 +130,7 @@ __all__ = [
     "TENANT",
     "StoreConformance",
     "all_ids",
+    "answer",
     "event_for",
     "flt",
     "full_item",
@@ -261,6 +269,25 @@ def vector_cands(
     store: Store, q: Vector, k: int = 50, model: str = MODEL, **filter_kw: Any
 ) -> list[Candidate]:
     return store.execute(Retrieve(flt(**filter_kw), model, q, (), vector_k=k, keyword_k=0))
+
+
+def answer(cands: list[Candidate]) -> list[tuple[Any, ...]]:
+    """Candidates as comparable values (vectors as bytes), every field kept."""
+    return [
+        (
+            c.item,
+            c.cosine,
+            c.keyword,
+            None if c.vector is None else np.asarray(c.vector, dtype=np.float32).tobytes(),
+            c.prev_id,
+            c.next_id,
+            c.prev_cosine,
+            c.next_cosine,
+            c.prev_keyword,
+            c.next_keyword,
+        )
+        for c in cands
+    ]
 
 
 def full_item(**overrides: Any) -> MemoryItem:
@@ -1360,6 +1387,118 @@ class StoreConformance:
         assert may.id in {c.item.id for c in timed} and june.id not in {c.item.id for c in timed}  # noqa: PT018
         monthly = store.execute(Retrieve(flt(), MODEL, q, (), vector_k=3, keyword_k=0, time_months=(6,)))
         assert june.id in {c.item.id for c in monthly}
+
+    # ------------------------------------------------------------ the search primitives
+
+    def test_vector_hits_are_the_nearest_live_items_best_first(self, store: Store) -> None:
+        rng = np.random.default_rng(21)
+        q = unit(rng)
+        items = [make_item(f"primitive {k}", occurred_at=T0 + timedelta(days=k)) for k in range(12)]
+        vecs = [unit(rng) for _ in items]
+        expired = make_item("expired twin", expires_at=NOW - timedelta(seconds=1))
+        bob = make_item("bob's twin", user_id="bob")
+        put(store, *items, expired, bob, vectors=[*vecs, q, q])
+        hits = store.execute(VectorHits(flt(scope_keys=("user:alice",)), MODEL, q, 5))
+        expected = sorted(range(len(items)), key=lambda k: -float(vecs[k] @ q))[:5]
+        assert [h.id for h in hits] == [items[k].id for k in expected]
+        for h, k in zip(hits, expected, strict=True):
+            assert h.score == pytest.approx(float(vecs[k] @ q), abs=1e-5)
+        assert store.execute(VectorHits(flt(), MODEL, q, 0)) == []
+        assert store.execute(VectorHits(flt(), "unknown", q, 5)) == []
+        days = (T0 + timedelta(days=3), T0 + timedelta(days=6))
+        timed = store.execute(VectorHits(flt(), MODEL, q, 10, time_ranges=(days,)))
+        in_days = sorted(range(3, 6), key=lambda k: -float(vecs[k] @ q))
+        assert [h.id for h in timed] == [items[k].id for k in in_days]
+        month = items[0].occurred_at.month if items[0].occurred_at else 0
+        monthly = store.execute(VectorHits(flt(), MODEL, q, 50, time_months=(month,)))
+        assert {h.id for h in monthly} == {
+            i.id for i in items if i.occurred_at and i.occurred_at.month == month
+        }
+
+    def test_keyword_hits_are_the_best_live_matches_best_first(self, store: Store) -> None:
+        both = make_item("I write python and rust every day")
+        one = make_item("python garden weekend cooking recipes")
+        hidden = make_item("python and rust, archived", status=Status.ARCHIVED)
+        filler = [make_item(f"unrelated filler sentence number {k}") for k in range(6)]
+        put(store, both, one, hidden, *filler)
+        hits = store.execute(KeywordHits(flt(), query_terms("python rust"), 10))
+        assert [h.id for h in hits] == [both.id, one.id]
+        assert hits[0].score > hits[1].score > 0
+        assert [h.id for h in store.execute(KeywordHits(flt(), query_terms("python rust"), 1))] == [both.id]
+        assert store.execute(KeywordHits(flt(), (), 10)) == []
+        assert store.execute(KeywordHits(flt(), query_terms("python"), 0)) == []
+        archived = store.execute(KeywordHits(flt(statuses=(Status.ARCHIVED,)), query_terms("rust"), 10))
+        assert [h.id for h in archived] == [hidden.id]
+
+    def test_thread_links_name_neighbours_within_reach(self, store: Store) -> None:
+        turns = [
+            make_item(f"turn {i}", thread_id="s1", occurred_at=T0 + timedelta(minutes=i)) for i in range(6)
+        ]
+        turns[4] = turns[4].evolve(expires_at=NOW - timedelta(seconds=1))
+        loose = make_item("no thread")
+        put(store, *turns, loose)
+        ids = [t.id for t in turns]
+        links = store.execute(ThreadLinks(flt(), (ids[2],), 0))
+        assert links == {ids[2]: Link(ids[1], ids[3], True)}
+        links = store.execute(ThreadLinks(flt(), (ids[2], loose.id), 2))
+        assert links == {
+            ids[0]: Link(None, ids[1], True),
+            ids[1]: Link(ids[0], ids[2], True),
+            ids[2]: Link(ids[1], ids[3], True),
+            ids[3]: Link(ids[2], ids[4], True),
+            ids[4]: Link(ids[3], ids[5], False),  # expired: named, but not live
+        }
+        assert store.execute(ThreadLinks(flt(), ("unknown", loose.id), 3)) == {}
+        # Threads run through the filter's items only.
+        narrowed = store.execute(ThreadLinks(flt(include_expired=True, tags=("none",)), (ids[2],), 1))
+        assert narrowed == {}
+
+    def test_load_hits_gives_items_vectors_and_the_cosines_vector_hits_give(self, store: Store) -> None:
+        rng = np.random.default_rng(22)
+        q = unit(rng)
+        a, b, bare = make_item("load a"), make_item("load b"), make_item("load bare")
+        bob = make_item("not in the filter", user_id="bob")
+        va, vb = unit(rng), unit(rng)
+        store.execute(Write((upsert(a, va), upsert(b, vb), upsert(bare), upsert(bob, unit(rng)))))
+        f = flt(scope_keys=("user:alice",))
+        scores = {h.id: h.score for h in store.execute(VectorHits(f, MODEL, q, 10))}
+        loaded = store.execute(LoadHits(f, MODEL, q, (a.id, bare.id, bob.id, "unknown"), (b.id,)))
+        assert set(loaded) == {a.id, bare.id, b.id}
+        assert loaded[a.id].item == a
+        assert loaded[a.id].cosine == scores[a.id]  # to the bit
+        assert np.asarray(loaded[a.id].vector, dtype=np.float32).tobytes() == va.tobytes()
+        assert loaded[bare.id] == Loaded(bare, None, None)
+        assert loaded[b.id] == Loaded(None, None, scores[b.id])
+        plain = store.execute(LoadHits(f, MODEL, None, (a.id,)))
+        assert plain == {a.id: Loaded(a, None, None)}
+
+    def test_retrieve_is_the_shared_flow_over_the_primitives(self, store: Store) -> None:
+        """A backend's answer to Retrieve equals jiyi's shared flow run over its primitives."""
+        rng = np.random.default_rng(23)
+        words = ("apple", "banana", "cherry", "苹果", "香蕉")
+        items = []
+        for k in range(40):
+            items.append(
+                make_item(
+                    f"{words[k % 5]} {words[(k * 3) % 5]} note {k}",
+                    thread_id=("a", "b", None)[k % 3],
+                    occurred_at=T0 + timedelta(hours=k % 7),
+                    expires_at=NOW - timedelta(days=1) if k % 11 == 0 else None,
+                )
+            )
+        put(store, *items, vectors=[unit(rng) for _ in items])
+        for n in range(12):
+            op = Retrieve(
+                flt(),
+                MODEL,
+                None if n % 5 == 4 else unit(rng),
+                query_terms(f"{words[n % 5]} {words[(n + 2) % 5]}") if n % 4 else (),
+                vector_k=n % 6,
+                keyword_k=(n * 2) % 7,
+                neighbours=n % 3,
+                time_months=(T0.month,) if n % 3 == 1 else (),
+            )
+            assert answer(store.execute(op)) == answer(retrieve(op, store.execute)), n
 
     def test_retrieve_sees_writes_made_after_an_earlier_search(self, store: Store) -> None:
         rng = np.random.default_rng(3)
