@@ -99,6 +99,7 @@ from jiyi.store.base import (
     AppendMessages,
     CacheGet,
     CachePut,
+    Change,
     ClaimJobs,
     ClearRows,
     CountEvents,
@@ -606,6 +607,23 @@ def _dump_row(kind: str, r: Sequence[Any]) -> dict[str, Any]:
     return {"key": r[0], "at": ts(r[1])}
 
 
+# LoadRows: the statement that inserts dumped rows of every kind but items (see _load_params).
+_LOAD_SQL = {
+    "history": "INSERT INTO {s}.history (seq, item_id, tenant_id, action, at, version, reason, actor, "
+    "before, after) OVERRIDING SYSTEM VALUE VALUES (%(seq)s, %(item_id)s, %(tenant)s, "
+    "%(action)s, %(at)s, %(version)s, %(reason)s, %(actor)s, %(before)s::json, %(after)s::json)",
+    "messages": "INSERT INTO {s}.messages (tenant_id, session_id, seq, id, role, created_at, doc) "
+    "VALUES (%(tenant)s, %(session)s, %(seq)s, %(id)s, %(role)s, %(at)s, %(doc)s::json)",
+    "checkpoints": "INSERT INTO {s}.checkpoints (tenant_id, session_id, id, created_at, doc) "
+    "VALUES (%(tenant)s, %(session)s, %(id)s, %(at)s, %(doc)s::json)",
+    "jobs": "INSERT INTO {s}.jobs (id, tenant_id, kind, status, run_after, locked_until, created_at, "
+    "doc) VALUES (%(id)s, %(tenant)s, %(kind)s, %(status)s, %(run_after)s, %(locked_until)s, "
+    "%(created_at)s, %(doc)s::json)",
+    "embedding_cache": "INSERT INTO {s}.embedding_cache (model, text_hash, vec) VALUES (%(model)s, %(hash)s, %(vec)s)",
+    "rate_events": "INSERT INTO {s}.rate_events (key, at) VALUES (%(key)s, %(at)s)",
+}
+
+
 # ---------------------------------------------------------------- connection description
 
 
@@ -982,48 +1000,56 @@ class PostgresStore(Store):
         self._dumper: type[Dumper] = _VectorDumper
 
         if pool is not None:
-            # Async calls get their own pool with the same settings (possibly callables).
-            self._conninfo: ConninfoParam = pool.conninfo
-            self._kwargs: KwargsParam | None = pool.kwargs
-            self._target = _describe(
-                pool.conninfo if isinstance(pool.conninfo, str) else None,
-                pool.kwargs if isinstance(pool.kwargs, dict) else {},
-            )
-            self._pool = pool
-            self._owns_pool = False
-            borrowed: Conn | None = None
-            try:
-                with self._connection() as borrowed:
-                    self._bootstrap(borrowed)
-            except psycopg.Error as exc:
-                raise self._map_error(exc, borrowed) from exc
+            self._borrow(pool)
         else:
             assert dsn is not None
-            self._conninfo = dsn
-            self._target = _describe(dsn, {})
-            given = conninfo_to_dict(dsn)
-            kwargs: dict[str, Any] = {"autocommit": True}
-            if "connect_timeout" not in given:
-                kwargs["connect_timeout"] = max(2, math.ceil(timeout))
-            if "application_name" not in given:
-                kwargs["application_name"] = "jiyi"
-            self._kwargs = kwargs
-            try:
-                with psycopg.connect(dsn, **kwargs) as conn:
-                    self._bootstrap(conn)
-            except psycopg.Error as exc:
-                raise self._map_error(exc, None) from exc
-            self._pool = ConnectionPool(
-                dsn,
-                kwargs=kwargs,
-                min_size=min_size,
-                max_size=max_size,
-                open=False,
-                timeout=timeout,
-                name=f"jiyi-{schema}",
-            )
-            self._owns_pool = True
-            self._pool.open(wait=False)
+            self._open_pool(dsn, min_size, max_size)
+
+    def _borrow(self, pool: ConnectionPool[Any]) -> None:
+        """Use the caller's pool (not closed by :meth:`close`); async calls get their own
+        pool with the same settings (possibly callables)."""
+        self._conninfo: ConninfoParam = pool.conninfo
+        self._kwargs: KwargsParam | None = pool.kwargs
+        self._target = _describe(
+            pool.conninfo if isinstance(pool.conninfo, str) else None,
+            pool.kwargs if isinstance(pool.kwargs, dict) else {},
+        )
+        self._pool = pool
+        self._owns_pool = False
+        borrowed: Conn | None = None
+        try:
+            with self._connection() as borrowed:
+                self._bootstrap(borrowed)
+        except psycopg.Error as exc:
+            raise self._map_error(exc, borrowed) from exc
+
+    def _open_pool(self, dsn: str, min_size: int, max_size: int) -> None:
+        """Bootstrap the schema on a first connection, then open a pool of our own."""
+        self._conninfo = dsn
+        self._target = _describe(dsn, {})
+        given = conninfo_to_dict(dsn)
+        kwargs: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in given:
+            kwargs["connect_timeout"] = max(2, math.ceil(self._timeout))
+        if "application_name" not in given:
+            kwargs["application_name"] = "jiyi"
+        self._kwargs = kwargs
+        try:
+            with psycopg.connect(dsn, **kwargs) as conn:
+                self._bootstrap(conn)
+        except psycopg.Error as exc:
+            raise self._map_error(exc, None) from exc
+        self._pool = ConnectionPool(
+            dsn,
+            kwargs=kwargs,
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            timeout=self._timeout,
+            name=f"jiyi-{self.schema}",
+        )
+        self._owns_pool = True
+        self._pool.open(wait=False)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._target.where}, schema={self.schema!r})"
@@ -1695,70 +1721,8 @@ class PostgresStore(Store):
                     yield from self._purge(change, stats)
                 case Touch():
                     yield from self._touch(change)
-                case RecordEvent():
-                    yield _Query(
-                        f"INSERT INTO {self._s}.rate_events (key, at) VALUES (%(key)s, %(at)s)",
-                        {"key": change.key, "at": as_utc(change.at)},
-                    )
-                case CachePut():
-                    if change.entries:
-                        # Sorted (stably: the last duplicate still wins) so that concurrent
-                        # writers lock rows in one order and cannot deadlock.
-                        entries = sorted(change.entries, key=lambda e: e[0])
-                        yield _Query(
-                            f"INSERT INTO {self._s}.embedding_cache (model, text_hash, vec) "
-                            "VALUES (%(model)s, %(hash)s, %(vec)s) ON CONFLICT (model, text_hash) "
-                            "DO UPDATE SET vec = EXCLUDED.vec",
-                            batch=[
-                                {
-                                    "model": change.model_id,
-                                    "hash": h,
-                                    "vec": self._vector_param(v, "a cached vector"),
-                                }
-                                for h, v in entries
-                            ],
-                        )
                 case AppendMessages():
                     yield from self._append_messages(change)
-                case DeleteMessages():
-                    if change.seqs:
-                        yield _Query(
-                            f"DELETE FROM {self._s}.messages WHERE tenant_id = %(tenant)s "
-                            "AND session_id = %(session)s AND seq = ANY(%(seqs)s::bigint[])",
-                            {
-                                "tenant": change.tenant_id,
-                                "session": change.session_id,
-                                "seqs": list(change.seqs),
-                            },
-                        )
-                case PutCheckpoint():
-                    c = change.checkpoint
-                    yield _Query(
-                        f"INSERT INTO {self._s}.checkpoints (tenant_id, session_id, id, created_at, doc) "
-                        "VALUES (%(tenant)s, %(session)s, %(id)s, %(at)s, %(doc)s::json) "
-                        "ON CONFLICT (tenant_id, session_id, id) DO UPDATE SET "
-                        "created_at = EXCLUDED.created_at, doc = EXCLUDED.doc",
-                        {
-                            "tenant": c.tenant_id,
-                            "session": c.session_id,
-                            "id": c.id,
-                            "at": c.created_at,
-                            "doc": c.model_dump_json(),
-                        },
-                    )
-                case DeleteCheckpoints():
-                    if change.ids:
-                        yield _Query(
-                            f"DELETE FROM {self._s}.checkpoints WHERE tenant_id = %(tenant)s "
-                            "AND session_id = %(session)s AND id = ANY(%(ids)s::text[])",
-                            {
-                                "tenant": change.tenant_id,
-                                "session": change.session_id,
-                                "ids": list(change.ids),
-                            },
-                        )
-                case PutJob():
-                    yield self._put_jobs([change.job])
                 case LoadRows():
                     yield from self._load_rows(change, stats)
                 case ClearRows():
@@ -1770,8 +1734,65 @@ class PostgresStore(Store):
                             yield _Query(f"DELETE FROM {self._s}.keyword_scopes")
                             stats.clear()
                 case _:
-                    raise InvalidInput(f"PostgresStore cannot write {type(change).__name__}")
+                    statement = self._statement(change)
+                    if statement is not None:
+                        yield statement
         yield from self._keyword_stats(stats)
+
+    def _statement(self, change: Change) -> _Query | None:
+        """The one statement of a simple change (None: nothing to do)."""
+        s = self._s
+        match change:
+            case RecordEvent():
+                return _Query(
+                    f"INSERT INTO {s}.rate_events (key, at) VALUES (%(key)s, %(at)s)",
+                    {"key": change.key, "at": as_utc(change.at)},
+                )
+            case CachePut() if change.entries:
+                # Sorted (stably: the last duplicate still wins) so that concurrent
+                # writers lock rows in one order and cannot deadlock.
+                entries = sorted(change.entries, key=lambda e: e[0])
+                return _Query(
+                    f"INSERT INTO {s}.embedding_cache (model, text_hash, vec) "
+                    "VALUES (%(model)s, %(hash)s, %(vec)s) ON CONFLICT (model, text_hash) "
+                    "DO UPDATE SET vec = EXCLUDED.vec",
+                    batch=[
+                        {"model": change.model_id, "hash": h, "vec": self._vector_param(v, "a cached vector")}
+                        for h, v in entries
+                    ],
+                )
+            case DeleteMessages() if change.seqs:
+                return _Query(
+                    f"DELETE FROM {s}.messages WHERE tenant_id = %(tenant)s "
+                    "AND session_id = %(session)s AND seq = ANY(%(seqs)s::bigint[])",
+                    {"tenant": change.tenant_id, "session": change.session_id, "seqs": list(change.seqs)},
+                )
+            case PutCheckpoint():
+                c = change.checkpoint
+                return _Query(
+                    f"INSERT INTO {s}.checkpoints (tenant_id, session_id, id, created_at, doc) "
+                    "VALUES (%(tenant)s, %(session)s, %(id)s, %(at)s, %(doc)s::json) "
+                    "ON CONFLICT (tenant_id, session_id, id) DO UPDATE SET "
+                    "created_at = EXCLUDED.created_at, doc = EXCLUDED.doc",
+                    {
+                        "tenant": c.tenant_id,
+                        "session": c.session_id,
+                        "id": c.id,
+                        "at": c.created_at,
+                        "doc": c.model_dump_json(),
+                    },
+                )
+            case DeleteCheckpoints() if change.ids:
+                return _Query(
+                    f"DELETE FROM {s}.checkpoints WHERE tenant_id = %(tenant)s "
+                    "AND session_id = %(session)s AND id = ANY(%(ids)s::text[])",
+                    {"tenant": change.tenant_id, "session": change.session_id, "ids": list(change.ids)},
+                )
+            case PutJob():
+                return self._put_jobs([change.job])
+            case CachePut() | DeleteMessages() | DeleteCheckpoints():
+                return None  # nothing to put or delete
+        raise InvalidInput(f"PostgresStore cannot write {type(change).__name__}")
 
     def _keyword_stats(self, stats: _Tally) -> Generator[_Query, Rows, None]:
         """Apply a write's document count and length changes per scope and per tenant."""
@@ -1994,103 +2015,65 @@ class PostgresStore(Store):
         kind = check_row_kind(change.kind)
         if not change.rows:
             return
-        s = self._s
         try:
-            match kind:
-                case "items":
-                    for row in change.rows:
-                        yield from self._load_item(row, stats)
-                case "history":
-                    yield _Query(
-                        f"INSERT INTO {s}.history (seq, item_id, tenant_id, action, at, version, reason, actor, "
-                        "before, after) OVERRIDING SYSTEM VALUE VALUES (%(seq)s, %(item_id)s, %(tenant)s, "
-                        "%(action)s, %(at)s, %(version)s, %(reason)s, %(actor)s, %(before)s::json, %(after)s::json)",
-                        batch=[
-                            {
-                                "seq": int(r["seq"]),
-                                "item_id": r["item_id"],
-                                "tenant": r["tenant_id"],
-                                "action": r["action"],
-                                "at": dumped_time(r["at"]),
-                                "version": int(r["version"]),
-                                "reason": r["reason"],
-                                "actor": r["actor"],
-                                "before": r["before"],
-                                "after": r["after"],
-                            }
-                            for r in change.rows
-                        ],
-                    )
-                    # Later appends continue after the highest loaded seq.
-                    yield _Query(
-                        f"SELECT setval(pg_get_serial_sequence(%(table)s, 'seq'), "
-                        f"(SELECT coalesce(max(seq), 0) + 1 FROM {s}.history), false)",
-                        {"table": f"{s}.history"},
-                    )
-                case "messages":
-                    batch = []
-                    for r in change.rows:
-                        m = Message.model_validate_json(r["doc"])
-                        batch.append(
-                            {
-                                "tenant": m.tenant_id,
-                                "session": m.session_id,
-                                "seq": int(r["seq"]),
-                                "id": m.id,
-                                "role": m.role,
-                                "at": m.created_at,
-                                "doc": r["doc"],
-                            }
-                        )
-                    yield _Query(
-                        f"INSERT INTO {s}.messages (tenant_id, session_id, seq, id, role, created_at, doc) "
-                        "VALUES (%(tenant)s, %(session)s, %(seq)s, %(id)s, %(role)s, %(at)s, %(doc)s::json)",
-                        batch=batch,
-                    )
-                case "checkpoints":
-                    cps = [(Checkpoint.model_validate_json(r["doc"]), r["doc"]) for r in change.rows]
-                    yield _Query(
-                        f"INSERT INTO {s}.checkpoints (tenant_id, session_id, id, created_at, doc) "
-                        "VALUES (%(tenant)s, %(session)s, %(id)s, %(at)s, %(doc)s::json)",
-                        batch=[
-                            {
-                                "tenant": c.tenant_id,
-                                "session": c.session_id,
-                                "id": c.id,
-                                "at": c.created_at,
-                                "doc": doc,
-                            }
-                            for c, doc in cps
-                        ],
-                    )
-                case "jobs":
-                    jobs = [(Job.model_validate_json(r["doc"]), r["doc"]) for r in change.rows]
-                    yield _Query(
-                        f"INSERT INTO {s}.jobs (id, tenant_id, kind, status, run_after, locked_until, created_at, "
-                        "doc) VALUES (%(id)s, %(tenant)s, %(kind)s, %(status)s, %(run_after)s, %(locked_until)s, "
-                        "%(created_at)s, %(doc)s::json)",
-                        batch=[_job_row(j, doc) for j, doc in jobs],
-                    )
-                case "embedding_cache":
-                    yield _Query(
-                        f"INSERT INTO {s}.embedding_cache (model, text_hash, vec) "
-                        "VALUES (%(model)s, %(hash)s, %(vec)s)",
-                        batch=[
-                            {
-                                "model": r["model"],
-                                "hash": r["text_hash"],
-                                "vec": self._vector_param(vector_from_text(r["vec"]), "a cached vector"),
-                            }
-                            for r in change.rows
-                        ],
-                    )
-                case "rate_events":
-                    yield _Query(
-                        f"INSERT INTO {s}.rate_events (key, at) VALUES (%(key)s, %(at)s)",
-                        batch=[{"key": r["key"], "at": dumped_time(r["at"])} for r in change.rows],
-                    )
+            if kind == "items":
+                for row in change.rows:
+                    yield from self._load_item(row, stats)
+                return
+            batch = [self._load_params(kind, r) for r in change.rows]
         except KeyError as exc:
             raise InvalidInput(f"a dumped {kind} row lacks {exc.args[0]!r}", field=str(exc.args[0])) from None
+        yield _Query(_LOAD_SQL[kind].format(s=self._s), batch=batch)
+        if kind == "history":
+            # Later appends continue after the highest loaded seq.
+            yield _Query(
+                f"SELECT setval(pg_get_serial_sequence(%(table)s, 'seq'), "
+                f"(SELECT coalesce(max(seq), 0) + 1 FROM {self._s}.history), false)",
+                {"table": f"{self._s}.history"},
+            )
+
+    def _load_params(self, kind: str, r: Mapping[str, Any]) -> dict[str, Any]:
+        """The parameters of :data:`_LOAD_SQL` for one dumped row of ``kind`` (not items)."""
+        match kind:
+            case "history":
+                return {
+                    "seq": int(r["seq"]),
+                    "item_id": r["item_id"],
+                    "tenant": r["tenant_id"],
+                    "action": r["action"],
+                    "at": dumped_time(r["at"]),
+                    "version": int(r["version"]),
+                    "reason": r["reason"],
+                    "actor": r["actor"],
+                    "before": r["before"],
+                    "after": r["after"],
+                }
+            case "messages":
+                m = Message.model_validate_json(r["doc"])
+                return {
+                    "tenant": m.tenant_id,
+                    "session": m.session_id,
+                    "seq": int(r["seq"]),
+                    "id": m.id,
+                    "role": m.role,
+                    "at": m.created_at,
+                    "doc": r["doc"],
+                }
+            case "checkpoints":
+                c = Checkpoint.model_validate_json(r["doc"])
+                return {
+                    "tenant": c.tenant_id,
+                    "session": c.session_id,
+                    "id": c.id,
+                    "at": c.created_at,
+                    "doc": r["doc"],
+                }
+            case "jobs":
+                return _job_row(Job.model_validate_json(r["doc"]), r["doc"])
+            case "embedding_cache":
+                vec = self._vector_param(vector_from_text(r["vec"]), "a cached vector")
+                return {"model": r["model"], "hash": r["text_hash"], "vec": vec}
+        return {"key": r["key"], "at": dumped_time(r["at"])}
 
     def _load_item(self, row: Mapping[str, Any], stats: _Tally) -> Generator[_Query, Rows, None]:
         doc = row["doc"]
