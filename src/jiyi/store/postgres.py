@@ -5,9 +5,11 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
 
 * **One implementation, two drivers.** Every operation is a *plan*: a generator that
   builds each SQL statement once, yields it and receives its rows back (the pattern of
-  :mod:`jiyi.effects`). A thin sync driver runs plans on a ``psycopg_pool.ConnectionPool``;
-  a thin async driver runs the very same plans on ``psycopg.AsyncConnection`` objects, real
-  async I/O without threads. No SQL or logic is written twice. The async connections
+  :mod:`jiyi.effects`). :func:`jiyi.driver.drive` runs plans on a
+  ``psycopg_pool.ConnectionPool`` connection; :func:`jiyi.driver.adrive` runs the very same
+  plans on ``psycopg.AsyncConnection`` objects, real async I/O without threads; each
+  attempt's handler table takes its connection at the first statement. No SQL or logic
+  is written twice. The async connections
   come from a small per-event-loop pool without background tasks rather than
   ``AsyncConnectionPool``, whose worker tasks swallow cancellation and can hang the end
   of ``asyncio.run`` when the store outlives the loop (see :class:`_LoopPool`).
@@ -23,10 +25,13 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   ``MATERIALIZED`` CTE and sorts that: a top-N heap sort over a CTE scan, which no index
   can turn approximate — not even a per-dimension expression HNSW index added later by
   an operator (:meth:`PostgresStore.explain` shows the plan). Results equal numpy brute
-  force, as with SQLite. Time-window hits and thread neighbours come from the same
-  statement (thread positions are numbered only in the threads of the hits); the final
-  choice and order replay SQLiteStore's rules. ``dimensions=`` pins one dimension and
-  refuses vectors of any other.
+  force, as with SQLite. ``dimensions=`` pins one dimension and refuses vectors of any
+  other.
+* **Search** answers the four primitives of :mod:`jiyi.store.base` (vector hits, keyword
+  hits, thread links, loading hits), one statement each; ``Retrieve`` is the shared flow
+  of :mod:`jiyi.store.retrieve` over them, run on one connection in a repeatable-read,
+  read-only transaction, so its statements see one state as a single statement would.
+  Thread positions are numbered only in the threads of the items asked about.
 * **Keyword index**: PostgreSQL's parser keeps a whole run of Han characters as one
   token, so the index stores the pre-segmented terms of :mod:`jiyi.text.tokenize`
   (Latin diacritics folded, as SQLite FTS5's ``remove_diacritics`` does) and a generated

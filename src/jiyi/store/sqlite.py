@@ -11,6 +11,10 @@
   reader thread keeps a searched filter's rows in memory; triggers log which item rows
   change per scope (``scope_changes``), so a cached filter is patched with just those
   rows instead of being re-read after every write.
+* Search: those cached rows (and the FTS5 table) answer the search primitives of
+  :mod:`jiyi.store.base`; ``Retrieve`` is the shared flow of :mod:`jiyi.store.retrieve`
+  over them, driven inside one read transaction, so a filter's rows are brought up to
+  date once per search and the cosines to its query vector computed once.
 * Migrations: an append-only list, each applied in its own transaction and recorded
   in ``schema_migrations``.
 """
