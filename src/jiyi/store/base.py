@@ -351,9 +351,9 @@ class ThreadLinks(Op[dict[str, Link]]):
     """Thread order around ``ids``: the :class:`Link` of each of them that has a thread and
     of every item up to ``reach`` positions before or after one of them in its thread.
 
-    Items of one thread (same tenant, scope and ``thread_id``) among the filter's items are
-    ordered by ``(occurred_at or created_at, insertion order)``. Items without a thread, or
-    not among the filter's items, have no entry."""
+    The filter's items with the same ``thread_id`` form a thread, ordered by
+    ``(occurred_at or created_at, insertion order)``. Items without a thread, or not among
+    the filter's items, have no entry."""
 
     filter: Filter
     ids: tuple[str, ...]

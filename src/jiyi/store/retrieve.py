@@ -64,16 +64,26 @@ def retrieve_flow(op: Retrieve) -> Flow[list[Candidate]]:
     rounds = max(0, op.neighbours)
     links = yield from call(ThreadLinks(f, tuple(chosen), rounds))
     expand(chosen, links, rounds)
-    context = [n for i in chosen if i in links for n in links[i][:2] if n is not None and n not in chosen]
-    loaded = yield from call(
-        LoadHits(f, op.model_id, op.vector, tuple(chosen), tuple(dict.fromkeys(context)))
-    )
+    loaded = yield from call(LoadHits(f, op.model_id, op.vector, tuple(chosen), _beside(chosen, links)))
     return candidates(chosen, links, loaded, keyword)
 
 
 def _add(chosen: dict[str, None], hits: list[Hit]) -> None:
     for hit in hits:
         chosen[hit.id] = None
+
+
+def _beside(chosen: dict[str, None], links: dict[str, Link]) -> tuple[str, ...]:
+    """The thread neighbours of the candidates that are not candidates themselves (their
+    cosines are evidence too)."""
+    out: dict[str, None] = {}
+    for item_id in chosen:
+        link = links.get(item_id)
+        if link is not None:
+            for other in (link.prev_id, link.next_id):
+                if other is not None and other not in chosen:
+                    out[other] = None
+    return tuple(out)
 
 
 def expand(chosen: dict[str, None], links: dict[str, Link], rounds: int) -> None:
