@@ -383,10 +383,6 @@ class LoadHits(Op[dict[str, Loaded]]):
     context_ids: tuple[str, ...] = ()
 
 
-SEARCH_PRIMITIVES: tuple[type[Op[Any]], ...] = (VectorHits, KeywordHits, ThreadLinks, LoadHits)
-"""The ops :func:`jiyi.store.retrieve.retrieve` builds :class:`Retrieve`'s answer from."""
-
-
 @dataclass(frozen=True)
 class GetHistory(Op[list[HistoryEvent]]):
     tenant_id: str
@@ -667,7 +663,8 @@ class Write(Op[None]):
 
 
 class Store(abc.ABC):
-    """A storage backend. Two entry points; a backend is one ``match`` over the op types."""
+    """A storage backend. Two entry points; a backend is one ``match`` over the op types,
+    and hands :class:`Retrieve` to :func:`jiyi.store.retrieve.retrieve` (``aretrieve``)."""
 
     @abc.abstractmethod
     def execute(self, op: Op[R]) -> R:
