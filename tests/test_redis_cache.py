@@ -42,7 +42,7 @@ from jiyi.store.base import (
 )
 from jiyi.store.redis_cache import RedisCachedStore
 from jiyi.store.sqlite import SQLiteStore
-from tests.conformance import (
+from jiyi.testing.conformance import (
     TENANT,
     StoreConformance,
     flt,

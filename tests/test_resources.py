@@ -56,7 +56,7 @@ def test_what_no_rule_extracts_is_still_findable(mem: Memory) -> None:
     )
     (report,) = mem.process_jobs()
     assert [o.action for o in report.outcomes] == ["resource", "resource"]
-    assert _turns(mem) == [
+    assert sorted(_turns(mem)) == [
         "Ana: Last spring we took the night train to Vienna with my cousin Mia",
         "That sounds like a lovely trip!",
     ]

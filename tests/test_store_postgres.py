@@ -44,8 +44,7 @@ from jiyi.store.base import (
 )
 from jiyi.store.postgres import MIGRATION_LOCK, MIGRATIONS, PostgresStore, fold_term, tsquery_operand
 from jiyi.store.sqlite import SQLiteStore
-from jiyi.text.tokenize import query_terms
-from tests.conformance import (
+from jiyi.testing.conformance import (
     MODEL,
     T0,
     TENANT,
@@ -59,6 +58,7 @@ from tests.conformance import (
     unit,
     upsert,
 )
+from jiyi.text.tokenize import query_terms
 from tests.pg import drop_schema, give_back, new_schema, pg_dsn, take_schema, with_params  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]

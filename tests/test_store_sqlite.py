@@ -35,8 +35,7 @@ from jiyi.store.base import (
     Write,
 )
 from jiyi.store.sqlite import MIGRATIONS, SQLiteStore
-from jiyi.text.tokenize import query_terms
-from tests.conformance import (
+from jiyi.testing.conformance import (
     DIM,
     MODEL,
     NOW,
@@ -51,6 +50,7 @@ from tests.conformance import (
     unit,
     upsert,
 )
+from jiyi.text.tokenize import query_terms
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -965,7 +965,7 @@ def test_sqlite_store_upgrade_fills_the_creator_column(tmp_path: Path) -> None:
     import sqlite3
 
     from jiyi.store.sqlite import MIGRATIONS
-    from tests.conformance import put
+    from jiyi.testing.conformance import put
 
     path = tmp_path / "old.db"
     items = _upgrade_items()
@@ -989,7 +989,7 @@ def test_postgres_store_upgrade_fills_the_creator_column(pg_dsn: str) -> None:  
     import psycopg
 
     from jiyi.store.postgres import MIGRATIONS, PostgresStore
-    from tests.conformance import put
+    from jiyi.testing.conformance import put
     from tests.pg import drop_schema, new_schema
 
     schema = new_schema()

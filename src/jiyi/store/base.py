@@ -5,9 +5,13 @@ each typed by what it returns. A backend has exactly two entry points,
 :meth:`Store.execute` and :meth:`Store.aexecute`; everything else — gating, ranking,
 reconciliation — lives above it and is shared by all backends.
 
-Reads: :class:`GetItems`, :class:`ListItems`, :class:`Retrieve`, :class:`GetHistory`,
-:class:`GetStats`, :class:`CountEvents`, :class:`CacheGet`, :class:`VectorsFor`,
-:class:`GetMessages`, :class:`GetCheckpoint`, :class:`ListCheckpoints`, :class:`ListJobs`.
+Reads: :class:`GetItems`, :class:`ListItems`, :class:`GetHistory`, :class:`GetStats`,
+:class:`CountEvents`, :class:`CacheGet`, :class:`VectorsFor`, :class:`GetMessages`,
+:class:`GetCheckpoint`, :class:`ListCheckpoints`, :class:`ListJobs`, :class:`DumpRows`.
+Search: the primitives :class:`VectorHits`, :class:`KeywordHits`, :class:`ThreadLinks` and
+:class:`LoadHits` return raw evidence; :class:`Retrieve` (what callers ask) is answered
+from them by shared code, :func:`jiyi.store.retrieve.retrieve`, written once for every
+backend.
 Writes: :class:`Write` — one transaction holding any number of :class:`Upsert`,
 :class:`Purge`, :class:`Touch`, :class:`RecordEvent`, :class:`CachePut`,
 :class:`AppendMessages`, :class:`DeleteMessages`, :class:`PutCheckpoint`,
@@ -22,7 +26,7 @@ import base64
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -279,6 +283,10 @@ class Retrieve(Op[list[Candidate]]):
     ``occurred_at`` falls in a range, or in one of the months of any year, are
     candidates too. ``neighbours`` adds the items up to that many positions before and
     after each candidate in its thread.
+
+    Backends do not implement this op themselves: :func:`jiyi.store.retrieve.retrieve`
+    answers it, the same way for all, from the search primitives below
+    (:class:`VectorHits`, :class:`KeywordHits`, :class:`ThreadLinks`, :class:`LoadHits`).
     """
 
     filter: Filter
@@ -290,6 +298,90 @@ class Retrieve(Op[list[Candidate]]):
     neighbours: int = 0
     time_ranges: tuple[tuple[datetime, datetime], ...] = ()
     time_months: tuple[int, ...] = ()
+
+
+# The search primitives: raw evidence, from which jiyi.store.retrieve chooses candidates.
+# "The filter's items" are those ``filter`` admits with expiry aside (threads run through
+# expired turns); "live" ones are those it admits, expiry included.
+
+
+class Hit(NamedTuple):
+    """An item a search primitive found, with its score (cosine or BM25; higher is better)."""
+
+    id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class VectorHits(Op[list[Hit]]):
+    """The ``k`` live items whose vector of ``model_id`` (and of ``vector``'s dimension) is
+    nearest ``vector`` by cosine, best first; equal scores in the backend's stable order.
+
+    With ``time_ranges`` or ``time_months``, only items whose ``occurred_at`` falls in one
+    of the ranges (start included, end not) or in one of the months (1-12) of any year."""
+
+    filter: Filter
+    model_id: str
+    vector: Vector
+    k: int
+    time_ranges: tuple[tuple[datetime, datetime], ...] = ()
+    time_months: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class KeywordHits(Op[list[Hit]]):
+    """The ``k`` live items that best match any of ``terms`` (normalised index terms) by
+    BM25 over the searched scopes (the tenant when none is named), best first."""
+
+    filter: Filter
+    terms: tuple[str, ...]
+    k: int
+
+
+class Link(NamedTuple):
+    """An item's place in its thread: the ids of the items just before and after it (among
+    the filter's items) and whether it is live itself."""
+
+    prev_id: str | None
+    next_id: str | None
+    live: bool
+
+
+@dataclass(frozen=True)
+class ThreadLinks(Op[dict[str, Link]]):
+    """Thread order around ``ids``: the :class:`Link` of each of them that has a thread and
+    of every item up to ``reach`` positions before or after one of them in its thread.
+
+    The filter's items with the same ``thread_id`` form a thread, ordered by
+    ``(occurred_at or created_at, insertion order)``. Items without a thread, or not among
+    the filter's items, have no entry."""
+
+    filter: Filter
+    ids: tuple[str, ...]
+    reach: int = 0
+
+
+class Loaded(NamedTuple):
+    """What :class:`LoadHits` found for one id. ``item`` is None for a context id; ``vector``
+    and ``cosine`` are None without a query vector or a stored vector of its model and
+    dimension."""
+
+    item: MemoryItem | None
+    vector: Vector | None
+    cosine: float | None
+
+
+@dataclass(frozen=True)
+class LoadHits(Op[dict[str, Loaded]]):
+    """The filter's items ``ids`` with their vectors and cosines to ``vector``, and the
+    cosines alone of ``context_ids``; ids that are not among the filter's items are absent.
+    Cosines equal the ones :class:`VectorHits` gives, to the bit."""
+
+    filter: Filter
+    model_id: str
+    vector: Vector | None
+    ids: tuple[str, ...]
+    context_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -572,7 +664,8 @@ class Write(Op[None]):
 
 
 class Store(abc.ABC):
-    """A storage backend. Two entry points; a backend is one ``match`` over the op types."""
+    """A storage backend. Two entry points; a backend is one ``match`` over the op types,
+    and hands :class:`Retrieve` to :func:`jiyi.store.retrieve.retrieve` (``aretrieve``)."""
 
     @abc.abstractmethod
     def execute(self, op: Op[R]) -> R:

@@ -5,9 +5,11 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
 
 * **One implementation, two drivers.** Every operation is a *plan*: a generator that
   builds each SQL statement once, yields it and receives its rows back (the pattern of
-  :mod:`jiyi.effects`). A thin sync driver runs plans on a ``psycopg_pool.ConnectionPool``;
-  a thin async driver runs the very same plans on ``psycopg.AsyncConnection`` objects, real
-  async I/O without threads. No SQL or logic is written twice. The async connections
+  :mod:`jiyi.effects`). :func:`jiyi.driver.drive` runs plans on a
+  ``psycopg_pool.ConnectionPool`` connection; :func:`jiyi.driver.adrive` runs the very same
+  plans on ``psycopg.AsyncConnection`` objects, real async I/O without threads; each
+  attempt's handler table takes its connection at the first statement. No SQL or logic
+  is written twice. The async connections
   come from a small per-event-loop pool without background tasks rather than
   ``AsyncConnectionPool``, whose worker tasks swallow cancellation and can hang the end
   of ``asyncio.run`` when the store outlives the loop (see :class:`_LoopPool`).
@@ -23,10 +25,13 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   ``MATERIALIZED`` CTE and sorts that: a top-N heap sort over a CTE scan, which no index
   can turn approximate — not even a per-dimension expression HNSW index added later by
   an operator (:meth:`PostgresStore.explain` shows the plan). Results equal numpy brute
-  force, as with SQLite. Time-window hits and thread neighbours come from the same
-  statement (thread positions are numbered only in the threads of the hits); the final
-  choice and order replay SQLiteStore's rules. ``dimensions=`` pins one dimension and
-  refuses vectors of any other.
+  force, as with SQLite. ``dimensions=`` pins one dimension and refuses vectors of any
+  other.
+* **Search** answers the four primitives of :mod:`jiyi.store.base` (vector hits, keyword
+  hits, thread links, loading hits), one statement each; ``Retrieve`` is the shared flow
+  of :mod:`jiyi.store.retrieve` over them, run on one connection in a repeatable-read,
+  read-only transaction, so its statements see one state as a single statement would.
+  Thread positions are numbered only in the threads of the items asked about.
 * **Keyword index**: PostgreSQL's parser keeps a whole run of Han characters as one
   token, so the index stores the pre-segmented terms of :mod:`jiyi.text.tokenize`
   (Latin diacritics folded, as SQLite FTS5's ``remove_diacritics`` does) and a generated
@@ -82,21 +87,24 @@ import threading
 import unicodedata
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager, nullcontext, suppress
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from jiyi.driver import AsyncHandler, Handler, adrive, drive
+from jiyi.effects import Flow
 from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreUnavailable
-from jiyi.model import MemoryItem, as_utc, load_stored, stored_snapshot
+from jiyi.model import MemoryItem, as_utc, load_stored
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
     AppendMessages,
     CacheGet,
     CachePut,
-    Candidate,
+    Change,
     ClaimJobs,
     ClearRows,
     CountEvents,
@@ -110,9 +118,14 @@ from jiyi.store.base import (
     GetMessages,
     GetStats,
     HistoryEvent,
+    Hit,
+    KeywordHits,
+    Link,
     ListCheckpoints,
     ListItems,
     ListJobs,
+    Loaded,
+    LoadHits,
     LoadRows,
     Op,
     Page,
@@ -124,9 +137,11 @@ from jiyi.store.base import (
     RowPage,
     Store,
     StoreStats,
+    ThreadLinks,
     Touch,
     Upsert,
     Vector,
+    VectorHits,
     VectorsFor,
     Write,
     check_row_kind,
@@ -134,7 +149,19 @@ from jiyi.store.base import (
     vector_from_text,
     vector_to_text,
 )
-from jiyi.store.sqlcommon import decode_cursor, encode_cursor, ts, viewer_clause
+from jiyi.store.retrieve import retrieve_flow
+from jiyi.store.sqlcommon import (
+    DumpPage,
+    claimed_job,
+    decode_cursor,
+    dumped_time,
+    encode_cursor,
+    history_event,
+    load_item,
+    pending,
+    ts,
+    viewer_clause,
+)
 
 try:
     import psycopg
@@ -331,6 +358,9 @@ BM25_B = 0.75
 # every column in a document's length; adding the same keeps the two backends' scores equal.
 FTS5_SCOPE_TOKENS = 2
 
+_VECTOR_ROW = "v.pk = i.pk AND v.model = %(model)s AND v.dim = %(dim)s"
+"""Joins ``vectors v`` to ``items i``: the row of the searched model and dimension."""
+
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 _ITEM_COLUMNS = (
@@ -509,10 +539,6 @@ def _item_params(item: MemoryItem, terms: str) -> dict[str, Any]:
     }
 
 
-def _load_item(doc: str) -> MemoryItem:
-    return load_stored(MemoryItem, doc)
-
-
 # What a read of items selects (alias i) to rebuild an item: see _read_item.
 _READ_ITEM = "i.doc::text, i.access_count, i.last_used_at"
 
@@ -521,7 +547,7 @@ def _read_item(doc: str, access_count: int, last_used_at: datetime | None) -> Me
     """A stored item: its document with the usage columns laid over it. Touch updates only
     the columns (a search's usage write is then one cheap statement); every other write
     rewrites the whole document, columns included."""
-    item = _load_item(doc)
+    item = load_item(doc)
     if item.access_count != access_count or item.last_used_at != last_used_at:
         item = item.model_copy(update={"access_count": int(access_count), "last_used_at": _utc(last_used_at)})
     return item
@@ -538,16 +564,7 @@ def _cursor_time(text: str, cursor: str) -> datetime:
         raise InvalidInput(f"cursor {cursor[:40]!r} is not one this store issued", field="cursor") from exc
 
 
-# DumpRows: per kind, the key columns (a keyset cursor; None: an offset cursor) and the columns.
-_DUMP_KEYS: dict[str, tuple[str, ...] | None] = {
-    "items": ("pk",),
-    "history": ("seq",),
-    "messages": ("tenant_id", "session_id", "seq"),
-    "checkpoints": ("tenant_id", "session_id", "id"),
-    "jobs": ("id",),
-    "embedding_cache": ("model", "text_hash"),
-    "rate_events": None,
-}
+# DumpRows: the columns of every row kind.
 _DUMP_SQL = {
     "items": "SELECT i.pk, i.id, i.doc::text, i.terms, v.model, v.dim, v.vec, i.access_count, i.last_used_at "
     "FROM {s}.items i "
@@ -567,7 +584,7 @@ def _dump_row(kind: str, r: Sequence[Any]) -> dict[str, Any]:
         case "items":
             vectors = [] if r[4] is None else [{"model": r[4], "dim": int(r[5]), "vec": vector_to_text(r[6])}]
             doc = r[2]
-            stored = _load_item(doc)
+            stored = load_item(doc)
             if (stored.access_count, stored.last_used_at) != (r[7], r[8]):  # touched since written
                 doc = _read_item(doc, r[7], r[8]).model_dump_json()
             return {"id": r[1], "doc": doc, "terms": r[3], "vectors": vectors}
@@ -595,27 +612,21 @@ def _dump_row(kind: str, r: Sequence[Any]) -> dict[str, Any]:
     return {"key": r[0], "at": ts(r[1])}
 
 
-def _dump_cursor(after: str | None, size: int) -> list[Any]:
-    if after is None:
-        return []
-    try:
-        data = json.loads(after)
-        if not isinstance(data, list) or len(data) != size:
-            raise ValueError
-    except ValueError:
-        raise InvalidInput(
-            f"dump cursor {after[:40]!r} is not one this store issued", field="after"
-        ) from None
-    return data
-
-
-def _time_value(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return as_utc(datetime.fromisoformat(str(value)))
-    except ValueError:
-        raise InvalidInput(f"{value!r} is not a time", field="at") from None
+# LoadRows: the statement that inserts dumped rows of every kind but items (see _load_params).
+_LOAD_SQL = {
+    "history": "INSERT INTO {s}.history (seq, item_id, tenant_id, action, at, version, reason, actor, "
+    "before, after) OVERRIDING SYSTEM VALUE VALUES (%(seq)s, %(item_id)s, %(tenant)s, "
+    "%(action)s, %(at)s, %(version)s, %(reason)s, %(actor)s, %(before)s::json, %(after)s::json)",
+    "messages": "INSERT INTO {s}.messages (tenant_id, session_id, seq, id, role, created_at, doc) "
+    "VALUES (%(tenant)s, %(session)s, %(seq)s, %(id)s, %(role)s, %(at)s, %(doc)s::json)",
+    "checkpoints": "INSERT INTO {s}.checkpoints (tenant_id, session_id, id, created_at, doc) "
+    "VALUES (%(tenant)s, %(session)s, %(id)s, %(at)s, %(doc)s::json)",
+    "jobs": "INSERT INTO {s}.jobs (id, tenant_id, kind, status, run_after, locked_until, created_at, "
+    "doc) VALUES (%(id)s, %(tenant)s, %(kind)s, %(status)s, %(run_after)s, %(locked_until)s, "
+    "%(created_at)s, %(doc)s::json)",
+    "embedding_cache": "INSERT INTO {s}.embedding_cache (model, text_hash, vec) VALUES (%(model)s, %(hash)s, %(vec)s)",
+    "rate_events": "INSERT INTO {s}.rate_events (key, at) VALUES (%(key)s, %(at)s)",
+}
 
 
 # ---------------------------------------------------------------- connection description
@@ -847,27 +858,6 @@ async def _run_async(conn: AConn, q: _Query) -> Rows:
         return await cur.fetchall() if cur.description is not None else []
 
 
-def _drive(plan: Plan[R], query: _Query, conn: Conn) -> R:
-    """Run a started plan (``query`` is its first statement) to its end on ``conn``."""
-    try:
-        while True:
-            query = plan.send(_run_sync(conn, query))
-    except StopIteration as stop:
-        return cast(R, stop.value)
-    finally:
-        plan.close()
-
-
-async def _adrive(plan: Plan[R], query: _Query, conn: AConn) -> R:
-    try:
-        while True:
-            query = plan.send(await _run_async(conn, query))
-    except StopIteration as stop:
-        return cast(R, stop.value)
-    finally:
-        plan.close()
-
-
 def _single(query: _Query, convert: Callable[[Rows], R]) -> Plan[R]:
     rows = yield query
     return convert(rows)
@@ -878,80 +868,87 @@ def _done(value: R) -> Plan[R]:
     return value
 
 
-def _start(plan: Plan[R]) -> tuple[_Query | None, R | None]:
-    """Advance a fresh plan to its first statement; a plan with none is already done."""
-    try:
-        return next(plan), None
-    except StopIteration as stop:
-        return None, cast(R, stop.value)
+_SNAPSHOT_SQL = _Query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+"""The first statement of a read of several statements (a ``Retrieve``'s primitives): they
+all see one state, as one statement would."""
 
 
-class _Attempt:
-    """What the drivers need to decide whether a failed attempt may be retried."""
+class _Session:
+    """One attempt at an operation: the handler table that drives its plan.
 
-    def __init__(self, write: bool) -> None:
-        self.write = write
-        self.begun = False  # a write's BEGIN went through: its statements may have run
+    ``write``: the operation writes (retried only if it had not begun); ``single``: it is
+    one statement, atomic alone in autocommit (no BEGIN/COMMIT round trips); else it runs
+    in a transaction, a repeatable-read one for a read. The connection is taken at the
+    plan's first statement (a plan that needs none, or that fails while building it, never
+    touches the pool); ``stack`` gives it back when the attempt ends, committing or rolling
+    back first. A search primitive that a ``Retrieve`` flow yields runs its own plan on the
+    same connection and snapshot."""
 
-    def retry(self, exc: BaseException, conn: Conn | AConn | None, attempt: int) -> bool:
-        if attempt >= 3 or not isinstance(exc, psycopg.Error):
-            return False
-        if isinstance(exc, pg_errors.SerializationFailure | pg_errors.DeadlockDetected):
-            return True  # the server rolled the whole transaction back
-        lost = conn is not None and conn.broken
-        return lost and attempt < 2 and (not self.write or not self.begun)
+    def __init__(self, store: PostgresStore, write: bool, single: bool, stack: ExitStack) -> None:
+        self.store, self.write, self.single, self.stack = store, write, single, stack
+        self.conn: Conn | None = None
+        self.begun = False  # BEGIN went through: a write's statements may have run
+        self.handlers: dict[type, Handler] = {_Query: self.run, Op: self.run_op}
+
+    def run(self, query: _Query) -> Rows:
+        conn = self.conn if self.conn is not None else self._open()
+        return _run_sync(conn, query)
+
+    def run_op(self, op: Op[Any]) -> Any:
+        return drive(self.store._plan(op)[0](), self.handlers)
+
+    def _open(self) -> Conn:
+        self.conn = conn = self.stack.enter_context(self.store._connection())
+        if not self.single or not conn.autocommit:
+            self.stack.enter_context(conn.transaction())
+        self.begun = True
+        if not self.single and not self.write:
+            _run_sync(conn, _SNAPSHOT_SQL)
+        return conn
+
+    def retry(self, exc: BaseException, attempt: int) -> bool:
+        return _may_retry(exc, self.conn, attempt, self.write and self.begun)
 
 
-def _pick_candidates(rows: Rows, neighbours: int) -> list[Candidate]:
-    """Choose and order candidates from :meth:`PostgresStore._retrieve_sql`'s rows exactly as
-    SQLiteStore does: vector hits nearest first, then time-window hits, then keyword hits
-    best first, then ``neighbours`` rounds adding each one's live thread neighbours."""
-    by_pk = {r[0]: r for r in rows}
-    at = {(r[2], r[3]): r[0] for r in rows if r[3] is not None}
+class _AsyncSession:
+    """:class:`_Session` on an async connection."""
 
-    def beside(pk: int, step: int) -> int | None:
-        r = by_pk[pk]
-        return None if r[3] is None else at.get((r[2], r[3] + step))
+    def __init__(self, store: PostgresStore, write: bool, single: bool, stack: AsyncExitStack) -> None:
+        self.store, self.write, self.single, self.stack = store, write, single, stack
+        self.conn: AConn | None = None
+        self.begun = False
+        self.handlers: dict[type, AsyncHandler] = {_Query: self.run, Op: self.run_op}
 
-    chosen: dict[int, None] = {}
-    for rank_col in (6, 7):
-        for r in sorted((r for r in rows if r[rank_col] is not None), key=lambda r: r[rank_col]):
-            chosen[r[0]] = None
-    keyword = {r[0]: float(r[8]) for r in rows if r[8] is not None}
-    for pk in sorted(keyword, key=lambda pk: (-keyword[pk], pk)):
-        chosen[pk] = None
-    for _ in range(neighbours):
-        for pk in list(chosen):
-            for other in (beside(pk, -1), beside(pk, 1)):
-                if other is not None and by_pk[other][4]:
-                    chosen[other] = None
+    async def run(self, query: _Query) -> Rows:
+        conn = self.conn if self.conn is not None else await self._open()
+        return await _run_async(conn, query)
 
-    def cosine(pk: int | None) -> float | None:
-        dist = None if pk is None else by_pk[pk][5]
-        return None if dist is None else 1.0 - float(dist)
+    async def run_op(self, op: Op[Any]) -> Any:
+        return await adrive(self.store._plan(op)[0](), self.handlers)
 
-    def ident(pk: int | None) -> str | None:
-        return None if pk is None else str(by_pk[pk][1])
+    async def _open(self) -> AConn:
+        self.conn = conn = await self.stack.enter_async_context(self.store._aconnection())
+        if not self.single or not conn.autocommit:
+            await self.stack.enter_async_context(conn.transaction())
+        self.begun = True
+        if not self.single and not self.write:
+            await _run_async(conn, _SNAPSHOT_SQL)
+        return conn
 
-    out: list[Candidate] = []
-    for pk in chosen:
-        r = by_pk[pk]
-        prev, nxt = beside(pk, -1), beside(pk, 1)
-        out.append(
-            Candidate(
-                item=_read_item(r[9], r[11], r[12]),
-                cosine=cosine(pk),
-                keyword=keyword.get(pk),
-                vector=r[10] if r[5] is not None else None,
-                prev_id=ident(prev),
-                next_id=ident(nxt),
-                prev_cosine=cosine(prev),
-                next_cosine=cosine(nxt),
-                prev_keyword=None if prev is None else keyword.get(prev),
-                next_keyword=None if nxt is None else keyword.get(nxt),
-            )
-        )
-    return out
+    def retry(self, exc: BaseException, attempt: int) -> bool:
+        return _may_retry(exc, self.conn, attempt, self.write and self.begun)
+
+
+def _may_retry(exc: BaseException, conn: Conn | AConn | None, attempt: int, wrote: bool) -> bool:
+    """May a failed attempt be made again? After a deadlock or serialisation failure (the
+    server rolled the whole transaction back), or once after a lost connection unless a
+    write may have run some of its statements."""
+    if attempt >= 3 or not isinstance(exc, psycopg.Error):
+        return False
+    if isinstance(exc, pg_errors.SerializationFailure | pg_errors.DeadlockDetected):
+        return True
+    lost = conn is not None and conn.broken
+    return lost and attempt < 2 and not wrote
 
 
 # ---------------------------------------------------------------- the store
@@ -1008,48 +1005,56 @@ class PostgresStore(Store):
         self._dumper: type[Dumper] = _VectorDumper
 
         if pool is not None:
-            # Async calls get their own pool with the same settings (possibly callables).
-            self._conninfo: ConninfoParam = pool.conninfo
-            self._kwargs: KwargsParam | None = pool.kwargs
-            self._target = _describe(
-                pool.conninfo if isinstance(pool.conninfo, str) else None,
-                pool.kwargs if isinstance(pool.kwargs, dict) else {},
-            )
-            self._pool = pool
-            self._owns_pool = False
-            borrowed: Conn | None = None
-            try:
-                with self._connection() as borrowed:
-                    self._bootstrap(borrowed)
-            except psycopg.Error as exc:
-                raise self._map_error(exc, borrowed) from exc
+            self._borrow(pool)
         else:
             assert dsn is not None
-            self._conninfo = dsn
-            self._target = _describe(dsn, {})
-            given = conninfo_to_dict(dsn)
-            kwargs: dict[str, Any] = {"autocommit": True}
-            if "connect_timeout" not in given:
-                kwargs["connect_timeout"] = max(2, math.ceil(timeout))
-            if "application_name" not in given:
-                kwargs["application_name"] = "jiyi"
-            self._kwargs = kwargs
-            try:
-                with psycopg.connect(dsn, **kwargs) as conn:
-                    self._bootstrap(conn)
-            except psycopg.Error as exc:
-                raise self._map_error(exc, None) from exc
-            self._pool = ConnectionPool(
-                dsn,
-                kwargs=kwargs,
-                min_size=min_size,
-                max_size=max_size,
-                open=False,
-                timeout=timeout,
-                name=f"jiyi-{schema}",
-            )
-            self._owns_pool = True
-            self._pool.open(wait=False)
+            self._open_pool(dsn, min_size, max_size)
+
+    def _borrow(self, pool: ConnectionPool[Any]) -> None:
+        """Use the caller's pool (not closed by :meth:`close`); async calls get their own
+        pool with the same settings (possibly callables)."""
+        self._conninfo: ConninfoParam = pool.conninfo
+        self._kwargs: KwargsParam | None = pool.kwargs
+        self._target = _describe(
+            pool.conninfo if isinstance(pool.conninfo, str) else None,
+            pool.kwargs if isinstance(pool.kwargs, dict) else {},
+        )
+        self._pool = pool
+        self._owns_pool = False
+        borrowed: Conn | None = None
+        try:
+            with self._connection() as borrowed:
+                self._bootstrap(borrowed)
+        except psycopg.Error as exc:
+            raise self._map_error(exc, borrowed) from exc
+
+    def _open_pool(self, dsn: str, min_size: int, max_size: int) -> None:
+        """Bootstrap the schema on a first connection, then open a pool of our own."""
+        self._conninfo = dsn
+        self._target = _describe(dsn, {})
+        given = conninfo_to_dict(dsn)
+        kwargs: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in given:
+            kwargs["connect_timeout"] = max(2, math.ceil(self._timeout))
+        if "application_name" not in given:
+            kwargs["application_name"] = "jiyi"
+        self._kwargs = kwargs
+        try:
+            with psycopg.connect(dsn, **kwargs) as conn:
+                self._bootstrap(conn)
+        except psycopg.Error as exc:
+            raise self._map_error(exc, None) from exc
+        self._pool = ConnectionPool(
+            dsn,
+            kwargs=kwargs,
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            timeout=self._timeout,
+            name=f"jiyi-{self.schema}",
+        )
+        self._owns_pool = True
+        self._pool.open(wait=False)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._target.where}, schema={self.schema!r})"
@@ -1248,8 +1253,7 @@ class PostgresStore(Store):
         return self._admin(self._applied)
 
     def pending_migrations(self) -> list[tuple[int, str]]:
-        done = set(self.applied_migrations())
-        return [(v, name) for v, (name, _) in enumerate(MIGRATIONS, start=1) if v not in done]
+        return pending(MIGRATIONS, self.applied_migrations())
 
     def migrate(self) -> list[tuple[int, str]]:
         """Apply pending migrations, each in its own transaction. Returns what was applied."""
@@ -1271,23 +1275,15 @@ class PostgresStore(Store):
         attempt = 0
         while True:
             attempt += 1
-            plan = make()
-            first, done = _start(plan)  # builds (and checks) the first statement before any I/O
-            if first is None:
-                return cast(R, done)
-            state = _Attempt(write)
-            conn: Conn | None = None
+            stack = ExitStack()
+            session = _Session(self, write, single, stack)
             try:
-                with (
-                    self._connection() as conn,
-                    conn.transaction() if (write and not single) or not conn.autocommit else nullcontext(),
-                ):
-                    state.begun = True
-                    return _drive(plan, first, conn)
+                with stack:  # gives the connection back, committing or rolling back first
+                    return drive(make(), session.handlers)
             except psycopg.Error as exc:
-                if state.retry(exc, conn, attempt):
+                if session.retry(exc, attempt):
                     continue
-                raise self._map_error(exc, conn) from exc
+                raise self._map_error(exc, session.conn) from exc
 
     async def aexecute(self, op: Op[R]) -> R:
         if self._closed:
@@ -1296,80 +1292,70 @@ class PostgresStore(Store):
         attempt = 0
         while True:
             attempt += 1
-            plan = make()
-            first, done = _start(plan)
-            if first is None:
-                return cast(R, done)
-            state = _Attempt(write)
-            conn: AConn | None = None
+            astack = AsyncExitStack()
+            asession = _AsyncSession(self, write, single, astack)
             try:
-                async with (
-                    self._aconnection() as conn,
-                    conn.transaction() if (write and not single) or not conn.autocommit else nullcontext(),
-                ):
-                    state.begun = True
-                    return await _adrive(plan, first, conn)
+                async with astack:
+                    return await adrive(make(), asession.handlers)
             except psycopg.Error as exc:
-                if state.retry(exc, conn, attempt):
+                if asession.retry(exc, attempt):
                     continue
-                raise self._map_error(exc, conn) from exc
+                raise self._map_error(exc, asession.conn) from exc
 
-    def _plan(self, op: Op[R]) -> tuple[Callable[[], Plan[R]], bool, bool]:
+    def _plan(self, op: Op[R]) -> tuple[Callable[[], Flow[R]], bool, bool]:
         """A factory of fresh plans for ``op`` (one per attempt), whether it writes, and
         whether it is a single statement (atomic alone: no BEGIN/COMMIT round trips).
 
-        Reads build their statement here, so bad input fails before any I/O."""
+        Reads build their statement here, so bad input fails before any I/O. A
+        ``Retrieve`` is the shared flow over the search primitives, on one snapshot."""
         match op:
             case Write():
                 # A search's usage write is one Touch: one UPDATE, so autocommit suffices.
                 single = len(op.changes) == 1 and isinstance(op.changes[0], Touch)
                 return (lambda: cast(Plan[R], self._write(op))), True, single
-            case GetItems():
-                plan: Callable[[], Plan[Any]] = self._get_items(op)
-            case ListItems():
-                plan = self._list_items(op)
-            case Retrieve():
-                plan = self._retrieve(op)
-            case GetHistory():
-                plan = self._history(op)
-            case GetStats():
-                plan = self._stats(op)
-            case CountEvents():
-                query = _Query(
-                    f"SELECT count(*) FROM {self._s}.rate_events WHERE key = %(key)s AND at >= %(since)s",
-                    {"key": op.key, "since": as_utc(op.since)},
-                )
-                plan = lambda: _single(query, lambda rows: int(rows[0][0]))  # noqa: E731
-            case CacheGet():
-                plan = self._cache_get(op)
-            case VectorsFor():
-                plan = self._vectors_for(op)
-            case GetMessages():
-                plan = self._get_messages(op)
-            case GetCheckpoint():
-                plan = self._get_checkpoint(op)
-            case ListCheckpoints():
-                query = _Query(
-                    f"SELECT doc::text FROM {self._s}.checkpoints WHERE tenant_id = %(tenant)s "
-                    "AND session_id = %(session)s ORDER BY created_at DESC, id DESC LIMIT %(limit)s",
-                    {"tenant": op.tenant_id, "session": op.session_id, "limit": max(1, op.limit)},
-                )
-                plan = lambda: _single(  # noqa: E731
-                    query, lambda rows: [load_stored(Checkpoint, r[0]) for r in rows]
-                )
-            case ListJobs():
-                plan = self._list_jobs(op)
             case ClaimJobs():
                 return (lambda: cast(Plan[R], self._claim_jobs(op))), True, False
-            case DumpRows():
-                plan = self._dump_rows(op)
-            case _:
-                raise InvalidInput(f"PostgresStore does not know operation {type(op).__name__}")
-        return cast(Callable[[], Plan[R]], plan), False, True
+            case Retrieve():
+                return (lambda: cast(Flow[R], retrieve_flow(op))), False, False
+        build = self._reads.get(type(op))
+        if build is None:
+            raise InvalidInput(f"PostgresStore does not know operation {type(op).__name__}")
+        return cast(Callable[[], Plan[R]], build(op)), False, True
 
-    def explain(self, op: Retrieve, *, analyze: bool = False) -> str:
-        """The query plan PostgreSQL chooses for ``op`` (``EXPLAIN``), to check exactness."""
-        query = self._retrieve_sql(op)
+    @cached_property
+    def _reads(self) -> dict[type, Callable[[Any], Callable[[], Plan[Any]]]]:
+        """Per read op, the method that builds its plan factory."""
+        return {
+            GetItems: self._get_items,
+            ListItems: self._list_items,
+            VectorHits: self._vector_hits,
+            KeywordHits: self._keyword_hits,
+            ThreadLinks: self._thread_links,
+            LoadHits: self._load_hits,
+            GetHistory: self._history,
+            GetStats: self._stats,
+            CountEvents: self._count_events,
+            CacheGet: self._cache_get,
+            VectorsFor: self._vectors_for,
+            GetMessages: self._get_messages,
+            GetCheckpoint: self._get_checkpoint,
+            ListCheckpoints: self._list_checkpoints,
+            ListJobs: self._list_jobs,
+            DumpRows: self._dump_rows,
+        }
+
+    def explain(self, op: Op[Any], *, analyze: bool = False) -> str:
+        """The query plan PostgreSQL chooses (``EXPLAIN``) for a search primitive's statement,
+        or for the first one a ``Retrieve`` runs (its vector hits, else its keyword hits),
+        to check exactness; "" when there is none."""
+        if isinstance(op, Retrieve):
+            if op.vector is not None and op.vector_k > 0:
+                op = VectorHits(op.filter, op.model_id, op.vector, op.vector_k)
+            else:
+                op = KeywordHits(op.filter, op.terms, op.keyword_k)
+        plan = cast(Plan[Any], self._plan(op)[0]())
+        query = next(plan, None)
+        plan.close()
         if query is None:
             return ""
         options = "ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF" if analyze else "COSTS OFF"
@@ -1432,185 +1418,195 @@ class PostgresStore(Store):
 
         return lambda: _single(query, convert)
 
-    def _retrieve_sql(self, op: Retrieve) -> _Query | None:
-        """The one statement behind :class:`Retrieve`, or None when nothing can match.
+    # ------------------------------------------------------------ search primitives
 
-        ``scoped`` holds the filter's live rows that have a vector, with their cosine
-        distance, MATERIALIZED so that the top-k sorts below are exact sorts of the scope's
-        rows (narrow rows: a top-N heap sort, nothing spills). Keyword hits and their
-        document frequencies come from one pass over the searched scopes' matching rows
-        (``kw_hits``). Thread positions are numbered only in the threads of the seeds
-        (vector, time-window and keyword hits); the rows within ``neighbours + 1`` positions
-        come back with what Python needs to pick candidates and neighbours exactly as
-        SQLiteStore does, documents and vectors only within ``neighbours``.
-        """
+    def _query_vector(self, model_id: str, vector: Vector) -> tuple[str, dict[str, Any]]:
+        """The cosine distance of ``v.vec`` (a vectors row of the model and dimension) to the
+        query vector, and its parameters. NaN (a zero vector) counts as orthogonal, as
+        numpy's dot product says; every primitive computes it the same way, to the bit."""
+        params = {
+            "qvec": self._vector_param(vector, "the query vector"),
+            "model": model_id,
+            "dim": int(vector.shape[0]),
+        }
+        return f"coalesce(nullif(v.vec {self._cosine} %(qvec)s, 'NaN'::float8), 1.0::float8)", params
+
+    def _vector_hits(self, op: VectorHits) -> Callable[[], Plan[list[Hit]]]:
+        """``scoped`` holds the filter's live rows that have a vector, with their cosine
+        distance, MATERIALIZED so that the top-k sort is an exact sort of the scope's rows
+        (narrow rows: a top-N heap sort, nothing spills); documents are joined to the k
+        rows only."""
+        s = self._s
+        where, params = _filter_sql(op.filter, "i")
+        dist, more = self._query_vector(op.model_id, op.vector)
+        params |= more | {"k": op.k}
+        if op.k <= 0:
+            return lambda: _done([])
+        window = ""
+        if op.time_ranges or op.time_months:
+            params |= {
+                "t_from": [as_utc(a) for a, _ in op.time_ranges],
+                "t_to": [as_utc(b) for _, b in op.time_ranges],
+                "t_months": list(op.time_months),
+            }
+            window = (
+                "WHERE occurred_at IS NOT NULL "
+                "AND (EXISTS (SELECT 1 FROM unnest(%(t_from)s::timestamptz[], %(t_to)s::timestamptz[]) "
+                "AS r(a, b) WHERE occurred_at >= r.a AND occurred_at < r.b) "
+                "OR extract(month FROM occurred_at AT TIME ZONE 'UTC')::int = ANY(%(t_months)s::int[])) "
+            )
+        query = _Query(
+            f"WITH scoped AS MATERIALIZED (SELECT i.pk, i.occurred_at, {dist} AS dist "
+            f"FROM {s}.items i JOIN {s}.vectors v ON {_VECTOR_ROW} WHERE {where}) "
+            f"SELECT i.id, x.dist FROM (SELECT pk, dist FROM scoped {window}ORDER BY dist, pk LIMIT %(k)s) x "
+            f"JOIN {s}.items i ON i.pk = x.pk ORDER BY x.dist, x.pk",
+            params,
+        )
+        return lambda: _single(query, lambda rows: [Hit(r[0], 1.0 - float(r[1])) for r in rows])
+
+    def _keyword_hits(self, op: KeywordHits) -> Callable[[], Plan[list[Hit]]]:
+        """BM25's collection is the searched scopes (the tenant when none is named), whatever
+        their status: as if they were one FTS5 table of their own (see the module notes).
+        Every row of the collection holding a query term, once per term it holds
+        (``kw_hits``), gives the document frequencies and, for rows the filter admits, the
+        scores."""
         s = self._s
         f = op.filter
-        where_all, params = _filter_sql(replace(f, include_expired=True), "i")
-        where_live, more = _filter_sql(f, "i")
-        params |= more
-        where_h, more = _filter_sql(f, "h")
-        params |= more
-        live = "TRUE" if f.include_expired else "(i.expires_at IS NULL OR i.expires_at > %(f_now)s)"
+        wanted, params = _filter_sql(f, "h")
         terms = list(dict.fromkeys(t for t in (fold_term(t) for t in op.terms) if t))
-        use_vec = op.vector is not None
-        want_vec = use_vec and op.vector_k > 0
-        want_kw = bool(terms) and op.keyword_k > 0
-        if not want_vec and not want_kw:
-            return None
-        neighbours = max(0, op.neighbours)
-        params |= {"neighbours": neighbours, "reach": neighbours + 1}
-        vec_on = "v.pk = i.pk AND v.model = %(model)s AND v.dim = %(dim)s"
-        # NaN (a zero vector) counts as orthogonal, as numpy's dot product says.
-        dist = f"coalesce(nullif(v.vec {self._cosine} %(qvec)s, 'NaN'::float8), 1.0::float8)"
-        if use_vec:
-            assert op.vector is not None
-            params |= {
-                "qvec": self._vector_param(op.vector, "the query vector"),
-                "model": op.model_id,
-                "dim": int(op.vector.shape[0]),
-            }
-        ctes: list[str] = []
-        seeds: list[str] = []
-        time_top = False
-        if want_vec:
-            params["vector_k"] = op.vector_k
-            ctes.append(
-                f"scoped AS MATERIALIZED (SELECT i.pk, i.occurred_at, {dist} AS dist "
-                f"FROM {s}.items i JOIN {s}.vectors v ON {vec_on} WHERE {where_live})"
-            )
-            ctes.append(
-                "vec_top AS (SELECT pk, row_number() OVER (ORDER BY dist, pk) AS rank FROM "
-                "(SELECT pk, dist FROM scoped ORDER BY dist, pk LIMIT %(vector_k)s) x)"
-            )
-            seeds.append("SELECT pk FROM vec_top")
-            if op.time_ranges or op.time_months:
-                time_top = True
-                params |= {
-                    "t_from": [as_utc(a) for a, _ in op.time_ranges],
-                    "t_to": [as_utc(b) for _, b in op.time_ranges],
-                    "t_months": list(op.time_months),
-                }
-                ctes.append(
-                    "time_top AS (SELECT pk, row_number() OVER (ORDER BY dist, pk) AS rank FROM "
-                    "(SELECT pk, dist FROM scoped WHERE occurred_at IS NOT NULL "
-                    "AND (EXISTS (SELECT 1 FROM unnest(%(t_from)s::timestamptz[], %(t_to)s::timestamptz[]) "
-                    "AS r(a, b) WHERE occurred_at >= r.a AND occurred_at < r.b) "
-                    "OR extract(month FROM occurred_at AT TIME ZONE 'UTC')::int = ANY(%(t_months)s::int[])) "
-                    "ORDER BY dist, pk LIMIT %(vector_k)s) x)"
-                )
-                seeds.append("SELECT pk FROM time_top")
-        if want_kw:
-            params |= {
-                "kw_terms": terms,
-                "kw_query": " | ".join(tsquery_operand(t) for t in terms),
-                "keyword_k": op.keyword_k,
-            }
-            # BM25's collection is the searched scopes (the tenant when none is named),
-            # whatever their status: as if they were one FTS5 table of their own. Other
-            # scopes' words neither cost time here nor shift these scores. A viewer who may
-            # not see every project item gets the collection they see, counted on the spot,
-            # so hidden items' words do not show through the scores either.
-            viewer = f.viewer
-            if viewer is not None and not viewer.sees_all:
-                seen = Filter(f.tenant_id, f.scope_keys, statuses=(), include_expired=True, viewer=viewer)
-                seen_sql, more = _filter_sql(seen, "h")
-                params |= more
-                in_scopes = f" AND {seen_sql}"
-                ctes.append(
-                    "kw_stats AS MATERIALIZED (SELECT count(*)::float8 AS n, "
-                    f"coalesce(sum(h.n_terms), 0)::float8 / greatest(count(*), 1) + {FTS5_SCOPE_TOKENS} "
-                    f"AS avgdl FROM {s}.items h WHERE {seen_sql})"
-                )
-            elif f.scope_keys:
-                ctes.append(
-                    "kw_stats AS MATERIALIZED (SELECT coalesce(sum(docs), 0)::float8 AS n, "
-                    f"coalesce(sum(tokens), 0)::float8 / greatest(coalesce(sum(docs), 0), 1) + {FTS5_SCOPE_TOKENS} "
-                    f"AS avgdl FROM {s}.keyword_scopes WHERE tenant_id = %(f_tenant)s "
-                    "AND scope_key = ANY(%(f_scopes)s::text[]))"
-                )
-                in_scopes = " AND h.scope_key = ANY(%(f_scopes)s::text[])"
-            else:
-                ctes.append(
-                    f"kw_stats AS MATERIALIZED (SELECT docs::float8 AS n, "
-                    f"tokens::float8 / greatest(docs, 1) + {FTS5_SCOPE_TOKENS} AS avgdl "
-                    f"FROM {s}.keyword_stats WHERE tenant_id = %(f_tenant)s)"
-                )
-                in_scopes = ""
-            # Every row of the collection holding a query term, once per term it holds: the
-            # document frequencies and, for rows that pass the filter, the scores.
-            ctes.append(
-                "kw_hits AS MATERIALIZED (SELECT h.pk, u.lexeme AS term, "
-                "coalesce(array_length(u.positions, 1), 1)::float8 AS tf, h.n_terms, "
-                f"({where_h}) AS wanted FROM {s}.items h "
-                "CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
-                f"WHERE h.tenant_id = %(f_tenant)s{in_scopes} "
-                "AND h.tsv @@ to_tsquery('pg_catalog.simple', %(kw_query)s) "
-                "AND u.lexeme = ANY(%(kw_terms)s::text[]))"
-            )
-            ctes.append(
-                "kw_terms AS (SELECT d.term, greatest(ln(greatest(st.n - d.df + 0.5, 0.5) "
-                "/ (d.df + 0.5)), 1e-6) AS idf FROM (SELECT term, count(*)::float8 AS df FROM kw_hits "
-                "GROUP BY term) d CROSS JOIN kw_stats st)"
-            )
-            ctes.append(
-                "kw_top AS (SELECT k.pk, sum(t.idf * (k.tf * "
-                f"{BM25_K1 + 1}) / (k.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * "
-                f"(k.n_terms + {FTS5_SCOPE_TOKENS}) / st.avgdl))) AS score "
-                "FROM kw_hits k JOIN kw_terms t ON t.term = k.term CROSS JOIN kw_stats st "
-                "WHERE k.wanted GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(keyword_k)s)"
-            )
-            seeds.append("SELECT pk FROM kw_top")
-        ctes.append(f"seeds AS ({' UNION '.join(seeds)})")
-        # Positions in the seeds' threads only, counted over the filter's rows (expired
-        # ones too, as threads go through expired turns). The thread ids are one array
-        # computed first, an index condition whatever the planner believes of the scope's
-        # size (stale statistics once made this a scan of the scope per seed).
-        ctes.append(
-            "threads AS MATERIALIZED (SELECT i.pk, i.thread_id, row_number() OVER (PARTITION BY i.thread_id "
-            f"ORDER BY coalesce(i.occurred_at, i.created_at), i.pk) AS pos FROM {s}.items i "
-            f"WHERE {where_all} AND i.thread_id = ANY(ARRAY(SELECT DISTINCT t.thread_id FROM seeds x "
-            f"JOIN {s}.items t ON t.pk = x.pk WHERE t.thread_id IS NOT NULL)))"
-        )
-        ctes.append(
-            "near AS (SELECT pk, min(hop) AS hop FROM (SELECT pk, 0 AS hop FROM seeds UNION ALL "
-            "SELECT s2.pk, abs(s2.pos - s1.pos) FROM seeds x JOIN threads s1 ON s1.pk = x.pk "
-            "JOIN threads s2 ON s2.thread_id = s1.thread_id "
-            "AND s2.pos BETWEEN s1.pos - %(reach)s AND s1.pos + %(reach)s) z GROUP BY pk)"
-        )
-        wanted = "n.hop <= %(neighbours)s"
-        cols = [
-            "n.pk",
-            "i.id",
-            "th.thread_id",
-            "th.pos",
-            live,
-            f"CASE WHEN v.pk IS NOT NULL THEN {dist} END" if use_vec else "NULL::float8",
-            "vt.rank" if want_vec else "NULL::bigint",
-            "tt.rank" if time_top else "NULL::bigint",
-            "kt.score" if want_kw else "NULL::float8",
-            f"CASE WHEN {wanted} THEN i.doc::text END",
-            f"CASE WHEN {wanted} THEN v.vec END" if use_vec else "NULL",
-            "i.access_count",
-            "i.last_used_at",
-        ]
-        joins = [f"JOIN {s}.items i ON i.pk = n.pk LEFT JOIN threads th ON th.pk = n.pk"]
-        if use_vec:
-            joins.append(f"LEFT JOIN {s}.vectors v ON {vec_on}")
-        if want_vec:
-            joins.append("LEFT JOIN vec_top vt ON vt.pk = n.pk")
-        if time_top:
-            joins.append("LEFT JOIN time_top tt ON tt.pk = n.pk")
-        if want_kw:
-            joins.append("LEFT JOIN kw_top kt ON kt.pk = n.pk")
-        sql = f"WITH {', '.join(ctes)} SELECT {', '.join(cols)} FROM near n {' '.join(joins)}"
-        return _Query(sql, params)
-
-    def _retrieve(self, op: Retrieve) -> Callable[[], Plan[list[Candidate]]]:
-        query = self._retrieve_sql(op)
-        if query is None:
+        if not terms or op.k <= 0:
             return lambda: _done([])
-        return lambda: _single(query, lambda rows: _pick_candidates(rows, max(0, op.neighbours)))
+        params |= {
+            "kw_terms": terms,
+            "kw_query": " | ".join(tsquery_operand(t) for t in terms),
+            "k": op.k,
+        }
+        stats, in_scopes = self._keyword_collection(f, params)
+        query = _Query(
+            f"WITH kw_stats AS MATERIALIZED ({stats}), "
+            "kw_hits AS MATERIALIZED (SELECT h.pk, u.lexeme AS term, "
+            "coalesce(array_length(u.positions, 1), 1)::float8 AS tf, h.n_terms, "
+            f"({wanted}) AS wanted FROM {s}.items h "
+            "CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
+            f"WHERE h.tenant_id = %(f_tenant)s{in_scopes} "
+            "AND h.tsv @@ to_tsquery('pg_catalog.simple', %(kw_query)s) "
+            "AND u.lexeme = ANY(%(kw_terms)s::text[])), "
+            "kw_terms AS (SELECT d.term, greatest(ln(greatest(st.n - d.df + 0.5, 0.5) "
+            "/ (d.df + 0.5)), 1e-6) AS idf FROM (SELECT term, count(*)::float8 AS df FROM kw_hits "
+            "GROUP BY term) d CROSS JOIN kw_stats st), "
+            "kw_top AS (SELECT k.pk, sum(t.idf * (k.tf * "
+            f"{BM25_K1 + 1}) / (k.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * "
+            f"(k.n_terms + {FTS5_SCOPE_TOKENS}) / st.avgdl))) AS score "
+            "FROM kw_hits k JOIN kw_terms t ON t.term = k.term CROSS JOIN kw_stats st "
+            "WHERE k.wanted GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
+            f"SELECT i.id, kt.score FROM kw_top kt JOIN {s}.items i ON i.pk = kt.pk ORDER BY kt.score DESC, kt.pk",
+            params,
+        )
+        return lambda: _single(query, lambda rows: [Hit(r[0], float(r[1])) for r in rows])
+
+    def _keyword_collection(self, f: Filter, params: dict[str, Any]) -> tuple[str, str]:
+        """The document count and average length of BM25's collection (a statement), and
+        the condition that keeps ``kw_hits`` (alias h) inside it. Other scopes' words
+        neither cost time nor shift the scores. A viewer who may not see every project item
+        gets the collection they see, counted on the spot, so hidden items' words do not
+        show through the scores either."""
+        s = self._s
+        viewer = f.viewer
+        if viewer is not None and not viewer.sees_all:
+            seen = Filter(f.tenant_id, f.scope_keys, statuses=(), include_expired=True, viewer=viewer)
+            seen_sql, more = _filter_sql(seen, "h")
+            params |= more
+            return (
+                "SELECT count(*)::float8 AS n, "
+                f"coalesce(sum(h.n_terms), 0)::float8 / greatest(count(*), 1) + {FTS5_SCOPE_TOKENS} "
+                f"AS avgdl FROM {s}.items h WHERE {seen_sql}"
+            ), f" AND {seen_sql}"
+        if f.scope_keys:
+            return (
+                "SELECT coalesce(sum(docs), 0)::float8 AS n, "
+                f"coalesce(sum(tokens), 0)::float8 / greatest(coalesce(sum(docs), 0), 1) + {FTS5_SCOPE_TOKENS} "
+                f"AS avgdl FROM {s}.keyword_scopes WHERE tenant_id = %(f_tenant)s "
+                "AND scope_key = ANY(%(f_scopes)s::text[])"
+            ), " AND h.scope_key = ANY(%(f_scopes)s::text[])"
+        return (
+            f"SELECT docs::float8 AS n, tokens::float8 / greatest(docs, 1) + {FTS5_SCOPE_TOKENS} AS avgdl "
+            f"FROM {s}.keyword_stats WHERE tenant_id = %(f_tenant)s"
+        ), ""
+
+    def _thread_links(self, op: ThreadLinks) -> Callable[[], Plan[dict[str, Link]]]:
+        """Positions are numbered only in the threads of ``ids``, over the filter's rows
+        (expired ones too, as threads go through expired turns). The thread ids are one
+        array computed first, an index condition whatever the planner believes of the
+        scope's size (stale statistics once made this a scan of the scope per item)."""
+        s = self._s
+        f = op.filter
+        where, params = _filter_sql(replace(f, include_expired=True), "i")
+        live = "TRUE"
+        if not f.include_expired:
+            params |= _filter_sql(f, "i")[1]
+            live = "(i.expires_at IS NULL OR i.expires_at > %(f_now)s)"
+        if not op.ids:
+            return lambda: _done({})
+        params |= {"ids": list(op.ids), "reach": max(0, op.reach)}
+        query = _Query(
+            f"WITH t AS MATERIALIZED (SELECT i.id, i.thread_id, {live} AS live, row_number() OVER w AS pos, "
+            f"lag(i.id) OVER w AS prev, lead(i.id) OVER w AS next FROM {s}.items i WHERE {where} "
+            f"AND i.thread_id = ANY(ARRAY(SELECT DISTINCT x.thread_id FROM {s}.items x "
+            "WHERE x.tenant_id = %(f_tenant)s AND x.id = ANY(%(ids)s::text[]) AND x.thread_id IS NOT NULL)) "
+            "WINDOW w AS (PARTITION BY i.thread_id ORDER BY coalesce(i.occurred_at, i.created_at), i.pk)) "
+            "SELECT DISTINCT b.id, b.prev, b.next, b.live FROM t a JOIN t b ON b.thread_id = a.thread_id "
+            "AND b.pos BETWEEN a.pos - %(reach)s AND a.pos + %(reach)s WHERE a.id = ANY(%(ids)s::text[])",
+            params,
+        )
+        return lambda: _single(query, lambda rows: {r[0]: Link(r[1], r[2], bool(r[3])) for r in rows})
+
+    def _load_hits(self, op: LoadHits) -> Callable[[], Plan[dict[str, Loaded]]]:
+        s = self._s
+        where, params = _filter_sql(replace(op.filter, include_expired=True), "i")
+        cosine, vec, join = "NULL::float8", "NULL", ""
+        if op.vector is not None:
+            dist, more = self._query_vector(op.model_id, op.vector)
+            params |= more
+            cosine = f"CASE WHEN v.pk IS NOT NULL THEN {dist} END"
+            vec = "CASE WHEN i.id = ANY(%(ids)s::text[]) THEN v.vec END"
+            join = f" LEFT JOIN {s}.vectors v ON {_VECTOR_ROW}"
+        every = list(dict.fromkeys((*op.ids, *op.context_ids)))
+        if not every:
+            return lambda: _done({})
+        params |= {"ids": list(op.ids), "every": every}
+        query = _Query(
+            f"SELECT i.id, i.id = ANY(%(ids)s::text[]), {cosine}, {vec}, "
+            f"CASE WHEN i.id = ANY(%(ids)s::text[]) THEN i.doc::text END, i.access_count, i.last_used_at "
+            f"FROM {s}.items i{join} WHERE {where} AND i.id = ANY(%(every)s::text[])",
+            params,
+        )
+
+        def convert(rows: Rows) -> dict[str, Loaded]:
+            out: dict[str, Loaded] = {}
+            for item_id, asked, dist, vector, doc, count, used in rows:
+                cos = None if dist is None else 1.0 - float(dist)
+                item = _read_item(doc, count, used) if asked else None
+                out[item_id] = Loaded(item, vector if item is not None and dist is not None else None, cos)
+            return out
+
+        return lambda: _single(query, convert)
+
+    def _count_events(self, op: CountEvents) -> Callable[[], Plan[int]]:
+        query = _Query(
+            f"SELECT count(*) FROM {self._s}.rate_events WHERE key = %(key)s AND at >= %(since)s",
+            {"key": op.key, "since": as_utc(op.since)},
+        )
+        return lambda: _single(query, lambda rows: int(rows[0][0]))
+
+    def _list_checkpoints(self, op: ListCheckpoints) -> Callable[[], Plan[list[Checkpoint]]]:
+        query = _Query(
+            f"SELECT doc::text FROM {self._s}.checkpoints WHERE tenant_id = %(tenant)s "
+            "AND session_id = %(session)s ORDER BY created_at DESC, id DESC LIMIT %(limit)s",
+            {"tenant": op.tenant_id, "session": op.session_id, "limit": max(1, op.limit)},
+        )
+        return lambda: _single(query, lambda rows: [load_stored(Checkpoint, r[0]) for r in rows])
+
+    # ------------------------------------------------------------ other reads
 
     def _history(self, op: GetHistory) -> Callable[[], Plan[list[HistoryEvent]]]:
         query = _Query(
@@ -1620,23 +1616,7 @@ class PostgresStore(Store):
         )
 
         def convert(rows: Rows) -> list[HistoryEvent]:
-            return [
-                HistoryEvent.model_validate(
-                    {
-                        "seq": r[0],
-                        "item_id": r[1],
-                        "tenant_id": r[2],
-                        "action": r[3],
-                        "at": as_utc(r[4]),
-                        "version": r[5],
-                        "reason": r[6],
-                        "actor": r[7],
-                        "before": stored_snapshot(r[8]),
-                        "after": stored_snapshot(r[9]),
-                    }
-                )
-                for r in rows
-            ]
+            return [history_event(r, as_utc(r[4])) for r in rows]
 
         return lambda: _single(query, convert)
 
@@ -1744,70 +1724,8 @@ class PostgresStore(Store):
                     yield from self._purge(change, stats)
                 case Touch():
                     yield from self._touch(change)
-                case RecordEvent():
-                    yield _Query(
-                        f"INSERT INTO {self._s}.rate_events (key, at) VALUES (%(key)s, %(at)s)",
-                        {"key": change.key, "at": as_utc(change.at)},
-                    )
-                case CachePut():
-                    if change.entries:
-                        # Sorted (stably: the last duplicate still wins) so that concurrent
-                        # writers lock rows in one order and cannot deadlock.
-                        entries = sorted(change.entries, key=lambda e: e[0])
-                        yield _Query(
-                            f"INSERT INTO {self._s}.embedding_cache (model, text_hash, vec) "
-                            "VALUES (%(model)s, %(hash)s, %(vec)s) ON CONFLICT (model, text_hash) "
-                            "DO UPDATE SET vec = EXCLUDED.vec",
-                            batch=[
-                                {
-                                    "model": change.model_id,
-                                    "hash": h,
-                                    "vec": self._vector_param(v, "a cached vector"),
-                                }
-                                for h, v in entries
-                            ],
-                        )
                 case AppendMessages():
                     yield from self._append_messages(change)
-                case DeleteMessages():
-                    if change.seqs:
-                        yield _Query(
-                            f"DELETE FROM {self._s}.messages WHERE tenant_id = %(tenant)s "
-                            "AND session_id = %(session)s AND seq = ANY(%(seqs)s::bigint[])",
-                            {
-                                "tenant": change.tenant_id,
-                                "session": change.session_id,
-                                "seqs": list(change.seqs),
-                            },
-                        )
-                case PutCheckpoint():
-                    c = change.checkpoint
-                    yield _Query(
-                        f"INSERT INTO {self._s}.checkpoints (tenant_id, session_id, id, created_at, doc) "
-                        "VALUES (%(tenant)s, %(session)s, %(id)s, %(at)s, %(doc)s::json) "
-                        "ON CONFLICT (tenant_id, session_id, id) DO UPDATE SET "
-                        "created_at = EXCLUDED.created_at, doc = EXCLUDED.doc",
-                        {
-                            "tenant": c.tenant_id,
-                            "session": c.session_id,
-                            "id": c.id,
-                            "at": c.created_at,
-                            "doc": c.model_dump_json(),
-                        },
-                    )
-                case DeleteCheckpoints():
-                    if change.ids:
-                        yield _Query(
-                            f"DELETE FROM {self._s}.checkpoints WHERE tenant_id = %(tenant)s "
-                            "AND session_id = %(session)s AND id = ANY(%(ids)s::text[])",
-                            {
-                                "tenant": change.tenant_id,
-                                "session": change.session_id,
-                                "ids": list(change.ids),
-                            },
-                        )
-                case PutJob():
-                    yield self._put_jobs([change.job])
                 case LoadRows():
                     yield from self._load_rows(change, stats)
                 case ClearRows():
@@ -1819,8 +1737,65 @@ class PostgresStore(Store):
                             yield _Query(f"DELETE FROM {self._s}.keyword_scopes")
                             stats.clear()
                 case _:
-                    raise InvalidInput(f"PostgresStore cannot write {type(change).__name__}")
+                    statement = self._statement(change)
+                    if statement is not None:
+                        yield statement
         yield from self._keyword_stats(stats)
+
+    def _statement(self, change: Change) -> _Query | None:
+        """The one statement of a simple change (None: nothing to do)."""
+        s = self._s
+        match change:
+            case RecordEvent():
+                return _Query(
+                    f"INSERT INTO {s}.rate_events (key, at) VALUES (%(key)s, %(at)s)",
+                    {"key": change.key, "at": as_utc(change.at)},
+                )
+            case CachePut() if change.entries:
+                # Sorted (stably: the last duplicate still wins) so that concurrent
+                # writers lock rows in one order and cannot deadlock.
+                entries = sorted(change.entries, key=lambda e: e[0])
+                return _Query(
+                    f"INSERT INTO {s}.embedding_cache (model, text_hash, vec) "
+                    "VALUES (%(model)s, %(hash)s, %(vec)s) ON CONFLICT (model, text_hash) "
+                    "DO UPDATE SET vec = EXCLUDED.vec",
+                    batch=[
+                        {"model": change.model_id, "hash": h, "vec": self._vector_param(v, "a cached vector")}
+                        for h, v in entries
+                    ],
+                )
+            case DeleteMessages() if change.seqs:
+                return _Query(
+                    f"DELETE FROM {s}.messages WHERE tenant_id = %(tenant)s "
+                    "AND session_id = %(session)s AND seq = ANY(%(seqs)s::bigint[])",
+                    {"tenant": change.tenant_id, "session": change.session_id, "seqs": list(change.seqs)},
+                )
+            case PutCheckpoint():
+                c = change.checkpoint
+                return _Query(
+                    f"INSERT INTO {s}.checkpoints (tenant_id, session_id, id, created_at, doc) "
+                    "VALUES (%(tenant)s, %(session)s, %(id)s, %(at)s, %(doc)s::json) "
+                    "ON CONFLICT (tenant_id, session_id, id) DO UPDATE SET "
+                    "created_at = EXCLUDED.created_at, doc = EXCLUDED.doc",
+                    {
+                        "tenant": c.tenant_id,
+                        "session": c.session_id,
+                        "id": c.id,
+                        "at": c.created_at,
+                        "doc": c.model_dump_json(),
+                    },
+                )
+            case DeleteCheckpoints() if change.ids:
+                return _Query(
+                    f"DELETE FROM {s}.checkpoints WHERE tenant_id = %(tenant)s "
+                    "AND session_id = %(session)s AND id = ANY(%(ids)s::text[])",
+                    {"tenant": change.tenant_id, "session": change.session_id, "ids": list(change.ids)},
+                )
+            case PutJob():
+                return self._put_jobs([change.job])
+            case CachePut() | DeleteMessages() | DeleteCheckpoints():
+                return None  # nothing to put or delete
+        raise InvalidInput(f"PostgresStore cannot write {type(change).__name__}")
 
     def _keyword_stats(self, stats: _Tally) -> Generator[_Query, Rows, None]:
         """Apply a write's document count and length changes per scope and per tenant."""
@@ -1981,17 +1956,7 @@ class PostgresStore(Store):
         claimed = []
         for (doc,) in rows:
             job = Job.model_validate_json(doc)
-            claimed.append(
-                job.model_copy(
-                    update={
-                        "status": "running",
-                        "attempts": job.attempts + 1,
-                        "locked_by": op.worker,
-                        "locked_until": until,
-                        "updated_at": now,
-                    }
-                )
-            )
+            claimed.append(claimed_job(job, op.worker, until, now))
         if claimed:
             yield self._put_jobs(claimed)
         return claimed
@@ -2034,42 +1999,18 @@ class PostgresStore(Store):
     # ------------------------------------------------------------ bulk copy
 
     def _dump_rows(self, op: DumpRows) -> Callable[[], Plan[RowPage]]:
-        kind = check_row_kind(op.kind)
-        keys = _DUMP_KEYS[kind]
-        limit = max(1, op.limit)
-        sql = _DUMP_SQL[kind].format(s=self._s)
-        params: dict[str, Any] = {"limit": limit}
-        start = 0
-        if keys is None:
-            offset = _dump_cursor(None if op.after is None else f"[{op.after}]", 1)
-            start = int(offset[0]) if offset else 0
-            sql += " ORDER BY key, at LIMIT %(limit)s OFFSET %(offset)s"
-            params["offset"] = start
-        else:
-            cursor = _dump_cursor(op.after, len(keys))
-            cols = ", ".join(("i." if kind == "items" else "") + k for k in keys)
-            if cursor:
-                marks = ", ".join(f"%(k{n})s" for n in range(len(keys)))
-                sql += f" WHERE ({cols}) > ({marks})"
-                params |= {f"k{n}": v for n, v in enumerate(cursor)}
-            sql += f" ORDER BY {cols} LIMIT %(limit)s"
-        query = _Query(sql, params)
-        count = _Query(f"SELECT count(*) FROM {self._s}.{kind}") if op.after is None else None
+        page = DumpPage.of(op)
+        order, params = page.order(lambda name: f"%({name})s")
+        query = _Query(_DUMP_SQL[page.kind].format(s=self._s) + order, params)
+        count = _Query(f"SELECT count(*) FROM {self._s}.{page.kind}") if op.after is None else None
 
         def plan() -> Plan[RowPage]:
             rows = yield query
             total = None
             if count is not None:
                 total = int((yield count)[0][0])
-            out = [_dump_row(kind, r) for r in rows]
-            next_after: str | None = None
-            if len(rows) == limit:
-                if keys is None:
-                    next_after = str(start + len(rows))
-                else:
-                    values = [int(rows[-1][0])] if kind == "items" else [out[-1][k] for k in keys]
-                    next_after = json.dumps(values, ensure_ascii=False)
-            return RowPage(rows=out, next_after=next_after, total=total)
+            out = [_dump_row(page.kind, r) for r in rows]
+            return RowPage(rows=out, next_after=page.next_after(rows, out), total=total)
 
         return plan
 
@@ -2077,107 +2018,69 @@ class PostgresStore(Store):
         kind = check_row_kind(change.kind)
         if not change.rows:
             return
-        s = self._s
         try:
-            match kind:
-                case "items":
-                    for row in change.rows:
-                        yield from self._load_item(row, stats)
-                case "history":
-                    yield _Query(
-                        f"INSERT INTO {s}.history (seq, item_id, tenant_id, action, at, version, reason, actor, "
-                        "before, after) OVERRIDING SYSTEM VALUE VALUES (%(seq)s, %(item_id)s, %(tenant)s, "
-                        "%(action)s, %(at)s, %(version)s, %(reason)s, %(actor)s, %(before)s::json, %(after)s::json)",
-                        batch=[
-                            {
-                                "seq": int(r["seq"]),
-                                "item_id": r["item_id"],
-                                "tenant": r["tenant_id"],
-                                "action": r["action"],
-                                "at": _time_value(r["at"]),
-                                "version": int(r["version"]),
-                                "reason": r["reason"],
-                                "actor": r["actor"],
-                                "before": r["before"],
-                                "after": r["after"],
-                            }
-                            for r in change.rows
-                        ],
-                    )
-                    # Later appends continue after the highest loaded seq.
-                    yield _Query(
-                        f"SELECT setval(pg_get_serial_sequence(%(table)s, 'seq'), "
-                        f"(SELECT coalesce(max(seq), 0) + 1 FROM {s}.history), false)",
-                        {"table": f"{s}.history"},
-                    )
-                case "messages":
-                    batch = []
-                    for r in change.rows:
-                        m = load_stored(Message, r["doc"])
-                        batch.append(
-                            {
-                                "tenant": m.tenant_id,
-                                "session": m.session_id,
-                                "seq": int(r["seq"]),
-                                "id": m.id,
-                                "role": m.role,
-                                "at": m.created_at,
-                                "doc": r["doc"],
-                            }
-                        )
-                    yield _Query(
-                        f"INSERT INTO {s}.messages (tenant_id, session_id, seq, id, role, created_at, doc) "
-                        "VALUES (%(tenant)s, %(session)s, %(seq)s, %(id)s, %(role)s, %(at)s, %(doc)s::json)",
-                        batch=batch,
-                    )
-                case "checkpoints":
-                    cps = [(load_stored(Checkpoint, r["doc"]), r["doc"]) for r in change.rows]
-                    yield _Query(
-                        f"INSERT INTO {s}.checkpoints (tenant_id, session_id, id, created_at, doc) "
-                        "VALUES (%(tenant)s, %(session)s, %(id)s, %(at)s, %(doc)s::json)",
-                        batch=[
-                            {
-                                "tenant": c.tenant_id,
-                                "session": c.session_id,
-                                "id": c.id,
-                                "at": c.created_at,
-                                "doc": doc,
-                            }
-                            for c, doc in cps
-                        ],
-                    )
-                case "jobs":
-                    jobs = [(Job.model_validate_json(r["doc"]), r["doc"]) for r in change.rows]
-                    yield _Query(
-                        f"INSERT INTO {s}.jobs (id, tenant_id, kind, status, run_after, locked_until, created_at, "
-                        "doc) VALUES (%(id)s, %(tenant)s, %(kind)s, %(status)s, %(run_after)s, %(locked_until)s, "
-                        "%(created_at)s, %(doc)s::json)",
-                        batch=[_job_row(j, doc) for j, doc in jobs],
-                    )
-                case "embedding_cache":
-                    yield _Query(
-                        f"INSERT INTO {s}.embedding_cache (model, text_hash, vec) "
-                        "VALUES (%(model)s, %(hash)s, %(vec)s)",
-                        batch=[
-                            {
-                                "model": r["model"],
-                                "hash": r["text_hash"],
-                                "vec": self._vector_param(vector_from_text(r["vec"]), "a cached vector"),
-                            }
-                            for r in change.rows
-                        ],
-                    )
-                case "rate_events":
-                    yield _Query(
-                        f"INSERT INTO {s}.rate_events (key, at) VALUES (%(key)s, %(at)s)",
-                        batch=[{"key": r["key"], "at": _time_value(r["at"])} for r in change.rows],
-                    )
+            if kind == "items":
+                for row in change.rows:
+                    yield from self._load_item(row, stats)
+                return
+            batch = [self._load_params(kind, r) for r in change.rows]
         except KeyError as exc:
             raise InvalidInput(f"a dumped {kind} row lacks {exc.args[0]!r}", field=str(exc.args[0])) from None
+        yield _Query(_LOAD_SQL[kind].format(s=self._s), batch=batch)
+        if kind == "history":
+            # Later appends continue after the highest loaded seq.
+            yield _Query(
+                f"SELECT setval(pg_get_serial_sequence(%(table)s, 'seq'), "
+                f"(SELECT coalesce(max(seq), 0) + 1 FROM {self._s}.history), false)",
+                {"table": f"{self._s}.history"},
+            )
+
+    def _load_params(self, kind: str, r: Mapping[str, Any]) -> dict[str, Any]:
+        """The parameters of :data:`_LOAD_SQL` for one dumped row of ``kind`` (not items)."""
+        match kind:
+            case "history":
+                return {
+                    "seq": int(r["seq"]),
+                    "item_id": r["item_id"],
+                    "tenant": r["tenant_id"],
+                    "action": r["action"],
+                    "at": dumped_time(r["at"]),
+                    "version": int(r["version"]),
+                    "reason": r["reason"],
+                    "actor": r["actor"],
+                    "before": r["before"],
+                    "after": r["after"],
+                }
+            case "messages":
+                m = load_stored(Message, r["doc"])
+                return {
+                    "tenant": m.tenant_id,
+                    "session": m.session_id,
+                    "seq": int(r["seq"]),
+                    "id": m.id,
+                    "role": m.role,
+                    "at": m.created_at,
+                    "doc": r["doc"],
+                }
+            case "checkpoints":
+                c = load_stored(Checkpoint, r["doc"])
+                return {
+                    "tenant": c.tenant_id,
+                    "session": c.session_id,
+                    "id": c.id,
+                    "at": c.created_at,
+                    "doc": r["doc"],
+                }
+            case "jobs":
+                return _job_row(Job.model_validate_json(r["doc"]), r["doc"])
+            case "embedding_cache":
+                vec = self._vector_param(vector_from_text(r["vec"]), "a cached vector")
+                return {"model": r["model"], "hash": r["text_hash"], "vec": vec}
+        return {"key": r["key"], "at": dumped_time(r["at"])}
 
     def _load_item(self, row: Mapping[str, Any], stats: _Tally) -> Generator[_Query, Rows, None]:
         doc = row["doc"]
-        item = _load_item(doc)
+        item = load_item(doc)
         values = _item_params(item, fold_terms(str(row["terms"])))
         values["doc"] = doc
         vectors = []

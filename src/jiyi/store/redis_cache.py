@@ -38,9 +38,10 @@ password), :attr:`RedisCachedStore.stats` says so, and Redis is tried again afte
 first when Redis is back. Another process that reached Redis while this one could not
 may serve a stale entry until then, or at most for the key's TTL.
 
-The logic lives once, in generators that yield effects (as in :mod:`jiyi.effects`); the
-sync driver runs Redis and the wrapped store in the calling thread, the async one awaits
-the wrapped store's ``aexecute`` and runs the (fast) Redis calls on a small thread pool.
+The logic lives once, in generators that yield effects (as in :mod:`jiyi.effects`), run
+by :func:`jiyi.driver.drive` / :func:`jiyi.driver.adrive` with a handler table: the sync
+one runs Redis and the wrapped store in the calling thread, the async one awaits the
+wrapped store's ``aexecute`` and runs the (fast) Redis calls on a small thread pool.
 Redis Cluster is not supported (scripts touch several keys).
 """
 
@@ -56,6 +57,7 @@ from collections.abc import Generator, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from typing import Any, Final, TypeVar, cast
 from urllib.parse import quote
 
@@ -67,8 +69,9 @@ from redis.commands.core import Script
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
+from jiyi.driver import AsyncHandler, Handler, adrive, drive
 from jiyi.errors import InvalidInput, StoreError
-from jiyi.model import MemoryItem, as_utc, utcnow
+from jiyi.model import MemoryItem, as_utc, load_stored, utcnow
 from jiyi.session.model import Message
 from jiyi.store.base import (
     AppendMessages,
@@ -383,49 +386,28 @@ class RedisCachedStore(Store):
         plan = self._plan(op)
         if plan is None:
             return self.inner.execute(op)
-        try:
-            effect = next(plan)
-            while True:
-                result: Any
-                if isinstance(effect, _Inner):
-                    try:
-                        result = self.inner.execute(effect.op)
-                    except Exception as exc:
-                        effect = plan.throw(exc)
-                        continue
-                else:
-                    result = self._call(effect)
-                effect = plan.send(result)
-        except StopIteration as stop:
-            return cast(R, stop.value)
-        finally:
-            plan.close()
+        return cast(R, drive(plan, self._handlers))
 
     async def aexecute(self, op: Op[R]) -> R:
         self._check_open()
         plan = self._plan(op)
         if plan is None:
             return await self.inner.aexecute(op)
-        loop = asyncio.get_running_loop()
-        try:
-            effect = next(plan)
-            while True:
-                result: Any
-                if isinstance(effect, _Inner):
-                    try:
-                        result = await self.inner.aexecute(effect.op)
-                    except Exception as exc:
-                        effect = plan.throw(exc)
-                        continue
-                elif not self._available():
-                    result = self._call(effect)  # answers at once, without I/O
-                else:
-                    result = await loop.run_in_executor(self._pool, self._call, effect)
-                effect = plan.send(result)
-        except StopIteration as stop:
-            return cast(R, stop.value)
-        finally:
-            plan.close()
+        return cast(R, await adrive(plan, self._async_handlers))
+
+    @cached_property
+    def _handlers(self) -> dict[type, Handler]:
+        return {_Inner: lambda e: self.inner.execute(e.op), _Redis: self._call}
+
+    @cached_property
+    def _async_handlers(self) -> dict[type, AsyncHandler]:
+        return {_Inner: lambda e: self.inner.aexecute(e.op), _Redis: self._acall}
+
+    async def _acall(self, effect: _Redis) -> Any:
+        """:meth:`_call` on the thread pool (at once, without I/O, while Redis is down)."""
+        if not self._available():
+            return self._call(effect)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._call, effect)
 
     def close(self) -> None:
         if self._closed:
@@ -561,7 +543,7 @@ class RedisCachedStore(Store):
             return (yield _Inner(op))
         if len(res) > 1:
             try:
-                found = [Message.model_validate_json(raw) for raw in res[1] if raw != b""]
+                found = [load_stored(Message, raw) for raw in res[1] if raw != b""]
             except ValidationError:
                 pass  # not ours: refill below
             else:
@@ -590,7 +572,7 @@ class RedisCachedStore(Store):
         for i, item_id in enumerate(ids):
             if res[i]:
                 with contextlib.suppress(ValidationError):
-                    found[item_id] = MemoryItem.model_validate_json(res[i])
+                    found[item_id] = load_stored(MemoryItem, res[i])
         missing = [i for i in range(n) if ids[i] not in found]
         self._count(hits=n - len(missing), misses=len(missing))
         if missing:

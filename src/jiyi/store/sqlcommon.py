@@ -1,18 +1,22 @@
 """Helpers shared by the SQL backends: time format, cursors, scope tokens, vector blobs,
-the viewer condition."""
+the viewer condition, item documents, and the paging of :class:`~jiyi.store.base.DumpRows`."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
 from jiyi.errors import InvalidInput
-from jiyi.model import as_utc
-from jiyi.store.base import Vector, Viewer
+from jiyi.model import MemoryItem, as_utc, load_stored, stored_snapshot
+from jiyi.session.model import Job
+from jiyi.store.base import DumpRows, HistoryEvent, Vector, Viewer, check_row_kind
 
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
@@ -88,3 +92,133 @@ def from_blob(blob: bytes) -> Vector:
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def pending(migrations: Sequence[tuple[str, Any]], applied: Iterable[int]) -> list[tuple[int, str]]:
+    """The (version, name) of the migrations not yet ``applied`` (versions count from 1)."""
+    done = set(applied)
+    return [(v, name) for v, (name, _) in enumerate(migrations, start=1) if v not in done]
+
+
+def history_event(row: Sequence[Any], at: datetime | str) -> HistoryEvent:
+    """A history row (``seq, item_id, tenant_id, action, at, version, reason, actor,
+    before, after``, the snapshots as JSON text) as an event at ``at`` (its time, read)."""
+    seq, item_id, tenant_id, action, _, version, reason, actor, before, after = row
+    return HistoryEvent.model_validate(
+        {
+            "seq": seq,
+            "item_id": item_id,
+            "tenant_id": tenant_id,
+            "action": action,
+            "at": at,
+            "version": version,
+            "reason": reason,
+            "actor": actor,
+            "before": stored_snapshot(before),
+            "after": stored_snapshot(after),
+        }
+    )
+
+
+def claimed_job(job: Job, worker: str, until: datetime, now: datetime) -> Job:
+    """``job`` as :class:`~jiyi.store.base.ClaimJobs` hands it out: running, leased to
+    ``worker`` until ``until``, one attempt more."""
+    return job.model_copy(
+        update={
+            "status": "running",
+            "attempts": job.attempts + 1,
+            "locked_by": worker,
+            "locked_until": until,
+            "updated_at": now,
+        }
+    )
+
+
+def load_item(doc: str) -> MemoryItem:
+    """An item from its stored JSON document (readable even when it breaks today's limits:
+    see :func:`jiyi.model.load_stored`)."""
+    return load_stored(MemoryItem, doc)
+
+
+def dumped_time(value: Any) -> datetime | None:
+    """A time of a dumped row (text in either backend's spelling), in UTC."""
+    if value is None:
+        return None
+    try:
+        return as_utc(datetime.fromisoformat(str(value)))
+    except ValueError:
+        raise InvalidInput(f"{value!r} is not a time", field="at") from None
+
+
+# ---------------------------------------------------------------- DumpRows pages
+
+DUMP_KEYS: dict[str, tuple[str, ...] | None] = {
+    "items": ("pk",),
+    "history": ("seq",),
+    "messages": ("tenant_id", "session_id", "seq"),
+    "checkpoints": ("tenant_id", "session_id", "id"),
+    "jobs": ("id",),
+    "embedding_cache": ("model", "text_hash"),
+    "rate_events": None,
+}
+"""Per row kind, the key columns of its keyset cursor (None: an offset cursor)."""
+
+
+@dataclass(frozen=True)
+class DumpPage:
+    """Where one :class:`~jiyi.store.base.DumpRows` page starts and how the next one is
+    named, for both SQL backends; only the placeholder spelling differs between them."""
+
+    kind: str
+    limit: int
+    keys: tuple[str, ...] | None
+    after: tuple[Any, ...]
+    """The key values to resume after (empty: from the start)."""
+    start: int
+    """The offset, for a kind without keys."""
+
+    @classmethod
+    def of(cls, op: DumpRows) -> DumpPage:
+        kind = check_row_kind(op.kind)
+        keys = DUMP_KEYS[kind]
+        limit = max(1, op.limit)
+        if keys is None:
+            offset = _dump_cursor(None if op.after is None else f"[{op.after}]", 1)
+            return cls(kind, limit, None, (), int(offset[0]) if offset else 0)
+        return cls(kind, limit, keys, tuple(_dump_cursor(op.after, len(keys))), 0)
+
+    def order(self, mark: Callable[[str], str]) -> tuple[str, dict[str, Any]]:
+        """What follows the kind's ``SELECT``: condition, order and limit, with the backend's
+        placeholders (``mark(name)``) and their values, in the order they appear."""
+        if self.keys is None:
+            return f" ORDER BY key, at LIMIT {mark('limit')} OFFSET {mark('offset')}", {
+                "limit": self.limit,
+                "offset": self.start,
+            }
+        cols = ", ".join(("i." if self.kind == "items" else "") + k for k in self.keys)
+        params = {f"k{n}": v for n, v in enumerate(self.after)}
+        where = f" WHERE ({cols}) > ({', '.join(mark(k) for k in params)})" if params else ""
+        return f"{where} ORDER BY {cols} LIMIT {mark('limit')}", {**params, "limit": self.limit}
+
+    def next_after(self, rows: Sequence[Sequence[Any]], out: Sequence[dict[str, Any]]) -> str | None:
+        """The cursor of the next page (None after the last): ``rows`` as read, ``out`` as dumped."""
+        if len(rows) < self.limit:
+            return None
+        if self.keys is None:
+            return str(self.start + len(rows))
+        values = [int(rows[-1][0])] if self.kind == "items" else [out[-1][k] for k in self.keys]
+        return json.dumps(values, ensure_ascii=False)
+
+
+def _dump_cursor(after: str | None, size: int) -> list[Any]:
+    if after is None:
+        return []
+    try:
+        data = json.loads(after)
+        if not isinstance(data, list) or len(data) != size:
+            raise ValueError
+    except ValueError:
+        raise InvalidInput(
+            f"dump cursor {after[:40]!r} is not one this store issued", field="after"
+        ) from None
+    return data

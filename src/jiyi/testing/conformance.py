@@ -1,42 +1,63 @@
 """Backend-neutral conformance suite for :class:`jiyi.store.base.Store`.
 
-After LangGraph's checkpointer conformance idea: the behaviour every storage backend
+After LangGraph's checkpointer conformance package: the behaviour every storage backend
 must show is written once, here, against the public interface only
 (``execute``/``aexecute``/``close`` and the op values of :mod:`jiyi.store.base`).
-Nothing is mocked and nothing reaches into a backend's internals.
+Nothing is mocked and nothing reaches into a backend's internals. jiyi runs it against
+SQLite (a file and ``":memory:"``, ``tests/test_store_sqlite.py``), PostgreSQL with
+pgvector (``tests/test_store_postgres.py``) and the Redis cache wrapper; any other backend
+runs the very same tests. The module needs pytest (``pip install pytest``); importing
+:mod:`jiyi` never imports it.
 
-How a backend runs the suite
-----------------------------
-Provide a ``store`` fixture that yields a *fresh, empty*, open store and closes it
-afterwards (closing twice must be harmless: some tests close the store themselves),
-then subclass :class:`StoreConformance` in a ``test_*.py`` module. For example a future
-``tests/test_store_postgres.py``::
+Registering a backend
+---------------------
+A backend registers with a pytest fixture named ``store`` that yields a *fresh, empty*,
+open store and closes it afterwards (closing twice must be harmless: some tests close
+the store themselves). Put the fixture in the test module, in a ``conftest.py``, or in
+the subclass itself, and subclass :class:`StoreConformance` in a ``test_*.py`` module::
+
+    # tests/test_my_store.py
+    from collections.abc import Iterator
 
     import pytest
 
-    from jiyi.store.postgres import PostgresStore
-    from tests.conformance import StoreConformance
+    from jiyi.testing.conformance import StoreConformance
+    from my_package import MyStore
 
 
-    @pytest.fixture
-    def store(postgres_dsn):
-        s = PostgresStore(postgres_dsn, schema=fresh_schema_name())
-        yield s
-        s.close()
+    class TestMyStoreConformance(StoreConformance):
+        @pytest.fixture
+        def store(self, tmp_path) -> Iterator[MyStore]:
+            s = MyStore(tmp_path / "data")  # a factory: any fresh, empty store
+            yield s
+            s.close()
 
+Then ``pytest tests/test_my_store.py`` runs the whole suite (``-k Conformance`` selects
+it). For pytest's detailed assertion messages inside the suite, register it for
+assertion rewriting before it is imported, in your ``conftest.py``::
 
-    class TestPostgresConformance(StoreConformance):
-        pass
+    import pytest
+
+    pytest.register_assert_rewrite("jiyi.testing.conformance")
 
 The fixture may be parametrised (``tests/test_store_sqlite.py`` runs every test on a
 file and on ``":memory:"``). A known backend bug is marked in the backend's own module
 by overriding the one test with a strict xfail that calls ``super()``, so the suite
 itself stays the same for everyone and no test is ever skipped::
 
-    class TestSQLiteConformance(StoreConformance):
+    class TestMyStoreConformance(StoreConformance):
         @pytest.mark.xfail(reason="...", strict=True)
         def test_something(self, store):
             super().test_something(store)
+
+What a backend implements
+-------------------------
+Every op of :mod:`jiyi.store.base` except :class:`~jiyi.store.base.Retrieve`: for that
+one, ``execute``/``aexecute`` hand the op to :func:`jiyi.store.retrieve.retrieve` /
+:func:`~jiyi.store.retrieve.aretrieve`, which build the candidates from the search
+primitives (:class:`~jiyi.store.base.VectorHits`, :class:`~jiyi.store.base.KeywordHits`,
+:class:`~jiyi.store.base.ThreadLinks`, :class:`~jiyi.store.base.LoadHits`) the backend
+answers. The suite checks both the primitives and ``Retrieve``.
 
 The store must be usable from several threads and from asyncio at once.
 """
@@ -74,9 +95,13 @@ from jiyi.store.base import (
     GetStats,
     HistoryAction,
     HistoryEvent,
+    KeywordHits,
+    Link,
     ListCheckpoints,
     ListItems,
     ListJobs,
+    Loaded,
+    LoadHits,
     Op,
     Purge,
     PutCheckpoint,
@@ -84,13 +109,16 @@ from jiyi.store.base import (
     RecordEvent,
     Retrieve,
     Store,
+    ThreadLinks,
     Touch,
     Upsert,
     Vector,
+    VectorHits,
     VectorsFor,
     Viewer,
     Write,
 )
+from jiyi.store.retrieve import retrieve
 from jiyi.text.tokenize import index_text, query_terms
 
 __all__ = [
@@ -102,6 +130,7 @@ __all__ = [
     "TENANT",
     "StoreConformance",
     "all_ids",
+    "answer",
     "event_for",
     "flt",
     "full_item",
@@ -240,6 +269,25 @@ def vector_cands(
     store: Store, q: Vector, k: int = 50, model: str = MODEL, **filter_kw: Any
 ) -> list[Candidate]:
     return store.execute(Retrieve(flt(**filter_kw), model, q, (), vector_k=k, keyword_k=0))
+
+
+def answer(cands: list[Candidate]) -> list[tuple[Any, ...]]:
+    """Candidates as comparable values (vectors as bytes), every field kept."""
+    return [
+        (
+            c.item,
+            c.cosine,
+            c.keyword,
+            None if c.vector is None else np.asarray(c.vector, dtype=np.float32).tobytes(),
+            c.prev_id,
+            c.next_id,
+            c.prev_cosine,
+            c.next_cosine,
+            c.prev_keyword,
+            c.next_keyword,
+        )
+        for c in cands
+    ]
 
 
 def full_item(**overrides: Any) -> MemoryItem:
@@ -809,7 +857,10 @@ class StoreConformance:
                 )
             )
         )
-        ids = lambda cands: {c.item.id for c in cands}  # noqa: E731
+
+        def ids(cands: list[Candidate]) -> set[str]:
+            return {c.item.id for c in cands}
+
         assert ids(vector_cands(store, unit(rng), k=100)) == {i.id for i in same}
         assert ids(vector_cands(store, unit(rng), k=100, model="other")) == {i.id for i in other_model}
         assert ids(vector_cands(store, unit(rng, 16), k=100)) == {i.id for i in short}
@@ -1098,7 +1149,7 @@ class StoreConformance:
         assert s.total == 3
         assert s.by_scope == {"user": 2, "project": 1}
         s = store.execute(GetStats(flt(memory_types=(MemoryType.PREFERENCE,))))
-        assert (s.total, s.by_type, s.avg_importance) == (1, {"preference": 1}, pytest.approx(0.4))
+        assert (s.total, s.by_type, s.avg_importance) == (1, {"preference": 1}, pytest.approx(0.4))  # type: ignore[comparison-overlap]
 
     # ------------------------------------------------------------ GetHistory
 
@@ -1118,7 +1169,7 @@ class StoreConformance:
         assert [e.action for e in history] == [HistoryAction.ADD, HistoryAction.UPDATE, HistoryAction.PURGE]
         seqs = [e.seq for e in history]
         assert all(s is not None for s in seqs)
-        assert seqs == sorted(seqs)
+        assert seqs == sorted(seqs)  # type: ignore[type-var]
         assert len(set(seqs)) == 3
         for got, want in zip(history, (add, update, gone), strict=True):
             assert got.model_dump(exclude={"seq"}) == want.model_dump(exclude={"seq"})
@@ -1126,7 +1177,7 @@ class StoreConformance:
         assert history[0].after == v1.to_json_dict()
         assert history[1].before == v1.to_json_dict()
         assert history[1].after == v2.to_json_dict()
-        assert history[1].after["content"] == "history v2"  # type: ignore[index]
+        assert history[1].after["content"] == "history v2"
         assert history[2].after is None
         assert [e.action for e in store.execute(GetHistory(TENANT, other.id))] == [HistoryAction.ADD]
 
@@ -1317,7 +1368,7 @@ class StoreConformance:
         by_id = {c.item.id: c for c in cands}
         assert set(by_id) == {a.id, b.id}
         assert by_id[b.id].keyword is None
-        assert by_id[b.id].prev_keyword is not None and by_id[b.id].prev_keyword > 0
+        assert by_id[b.id].prev_keyword is not None and by_id[b.id].prev_keyword > 0  # type: ignore[operator]  # noqa: PT018
         assert by_id[a.id].next_id == b.id
 
     def test_time_windows_add_candidates_from_that_time(self, store: Store) -> None:
@@ -1333,9 +1384,121 @@ class StoreConformance:
         assert may.id not in {c.item.id for c in plain}
         window = ((datetime(2023, 5, 1, tzinfo=UTC), datetime(2023, 6, 1, tzinfo=UTC)),)
         timed = store.execute(Retrieve(flt(), MODEL, q, (), vector_k=3, keyword_k=0, time_ranges=window))
-        assert may.id in {c.item.id for c in timed} and june.id not in {c.item.id for c in timed}
+        assert may.id in {c.item.id for c in timed} and june.id not in {c.item.id for c in timed}  # noqa: PT018
         monthly = store.execute(Retrieve(flt(), MODEL, q, (), vector_k=3, keyword_k=0, time_months=(6,)))
         assert june.id in {c.item.id for c in monthly}
+
+    # ------------------------------------------------------------ the search primitives
+
+    def test_vector_hits_are_the_nearest_live_items_best_first(self, store: Store) -> None:
+        rng = np.random.default_rng(21)
+        q = unit(rng)
+        items = [make_item(f"primitive {k}", occurred_at=T0 + timedelta(days=k)) for k in range(12)]
+        vecs = [unit(rng) for _ in items]
+        expired = make_item("expired twin", expires_at=NOW - timedelta(seconds=1))
+        bob = make_item("bob's twin", user_id="bob")
+        put(store, *items, expired, bob, vectors=[*vecs, q, q])
+        hits = store.execute(VectorHits(flt(scope_keys=("user:alice",)), MODEL, q, 5))
+        expected = sorted(range(len(items)), key=lambda k: -float(vecs[k] @ q))[:5]
+        assert [h.id for h in hits] == [items[k].id for k in expected]
+        for h, k in zip(hits, expected, strict=True):
+            assert h.score == pytest.approx(float(vecs[k] @ q), abs=1e-5)
+        assert store.execute(VectorHits(flt(), MODEL, q, 0)) == []
+        assert store.execute(VectorHits(flt(), "unknown", q, 5)) == []
+        days = (T0 + timedelta(days=3), T0 + timedelta(days=6))
+        timed = store.execute(VectorHits(flt(), MODEL, q, 10, time_ranges=(days,)))
+        in_days = sorted(range(3, 6), key=lambda k: -float(vecs[k] @ q))
+        assert [h.id for h in timed] == [items[k].id for k in in_days]
+        month = items[0].occurred_at.month if items[0].occurred_at else 0
+        monthly = store.execute(VectorHits(flt(), MODEL, q, 50, time_months=(month,)))
+        assert {h.id for h in monthly} == {
+            i.id for i in items if i.occurred_at and i.occurred_at.month == month
+        }
+
+    def test_keyword_hits_are_the_best_live_matches_best_first(self, store: Store) -> None:
+        both = make_item("I write python and rust every day")
+        one = make_item("python garden weekend cooking recipes")
+        hidden = make_item("python and rust, archived", status=Status.ARCHIVED)
+        filler = [make_item(f"unrelated filler sentence number {k}") for k in range(6)]
+        put(store, both, one, hidden, *filler)
+        hits = store.execute(KeywordHits(flt(), query_terms("python rust"), 10))
+        assert [h.id for h in hits] == [both.id, one.id]
+        assert hits[0].score > hits[1].score > 0
+        assert [h.id for h in store.execute(KeywordHits(flt(), query_terms("python rust"), 1))] == [both.id]
+        assert store.execute(KeywordHits(flt(), (), 10)) == []
+        assert store.execute(KeywordHits(flt(), query_terms("python"), 0)) == []
+        archived = store.execute(KeywordHits(flt(statuses=(Status.ARCHIVED,)), query_terms("rust"), 10))
+        assert [h.id for h in archived] == [hidden.id]
+
+    def test_thread_links_name_neighbours_within_reach(self, store: Store) -> None:
+        turns = [
+            make_item(f"turn {i}", thread_id="s1", occurred_at=T0 + timedelta(minutes=i)) for i in range(6)
+        ]
+        turns[4] = turns[4].evolve(expires_at=NOW - timedelta(seconds=1))
+        loose = make_item("no thread")
+        put(store, *turns, loose)
+        ids = [t.id for t in turns]
+        links = store.execute(ThreadLinks(flt(), (ids[2],), 0))
+        assert links == {ids[2]: Link(ids[1], ids[3], True)}
+        links = store.execute(ThreadLinks(flt(), (ids[2], loose.id), 2))
+        assert links == {
+            ids[0]: Link(None, ids[1], True),
+            ids[1]: Link(ids[0], ids[2], True),
+            ids[2]: Link(ids[1], ids[3], True),
+            ids[3]: Link(ids[2], ids[4], True),
+            ids[4]: Link(ids[3], ids[5], False),  # expired: named, but not live
+        }
+        assert store.execute(ThreadLinks(flt(), ("unknown", loose.id), 3)) == {}
+        # Threads run through the filter's items only.
+        narrowed = store.execute(ThreadLinks(flt(include_expired=True, tags=("none",)), (ids[2],), 1))
+        assert narrowed == {}
+
+    def test_load_hits_gives_items_vectors_and_the_cosines_vector_hits_give(self, store: Store) -> None:
+        rng = np.random.default_rng(22)
+        q = unit(rng)
+        a, b, bare = make_item("load a"), make_item("load b"), make_item("load bare")
+        bob = make_item("not in the filter", user_id="bob")
+        va, vb = unit(rng), unit(rng)
+        store.execute(Write((upsert(a, va), upsert(b, vb), upsert(bare), upsert(bob, unit(rng)))))
+        f = flt(scope_keys=("user:alice",))
+        scores = {h.id: h.score for h in store.execute(VectorHits(f, MODEL, q, 10))}
+        loaded = store.execute(LoadHits(f, MODEL, q, (a.id, bare.id, bob.id, "unknown"), (b.id,)))
+        assert set(loaded) == {a.id, bare.id, b.id}
+        assert loaded[a.id].item == a
+        assert loaded[a.id].cosine == scores[a.id]  # to the bit
+        assert np.asarray(loaded[a.id].vector, dtype=np.float32).tobytes() == va.tobytes()
+        assert loaded[bare.id] == Loaded(bare, None, None)
+        assert loaded[b.id] == Loaded(None, None, scores[b.id])
+        plain = store.execute(LoadHits(f, MODEL, None, (a.id,)))
+        assert plain == {a.id: Loaded(a, None, None)}
+
+    def test_retrieve_is_the_shared_flow_over_the_primitives(self, store: Store) -> None:
+        """A backend's answer to Retrieve equals jiyi's shared flow run over its primitives."""
+        rng = np.random.default_rng(23)
+        words = ("apple", "banana", "cherry", "苹果", "香蕉")
+        items = []
+        for k in range(40):
+            items.append(
+                make_item(
+                    f"{words[k % 5]} {words[(k * 3) % 5]} note {k}",
+                    thread_id=("a", "b", None)[k % 3],
+                    occurred_at=T0 + timedelta(hours=k % 7),
+                    expires_at=NOW - timedelta(days=1) if k % 11 == 0 else None,
+                )
+            )
+        put(store, *items, vectors=[unit(rng) for _ in items])
+        for n in range(12):
+            op = Retrieve(
+                flt(),
+                MODEL,
+                None if n % 5 == 4 else unit(rng),
+                query_terms(f"{words[n % 5]} {words[(n + 2) % 5]}") if n % 4 else (),
+                vector_k=n % 6,
+                keyword_k=(n * 2) % 7,
+                neighbours=n % 3,
+                time_months=(T0.month,) if n % 3 == 1 else (),
+            )
+            assert answer(store.execute(op)) == answer(retrieve(op, store.execute)), n
 
     def test_retrieve_sees_writes_made_after_an_earlier_search(self, store: Store) -> None:
         rng = np.random.default_rng(3)
@@ -1353,7 +1516,7 @@ class StoreConformance:
 
     def test_messages_append_in_order_and_read_back(self, store: Store) -> None:
         msgs = tuple(
-            Message(role=r, content=f"m{i}", session_id="s", tenant_id=TENANT)
+            Message(role=r, content=f"m{i}", session_id="s", tenant_id=TENANT)  # type: ignore[arg-type]
             for i, r in enumerate(["system", "user", "assistant", "user"])
         )
         store.execute(Write((AppendMessages(msgs[:2]),)))
@@ -1477,7 +1640,7 @@ class StoreConformance:
         for t in threads:
             t.start()
         _join(threads)
-        assert len(claimed) == 40 and len(set(claimed)) == 40
+        assert len(claimed) == 40 and len(set(claimed)) == 40  # noqa: PT018
 
     # ------------------------------------------------------------ DumpRows / LoadRows (store copies)
 
@@ -1496,7 +1659,7 @@ class StoreConformance:
         store.execute(Write((upsert(b2, None, action=HistoryAction.UPDATE, before=b),)))
         store.execute(Write((purge(gone, at=NOW),)))
         msgs = [
-            Message(tenant_id=TENANT, session_id=s, role=r, content=c, created_at=T0 + timedelta(seconds=n))
+            Message(tenant_id=TENANT, session_id=s, role=r, content=c, created_at=T0 + timedelta(seconds=n))  # type: ignore[arg-type]
             for n, (s, r, c) in enumerate(
                 [("s1", "user", "你好"), ("s1", "assistant", "hello"), ("s2", "user", "第二个会话")]
             )
@@ -1785,7 +1948,7 @@ class StoreConformance:
         )
         by_id = {c.item.id: c for c in cands}
         assert set(by_id) == {turns[0].id, turns[2].id}
-        assert by_id[turns[0].id].next_id == turns[2].id and by_id[turns[2].id].prev_id == turns[0].id
+        assert by_id[turns[0].id].next_id == turns[2].id and by_id[turns[2].id].prev_id == turns[0].id  # noqa: PT018
         owner = store.execute(
             Retrieve(
                 flt(viewer=Viewer(actor="k2")), MODEL, vecs[0], (), vector_k=1, keyword_k=0, neighbours=1
