@@ -33,6 +33,7 @@ KEYS: dict[str, tuple[str, list[str] | None]] = {
     "ed_apollo": ("editor", ["apollo"]),
     "ed_apollo2": ("editor", ["apollo"]),
     "ed_any": ("editor", None),
+    "ed_zeus": ("editor", ["zeus"]),
     "vw_zeus": ("viewer", ["zeus"]),
     "vw_none": ("viewer", []),
     "vw_apollo": ("viewer", ["apollo"]),
@@ -113,8 +114,12 @@ async def test_a_checkpoint_is_restored_only_by_the_key_that_wrote_the_session(w
     assert r.status_code == 201, r.text
     cp = r.json()["id"]
     # ed_apollo2 is a member (it may read) but wrote nothing in this session.
-    r = await world.call("ed_apollo2", "POST", "/v1/sessions/s-apollo/messages", json={
-        "project_id": "apollo", "messages": [{"role": "user", "content": "ed2 was here"}]})
+    r = await world.call(
+        "ed_apollo2",
+        "POST",
+        "/v1/sessions/s-apollo/messages",
+        json={"project_id": "apollo", "messages": [{"role": "user", "content": "ed2 was here"}]},
+    )
     assert r.status_code == 201, r.text
     r = await world.call("ed_any", "POST", f"/v1/sessions/s-apollo/checkpoints/{cp}/restore")
     assert r.status_code == 403, r.text
@@ -122,7 +127,7 @@ async def test_a_checkpoint_is_restored_only_by_the_key_that_wrote_the_session(w
     r = await world.call("ed_apollo2", "POST", f"/v1/sessions/s-apollo/checkpoints/{cp}/restore")
     assert r.status_code == 403, r.text  # it would remove ed_apollo's message
     # A non-member may not even learn that the checkpoint exists.
-    _is_not_found(await world.call("vw_zeus", "POST", f"/v1/sessions/s-apollo/checkpoints/{cp}/restore"))
+    _is_not_found(await world.call("ed_zeus", "POST", f"/v1/sessions/s-apollo/checkpoints/{cp}/restore"))
     r = await world.call("owner", "GET", "/v1/sessions/s-apollo/messages")
     assert [m["content"] for m in r.json()] == [SECRET, "ed2 was here"]
     # The owner may restore anything of its tenant.
@@ -136,10 +141,21 @@ async def test_a_checkpoint_is_restored_only_by_the_key_that_wrote_the_session(w
 
 
 async def test_message_metadata_cannot_claim_another_writer_or_drop_the_project(world: World) -> None:
-    r = await world.call("ed_any", "POST", "/v1/sessions/s-apollo/messages", json={
-        "project_id": "apollo",
-        "messages": [{"role": "user", "content": "forged", "metadata": {"created_by": "someone", "project_id": None}}],
-    })
+    r = await world.call(
+        "ed_any",
+        "POST",
+        "/v1/sessions/s-apollo/messages",
+        json={
+            "project_id": "apollo",
+            "messages": [
+                {
+                    "role": "user",
+                    "content": "forged",
+                    "metadata": {"created_by": "someone", "project_id": None},
+                }
+            ],
+        },
+    )
     assert r.status_code == 201, r.text
     meta = r.json()["messages"][-1]["metadata"]
     assert meta["project_id"] == "apollo" and meta["created_by"] != "someone"
@@ -197,7 +213,9 @@ def test_a_compacted_project_session_stays_a_project_session(tmp_path: Path) -> 
     cfg = SessionConfig(max_turns=2, keep_recent=1)
     with Memory(SQLiteStore(tmp_path / "c.db"), embedder=EMBEDDER, background=False, session=cfg) as mem:
         for i in range(4):
-            mem.remember([("user", f"{SECRET} (turn {i})")], session_id="s1", project_id="apollo", viewer=ALICE)
+            mem.remember(
+                [("user", f"{SECRET} (turn {i})")], session_id="s1", project_id="apollo", viewer=ALICE
+            )
         msgs = mem.messages("s1")
         assert any(m.role == "system" for m in msgs)
         assert all(m.metadata.get("project_id") == "apollo" for m in msgs)
