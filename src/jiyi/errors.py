@@ -5,6 +5,7 @@
     JiyiError                      root; never raised itself
     ├── InvalidInput (ValueError)  the caller passed something wrong: fix the call
     │   └── NotFound (KeyError)    no such item in this tenant (also across tenants: never "forbidden")
+    ├── Forbidden                  the caller may see this but not change it (another's session)
     ├── ConfigError                a setting, provider string or missing extra
     ├── StoreError                 the database failed
     │   ├── StoreCorrupt           the file is not a jiyi database or is damaged
@@ -40,6 +41,12 @@ class NotFound(InvalidInput, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+class Forbidden(JiyiError):
+    """The caller may see this but may not do what it asked (for example restore a
+    checkpoint over messages another key wrote). Only raised for a caller given as a
+    :class:`~jiyi.store.base.Viewer`; what it may not see is :class:`NotFound` instead."""
 
 
 class ConfigError(JiyiError):

@@ -40,7 +40,7 @@ from jiyi.read import search as search_flows
 from jiyi.runtime import Runtime
 from jiyi.session import flows as session
 from jiyi.session.flows import RememberResult
-from jiyi.store.base import Store
+from jiyi.store.base import Store, Viewer
 from jiyi.who import Caller, Owner
 from jiyi.write import pipeline
 from jiyi.write.pipeline import AddResult
@@ -299,6 +299,7 @@ class Memory(_Facade):
         project_id: str | None = None,
         agent_id: str | None = None,
         tenant_id: str | None = None,
+        viewer: Viewer | None = None,
     ) -> RememberResult:
         """Keep messages in the session and queue extraction; returns at once.
 
@@ -312,6 +313,7 @@ class Memory(_Facade):
             project_id=project_id,
             agent_id=agent_id,
             tenant_id=tenant_id,
+            viewer=viewer,
         )
         if self._background and (result.job_id or (result.compacted and result.compacted.episode_job_id)):
             self.start_worker().wake()
@@ -393,6 +395,7 @@ class AsyncMemory(_Facade):
         project_id: str | None = None,
         agent_id: str | None = None,
         tenant_id: str | None = None,
+        viewer: Viewer | None = None,
     ) -> RememberResult:
         """Keep messages in the session and queue extraction; returns at once.
 
@@ -406,6 +409,7 @@ class AsyncMemory(_Facade):
             project_id=project_id,
             agent_id=agent_id,
             tenant_id=tenant_id,
+            viewer=viewer,
         )
         if self._task is not None:
             self._wake.set()

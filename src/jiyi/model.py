@@ -221,6 +221,14 @@ def owner_scope(
     return Scope.SESSION
 
 
+def in_agent_space(item: MemoryItem, agent_id: str | None) -> bool:
+    """Whether a read that names ``agent_id`` sees ``item``: a user memory that names an
+    agent belongs to that agent's space for that user (what a conversation with the agent
+    yielded), so another agent does not see it; a user memory of no agent is every
+    agent's. A read that names no agent (the whole user) sees all (docs/permissions.md)."""
+    return agent_id is None or item.scope is not Scope.USER or item.agent_id in (None, agent_id)
+
+
 def scope_key(scope: Scope, scope_id: str) -> str:
     """The single string that places an item in one memory space, e.g. ``user:alice``."""
     return f"{scope.value}:{scope_id}"

@@ -17,7 +17,7 @@ from jiyi.model import MemoryItem, MemoryType
 from jiyi.profile import profile_prompt
 from jiyi.read.search import search
 from jiyi.runtime import Runtime
-from jiyi.session.flows import is_summary
+from jiyi.session.flows import is_summary, readable_messages
 from jiyi.session.model import Message
 from jiyi.store.base import GetMessages, Viewer
 from jiyi.text.tokens import count_tokens
@@ -97,7 +97,8 @@ def context(
     """Recent turns + related memories + session summaries, each tagged with its
     source, de-duplicated, capped at ``max_items``, fitted to ``budget_tokens`` and
     formatted as a prompt section grouped by memory type. ``viewer`` hides project
-    memories it may not see.
+    memories it may not see, and a ``session_id`` of a session it may not read is
+    NotFound (:func:`jiyi.session.flows.may_read_session`).
 
     Unless ``profile`` text is given or ``include_profile=False``, the user's and the
     project's profiles (:func:`jiyi.profile.profile`) lead the section, taking at most
@@ -107,6 +108,8 @@ def context(
     if not isinstance(include_profile, bool):
         raise InvalidInput("include_profile must be true or false", field="include_profile")
     tenant = rt.tenant(tenant_id)
+    if session_id is not None and viewer is not None:
+        yield from readable_messages(tenant, session_id, viewer)
     if profile is None and include_profile and (user_id is not None or project_id is not None):
         profile = (
             yield from profile_prompt(

@@ -19,6 +19,7 @@ from jiyi.model import (
     RelationType,
     Status,
     as_utc,
+    in_agent_space,
 )
 from jiyi.read.rank import Scored, SearchHit, mmr_select, relevances, score_candidates
 from jiyi.read.rerank import apply_rerank, rerank_texts
@@ -94,6 +95,8 @@ def search(
     now = flt.now or rt.now()
     query_ = _Query(query, time_windows(query, now))
     candidates = yield from _candidates(rt, query_, flt, wanted, limit)
+    # Agents do not see each other's user memories (jiyi.model.in_agent_space).
+    candidates = [c for c in candidates if in_agent_space(c.item, agent_id)]
     if as_of is not None:
         candidates = [c for c in candidates if c.item.valid_at(now)]
         touch = False

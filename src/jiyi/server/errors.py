@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from jiyi.errors import (
     ConfigError,
     EmbedderError,
+    Forbidden,
     InvalidInput,
     JiyiError,
     LLMError,
@@ -101,6 +102,8 @@ def error_json(
 def _status_of(exc: JiyiError) -> tuple[int, str]:
     if isinstance(exc, NotFound):
         return 404, "not_found"
+    if isinstance(exc, Forbidden):
+        return 403, "forbidden"
     if isinstance(exc, InvalidInput):
         return 422, "invalid_input"
     if isinstance(exc, StoreReadOnly):

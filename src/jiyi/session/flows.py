@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from jiyi.effects import Flow, call
 from jiyi.embed.cached import embed_documents
-from jiyi.errors import InvalidInput
+from jiyi.errors import Forbidden, InvalidInput, NotFound
 from jiyi.items import all_items, change_event
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, owner_scope, scope_key
 from jiyi.runtime import Runtime
@@ -81,7 +81,10 @@ class JobReport:
 
 
 def _as_message(
-    rt: Runtime, raw: Message | Mapping[str, Any] | tuple[str, str], base: dict[str, Any]
+    rt: Runtime,
+    raw: Message | Mapping[str, Any] | tuple[str, str],
+    base: dict[str, Any],
+    marks: Mapping[str, str] | None = None,
 ) -> Message:
     if isinstance(raw, Message):
         data = raw.model_dump()
@@ -101,6 +104,8 @@ def _as_message(
             f"a message must be a Message, a mapping or (role, content), not {type(raw).__name__}"
         )
     data.pop("seq", None)
+    if marks:  # who wrote it and its project come from the call, never from the message
+        data["metadata"] = {**(data.get("metadata") or {}), **marks}
     try:
         msg = Message.model_validate(data)
     except Exception as exc:  # pydantic's error, said plainly
@@ -165,6 +170,64 @@ def is_summary(m: Message) -> bool:
     return m.role == "system" and m.metadata.get("kind") == "summary"
 
 
+# ---------------------------------------------------------------- who may read a session
+
+WRITER_KEY = "created_by"
+PROJECT_KEY = "project_id"
+
+
+def _marks(viewer: Viewer | None, project_id: str | None) -> dict[str, str]:
+    """What a new message records about itself: the project its session belongs to and
+    the viewer's actor as its writer (docs/permissions.md, "Sessions")."""
+    marks: dict[str, str] = {}
+    if project_id is not None:
+        marks[PROJECT_KEY] = project_id
+    if viewer is not None and viewer.actor is not None:
+        marks[WRITER_KEY] = viewer.actor
+    return marks
+
+
+def session_projects(msgs: Sequence[Message]) -> set[str]:
+    """The projects recorded on a session's messages (none for a session of no project,
+    or one stored before projects were recorded). A summary of messages of several
+    projects records them all, as a list."""
+    out: set[str] = set()
+    for m in msgs:
+        value = m.metadata.get(PROJECT_KEY)
+        values = value if isinstance(value, list) else [value]
+        out.update(v for v in values if isinstance(v, str))
+    return out
+
+
+def _project_mark(msgs: Sequence[Message], project_id: str | None) -> dict[str, Any]:
+    """The project mark of a message that replaces ``msgs`` (a compaction summary)."""
+    projects = sorted(session_projects(msgs) | ({project_id} if project_id is not None else set()))
+    if not projects:
+        return {}
+    return {PROJECT_KEY: projects[0] if len(projects) == 1 else projects}
+
+
+def may_read_session(viewer: Viewer | None, msgs: Sequence[Message]) -> bool:
+    """Members only, as for a ``members`` project memory: ``viewer`` must be a member of
+    every project recorded on the messages. No viewer, or a session of no project, is
+    no restriction."""
+    return viewer is None or all(viewer.member_of(p) for p in session_projects(msgs))
+
+
+def _hidden(session_id: str) -> NotFound:
+    return NotFound(f"no session {session_id!r}")
+
+
+def readable_messages(
+    tenant: str, session_id: str, viewer: Viewer | None, extra: Sequence[Message] = ()
+) -> Flow[list[Message]]:
+    """All the session's messages, or NotFound when ``viewer`` may not read the session."""
+    msgs = yield from call(GetMessages(tenant, session_id))
+    if not may_read_session(viewer, [*msgs, *extra]):
+        raise _hidden(session_id)
+    return msgs
+
+
 def add_messages(
     rt: Runtime,
     /,
@@ -173,9 +236,13 @@ def add_messages(
     *,
     user_id: str | None = None,
     agent_id: str | None = None,
+    project_id: str | None = None,
     tenant_id: str | None = None,
+    viewer: Viewer | None = None,
 ) -> Flow[list[Message]]:
-    """Append messages to a session's short-term memory (no extraction)."""
+    """Append messages to a session's short-term memory (no extraction). ``project_id``
+    makes it a project session (read by members only); ``viewer.actor`` is recorded as
+    the writer (``metadata.created_by``)."""
     base = {
         "session_id": session_id,
         "tenant_id": rt.tenant(tenant_id),
@@ -183,7 +250,8 @@ def add_messages(
         "agent_id": agent_id,
         "created_at": rt.now(),
     }
-    msgs = tuple(_as_message(rt, m, base) for m in messages)
+    marks = _marks(viewer, project_id)
+    msgs = tuple(_as_message(rt, m, base, marks) for m in messages)
     if not msgs:
         raise InvalidInput("no messages given", field="messages")
     yield from call(Write((AppendMessages(msgs),)))
@@ -191,18 +259,34 @@ def add_messages(
 
 
 def messages(
-    rt: Runtime, /, session_id: str, *, tenant_id: str | None = None, last: int | None = None
+    rt: Runtime,
+    /,
+    session_id: str,
+    *,
+    tenant_id: str | None = None,
+    last: int | None = None,
+    viewer: Viewer | None = None,
 ) -> Flow[list[Message]]:
-    """A session's messages in order (the ``last`` N when given)."""
-    return (yield from call(GetMessages(rt.tenant(tenant_id), session_id, last=last)))
+    """A session's messages in order (the ``last`` N when given); NotFound when
+    ``viewer`` may not read the session (:func:`may_read_session`)."""
+    tenant = rt.tenant(tenant_id)
+    if viewer is not None:
+        yield from readable_messages(tenant, session_id, viewer)
+    return (yield from call(GetMessages(tenant, session_id, last=last)))
 
 
 def working_window(
-    rt: Runtime, /, session_id: str, *, max_tokens: int = 4000, tenant_id: str | None = None
+    rt: Runtime,
+    /,
+    session_id: str,
+    *,
+    max_tokens: int = 4000,
+    tenant_id: str | None = None,
+    viewer: Viewer | None = None,
 ) -> Flow[list[Message]]:
     """Messages for the next model call: every system message, then as many of the
     most recent turns as fit in ``max_tokens`` (oldest dropped first)."""
-    msgs = yield from call(GetMessages(rt.tenant(tenant_id), session_id))
+    msgs = yield from readable_messages(rt.tenant(tenant_id), session_id, viewer)
     system = [m for m in msgs if m.role == "system"]
     budget = max_tokens - sum(m.token_count for m in system)
     kept: list[Message] = []
@@ -225,11 +309,15 @@ def remember(
     project_id: str | None = None,
     agent_id: str | None = None,
     tenant_id: str | None = None,
+    viewer: Viewer | None = None,
 ) -> Flow[RememberResult]:
     """Keep messages in the session and queue their extraction; returns at once.
 
     The messages and the extraction job land in one transaction, so a crash cannot
     lose one without the other. Compaction runs here when the session is too long.
+    ``project_id`` makes the session a project session (its messages, jobs and
+    checkpoints are read by members only) and ``viewer.actor`` is recorded as the
+    messages' writer (``metadata.created_by``), as :func:`add_messages` does.
     """
     tenant = rt.tenant(tenant_id)
     if user_id is None and project_id is None and agent_id is None:
@@ -241,7 +329,8 @@ def remember(
         "agent_id": agent_id,
         "created_at": rt.now(),
     }
-    msgs = tuple(_as_message(rt, m, base) for m in messages)
+    marks = _marks(viewer, project_id)
+    msgs = tuple(_as_message(rt, m, base, marks) for m in messages)
     if not msgs:
         raise InvalidInput("no messages given", field="messages")
     cfg = rt.session
@@ -322,7 +411,8 @@ def _compact(
         tenant_id=tenant,
         user_id=user_id,
         agent_id=agent_id,
-        metadata={"kind": "summary", "replaced": len(old) + len(previous)},
+        # The summary keeps the session's project, so a compacted session stays members-only.
+        metadata={"kind": "summary", "replaced": len(old) + len(previous), **_project_mark(msgs, project_id)},
         token_count=count_message_tokens("system", text),
         created_at=rt.now(),
         seq=first,
@@ -447,12 +537,33 @@ def job_result(outcomes: Sequence[Outcome]) -> dict[str, Any]:
 
 
 def jobs(
-    rt: Runtime, /, *, statuses: Sequence[str] = (), limit: int = 100, tenant_id: str | None = None
+    rt: Runtime,
+    /,
+    *,
+    statuses: Sequence[str] = (),
+    limit: int = 100,
+    tenant_id: str | None = None,
+    viewer: Viewer | None = None,
 ) -> Flow[list[Job]]:
-    """Queued, running, done or failed jobs of one tenant (visibility for operators)."""
+    """Queued, running, done or failed jobs of one tenant (visibility for operators).
+    ``viewer`` hides jobs of projects it is not a member of (their payload holds what
+    was said); ``limit`` counts the jobs shown."""
     from jiyi.store.base import ListJobs
 
-    return (yield from call(ListJobs(tuple(statuses), limit=limit, tenant_id=rt.tenant(tenant_id))))
+    tenant = rt.tenant(tenant_id)
+    asked = limit
+    while True:
+        found = yield from call(ListJobs(tuple(statuses), limit=asked, tenant_id=tenant))
+        shown = [j for j in found if viewer is None or _job_visible(viewer, j)]
+        if len(shown) >= limit or len(found) < asked:
+            return shown[:limit]
+        asked *= 4
+
+
+def _job_visible(viewer: Viewer, job: Job) -> bool:
+    """A job of a project is seen by that project's members; a job of no project by all."""
+    project = job.payload.get("project_id")
+    return not isinstance(project, str) or viewer.member_of(project)
 
 
 def _run_extract(rt: Runtime, job: Job) -> Flow[list[Outcome]]:
@@ -579,13 +690,17 @@ def save_checkpoint(
     label: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     tenant_id: str | None = None,
+    viewer: Viewer | None = None,
 ) -> Flow[Checkpoint]:
     """Save a session's state; by default its current messages. Sensitive data is
     redacted from the messages and from every string in the states, the pending tool
-    calls, the metadata and the label (the tenant's policy)."""
+    calls, the metadata and the label (the tenant's policy). ``viewer`` must be able to
+    read the session (else NotFound); its actor is recorded as ``metadata.created_by``."""
     tenant = rt.tenant(tenant_id)
+    current = yield from readable_messages(tenant, session_id, viewer, messages or ())
     if messages is None:
-        messages = yield from call(GetMessages(tenant, session_id))
+        messages = current
+    metadata = {**(metadata or {}), **_marks(viewer, None)}
     cp = Checkpoint.build(
         session_id=session_id,
         tenant_id=tenant,
@@ -609,18 +724,25 @@ def restore_checkpoint(
     *,
     replace_messages: bool = True,
     tenant_id: str | None = None,
+    viewer: Viewer | None = None,
 ) -> Flow[Checkpoint]:
     """Load a checkpoint (the latest when no id is given). With ``replace_messages``
-    the session's messages become exactly the checkpoint's, in one transaction."""
-    from jiyi.errors import NotFound
+    the session's messages become exactly the checkpoint's, in one transaction.
 
+    ``viewer`` must be able to read the session and the checkpoint (else NotFound, as if
+    there were none); replacing messages needs a ``sees_all`` viewer or the one that
+    wrote every current message and the checkpoint (else :class:`Forbidden`)."""
     tenant = rt.tenant(tenant_id)
     cp = yield from call(GetCheckpoint(tenant, session_id, checkpoint_id))
+    what = f"checkpoint {checkpoint_id!r}" if checkpoint_id else "no checkpoint"
     if cp is None:
-        what = f"checkpoint {checkpoint_id!r}" if checkpoint_id else "no checkpoint"
         raise NotFound(f"{what} for session {session_id!r}")
+    try:
+        current = yield from readable_messages(tenant, session_id, viewer, cp.messages)
+    except NotFound:
+        raise NotFound(f"{what} for session {session_id!r}") from None
     if replace_messages:
-        current = yield from call(GetMessages(tenant, session_id))
+        _check_may_replace(viewer, session_id, current, cp)
         seqs = tuple(m.seq for m in current if m.seq is not None)
         # A checkpoint saved before redaction (or under another policy) is redacted as it is written back.
         restored = tuple(scrub_message(rt, m) for m in cp.messages)
@@ -628,11 +750,37 @@ def restore_checkpoint(
     return cp
 
 
+def _check_may_replace(
+    viewer: Viewer | None, session_id: str, current: Sequence[Message], cp: Checkpoint
+) -> None:
+    """Restoring replaces messages: only their writer may do that (or a ``sees_all`` viewer).
+    A message or checkpoint without a recorded writer (stored by an older version, or by
+    the library without a viewer) counts as someone else's."""
+    if viewer is None or viewer.sees_all:
+        return
+    writers = {m.metadata.get(WRITER_KEY) for m in current} | {cp.metadata.get(WRITER_KEY)}
+    if viewer.actor is None or writers != {viewer.actor}:
+        raise Forbidden(
+            f"checkpoint {cp.id!r} of session {session_id!r} would replace messages this caller did "
+            "not write; only their writer or an owner/admin key may restore it"
+        )
+
+
 def list_checkpoints(
-    rt: Runtime, /, session_id: str, *, limit: int = 50, tenant_id: str | None = None
+    rt: Runtime,
+    /,
+    session_id: str,
+    *,
+    limit: int = 50,
+    tenant_id: str | None = None,
+    viewer: Viewer | None = None,
 ) -> Flow[list[Checkpoint]]:
-    """A session's checkpoints, newest first."""
-    return (yield from call(ListCheckpoints(rt.tenant(tenant_id), session_id, limit)))
+    """A session's checkpoints, newest first; NotFound when ``viewer`` may not read the
+    session, and a checkpoint holding messages of a project it is not in is left out."""
+    tenant = rt.tenant(tenant_id)
+    current = yield from readable_messages(tenant, session_id, viewer)
+    cps = yield from call(ListCheckpoints(tenant, session_id, limit))
+    return [c for c in cps if may_read_session(viewer, [*current, *c.messages])]
 
 
 def prune_checkpoints(
@@ -742,7 +890,6 @@ def get_document(
 ) -> Flow[str]:
     """The whole document again, re-assembled from its chunks in order (NotFound when
     ``viewer`` may not see it)."""
-    from jiyi.errors import NotFound
     from jiyi.session.chunking import Chunk, reassemble
 
     if not isinstance(parent_id, str) or not parent_id:

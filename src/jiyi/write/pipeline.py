@@ -305,7 +305,12 @@ def neighbours(
         same_audience(flt, item), rt.embedder.model_id, vector, terms, wide, wide if terms else 0
     )
     found = yield from call(retrieve)
-    return [c for c in found if not is_resource(c.item)][:k]
+    # A user memory told to an agent reconciles within that agent's space (and one told
+    # without an agent within the shared one): agents never fold into each other's items.
+    same_agent = item.scope is not Scope.USER or None
+    return [c for c in found if not is_resource(c.item) and (same_agent or c.item.agent_id == item.agent_id)][
+        :k
+    ]
 
 
 def apply(

@@ -41,6 +41,7 @@ async def remember(
         project_id=body.project_id,
         agent_id=body.agent_id,
         tenant_id=who.tenant,
+        viewer=who.viewer,
     )
     compacted = None
     if (c := result.compacted) is not None:
@@ -61,7 +62,7 @@ async def session_messages(
     memory: Mem,
     last: Annotated[int | None, Query(ge=1, le=100_000, description="Only the last N")] = None,
 ) -> list[Message]:
-    return await memory.messages(session_id, tenant_id=who.tenant, last=last)
+    return await memory.messages(session_id, tenant_id=who.tenant, last=last, viewer=who.viewer)
 
 
 @router.post(
@@ -82,6 +83,7 @@ async def save_checkpoint(
         label=body.label,
         metadata=body.metadata,
         tenant_id=who.tenant,
+        viewer=who.viewer,
     )
 
 
@@ -93,7 +95,7 @@ async def save_checkpoint(
 async def list_checkpoints(
     session_id: SessionId, who: Reader, memory: Mem, limit: Annotated[int, Query(ge=1, le=1000)] = 50
 ) -> list[Checkpoint]:
-    return await memory.list_checkpoints(session_id, limit=limit, tenant_id=who.tenant)
+    return await memory.list_checkpoints(session_id, limit=limit, tenant_id=who.tenant, viewer=who.viewer)
 
 
 @router.post(
@@ -109,5 +111,5 @@ async def restore_checkpoint(
     replace_messages: bool = True,
 ) -> Checkpoint:
     return await memory.restore_checkpoint(
-        session_id, checkpoint_id, replace_messages=replace_messages, tenant_id=who.tenant
+        session_id, checkpoint_id, replace_messages=replace_messages, tenant_id=who.tenant, viewer=who.viewer
     )

@@ -138,4 +138,4 @@ async def jobs(
     status: Annotated[list[JobStatus] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[Job]:
-    return await memory.jobs(statuses=status or (), limit=limit, tenant_id=who.tenant)
+    return await memory.jobs(statuses=status or (), limit=limit, tenant_id=who.tenant, viewer=who.viewer)
