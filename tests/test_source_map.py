@@ -59,3 +59,18 @@ def test_every_file_the_map_names_exists() -> None:
         for mentioned in NAME.findall(text):
             found = list(base.rglob(mentioned.rstrip("/"))) or list(PACKAGE.rglob(mentioned.rstrip("/")))
             assert found, f"README's entry for {name} names {mentioned}, which does not exist"
+
+
+def test_no_function_is_longer_than_80_lines() -> None:
+    """Small functions named for what they do (ruff's C901/PLR0912/PLR0915 bound their
+    complexity; this bounds their length, docstring included)."""
+    import ast
+
+    long = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > 80:
+                    long.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, long

@@ -28,11 +28,12 @@ import threading
 import uuid
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -47,6 +48,7 @@ from jiyi.store.base import (
     AppendMessages,
     CacheGet,
     CachePut,
+    Change,
     ClaimJobs,
     ClearRows,
     CountEvents,
@@ -1259,50 +1261,50 @@ class SQLiteStore(Store):
         return await asyncio.get_running_loop().run_in_executor(pool, self.execute, op)
 
     def _dispatch(self, op: Op[Any]) -> Any:
-        match op:
-            case Write():
-                return self._write(op)
-            case GetItems():
-                return self._get_items(op)
-            case ListItems():
-                return self._list_items(op)
-            case Retrieve():
-                return self._search(retrieve_flow(op))
-            case VectorHits() | KeywordHits() | ThreadLinks() | LoadHits():
-                return self._search(call(op))
-            case GetHistory():
-                return self._history(op)
-            case GetStats():
-                return self._stats(op)
-            case CountEvents():
-                with self._read() as conn:
-                    row = conn.execute(
-                        "SELECT count(*) FROM rate_events WHERE key = ? AND at >= ?", (op.key, ts(op.since))
-                    ).fetchone()
-                return int(row[0])
-            case CacheGet():
-                return self._cache_get(op)
-            case VectorsFor():
-                return self._vectors_for(op)
-            case GetMessages():
-                return self._get_messages(op)
-            case GetCheckpoint():
-                return self._get_checkpoint(op)
-            case ListCheckpoints():
-                with self._read() as conn:
-                    rows = conn.execute(
-                        "SELECT doc FROM checkpoints WHERE tenant_id = ? AND session_id = ? "
-                        "ORDER BY created_at DESC, id DESC LIMIT ?",
-                        (op.tenant_id, op.session_id, max(1, op.limit)),
-                    ).fetchall()
-                return [load_stored(Checkpoint, r[0]) for r in rows]
-            case ListJobs():
-                return self._list_jobs(op)
-            case ClaimJobs():
-                return self._claim_jobs(op)
-            case DumpRows():
-                return self._dump_rows(op)
-        raise InvalidInput(f"SQLiteStore does not know operation {type(op).__name__}")
+        if isinstance(op, Retrieve):
+            return self._search(retrieve_flow(op))
+        if isinstance(op, VectorHits | KeywordHits | ThreadLinks | LoadHits):
+            return self._search(call(op))
+        handler = self._handlers.get(type(op))
+        if handler is None:
+            raise InvalidInput(f"SQLiteStore does not know operation {type(op).__name__}")
+        return handler(op)
+
+    @cached_property
+    def _handlers(self) -> dict[type, Callable[[Any], Any]]:
+        """Every other operation, by type."""
+        return {
+            Write: self._write,
+            GetItems: self._get_items,
+            ListItems: self._list_items,
+            GetHistory: self._history,
+            GetStats: self._stats,
+            CountEvents: self._count_events,
+            CacheGet: self._cache_get,
+            VectorsFor: self._vectors_for,
+            GetMessages: self._get_messages,
+            GetCheckpoint: self._get_checkpoint,
+            ListCheckpoints: self._list_checkpoints,
+            ListJobs: self._list_jobs,
+            ClaimJobs: self._claim_jobs,
+            DumpRows: self._dump_rows,
+        }
+
+    def _count_events(self, op: CountEvents) -> int:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM rate_events WHERE key = ? AND at >= ?", (op.key, ts(op.since))
+            ).fetchone()
+        return int(row[0])
+
+    def _list_checkpoints(self, op: ListCheckpoints) -> list[Checkpoint]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT doc FROM checkpoints WHERE tenant_id = ? AND session_id = ? "
+                "ORDER BY created_at DESC, id DESC LIMIT ?",
+                (op.tenant_id, op.session_id, max(1, op.limit)),
+            ).fetchall()
+        return [load_stored(Checkpoint, r[0]) for r in rows]
 
     # ------------------------------------------------------------ reads
 
@@ -1407,50 +1409,60 @@ class SQLiteStore(Store):
             if any(isinstance(c, LoadRows | ClearRows) and "items" in _kinds(c) for c in op.changes):
                 conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'index_version'")
             for change in op.changes:
-                match change:
-                    case Upsert():
-                        self._upsert(conn, change)
-                    case Purge():
-                        self._purge(conn, change)
-                    case Touch():
-                        self._touch(conn, change)
-                    case RecordEvent():
-                        conn.execute("INSERT INTO rate_events VALUES (?, ?)", (change.key, ts(change.at)))
-                    case CachePut():
-                        conn.executemany(
-                            "INSERT OR REPLACE INTO embedding_cache VALUES (?, ?, ?)",
-                            [(change.model_id, h, to_blob(v)) for h, v in change.entries],
-                        )
-                    case AppendMessages():
-                        self._append_messages(conn, change)
-                    case DeleteMessages():
-                        conn.executemany(
-                            "DELETE FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?",
-                            [(change.tenant_id, change.session_id, q) for q in change.seqs],
-                        )
-                    case PutCheckpoint():
-                        c = change.checkpoint
-                        conn.execute(
-                            "INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?, ?, ?)",
-                            (c.tenant_id, c.session_id, c.id, ts(c.created_at), c.model_dump_json()),
-                        )
-                    case DeleteCheckpoints():
-                        conn.executemany(
-                            "DELETE FROM checkpoints WHERE tenant_id = ? AND session_id = ? AND id = ?",
-                            [(change.tenant_id, change.session_id, i) for i in change.ids],
-                        )
-                    case PutJob():
-                        self._put_job(conn, change.job)
-                    case LoadRows():
-                        self._load_rows(conn, change)
-                    case ClearRows():
-                        for kind in change.kinds:
-                            check_row_kind(kind)
-                            if kind == "items":
-                                conn.execute("DELETE FROM items_fts")
-                            conn.execute(f"DELETE FROM {kind}")
+                self._apply(conn, change)
             if any(isinstance(c, Upsert | Purge | LoadRows | ClearRows) for c in op.changes):
                 _prune_changes(conn)  # triggers on items logged these changes
+
+    def _apply(self, conn: sqlite3.Connection, change: Change) -> None:
+        match change:
+            case Upsert():
+                self._upsert(conn, change)
+            case Purge():
+                self._purge(conn, change)
+            case Touch():
+                self._touch(conn, change)
+            case RecordEvent():
+                conn.execute("INSERT INTO rate_events VALUES (?, ?)", (change.key, ts(change.at)))
+            case CachePut():
+                conn.executemany(
+                    "INSERT OR REPLACE INTO embedding_cache VALUES (?, ?, ?)",
+                    [(change.model_id, h, to_blob(v)) for h, v in change.entries],
+                )
+            case AppendMessages():
+                self._append_messages(conn, change)
+            case DeleteMessages() | DeleteCheckpoints() | PutCheckpoint():
+                self._session_change(conn, change)
+            case PutJob():
+                self._put_job(conn, change.job)
+            case LoadRows():
+                self._load_rows(conn, change)
+            case ClearRows():
+                for kind in change.kinds:
+                    check_row_kind(kind)
+                    if kind == "items":
+                        conn.execute("DELETE FROM items_fts")
+                    conn.execute(f"DELETE FROM {kind}")
+
+    @staticmethod
+    def _session_change(
+        conn: sqlite3.Connection, change: DeleteMessages | DeleteCheckpoints | PutCheckpoint
+    ) -> None:
+        if isinstance(change, PutCheckpoint):
+            c = change.checkpoint
+            conn.execute(
+                "INSERT OR REPLACE INTO checkpoints VALUES (?, ?, ?, ?, ?)",
+                (c.tenant_id, c.session_id, c.id, ts(c.created_at), c.model_dump_json()),
+            )
+        elif isinstance(change, DeleteMessages):
+            conn.executemany(
+                "DELETE FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?",
+                [(change.tenant_id, change.session_id, q) for q in change.seqs],
+            )
+        else:
+            conn.executemany(
+                "DELETE FROM checkpoints WHERE tenant_id = ? AND session_id = ? AND id = ?",
+                [(change.tenant_id, change.session_id, i) for i in change.ids],
+            )
 
     # ------------------------------------------------------------ sessions and jobs
 
