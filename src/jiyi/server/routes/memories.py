@@ -137,6 +137,9 @@ async def list_memories(
         str | None, Query(max_length=2000, description="next_cursor of the page before")
     ] = None,
     newest_first: bool = False,
+    include_turns: Annotated[
+        bool, Query(description="Include the raw conversation turns that remembering keeps.")
+    ] = False,
 ) -> PageResponse:
     page = await memory.list(
         user_id=user_id,
@@ -150,6 +153,7 @@ async def list_memories(
         limit=limit,
         cursor=cursor,
         newest_first=newest_first,
+        include_turns=include_turns,
     )
     return PageResponse(items=page.items, next_cursor=page.next_cursor)
 

@@ -57,12 +57,16 @@ async def stats(
     project_id: ScopeQuery = None,
     session_id: ScopeQuery = None,
     agent_id: ScopeQuery = None,
+    include_turns: Annotated[
+        bool, Query(description="Include the raw conversation turns that remembering keeps.")
+    ] = False,
 ) -> StatsResponse:
     result = await memory.stats(
         user_id=user_id,
         project_id=project_id,
         session_id=session_id,
         agent_id=agent_id,
+        include_turns=include_turns,
     )
     return StatsResponse(**asdict(result))
 
