@@ -624,6 +624,8 @@ def test_api_key_is_asked_for_kept_per_tab_and_sent(keyed_ui: UI, seeded: Seeded
     assert p.evaluate("sessionStorage.getItem('jiyi.apiKey')") is None
     p.click("#list-btn")
     assert ui.notice().startswith("API key needed")
+    ui.wait_idle()
+    assert "needs a key" in p.inner_text("#key-state")
 
 
 def test_key_box_on_a_server_without_keys(ui: UI, seeded: Seeded) -> None:

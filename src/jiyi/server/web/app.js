@@ -143,7 +143,12 @@
     $("notice-text").textContent = describe(err);
     $("notice").hidden = false;
     $("status").textContent = "";
-    if (err instanceof ApiFailure && err.status === 401) $("api-key").focus();
+    if (err instanceof ApiFailure && err.status === 401) {
+      // a key revoked or forgotten since the page last asked: the key box says so too
+      keyState = apiKey() ? "refused" : "needed";
+      refreshKeyState();
+      $("api-key").focus();
+    }
   }
 
   function showNotice(text) {
