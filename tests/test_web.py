@@ -580,7 +580,7 @@ def test_api_key_is_asked_for_kept_per_tab_and_sent(keyed_ui: UI, seeded: Seeded
     ui = keyed_ui
     p = ui.page
     ui.expect_http_errors(401)
-    ui.goto("/")
+    ui.goto("/ui/#/memories?user_id=carol")  # a deep link, opened before the key is known
     text = ui.notice()
     assert text.startswith("API key needed: missing API key") and "enter an API key" in text
     assert p.evaluate("document.activeElement.id") == "api-key"
@@ -605,6 +605,7 @@ def test_api_key_is_asked_for_kept_per_tab_and_sent(keyed_ui: UI, seeded: Seeded
     p.locator("#result-list li").first.wait_for()
     ui.wait_idle()
     assert ui.rows() == ["Carol's team reviews code every afternoon"]
+    assert p.input_value("#f-user") == "carol" and "user carol" in p.inner_text("#results-note")
     assert p.evaluate("sessionStorage.getItem('jiyi.apiKey')") == ui.server.key
     assert p.input_value("#api-key") == ""  # not left on screen
     assert "accepted" in p.inner_text("#key-state")
@@ -803,7 +804,15 @@ def test_context_view_shows_what_the_agent_receives(ui: UI, seeded: Seeded) -> N
 def test_timeline_of_a_fact_across_versions(ui: UI, seeded: Seeded) -> None:
     p = ui.page
     old, new = seeded.ids["coffee-old"], seeded.ids["coffee-new"]
-    ui.goto(f"/ui/#/memories/{old}")
+    # in a search, the replaced statement ranks below its replacement and says why
+    ui.goto("/ui/#/memories?user_id=dan&q=%E5%92%96%E5%95%A1&all=1")
+    p.locator("#result-list li").first.wait_for()
+    ui.wait_idle()
+    assert p.is_checked("#f-all")
+    assert ui.rows() == ["我不喜欢喝咖啡了", "我喜欢喝咖啡"]
+    assert _why(p, 1)["superseded"].startswith("Superseded: a newer statement replaced it")
+
+    ui.goto(f"/ui/?fresh=1#/memories/{old}")
     p.wait_for_function("() => !document.querySelector('#detail-body').hidden")
     ui.wait_idle()
     assert "superseded" in p.inner_text("#detail-title")

@@ -233,23 +233,28 @@
   function explanation(hit) {
     const b = hit.breakdown || {};
     const num = (k) => (typeof b[k] === "number" ? b[k] : 0);
-    const out = [];
-    if (typeof hit.relevance === "number") {
-      const cut = num("min_relevance");
-      out.push([
-        "relevance",
-        `Relevance ${pct(hit.relevance)}: ` +
-          (hit.relevance >= MIN_RELEVANCE
-            ? "answers the query"
-            : `probably does not answer the query (below ${pct(MIN_RELEVANCE)})`) +
-          (cut > 0 ? `; the search kept hits from ${pct(cut)} up` : "; no relevance cut was applied"),
-      ]);
-    }
-    const cos = num("cosine");
-    out.push([
-      "vector",
-      `Meaning: vector similarity ${cos.toFixed(2)}` + (cos >= 0.5 ? " (close)" : cos >= 0.3 ? " (loose)" : " (weak)"),
-    ]);
+    return [
+      ...relevanceLine(hit, num),
+      ...evidenceLines(b, num),
+      ...adjustmentLines(b, num),
+      ["score", scoreSentence(hit.score, b)],
+    ];
+  }
+
+  function relevanceLine(hit, num) {
+    if (typeof hit.relevance !== "number") return [];
+    const verdict =
+      hit.relevance >= MIN_RELEVANCE
+        ? "answers the query"
+        : `probably does not answer the query (below ${pct(MIN_RELEVANCE)})`;
+    const cut = num("min_relevance");
+    const applied = cut > 0 ? `the search kept hits from ${pct(cut)} up` : "no relevance cut was applied";
+    return [["relevance", `Relevance ${pct(hit.relevance)}: ${verdict}; ${applied}`]];
+  }
+
+  /** The evidence behind the match: meaning, words, time, neighbouring turns. */
+  function evidenceLines(b, num) {
+    const out = [["vector", `Meaning: vector similarity ${num("cosine").toFixed(2)} to the query`]];
     const bm25 = num("keyword_bm25");
     const coverage = "relevance.coverage" in b ? `, ${pct(num("relevance.coverage"))} of the query's words` : "";
     out.push([
@@ -258,25 +263,37 @@
     ]);
     if (num("query.time_windows") > 0) {
       const inside = num("similarity.time") > 0 || num("relevance.time") > 0;
-      out.push(["time", inside ? "Time: within the time the query names" : "Time: outside the time the query names"]);
+      out.push(["time", `Time: ${inside ? "within" : "outside"} the time the query names`]);
     }
-    const nb = Math.max(num("cosine.neighbours"), num("keyword_bm25.neighbours"), num("similarity.neighbours"));
-    if (nb > 0) {
-      out.push(["neighbours", `Neighbours: the turns around it also match (vector ${num("cosine.neighbours").toFixed(2)}, BM25 ${num("keyword_bm25.neighbours").toFixed(2)})`]);
+    if (Math.max(num("cosine.neighbours"), num("keyword_bm25.neighbours"), num("similarity.neighbours")) > 0) {
+      const vec = num("cosine.neighbours").toFixed(2);
+      const kw = num("keyword_bm25.neighbours").toFixed(2);
+      out.push(["neighbours", `Neighbours: the turns around it also match (vector ${vec}, BM25 ${kw})`]);
     }
-    for (const [key, label] of [["contribution.recency_boost", "recently used or changed"], ["contribution.decay", "recency (decays with age)"]]) {
-      if (key in b) out.push(["recency", `Recency: ${label}, ${signed(num(key))} to the score`]);
+    return out;
+  }
+
+  /** What moved the score besides the match: recency, a re-ranker, replacement. */
+  function adjustmentLines(b, num) {
+    const out = [];
+    if ("contribution.recency_boost" in b) {
+      out.push(["recency", `Recency: recently used or changed, ${signed(num("contribution.recency_boost"))} to the score`]);
+    }
+    if ("contribution.decay" in b) {
+      out.push(["recency", `Recency: fades with age, ${signed(num("contribution.decay"))} to the score`]);
     }
     if ("rerank.raw" in b) {
-      out.push(["rerank", `Re-ranker: ${num("rerank.normalised").toFixed(2)} of the best (similarity was ${num("rerank.similarity_before").toFixed(2)})`]);
+      const before = num("rerank.similarity_before").toFixed(2);
+      out.push(["rerank", `Re-ranker: ${num("rerank.normalised").toFixed(2)} on its 0–1 scale (similarity was ${before})`]);
     }
     if (num("contribution.superseded") < 0) {
-      out.push(["superseded", `Superseded: a newer statement replaced it, so its match counts less (${signed(num("contribution.superseded"))})`]);
+      const v = signed(num("contribution.superseded"));
+      out.push(["superseded", `Superseded: a newer statement replaced it, so its match counts less (${v})`]);
     }
     if (num("contribution.replaced") < 0) {
-      out.push(["replaced", `Replaced: kept just below the memory that replaced it (${signed(num("contribution.replaced"))})`]);
+      const v = signed(num("contribution.replaced"));
+      out.push(["replaced", `Replaced: kept just below the memory that replaced it (${v})`]);
     }
-    out.push(["score", scoreSentence(hit.score, b)]);
     return out;
   }
 
@@ -284,7 +301,13 @@
     return (v >= 0 ? "+" : "−") + Math.abs(v).toFixed(2);
   }
 
-  const PARTS = { similarity: "match", confidence: "confidence", scope: "scope", importance: "importance", importance_boost: "importance", decay: "recency", recency_boost: "recency", superseded: "superseded", replaced: "replaced" };
+  // names of the score's parts (contribution.* in the breakdown)
+  const PARTS = {
+    similarity: "match",
+    importance_boost: "importance",
+    decay: "recency",
+    recency_boost: "recency",
+  };
 
   function scoreSentence(score, b) {
     const parts = Object.entries(b)
