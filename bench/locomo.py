@@ -426,11 +426,11 @@ def _record_outcomes(
 
 
 def active_items(mem: Memory, user_id: str) -> list[MemoryItem]:
-    """Every active item in the user's space."""
+    """Every active item in the user's space, the kept turns included."""
     out: list[MemoryItem] = []
     cursor: str | None = None
     while True:
-        page = mem.list(user_id=user_id, statuses="active", limit=100, cursor=cursor)
+        page = mem.list(user_id=user_id, statuses="active", limit=100, cursor=cursor, include_turns=True)
         out.extend(page.items)
         cursor = page.next_cursor
         if not cursor:
