@@ -91,14 +91,14 @@ class _Scratch:
             "arguments": dict(arguments or {}),
             "result": result,
         }
-        check_json(entry, FIELD_LIMITS)  # it must survive a checkpoint
+        _check_json(entry, "arguments")  # it must survive a checkpoint
         self.tool_calls.append(entry)
         return entry
 
     def set_result(self, call_id: str, result: Any) -> None:
         """Fill in the result of a pending tool call."""
         self._open()
-        check_json(result, FIELD_LIMITS)
+        _check_json(result, "result")
         for entry in self.tool_calls:
             if entry["id"] == call_id:
                 entry["result"] = result
@@ -114,7 +114,7 @@ class _Scratch:
 
     def snapshot(self) -> dict[str, Any]:
         """Everything, as JSON (a copy: later changes do not alter it)."""
-        check_json(self.state, FIELD_LIMITS)
+        _check_json(self.state, "state")
         return copy.deepcopy(
             {"todo": self.todo, "tool_calls": self.tool_calls, "state": self.state, "notes": self.notes}
         )
@@ -154,6 +154,13 @@ class _Scratch:
 
     def _pending_calls(self) -> list[dict[str, Any]]:
         return [e for e in self.tool_calls if e["result"] is None]
+
+
+def _check_json(value: object, name: str) -> None:
+    try:
+        check_json(value, FIELD_LIMITS)
+    except ValueError as exc:
+        raise InvalidInput(f"{name}: {exc}", field=name) from None
 
 
 def _args(arguments: Mapping[str, Any]) -> str:
