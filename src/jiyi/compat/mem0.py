@@ -243,8 +243,9 @@ def add(
     expiration_date: str | date | datetime | None = None,
 ) -> Flow[dict[str, Any]]:
     """Add memories: a string, a ``{"role", "content"}`` dict or a list of them, or
-    LangChain messages. ``infer=True`` extracts (a plain string is kept as one statement)
-    and reconciles; ``infer=False`` stores every non-system message as given."""
+    LangChain messages. ``infer=True`` extracts (a plain string the extractor does not
+    recognise is kept as one statement) and reconciles; ``infer=False`` stores every
+    non-system message as given."""
     ids = _scope(user_id, agent_id, run_id, None)
     turns, plain = _turns(messages)
     common: dict[str, Any] = {
@@ -256,22 +257,12 @@ def add(
     }
     if memory_type is not None:
         common["memory_type"] = memory_type
-    if infer and not plain:
+    writes: list[tuple[str, dict[str, Any]]] = []
+    if infer:
         candidates = yield from _extract(rt, turns)
-        writes = [
-            (
-                c.content,
-                {
-                    "confidence": c.confidence,
-                    "importance": c.importance,
-                    "structured": c.structured,
-                    "raw": c.source_text or None,
-                    "memory_type": c.memory_type,
-                },
-            )
-            for c in candidates
-        ]
-    else:
+        writes = [(c.content, _found(c)) for c in candidates]
+    if not writes and (plain or not infer):
+        # A statement the extractor does not recognise is still what the caller asked to keep.
         writes = [(t["content"], {}) for t in turns if t["role"] != "system" and t["content"].strip()]
     results: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
@@ -283,6 +274,17 @@ def add(
             event = _EVENTS.get(done.decision.action, "ADD")
             results.append({"id": done.item.id, "memory": done.item.content, "event": event})
     return {"results": results, "rejected": rejected} if rejected else {"results": results}
+
+
+def _found(c: Extracted) -> dict[str, Any]:
+    """What an extracted candidate says beyond its text, as :func:`pipeline.add` options."""
+    return {
+        "confidence": c.confidence,
+        "importance": c.importance,
+        "structured": c.structured,
+        "raw": c.source_text or None,
+        "memory_type": c.memory_type,
+    }
 
 
 def _extract(rt: Runtime, turns: list[dict[str, Any]]) -> Flow[list[Extracted]]:
