@@ -61,3 +61,11 @@ def test_mem0_migration_page_examples_run() -> None:
     shell = "".join(re.findall(r"```sh\n(.*?)```", page, re.S))
     used = set(re.findall(r"^jiyi (\w+)", shell, re.M))
     assert used and used <= commands
+
+
+def test_working_memory_page_examples_run() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "working-memory.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/working-memory.md", "exec"), {})
