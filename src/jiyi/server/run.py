@@ -93,7 +93,10 @@ async def _serve(
 
     from jiyi.files import watch_files
 
-    memory = open_memory(db_path, embedder=embedder, llm=llm, gate=GateConfig.from_env(), files=files)
+    # Whether this process runs the queue is the --worker option's call (create_app), not remember()'s.
+    memory = open_memory(
+        db_path, embedder=embedder, llm=llm, gate=GateConfig.from_env(), files=files, background=False
+    )
     watcher = watch_files(memory, interval=watch_interval) if files is not None else None
     try:
         app = create_app(
