@@ -52,6 +52,12 @@ def test_add_search_and_plain_dict_results(m: Memory) -> None:
     assert [r["memory"] for r in ui["results"]] == ["I prefer dark mode in every editor"]
     by_agent = m.search("peanuts", filters={"user_id": "alice", "agent_id": "chef"})
     assert [r["memory"] for r in by_agent["results"]] == ["I am allergic to peanuts"]
+    nested = m.search("peanuts", filters={"AND": [{"user_id": "alice"}, {"agent_id": "chef"}]})
+    assert [r["memory"] for r in nested["results"]] == ["I am allergic to peanuts"]
+    skill = m.add(
+        "Deploys with blue-green releases behind a flag", user_id="alice", memory_type="procedural_memory"
+    )
+    assert m.get(skill["results"][0]["id"])["memory_type"] == "skill"  # type: ignore[index]
     assert m.search("peanuts", user_id="alice", limit=1, top_k=1)["results"]
     with pytest.raises(InvalidInput, match="not both"):
         m.search("peanuts", user_id="alice", limit=1, top_k=2)

@@ -21,13 +21,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from jiyi.compat.mem0 import MEM0_TYPES
 from jiyi.errors import InvalidInput
 from jiyi.model import MemoryType
 
 __all__ = ["letta_records", "mem0_records"]
-
-# mem0's memory_type values (metadata) that name one of jiyi's types.
-_MEM0_TYPES = {"procedural_memory": MemoryType.SKILL.value}
 
 
 def mem0_records(data: object, *, user_id: str | None = None) -> list[dict[str, Any]]:
@@ -66,7 +64,7 @@ def _mem0_record(row: object, user_id: str | None) -> tuple[dict[str, Any], str 
     metadata = dict(row.get("metadata") or {})
     record: dict[str, Any] = {"content": text, "metadata": {**metadata, "imported_from": "mem0"}}
     kind = str(metadata.get("memory_type") or row.get("memory_type") or "fact")
-    record["memory_type"] = _MEM0_TYPES.get(kind, kind if kind in set(MemoryType) else "fact")
+    record["memory_type"] = MEM0_TYPES.get(kind, kind if kind in set(MemoryType) else "fact")
     if isinstance(row.get("id"), str) and row["id"]:
         record["id"] = row["id"]
     owners = {"user_id": row.get("user_id"), "agent_id": row.get("agent_id"), "session_id": row.get("run_id")}

@@ -56,6 +56,8 @@ _EVENTS = {
     "none": "NONE",
 }
 _IDS = ("user_id", "agent_id", "run_id")
+MEM0_TYPES = {"procedural_memory": "skill"}
+"""mem0's ``memory_type`` values that name one of jiyi's types."""
 
 
 # ---------------------------------------------------------------- records and filters
@@ -150,9 +152,13 @@ def _scope(
 ) -> dict[str, str]:
     """The ids of a call (mem0 also accepts them inside ``filters``); at least one."""
     ids = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+    # mem0 also takes the ids as filters: {"user_id": "a"} or {"AND": [{"user_id": "a"}, ...]}.
+    conditions = [filters or {}, *[c for c in (filters or {}).get("AND") or [] if isinstance(c, Mapping)]]
     for name in _IDS:
-        if ids[name] is None and filters and isinstance(filters.get(name), str) and filters[name] != "*":
-            ids[name] = filters[name]
+        for condition in conditions:
+            value = condition.get(name)
+            if ids[name] is None and isinstance(value, str) and value != "*":
+                ids[name] = value
     given = {k: v for k, v in ids.items() if v is not None}
     if not given:
         raise InvalidInput("give at least one of user_id, agent_id or run_id", field="user_id")
@@ -256,7 +262,7 @@ def add(
         "expires_at": _expiry(expiration_date),
     }
     if memory_type is not None:
-        common["memory_type"] = memory_type
+        common["memory_type"] = MEM0_TYPES.get(memory_type, memory_type)
     writes: list[tuple[str, dict[str, Any]]] = []
     if infer:
         candidates = yield from _extract(rt, turns)
