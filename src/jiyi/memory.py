@@ -279,7 +279,8 @@ class Memory(_Facade):
 
     def __init__(self, store: Store, *, background: bool = True, **options: Any) -> None:
         super().__init__(store, **options)
-        self._background = background
+        self.background = background
+        """Whether remember() starts the in-process worker (settable: a server decides)."""
         self._worker: BackgroundWorker | None = None
 
     def _bind(self, fn: Callable[..., Flow[R]]) -> Callable[..., R]:
@@ -316,7 +317,7 @@ class Memory(_Facade):
             tenant_id=tenant_id,
             viewer=viewer,
         )
-        if self._background and (result.job_id or (result.compacted and result.compacted.episode_job_id)):
+        if self.background and (result.job_id or (result.compacted and result.compacted.episode_job_id)):
             self.start_worker().wake()
         return result
 
@@ -386,7 +387,8 @@ class AsyncMemory(_Facade):
 
     def __init__(self, store: Store, *, background: bool = True, **options: Any) -> None:
         super().__init__(store, **options)
-        self._background = background
+        self.background = background
+        """Whether remember() starts the in-process worker (settable: a server decides)."""
         self._task: Any = None
         self._wake: Any = None
 
@@ -434,7 +436,7 @@ class AsyncMemory(_Facade):
             tenant_id=tenant_id,
             viewer=viewer,
         )
-        if self._background and (result.job_id or (result.compacted and result.compacted.episode_job_id)):
+        if self.background and (result.job_id or (result.compacted and result.compacted.episode_job_id)):
             self.start_worker()
         if self._task is not None:
             self._wake.set()

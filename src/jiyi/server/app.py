@@ -65,6 +65,8 @@ def create_app(
     ``maintain_every`` (seconds) runs the lifecycle pass for every tenant at start-up and
     then on that schedule (see :mod:`jiyi.server.schedule`); None leaves it to ``jiyi maintain``.
     """
+    # Whether this process runs the queue is start_worker's call, not remember()'s.
+    memory.background = start_worker
     state = _state(memory, keys, rate_limit_per_minute, maintain_every)
     app = FastAPI(
         title="jiyi",

@@ -93,10 +93,7 @@ async def _serve(
 
     from jiyi.files import watch_files
 
-    # Whether this process runs the queue is the --worker option's call (create_app), not remember()'s.
-    memory = open_memory(
-        db_path, embedder=embedder, llm=llm, gate=GateConfig.from_env(), files=files, background=False
-    )
+    memory = open_memory(db_path, embedder=embedder, llm=llm, gate=GateConfig.from_env(), files=files)
     watcher = watch_files(memory, interval=watch_interval) if files is not None else None
     try:
         app = create_app(
