@@ -41,7 +41,7 @@ import numpy as np
 
 from jiyi.driver import Handler, drive
 from jiyi.effects import Flow, call
-from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreReadOnly
+from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreReadOnly, WriteConflict
 from jiyi.model import MemoryItem, load_stored
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
@@ -61,6 +61,7 @@ from jiyi.store.base import (
     GetItems,
     GetMessages,
     GetStats,
+    Guard,
     HistoryEvent,
     Hit,
     KeywordHits,
@@ -79,6 +80,7 @@ from jiyi.store.base import (
     RecordEvent,
     Retrieve,
     RowPage,
+    ScopeClock,
     Store,
     StoreStats,
     ThreadLinks,
@@ -310,6 +312,28 @@ def _bump_scope(conn: sqlite3.Connection, tenant_id: str, scope_key: str) -> Non
         "INSERT INTO meta VALUES (?, 1) ON CONFLICT(key) DO UPDATE SET value = value + 1",
         [(_version_keys(tenant_id, scope_key),), (_version_keys(tenant_id, None),)],
     )
+
+
+def _clock_key(tenant_id: str, scope_key: str) -> str:
+    # meta key of a scope's guard clock (jiyi.store.base.Guard); "g" keeps it apart from
+    # the search counters' "v" keys
+    return f"g\x1f{tenant_id}\x1f{scope_key}"
+
+
+def _check_guards(conn: sqlite3.Connection, guards: Sequence[Guard]) -> None:
+    """Advance each guarded scope's clock, or refuse the write if another writer did first.
+    Runs inside BEGIN IMMEDIATE: no other connection or process can write in between."""
+    for g in guards:
+        key = _clock_key(g.tenant_id, g.scope_key)
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        now = 0 if row is None else int(row[0])
+        if now != g.seen:
+            raise WriteConflict(
+                f"scope {g.scope_key!r} changed while this write was decided (clock {g.seen} -> {now})"
+            )
+        conn.execute(
+            "INSERT INTO meta VALUES (?, 1) ON CONFLICT(key) DO UPDATE SET value = value + 1", (key,)
+        )
 
 
 @dataclass(frozen=True)
@@ -1288,7 +1312,15 @@ class SQLiteStore(Store):
             ListJobs: self._list_jobs,
             ClaimJobs: self._claim_jobs,
             DumpRows: self._dump_rows,
+            ScopeClock: self._scope_clock,
         }
+
+    def _scope_clock(self, op: ScopeClock) -> int:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT value FROM meta WHERE key = ?", (_clock_key(op.tenant_id, op.scope_key),)
+            ).fetchone()
+        return 0 if row is None else int(row[0])
 
     def _count_events(self, op: CountEvents) -> int:
         with self._read() as conn:
@@ -1406,6 +1438,7 @@ class SQLiteStore(Store):
             # Upserts and purges bump only their scope's version (see _bump_scope), and the
             # rows they touch are logged (scope_changes); bulk loads and clears change
             # everything at once.
+            _check_guards(conn, [c for c in op.changes if isinstance(c, Guard)])
             if any(isinstance(c, LoadRows | ClearRows) and "items" in _kinds(c) for c in op.changes):
                 conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'index_version'")
             for change in op.changes:
@@ -1415,6 +1448,8 @@ class SQLiteStore(Store):
 
     def _apply(self, conn: sqlite3.Connection, change: Change) -> None:
         match change:
+            case Guard():
+                pass  # checked before every other change (_check_guards)
             case Upsert():
                 self._upsert(conn, change)
             case Purge():

@@ -75,7 +75,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from jiyi.errors import InvalidInput, StoreError
+from jiyi.errors import InvalidInput, StoreError, WriteConflict
 from jiyi.model import MemoryItem, MemoryType, Relation, RelationType, Scope, Source, Status, Visibility
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
@@ -93,6 +93,7 @@ from jiyi.store.base import (
     GetItems,
     GetMessages,
     GetStats,
+    Guard,
     HistoryAction,
     HistoryEvent,
     KeywordHits,
@@ -108,6 +109,7 @@ from jiyi.store.base import (
     PutJob,
     RecordEvent,
     Retrieve,
+    ScopeClock,
     Store,
     ThreadLinks,
     Touch,
@@ -1297,6 +1299,87 @@ class StoreConformance:
         assert len(store.execute(GetItems(TENANT, tuple(sorted(expected))))) == 400
         assert len(store.execute(VectorsFor(TENANT, MODEL, tuple(sorted(expected))))) == 400
         assert len(keyword_ids(store, "written")) == 50  # keyword_k caps; index is there
+
+    # ------------------------------------------------------------ guarded writes (ScopeClock / Guard)
+
+    def test_guarded_writes_advance_their_scope_clock_only(self, store: Store) -> None:
+        assert store.execute(ScopeClock(TENANT, "user:alice")) == 0
+        store.execute(Write((Guard(TENANT, "user:alice", 0), upsert(make_item("first guarded")))))
+        store.execute(Write((Guard(TENANT, "user:alice", 1), upsert(make_item("second guarded")))))
+        assert store.execute(ScopeClock(TENANT, "user:alice")) == 2
+        # Other scopes and other tenants keep their own clocks; unguarded writes leave them.
+        put(store, make_item("unguarded"))
+        assert store.execute(ScopeClock(TENANT, "user:alice")) == 2
+        assert store.execute(ScopeClock(TENANT, "user:bob")) == 0
+        assert store.execute(ScopeClock(OTHER_TENANT, "user:alice")) == 0
+        store.execute(Write((Guard(OTHER_TENANT, "user:alice", 0),)))
+        assert store.execute(ScopeClock(OTHER_TENANT, "user:alice")) == 1
+        assert store.execute(ScopeClock(TENANT, "user:alice")) == 2
+
+    @pytest.mark.parametrize("seen", [0, 1, 5])
+    def test_a_stale_guard_refuses_the_whole_write(self, store: Store, seen: int) -> None:
+        store.execute(Write((Guard(TENANT, "user:alice", 0),)))
+        store.execute(Write((Guard(TENANT, "user:alice", 1),)))
+        late = make_item("decided on a stale reading")
+        with pytest.raises(WriteConflict):
+            # The guard comes last here: it is still checked before anything is written.
+            store.execute(Write((upsert(late), RecordEvent("k", T0), Guard(TENANT, "user:alice", seen))))
+        assert get(store, late) is None
+        assert store.execute(CountEvents("k", T0)) == 0
+        assert store.execute(ScopeClock(TENANT, "user:alice")) == 2
+
+    def test_a_write_with_several_guards_needs_all_of_them(self, store: Store) -> None:
+        store.execute(Write((Guard(TENANT, "user:bob", 0),)))
+        item = make_item("two scopes")
+        with pytest.raises(WriteConflict):
+            store.execute(Write((Guard(TENANT, "user:alice", 0), Guard(TENANT, "user:bob", 0), upsert(item))))
+        assert get(store, item) is None
+        assert store.execute(ScopeClock(TENANT, "user:alice")) == 0
+        store.execute(Write((Guard(TENANT, "user:bob", 1), Guard(TENANT, "user:alice", 0), upsert(item))))
+        assert get(store, item) == item
+        assert [store.execute(ScopeClock(TENANT, k)) for k in ("user:alice", "user:bob")] == [1, 2]
+
+    async def test_guarded_writes_async(self, store: Store) -> None:
+        await store.aexecute(Write((Guard(TENANT, "user:alice", 0),)))
+        assert await store.aexecute(ScopeClock(TENANT, "user:alice")) == 1
+        with pytest.raises(WriteConflict):
+            await store.aexecute(Write((Guard(TENANT, "user:alice", 0), upsert(make_item("late")))))
+        assert await store.aexecute(ScopeClock(TENANT, "user:alice")) == 1
+
+    def test_racing_guarded_writers_decide_once(self, store: Store) -> None:
+        """16 threads each check for the item and add it if missing, else count one more
+        mention: with guards, exactly one adds and no mention is lost."""
+        barrier = threading.Barrier(16)
+        outcomes: list[str] = []
+        lock = threading.Lock()
+
+        def writer() -> None:
+            barrier.wait(timeout=30)
+            for _ in range(200):
+                seen = store.execute(ScopeClock(TENANT, "user:alice"))
+                found = store.execute(ListItems(flt(scope_keys=("user:alice",)))).items
+                if found:
+                    old = found[0]
+                    new = old.model_copy(update={"mention_count": old.mention_count + 1})
+                    change, outcome = upsert(new, action=HistoryAction.REINFORCE, before=old), "reinforce"
+                else:
+                    change, outcome = upsert(make_item("the one and only")), "add"
+                try:
+                    store.execute(Write((Guard(TENANT, "user:alice", seen), change)))
+                except WriteConflict:
+                    continue
+                with lock:
+                    outcomes.append(outcome)
+                return
+
+        threads = [threading.Thread(target=writer) for _ in range(16)]
+        for t in threads:
+            t.start()
+        _join(threads)
+        assert sorted(outcomes) == ["add"] + ["reinforce"] * 15
+        (item,) = store.execute(ListItems(flt(scope_keys=("user:alice",)))).items
+        assert item.mention_count == 16
+        assert store.execute(ScopeClock(TENANT, "user:alice")) == 16
 
     # ------------------------------------------------------------ close
 
