@@ -362,6 +362,15 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             )""",
         ),
     ),
+    (
+        "item ids unique per tenant",
+        (
+            # An id was unique across tenants: one tenant could take an id another tenant
+            # computes (a profile's) and learn that an id existed elsewhere.
+            "ALTER TABLE {s}.items DROP CONSTRAINT items_id_key",
+            "ALTER TABLE {s}.items ADD CONSTRAINT items_tenant_id_key UNIQUE (tenant_id, id)",
+        ),
+    ),
 ]
 
 MIGRATION_LOCK = 0x4A49594900000001  # pg_advisory_xact_lock key shared by every jiyi schema
@@ -1896,22 +1905,22 @@ class PostgresStore(Store):
             vector = self._vector_param(change.vector, "the item's vector")
         values = _item_params(item, fold_terms(change.terms))
         while True:
+            # Ids are unique per tenant: another tenant's item of the same id is another item.
             rows = yield _Query(
-                f"SELECT pk, tenant_id, scope_key, n_terms FROM {self._s}.items WHERE id = %(id)s FOR UPDATE",
-                {"id": item.id},
+                f"SELECT pk, scope_key, n_terms FROM {self._s}.items "
+                "WHERE tenant_id = %(tenant)s AND id = %(id)s FOR UPDATE",
+                {"tenant": item.tenant_id, "id": item.id},
             )
             if rows:
-                pk, tenant, old_scope, old_terms = rows[0]
-                if tenant != item.tenant_id:
-                    raise InvalidInput(f"id {item.id!r} is already taken; choose another id", field="id")
+                pk, old_scope, old_terms = rows[0]
                 yield _Query(
                     f"UPDATE {self._s}.items SET {_ITEM_SETS} WHERE pk = %(pk)s", {**values, "pk": pk}
                 )
-                _tally(stats, tenant, old_scope, -1, -int(old_terms))
+                _tally(stats, item.tenant_id, old_scope, -1, -int(old_terms))
                 break
             rows = yield _Query(
                 f"INSERT INTO {self._s}.items ({', '.join(_ITEM_COLUMNS)}) VALUES ({_ITEM_VALUES}) "
-                "ON CONFLICT (id) DO NOTHING RETURNING pk",
+                "ON CONFLICT (tenant_id, id) DO NOTHING RETURNING pk",
                 values,
             )
             if rows:  # else another transaction inserted this id meanwhile: update it instead
@@ -2143,7 +2152,7 @@ class PostgresStore(Store):
             vectors.append((str(v["model"]), vec))
         rows = yield _Query(
             f"INSERT INTO {self._s}.items ({', '.join(_ITEM_COLUMNS)}) VALUES ({_ITEM_VALUES}) "
-            "ON CONFLICT (id) DO NOTHING RETURNING pk",
+            "ON CONFLICT (tenant_id, id) DO NOTHING RETURNING pk",
             values,
         )
         if not rows:

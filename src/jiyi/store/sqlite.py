@@ -116,6 +116,29 @@ R = TypeVar("R")
 
 APPLICATION_ID = 0x4A495949  # "JIYI": marks the file as ours
 
+_CHANGE_TRIGGERS: tuple[str, ...] = (
+    """CREATE TRIGGER items_changes_insert AFTER INSERT ON items BEGIN
+        INSERT INTO scope_changes (tenant_id, scope_key, pk)
+        VALUES (new.tenant_id, new.scope_key, new.pk);
+    END""",
+    """CREATE TRIGGER items_changes_update AFTER UPDATE OF
+        id, tenant_id, scope, scope_key, user_id, project_id, session_id, agent_id,
+        memory_type, status, visibility, created_at, occurred_at, expires_at, version,
+        thread_id ON items BEGIN
+        INSERT INTO scope_changes (tenant_id, scope_key, pk)
+        VALUES (new.tenant_id, new.scope_key, new.pk);
+        INSERT INTO scope_changes (tenant_id, scope_key, pk)
+        SELECT old.tenant_id, old.scope_key, old.pk
+        WHERE old.tenant_id <> new.tenant_id OR old.scope_key <> new.scope_key;
+    END""",
+    """CREATE TRIGGER items_changes_delete AFTER DELETE ON items BEGIN
+        INSERT INTO scope_changes (tenant_id, scope_key, pk)
+        VALUES (old.tenant_id, old.scope_key, old.pk);
+    END""",
+)
+"""The triggers of "scope change log for incremental search caches", made again when the
+items table is rebuilt."""
+
 # Append-only: never edit a released entry, add a new one.
 MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     (
@@ -284,6 +307,79 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             END""",
             # Every entry after this position is still in the log (older ones are pruned).
             "INSERT INTO meta VALUES ('changes_floor', 0)",
+            "UPDATE meta SET value = value + 1 WHERE key = 'index_version'",
+        ),
+    ),
+    (
+        "item ids unique per tenant",
+        (
+            # An id was unique across tenants: one tenant could take an id another tenant
+            # computes (a profile's) and learn that an id existed elsewhere. SQLite cannot
+            # change a constraint in place, so the item tables are rebuilt with the same pks
+            # (the FTS rows and the change log refer to them) and the new tables renamed
+            # over the old ones (the references follow the renames).
+            """CREATE TABLE items_new (
+                pk INTEGER PRIMARY KEY,
+                id TEXT NOT NULL,
+                tenant_id TEXT NOT NULL,
+                scope TEXT NOT NULL,
+                scope_key TEXT NOT NULL,
+                user_id TEXT, project_id TEXT, session_id TEXT, agent_id TEXT,
+                memory_type TEXT NOT NULL,
+                status TEXT NOT NULL,
+                visibility TEXT NOT NULL,
+                source TEXT NOT NULL,
+                source_id TEXT,
+                confidence REAL NOT NULL,
+                importance REAL NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                occurred_at TEXT,
+                last_used_at TEXT,
+                expires_at TEXT,
+                access_count INTEGER NOT NULL,
+                mention_count INTEGER NOT NULL,
+                version INTEGER NOT NULL,
+                doc TEXT NOT NULL,
+                thread_id TEXT,
+                created_by TEXT GENERATED ALWAYS AS (
+                    CASE json_type(doc, '$.metadata.created_by') WHEN 'text'
+                    THEN json_extract(doc, '$.metadata.created_by') END) VIRTUAL,
+                UNIQUE (tenant_id, id)
+            )""",
+            "INSERT INTO items_new (pk, id, tenant_id, scope, scope_key, user_id, project_id, session_id, "
+            "agent_id, memory_type, status, visibility, source, source_id, confidence, importance, "
+            "created_at, updated_at, occurred_at, last_used_at, expires_at, access_count, mention_count, "
+            "version, doc, thread_id) SELECT pk, id, tenant_id, scope, scope_key, user_id, project_id, "
+            "session_id, agent_id, memory_type, status, visibility, source, source_id, confidence, "
+            "importance, created_at, updated_at, occurred_at, last_used_at, expires_at, access_count, "
+            "mention_count, version, doc, thread_id FROM items",
+            """CREATE TABLE item_tags_new (
+                pk INTEGER NOT NULL REFERENCES items_new(pk) ON DELETE CASCADE,
+                tag TEXT NOT NULL,
+                PRIMARY KEY (pk, tag)
+            ) WITHOUT ROWID""",
+            "INSERT INTO item_tags_new (pk, tag) SELECT pk, tag FROM item_tags",
+            """CREATE TABLE vectors_new (
+                pk INTEGER PRIMARY KEY REFERENCES items_new(pk) ON DELETE CASCADE,
+                model TEXT NOT NULL,
+                dim INTEGER NOT NULL,
+                vec BLOB NOT NULL
+            )""",
+            "INSERT INTO vectors_new (pk, model, dim, vec) SELECT pk, model, dim, vec FROM vectors",
+            # Children first, so dropping items cascades to nothing; its triggers and
+            # indexes go with it and are made again below.
+            "DROP TABLE item_tags",
+            "DROP TABLE vectors",
+            "DROP TABLE items",
+            "ALTER TABLE items_new RENAME TO items",
+            "ALTER TABLE item_tags_new RENAME TO item_tags",
+            "ALTER TABLE vectors_new RENAME TO vectors",
+            "CREATE INDEX items_scope ON items(tenant_id, scope_key, status)",
+            "CREATE INDEX items_created ON items(tenant_id, created_at, id)",
+            "CREATE INDEX items_thread ON items(tenant_id, scope_key, thread_id)",
+            "CREATE INDEX item_tags_tag ON item_tags(tag)",
+            *_CHANGE_TRIGGERS,
             "UPDATE meta SET value = value + 1 WHERE key = 'index_version'",
         ),
     ),
@@ -1619,7 +1715,10 @@ class SQLiteStore(Store):
 
     def _upsert(self, conn: sqlite3.Connection, change: Upsert) -> None:
         item = change.item
-        row = conn.execute("SELECT pk, tenant_id, scope_key FROM items WHERE id = ?", (item.id,)).fetchone()
+        # Ids are unique per tenant: another tenant's item of the same id is another item.
+        row = conn.execute(
+            "SELECT pk, scope_key FROM items WHERE tenant_id = ? AND id = ?", (item.tenant_id, item.id)
+        ).fetchone()
         values = _item_row(item)
         _bump_scope(conn, item.tenant_id, item.scope_key)
         if row is None:
@@ -1628,11 +1727,9 @@ class SQLiteStore(Store):
             )
             pk = cur.lastrowid
         else:
-            pk, tenant, old_scope = row
-            if tenant != item.tenant_id:
-                raise InvalidInput(f"id {item.id!r} is already taken; choose another id", field="id")
+            pk, old_scope = row
             if old_scope != item.scope_key:
-                _bump_scope(conn, tenant, old_scope)
+                _bump_scope(conn, item.tenant_id, old_scope)
             sets = ", ".join(f"{c.strip()} = ?" for c in _ITEM_COLUMNS.split(","))
             conn.execute(f"UPDATE items SET {sets} WHERE pk = ?", (*values, pk))
             conn.execute("DELETE FROM items_fts WHERE rowid = ?", (pk,))
@@ -1786,7 +1883,9 @@ class SQLiteStore(Store):
         doc = row["doc"]
         item = load_item(doc)
         values = (*_item_row(item)[:-2], doc, item.thread_id)
-        if conn.execute("SELECT 1 FROM items WHERE id = ?", (item.id,)).fetchone():
+        if conn.execute(
+            "SELECT 1 FROM items WHERE tenant_id = ? AND id = ?", (item.tenant_id, item.id)
+        ).fetchone():
             raise InvalidInput(f"cannot load item {item.id!r}: that id is already taken", field="id")
         cur = conn.execute(
             f"INSERT INTO items ({_ITEM_COLUMNS}) VALUES ({','.join('?' * len(values))})", values

@@ -478,15 +478,30 @@ class StoreConformance:
         )
         assert get(store, a) == a
 
-    def test_upsert_of_an_id_owned_by_another_tenant_is_refused(self, store: Store) -> None:
-        a = make_item("tenant A owns this id", tenant_id="A")
-        put(store, a)
-        thief = make_item("tenant B wants it", id=a.id, tenant_id="B")
-        with pytest.raises(InvalidInput):
-            put(store, thief)
+    def test_the_same_id_in_two_tenants_is_two_items(self, store: Store) -> None:
+        """Ids are unique per tenant: another tenant can neither take nor probe an id."""
+        rng = np.random.default_rng(3)
+        a = make_item("tenant A owns this id apple", tenant_id="A")
+        b = make_item("tenant B has its own pear", id=a.id, tenant_id="B")
+        put(store, a, vectors=[unit(rng)])
+        put(store, b, vectors=[unit(rng)])
+        assert get(store, a) == a
+        assert get(store, b) == b
+        assert keyword_ids(store, "pear", tenant_id="A") == set()
+        assert keyword_ids(store, "pear", tenant_id="B") == {a.id}
+        b2 = b.evolve(content="tenant B changed its pear", version=2)
+        store.execute(Write((upsert(b2, action=HistoryAction.UPDATE, before=b), Touch("B", (a.id,), NOW))))
+        assert get(store, a) == a
+        assert [e.action for e in store.execute(GetHistory("A", a.id))] == [HistoryAction.ADD]
+        assert [e.action for e in store.execute(GetHistory("B", a.id))] == [
+            HistoryAction.ADD,
+            HistoryAction.UPDATE,
+        ]
+        assert len(store.execute(VectorsFor("A", MODEL, (a.id,)))) == 1
+        store.execute(Write((purge(b2, at=NOW),)))
         assert get(store, a) == a
         assert store.execute(GetItems("B", (a.id,))) == []
-        assert keyword_ids(store, "wants", tenant_id="B") == set()
+        assert keyword_ids(store, "apple", tenant_id="A") == {a.id}
 
     # ------------------------------------------------------------ replace
 
@@ -617,14 +632,14 @@ class StoreConformance:
         ]
         return existing, doomed, new, changes
 
-    def test_write_is_atomic_when_last_change_uses_another_tenants_id(self, store: Store) -> None:
-        foreign = make_item("foreign", tenant_id=OTHER_TENANT)
-        put(store, foreign)
+    def test_write_is_atomic_when_last_change_loads_a_taken_id(self, store: Store) -> None:
+        from jiyi.store.base import DumpRows, LoadRows
+
         existing, doomed, new, changes = self._atomicity_setup(store)
+        (row,) = [r for r in store.execute(DumpRows("items")).rows if r["id"] == existing.id]
         with pytest.raises(InvalidInput):
-            store.execute(Write((*changes, upsert(make_item("collides", id=foreign.id)))))
+            store.execute(Write((*changes, LoadRows("items", (row,)))))
         self._assert_untouched(store, existing, doomed, new)
-        assert get(store, foreign) == foreign
         # The store still works afterwards.
         store.execute(Write(tuple(changes)))
         assert get(store, new) == new
@@ -1222,11 +1237,10 @@ class StoreConformance:
             await store.aexecute(ListItems(flt(), cursor="garbage"))
 
     async def test_async_write_is_atomic(self, store: Store) -> None:
-        foreign = make_item("foreign", tenant_id=OTHER_TENANT)
-        await store.aexecute(Write((upsert(foreign),)))
         new = make_item("async newcomer")
+        bad = upsert(make_item("vector without model"), unit(np.random.default_rng(8)), model_id=None)
         with pytest.raises(InvalidInput):
-            await store.aexecute(Write((upsert(new), upsert(make_item("clash", id=foreign.id)))))
+            await store.aexecute(Write((upsert(new), bad)))
         assert await store.aexecute(GetItems(TENANT, (new.id,))) == []
 
     async def test_concurrent_writers_and_readers(self, store: Store) -> None:
