@@ -409,13 +409,14 @@ async def test_malformed_json_and_bad_import(env: Env) -> None:
 
 
 async def test_wrong_method_is_405_naming_every_allowed_one(env: Env) -> None:
-    # The routes come from several routers; Allow must still list the methods of all of them.
+    # The routes come from several routers; Allow must still list the methods of all of them
+    # (and OPTIONS, which every route answers).
     for method, url, allowed in [
-        ("PUT", "/v1/memories/x", "DELETE, GET, PATCH"),
-        ("DELETE", "/v1/memories", "GET, POST"),
-        ("GET", "/v1/context", "POST"),
-        ("PUT", "/v1/profile", "GET, PATCH"),
-        ("POST", "/healthz", "GET"),
+        ("PUT", "/v1/memories/x", "DELETE, GET, OPTIONS, PATCH"),
+        ("DELETE", "/v1/memories", "GET, OPTIONS, POST"),
+        ("GET", "/v1/context", "OPTIONS, POST"),
+        ("PUT", "/v1/profile", "GET, OPTIONS, PATCH"),
+        ("POST", "/healthz", "GET, OPTIONS"),
     ]:
         r = await env.call(env.owner, method, url)
         _error(r, 405, "method_not_allowed")
