@@ -1189,8 +1189,25 @@ def _bring_up_to_date(
     return True
 
 
+SYNCHRONOUS = ("normal", "full")
+
+
+def _check_synchronous(value: str) -> str:
+    mode = value.strip().lower() if isinstance(value, str) else value
+    if mode not in SYNCHRONOUS:
+        raise InvalidInput(f"synchronous must be 'normal' or 'full', not {value!r}", field="synchronous")
+    return str(mode)
+
+
 class SQLiteStore(Store):
-    """A jiyi store in one SQLite file (``":memory:"`` for a private in-memory store)."""
+    """A jiyi store in one SQLite file (``":memory:"`` for a private in-memory store).
+
+    ``synchronous``: ``"normal"`` (the default) syncs the WAL at checkpoints only: a
+    crash of the process loses nothing committed, but a power loss or OS crash may lose
+    the last commits (never corrupts the file). ``"full"`` syncs the WAL at every commit,
+    so a commit that returned survives a power loss too; each write costs one more fsync
+    (see docs/benchmarks.md). Also ``sqlite:///path.db?synchronous=full``.
+    """
 
     def __init__(
         self,
@@ -1200,8 +1217,10 @@ class SQLiteStore(Store):
         readers: int = 4,
         timeout: float = 30.0,
         migrate: bool = True,
+        synchronous: str = "normal",
     ):
         self.path = str(path)
+        self.synchronous = _check_synchronous(synchronous)
         self.read_only = read_only
         self._auto_migrate = migrate  # False: open as is (for 'jiyi migrate --status')
         self._timeout = timeout
@@ -1247,7 +1266,7 @@ class SQLiteStore(Store):
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
         except sqlite3.Error as exc:
             conn.close()
             raise _map_error(exc, self.path) from exc
