@@ -70,8 +70,8 @@ def _parse(url: str) -> tuple[str, str, dict[str, str]]:
     scheme = match.group(1).lower()
     rest = url[match.end() :]
     if scheme == "sqlite":
-        rest, _, query = rest.partition("?")
-        options = dict(parse_qsl(query, keep_blank_values=True))
+        rest, _, params = rest.partition("?")
+        options = dict(parse_qsl(params, keep_blank_values=True))
         unknown = sorted(set(options) - {"synchronous"})
         if unknown:
             raise InvalidInput(
