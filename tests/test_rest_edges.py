@@ -86,3 +86,24 @@ async def test_numbers_are_numbers_and_the_schema_says_what_is_enforced(app_key:
         ("agent_id",),
     }
     assert "MEMORY_MIN_LENGTH" in add["properties"]["content"]["description"]
+
+
+async def test_mcp_http_limits_failed_key_checks_per_client_address() -> None:
+    pytest.importorskip("mcp")
+    from starlette.responses import PlainTextResponse
+
+    from jiyi.server.mcp import ApiKeyAuth
+
+    keys = ApiKeys()
+    key = keys.add("acme", "owner")[1]
+    app = ApiKeyAuth(PlainTextResponse("mcp here"), keys, failures_per_minute=2)
+    async with _client(app, "10.0.0.5") as guesser, _client(app, "10.0.0.6") as other:
+        codes = [
+            (await guesser.post("/mcp", headers={"X-API-Key": "jiyi_x.guess"})).status_code for _ in range(3)
+        ]
+        assert codes == [401, 401, 429]
+        r = await guesser.post("/mcp")
+        assert r.status_code == 429 and r.json()["error"]["code"] == "rate_limited"
+        assert int(r.headers["retry-after"]) >= 1
+        assert (await guesser.post("/mcp", headers={"X-API-Key": key})).text == "mcp here"
+        assert (await other.post("/mcp", headers={"Authorization": "Bearer nope"})).status_code == 401
