@@ -158,3 +158,18 @@ async def test_identical_adds_over_rest_make_one_item(tmp_path: Path) -> None:
         await memory.aclose()
     assert actions == ["add"] + ["reinforce"] * (WRITERS - 1)
     assert len(listed) == 1 and listed[0]["mention_count"] == WRITERS
+
+
+def test_racing_adds_leave_the_memory_files_nothing_to_repair(tmp_path: Path) -> None:
+    """A write refused by its guard changed nothing: its files intent is closed, not left
+    for the next start to repair."""
+    from jiyi.files import workspace_of
+
+    with Memory(SQLiteStore(tmp_path / "f.db"), embedder=EMBEDDER, files=tmp_path / "ctx") as mem:
+        actions = _race_threads(mem, lambda: mem.add(TEXT, user_id="alice").decision.action)
+        _check_one_item(mem, actions)
+        mirror = workspace_of(mem.store)
+        assert mirror is not None
+        assert not mirror.journal.pending()
+        text = (tmp_path / "ctx" / "default" / "user" / "alice" / "memory.md").read_text(encoding="utf-8")
+        assert text.count("jasmine green tea") == 1
