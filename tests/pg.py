@@ -17,6 +17,7 @@ earlier runs that were killed before cleaning up are reaped on the next start.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import tempfile
@@ -127,7 +128,9 @@ def stop() -> None:
     with _lock:
         if _server is not None:
             _stop_immediately(_server)
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), contextlib.suppress(OSError):
+                # A file the server's last process was still removing may vanish under the
+                # cleanup's rmtree; the directory is removed below either way.
                 warnings.simplefilter("ignore")
                 _server.cleanup()
             _server = None

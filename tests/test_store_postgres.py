@@ -179,7 +179,10 @@ def test_upgrading_backfills_scope_statistics_and_the_covering_index(pg_dsn: str
     _sql(pg_dsn, f"DROP TABLE {s}.keyword_scopes")
     _sql(pg_dsn, f"DROP INDEX {s}.items_scope_cover")
     _sql(pg_dsn, f"CREATE INDEX items_scope ON {s}.items (tenant_id, scope_key, status)")
-    _sql(pg_dsn, f"DELETE FROM {s}.jiyi_schema_migrations WHERE version >= %s", first_new)
+    # (only these two: later migrations stay applied)
+    _sql(
+        pg_dsn, f"DELETE FROM {s}.jiyi_schema_migrations WHERE version IN (%s, %s)", first_new, first_new + 1
+    )
     upgraded = PostgresStore(pg_dsn, schema=schema)
     with upgraded as store:
         assert upgraded.pending_migrations() == []

@@ -10,7 +10,8 @@
     ├── StoreError                 the database failed
     │   ├── StoreCorrupt           the file is not a jiyi database or is damaged
     │   ├── StoreReadOnly          the file or directory cannot be written
-    │   └── StoreUnavailable       a server could not be reached
+    │   ├── StoreUnavailable       a server could not be reached
+    │   └── WriteConflict          a guarded write lost a race in its scope: decide again
     ├── EmbedderError              the embedding model failed (HTTP error, bad answer)
     └── LLMError                   the language model failed (HTTP error, unusable answer)
 
@@ -69,6 +70,13 @@ class StoreReadOnly(StoreError):
 
 class StoreUnavailable(StoreError):
     """A database server could not be reached."""
+
+
+class WriteConflict(StoreError):
+    """A guarded write (:class:`~jiyi.store.base.Guard`) found that another writer changed
+    its scope since the guard's clock was read; nothing of the write landed. The write
+    pipeline reads the scope again and decides again; callers only see it when a scope is
+    so busy that a write lost every one of its attempts."""
 
 
 class EmbedderError(JiyiError):

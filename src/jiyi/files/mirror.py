@@ -31,7 +31,7 @@ from typing import Any, TypeVar, cast
 from pydantic import ValidationError
 
 from jiyi.driver import adrive, drive
-from jiyi.errors import InvalidInput
+from jiyi.errors import InvalidInput, WriteConflict
 from jiyi.files.disk import (
     FileLock,
     atomic_write,
@@ -220,9 +220,10 @@ class FileMirrorStore(Store):
 
     @staticmethod
     def _write_failed(exc: BaseException, intent: Intent) -> None:
-        # A refused write changed nothing; after any other failure it is unknown whether
-        # it committed, so the intent stays for the next start to check.
-        if isinstance(exc, InvalidInput):
+        # A refused write (bad input, or a guard that lost a race) changed nothing; after
+        # any other failure it is unknown whether it committed, so the intent stays for the
+        # next start to check.
+        if isinstance(exc, InvalidInput | WriteConflict):
             intent.done()
         else:
             intent.release()

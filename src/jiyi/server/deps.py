@@ -104,10 +104,17 @@ async def principal(
 ) -> Principal:
     """The caller: authenticated, rate limited and held to its own tenant."""
     state = server_state(request)
-    if state.keys is None:
-        who = _local_principal(request)
-    else:
-        who = _key_principal(state.keys, api_key or (credentials.credentials if credentials else None))
+    try:
+        if state.keys is None:
+            who = _local_principal(request)
+        else:
+            who = _key_principal(state.keys, api_key or (credentials.credentials if credentials else None))
+    except ApiError:
+        # Failed attempts count against the client's address (its own bucket, apart from
+        # every key's), so keys cannot be guessed at full speed: past the limit, 429.
+        if state.limiter is not None:
+            state.limiter.enforce(f"client:{request.client.host if request.client else '?'}")
+        raise
     request.state.tenant = who.tenant  # for the request log (jiyi.server.metrics)
     if state.limiter is not None:
         state.limiter.enforce(who.key_id)

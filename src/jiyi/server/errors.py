@@ -16,6 +16,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from jiyi.errors import (
     ConfigError,
@@ -149,13 +151,35 @@ def _routes(request: Request) -> Iterable[Any]:
 
 
 def _allowed_methods(request: Request) -> set[str]:
+    """The methods the path answers: every matching route's, and OPTIONS (see
+    :class:`AnswerOptions`); empty when no route matches."""
     allowed: set[str] = set()
     for route in _routes(request):
         regex = getattr(route, "path_regex", None)
         methods = getattr(route, "methods", None)
         if regex is not None and methods and regex.match(request.url.path):
             allowed |= set(methods)
-    return allowed
+    return allowed | {"OPTIONS"} if allowed else allowed
+
+
+class AnswerOptions:
+    """``OPTIONS`` answers 204 with the path's methods in ``Allow`` (RFC 9110 9.3.7),
+    without a key: it tells only what the OpenAPI document tells. An unknown path is 404.
+    (Starlette alone answers 405 with the first matching route's methods.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "OPTIONS":
+            await self.app(scope, receive, send)
+            return
+        allowed = _allowed_methods(Request(scope))
+        if allowed:
+            response: Response = Response(status_code=204, headers={"Allow": ", ".join(sorted(allowed))})
+        else:
+            response = error_json(404, "not_found", "Not Found")
+        await response(scope, receive, send)
 
 
 def install(app: FastAPI) -> None:
@@ -189,6 +213,7 @@ def install(app: FastAPI) -> None:
         log.exception("%s %s crashed", request.method, request.url.path)
         return error_json(500, "internal_error", "internal error; see the server log")
 
+    app.add_middleware(AnswerOptions)
     app.add_exception_handler(JiyiError, on_jiyi)
     app.add_exception_handler(StarletteHTTPException, on_http)
     app.add_exception_handler(RequestValidationError, on_validation)

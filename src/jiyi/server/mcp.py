@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -56,6 +57,7 @@ from jiyi.integrations.tools import AsyncMemoryTools, MemoryTools, error_result
 from jiyi.memory import AsyncMemory, Memory
 from jiyi.model import Scope, scope_key
 from jiyi.server.auth import LOOPBACK, ApiKeys, Principal
+from jiyi.server.limits import RateLimiter
 from jiyi.server.storage import open_memory
 from jiyi.store.base import creator_of
 from jiyi.who import Caller, Owner
@@ -262,11 +264,16 @@ class ApiKeyAuth:
     key (``Authorization: Bearer <key>`` or ``X-API-Key: <key>``), else 401 in the REST
     service's error shape. The caller's :class:`Principal` goes into the ASGI scope
     (:data:`PRINCIPAL`, read by the tool handler), and as the SDK's authenticated user,
-    so an MCP session can only be used with the key that opened it."""
+    so an MCP session can only be used with the key that opened it.
 
-    def __init__(self, app: ASGIApp, keys: ApiKeys) -> None:
+    Failed attempts (no key, a wrong key) are limited per client address to
+    ``failures_per_minute`` (None: no limit); past it, 429 with ``Retry-After``, so keys
+    cannot be guessed at full speed."""
+
+    def __init__(self, app: ASGIApp, keys: ApiKeys, *, failures_per_minute: int | None = 60) -> None:
         self.app = app
         self.keys = keys
+        self.failures = RateLimiter(failures_per_minute) if failures_per_minute else None
 
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -275,30 +282,44 @@ class ApiKeyAuth:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
         auth = headers.get("authorization", "")
         token = auth[7:].strip() if auth[:7].lower() == "bearer " else headers.get("x-api-key", "").strip()
-        if not token:
-            await _unauthorized(send, "missing API key: send Authorization: Bearer <key> or X-API-Key")
-            return
-        who = self.keys.verify(token)
+        who = self.keys.verify(token) if token else None
         if who is None:
-            await _unauthorized(send, "invalid API key")
+            wait = self._failed(scope)
+            if wait is not None:
+                await _refuse(
+                    send, 429, "rate_limited", f"too many failed key checks; retry in {wait} s", wait
+                )
+            elif not token:
+                await _refuse(
+                    send,
+                    401,
+                    "unauthorized",
+                    "missing API key: send Authorization: Bearer <key> or X-API-Key",
+                )
+            else:
+                await _refuse(send, 401, "unauthorized", "invalid API key")
             return
         user = AuthenticatedUser(AccessToken(token=who.key_id, client_id=who.key_id, scopes=[who.role.value]))
         await self.app({**scope, "user": user, PRINCIPAL: who}, receive, send)
 
+    def _failed(self, scope: AsgiScope) -> int | None:
+        """Count a failed attempt against the client's address: None while within the
+        limit, else the whole seconds to wait."""
+        if self.failures is None:
+            return None
+        client = scope.get("client")
+        wait = self.failures.check(f"client:{client[0] if client else '?'}")
+        return None if wait is None else max(1, math.ceil(wait))
 
-async def _unauthorized(send: Send, message: str) -> None:
-    body = json.dumps({"error": {"code": "unauthorized", "message": message, "field": None}}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b"Bearer"),
-            ],
-        }
-    )
+
+async def _refuse(send: Send, status: int, code: str, message: str, retry_after: int | None = None) -> None:
+    body = json.dumps({"error": {"code": code, "message": message, "field": None}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 

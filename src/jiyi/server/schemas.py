@@ -20,6 +20,7 @@ Id = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH)
 # JSON types are kept: true is not 1, 1 is not true ("lax" coercion would accept both)
 Int = Annotated[int, Strict()]
 Bool = Annotated[bool, Strict()]
+Float = Annotated[float, Strict()]  # a number: false is not 0.0
 TENANT_DOC = "Optional; must equal the API key's tenant (any other value answers 404)."
 
 
@@ -49,11 +50,23 @@ class _Scopes(_Request):
 
 
 class AddRequest(_Scopes):
-    content: str = Field(min_length=1, description="The memory, in Chinese or English.")
+    # What the server enforces, stated: a memory belongs to a scope, so one of the ids is needed.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [{"required": [k]} for k in ("user_id", "project_id", "session_id", "agent_id")]
+        },
+    )
+
+    content: str = Field(
+        min_length=1,
+        description="The memory, in Chinese or English. The write gate refuses content shorter than "
+        "MEMORY_MIN_LENGTH characters after trimming (default 5) or longer than MEMORY_MAX_LENGTH.",
+    )
     memory_type: MemoryType = MemoryType.FACT
     scope: Scope | None = Field(default=None, description="Inferred from the ids when omitted.")
-    confidence: float = Field(default=0.9, ge=0.0, le=1.0)
-    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    confidence: Float = Field(default=0.9, ge=0.0, le=1.0)
+    importance: Float = Field(default=0.5, ge=0.0, le=1.0)
     tags: list[str] = Field(default_factory=list, max_length=100)
     metadata: dict[str, Any] = Field(default_factory=dict)
     source: Source = Source.USER
@@ -100,8 +113,8 @@ class SearchRequest(_Scopes):
     occurred_after: datetime | None = None
     occurred_before: datetime | None = None
     limit: Int = Field(default=10, ge=1, le=1000)
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    min_relevance: float | None = Field(
+    threshold: Float | None = Field(default=None, ge=0.0, le=1.0)
+    min_relevance: Float | None = Field(
         default=None,
         ge=0.0,
         le=1.0,
@@ -137,8 +150,8 @@ class UpdateRequest(_Request):
 
     content: str | None = Field(default=None, min_length=1)
     memory_type: MemoryType | None = None
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
-    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: Float | None = Field(default=None, ge=0.0, le=1.0)
+    importance: Float | None = Field(default=None, ge=0.0, le=1.0)
     tags: list[str] | None = Field(default=None, max_length=100)
     metadata: dict[str, Any] | None = Field(
         default=None, description="Replaces the metadata; created_by is kept as it was."
@@ -367,10 +380,10 @@ class SuggestRequest(_Request):
     user_id: str | None = Id
     project_id: str | None = Id
     agent_id: str | None = Id
-    min_similarity: float | None = Field(
+    min_similarity: Float | None = Field(
         default=None, ge=0.0, le=1.0, description="Default 0.74 (calibrated for the default embedder)."
     )
-    min_success_rate: float = Field(default=0.9, ge=0.0, le=1.0)
+    min_success_rate: Float = Field(default=0.9, ge=0.0, le=1.0)
 
 
 class RiskOut(BaseModel):

@@ -7,15 +7,19 @@ reconciliation — lives above it and is shared by all backends.
 
 Reads: :class:`GetItems`, :class:`ListItems`, :class:`GetHistory`, :class:`GetStats`,
 :class:`CountEvents`, :class:`CacheGet`, :class:`VectorsFor`, :class:`GetMessages`,
-:class:`GetCheckpoint`, :class:`ListCheckpoints`, :class:`ListJobs`, :class:`DumpRows`.
+:class:`GetCheckpoint`, :class:`ListCheckpoints`, :class:`ListJobs`, :class:`DumpRows`,
+:class:`ScopeClock`.
 Search: the primitives :class:`VectorHits`, :class:`KeywordHits`, :class:`ThreadLinks` and
 :class:`LoadHits` return raw evidence; :class:`Retrieve` (what callers ask) is answered
 from them by shared code, :func:`jiyi.store.retrieve.retrieve`, written once for every
 backend.
-Writes: :class:`Write` — one transaction holding any number of :class:`Upsert`,
+Writes: :class:`Write` — one transaction holding any number of :class:`Guard`, :class:`Upsert`,
 :class:`Purge`, :class:`Touch`, :class:`RecordEvent`, :class:`CachePut`,
 :class:`AppendMessages`, :class:`DeleteMessages`, :class:`PutCheckpoint`,
 :class:`DeleteCheckpoints`, :class:`PutJob`; all of it lands or none of it does.
+A :class:`Guard` in a write makes it conditional on a scope's :class:`ScopeClock`: the
+duplicate check and the write it leads to are atomic per scope across threads,
+processes and replicas.
 :class:`ClaimJobs` takes queued jobs for one worker (a write that returns them).
 """
 
@@ -405,6 +409,15 @@ class CountEvents(Op[int]):
 
 
 @dataclass(frozen=True)
+class ScopeClock(Op[int]):
+    """How many guarded writes (:class:`Guard`) have committed in one scope of one tenant;
+    0 for a scope never guarded. Read straight from the database (never from a cache)."""
+
+    tenant_id: str
+    scope_key: str
+
+
+@dataclass(frozen=True)
 class CacheGet(Op[dict[str, Vector]]):
     """Cached embeddings by text hash for one model."""
 
@@ -623,6 +636,26 @@ class PutJob:
 
 
 @dataclass(frozen=True)
+class Guard:
+    """Make a :class:`Write` conditional: it commits only if the scope's :class:`ScopeClock`
+    still reads ``seen``, and then advances the clock by one. Otherwise the backend raises
+    :class:`~jiyi.errors.WriteConflict` and nothing of the write lands.
+
+    A writer that decides from what it read (the write pipeline: the nearest items, then
+    add / reinforce / supersede) reads the clock before reading, and guards its write with
+    it; of two such writers in one scope, the second learns that its reading is stale and
+    decides again, so 16 identical adds at once make one item and 15 reinforcements. The
+    backend checks the clock under the lock that already orders the scope's writers (the
+    SQLite file's write lock; the clock row's lock in PostgreSQL), so this holds across
+    threads, processes and replicas, and no lock is held while the writer embeds or asks
+    a model. Guards are checked before any other change of their write."""
+
+    tenant_id: str
+    scope_key: str
+    seen: int
+
+
+@dataclass(frozen=True)
 class LoadRows:
     """Insert rows of :class:`DumpRows` verbatim (ids, ``seq`` numbers, times, history
     order kept); an item id that already exists is refused. Used by store copies only."""
@@ -639,7 +672,8 @@ class ClearRows:
 
 
 Change = (
-    Upsert
+    Guard
+    | Upsert
     | Purge
     | Touch
     | RecordEvent

@@ -4,6 +4,8 @@ PostgreSQL DSN (``postgresql://...``/``postgres://...``).
 * ``sqlite:///relative/path.db`` (three slashes: relative to the working directory),
   ``sqlite:////abs/path.db`` (four: absolute), ``sqlite://`` or ``sqlite:///:memory:``
   (a private in-memory store). A string without a scheme is a file path.
+  ``?synchronous=full`` makes every commit survive a power loss (one fsync per write;
+  see :class:`~jiyi.store.sqlite.SQLiteStore`).
 * ``postgresql://user:pw@host:5432/db`` is handed to :class:`~jiyi.store.postgres.PostgresStore`
   as is, except for a jiyi-only ``schema=NAME`` query parameter, which picks the schema
   (default ``jiyi``). The backend is imported only then; without psycopg the error says
@@ -68,14 +70,22 @@ def _parse(url: str) -> tuple[str, str, dict[str, str]]:
     scheme = match.group(1).lower()
     rest = url[match.end() :]
     if scheme == "sqlite":
+        rest, _, params = rest.partition("?")
+        options = dict(parse_qsl(params, keep_blank_values=True))
+        unknown = sorted(set(options) - {"synchronous"})
+        if unknown:
+            raise InvalidInput(
+                f"unknown SQLite URL parameter {unknown[0]!r}; the only one is synchronous=normal|full",
+                field="url",
+            )
         if rest in ("", "//", "///:memory:", "//:memory:"):
-            return "sqlite", ":memory:", {}
+            return "sqlite", ":memory:", options
         if not rest.startswith("///") or len(rest) == 3:
             raise InvalidInput(
                 f"{url!r} is not a SQLite URL: use sqlite:///relative/path.db or sqlite:////absolute/path.db",
                 field="url",
             )
-        return "sqlite", rest[3:], {}
+        return "sqlite", rest[3:], options
     if scheme in _POSTGRES_SCHEMES:
         if not rest.startswith("//"):
             raise InvalidInput(
@@ -104,7 +114,9 @@ def open_store(url: str, **options: Any) -> Store:
     if kind == "sqlite":
         from jiyi.store.sqlite import SQLiteStore
 
-        return SQLiteStore(target if target == ":memory:" else Path(target).expanduser(), **options)
+        return SQLiteStore(
+            target if target == ":memory:" else Path(target).expanduser(), **{**url_options, **options}
+        )
     try:
         from jiyi.store.postgres import PostgresStore
     except (ImportError, ConfigError) as exc:

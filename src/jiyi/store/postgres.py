@@ -97,7 +97,7 @@ import numpy as np
 
 from jiyi.driver import AsyncHandler, Handler, adrive, drive
 from jiyi.effects import Flow
-from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreUnavailable
+from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreUnavailable, WriteConflict
 from jiyi.model import MemoryItem, as_utc, load_stored
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
@@ -117,6 +117,7 @@ from jiyi.store.base import (
     GetItems,
     GetMessages,
     GetStats,
+    Guard,
     HistoryEvent,
     Hit,
     KeywordHits,
@@ -135,6 +136,7 @@ from jiyi.store.base import (
     RecordEvent,
     Retrieve,
     RowPage,
+    ScopeClock,
     Store,
     StoreStats,
     ThreadLinks,
@@ -345,6 +347,28 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "CREATE INDEX items_scope_cover ON {s}.items (tenant_id, scope_key, status) "
             "INCLUDE (pk, expires_at, occurred_at)",
             "DROP INDEX {s}.items_scope",
+        ),
+    ),
+    (
+        "guard clocks per scope",
+        (
+            # jiyi.store.base.Guard: a write decided from a reading of its scope commits only
+            # if no other guarded write of the scope committed since; the row's lock orders them.
+            """CREATE TABLE {s}.scope_clock (
+                tenant_id text COLLATE "C" NOT NULL,
+                scope_key text COLLATE "C" NOT NULL,
+                version bigint NOT NULL,
+                PRIMARY KEY (tenant_id, scope_key)
+            )""",
+        ),
+    ),
+    (
+        "item ids unique per tenant",
+        (
+            # An id was unique across tenants: one tenant could take an id another tenant
+            # computes (a profile's) and learn that an id existed elsewhere.
+            "ALTER TABLE {s}.items DROP CONSTRAINT items_id_key",
+            "ALTER TABLE {s}.items ADD CONSTRAINT items_tenant_id_key UNIQUE (tenant_id, id)",
         ),
     ),
 ]
@@ -1345,6 +1369,7 @@ class PostgresStore(Store):
             ListCheckpoints: self._list_checkpoints,
             ListJobs: self._list_jobs,
             DumpRows: self._dump_rows,
+            ScopeClock: self._scope_clock,
         }
 
     def explain(self, op: Op[Any], *, analyze: bool = False) -> str:
@@ -1601,6 +1626,13 @@ class PostgresStore(Store):
         )
         return lambda: _single(query, lambda rows: int(rows[0][0]))
 
+    def _scope_clock(self, op: ScopeClock) -> Callable[[], Plan[int]]:
+        query = _Query(
+            f"SELECT version FROM {self._s}.scope_clock WHERE tenant_id = %(tenant)s AND scope_key = %(scope)s",
+            {"tenant": op.tenant_id, "scope": op.scope_key},
+        )
+        return lambda: _single(query, lambda rows: int(rows[0][0]) if rows else 0)
+
     def _list_checkpoints(self, op: ListCheckpoints) -> Callable[[], Plan[list[Checkpoint]]]:
         query = _Query(
             f"SELECT doc::text FROM {self._s}.checkpoints WHERE tenant_id = %(tenant)s "
@@ -1719,8 +1751,15 @@ class PostgresStore(Store):
 
     def _write(self, op: Write) -> Plan[None]:
         stats: _Tally = {}
+        # Guards first, in key order (so two writers never wait on each other's clocks).
+        for guard in sorted(
+            (c for c in op.changes if isinstance(c, Guard)), key=lambda g: (g.tenant_id, g.scope_key)
+        ):
+            yield from self._guard(guard)
         for change in op.changes:
             match change:
+                case Guard():
+                    pass
                 case Upsert():
                     yield from self._upsert(change, stats)
                 case Purge():
@@ -1744,6 +1783,28 @@ class PostgresStore(Store):
                     if statement is not None:
                         yield statement
         yield from self._keyword_stats(stats)
+
+    def _guard(self, g: Guard) -> Generator[_Query, Rows, None]:
+        """Advance the scope's clock from ``g.seen``, or refuse the write. Under READ COMMITTED
+        a second writer's UPDATE waits for the first one's commit, then finds the version
+        changed and matches nothing; two first INSERTs meet on the primary key the same way."""
+        params = {"tenant": g.tenant_id, "scope": g.scope_key, "seen": g.seen}
+        if g.seen == 0:
+            rows = yield _Query(
+                f"INSERT INTO {self._s}.scope_clock (tenant_id, scope_key, version) "
+                "VALUES (%(tenant)s, %(scope)s, 1) ON CONFLICT DO NOTHING RETURNING version",
+                params,
+            )
+        else:
+            rows = yield _Query(
+                f"UPDATE {self._s}.scope_clock SET version = version + 1 WHERE tenant_id = %(tenant)s "
+                "AND scope_key = %(scope)s AND version = %(seen)s RETURNING version",
+                params,
+            )
+        if not rows:
+            raise WriteConflict(
+                f"scope {g.scope_key!r} changed while this write was decided (clock {g.seen})"
+            )
 
     def _statement(self, change: Change) -> _Query | None:
         """The one statement of a simple change (None: nothing to do)."""
@@ -1847,22 +1908,22 @@ class PostgresStore(Store):
             vector = self._vector_param(change.vector, "the item's vector")
         values = _item_params(item, fold_terms(change.terms))
         while True:
+            # Ids are unique per tenant: another tenant's item of the same id is another item.
             rows = yield _Query(
-                f"SELECT pk, tenant_id, scope_key, n_terms FROM {self._s}.items WHERE id = %(id)s FOR UPDATE",
-                {"id": item.id},
+                f"SELECT pk, scope_key, n_terms FROM {self._s}.items "
+                "WHERE tenant_id = %(tenant)s AND id = %(id)s FOR UPDATE",
+                {"tenant": item.tenant_id, "id": item.id},
             )
             if rows:
-                pk, tenant, old_scope, old_terms = rows[0]
-                if tenant != item.tenant_id:
-                    raise InvalidInput(f"id {item.id!r} is already taken; choose another id", field="id")
+                pk, old_scope, old_terms = rows[0]
                 yield _Query(
                     f"UPDATE {self._s}.items SET {_ITEM_SETS} WHERE pk = %(pk)s", {**values, "pk": pk}
                 )
-                _tally(stats, tenant, old_scope, -1, -int(old_terms))
+                _tally(stats, item.tenant_id, old_scope, -1, -int(old_terms))
                 break
             rows = yield _Query(
                 f"INSERT INTO {self._s}.items ({', '.join(_ITEM_COLUMNS)}) VALUES ({_ITEM_VALUES}) "
-                "ON CONFLICT (id) DO NOTHING RETURNING pk",
+                "ON CONFLICT (tenant_id, id) DO NOTHING RETURNING pk",
                 values,
             )
             if rows:  # else another transaction inserted this id meanwhile: update it instead
@@ -2094,7 +2155,7 @@ class PostgresStore(Store):
             vectors.append((str(v["model"]), vec))
         rows = yield _Query(
             f"INSERT INTO {self._s}.items ({', '.join(_ITEM_COLUMNS)}) VALUES ({_ITEM_VALUES}) "
-            "ON CONFLICT (id) DO NOTHING RETURNING pk",
+            "ON CONFLICT (tenant_id, id) DO NOTHING RETURNING pk",
             values,
         )
         if not rows:

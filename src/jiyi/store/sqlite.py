@@ -41,7 +41,7 @@ import numpy as np
 
 from jiyi.driver import Handler, drive
 from jiyi.effects import Flow, call
-from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreReadOnly
+from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreReadOnly, WriteConflict
 from jiyi.model import MemoryItem, load_stored
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
@@ -61,6 +61,7 @@ from jiyi.store.base import (
     GetItems,
     GetMessages,
     GetStats,
+    Guard,
     HistoryEvent,
     Hit,
     KeywordHits,
@@ -79,6 +80,7 @@ from jiyi.store.base import (
     RecordEvent,
     Retrieve,
     RowPage,
+    ScopeClock,
     Store,
     StoreStats,
     ThreadLinks,
@@ -113,6 +115,29 @@ from jiyi.store.sqlcommon import (
 R = TypeVar("R")
 
 APPLICATION_ID = 0x4A495949  # "JIYI": marks the file as ours
+
+_CHANGE_TRIGGERS: tuple[str, ...] = (
+    """CREATE TRIGGER items_changes_insert AFTER INSERT ON items BEGIN
+        INSERT INTO scope_changes (tenant_id, scope_key, pk)
+        VALUES (new.tenant_id, new.scope_key, new.pk);
+    END""",
+    """CREATE TRIGGER items_changes_update AFTER UPDATE OF
+        id, tenant_id, scope, scope_key, user_id, project_id, session_id, agent_id,
+        memory_type, status, visibility, created_at, occurred_at, expires_at, version,
+        thread_id ON items BEGIN
+        INSERT INTO scope_changes (tenant_id, scope_key, pk)
+        VALUES (new.tenant_id, new.scope_key, new.pk);
+        INSERT INTO scope_changes (tenant_id, scope_key, pk)
+        SELECT old.tenant_id, old.scope_key, old.pk
+        WHERE old.tenant_id <> new.tenant_id OR old.scope_key <> new.scope_key;
+    END""",
+    """CREATE TRIGGER items_changes_delete AFTER DELETE ON items BEGIN
+        INSERT INTO scope_changes (tenant_id, scope_key, pk)
+        VALUES (old.tenant_id, old.scope_key, old.pk);
+    END""",
+)
+"""The triggers of "scope change log for incremental search caches", made again when the
+items table is rebuilt."""
 
 # Append-only: never edit a released entry, add a new one.
 MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
@@ -285,6 +310,79 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "UPDATE meta SET value = value + 1 WHERE key = 'index_version'",
         ),
     ),
+    (
+        "item ids unique per tenant",
+        (
+            # An id was unique across tenants: one tenant could take an id another tenant
+            # computes (a profile's) and learn that an id existed elsewhere. SQLite cannot
+            # change a constraint in place, so the item tables are rebuilt with the same pks
+            # (the FTS rows and the change log refer to them) and the new tables renamed
+            # over the old ones (the references follow the renames).
+            """CREATE TABLE items_new (
+                pk INTEGER PRIMARY KEY,
+                id TEXT NOT NULL,
+                tenant_id TEXT NOT NULL,
+                scope TEXT NOT NULL,
+                scope_key TEXT NOT NULL,
+                user_id TEXT, project_id TEXT, session_id TEXT, agent_id TEXT,
+                memory_type TEXT NOT NULL,
+                status TEXT NOT NULL,
+                visibility TEXT NOT NULL,
+                source TEXT NOT NULL,
+                source_id TEXT,
+                confidence REAL NOT NULL,
+                importance REAL NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                occurred_at TEXT,
+                last_used_at TEXT,
+                expires_at TEXT,
+                access_count INTEGER NOT NULL,
+                mention_count INTEGER NOT NULL,
+                version INTEGER NOT NULL,
+                doc TEXT NOT NULL,
+                thread_id TEXT,
+                created_by TEXT GENERATED ALWAYS AS (
+                    CASE json_type(doc, '$.metadata.created_by') WHEN 'text'
+                    THEN json_extract(doc, '$.metadata.created_by') END) VIRTUAL,
+                UNIQUE (tenant_id, id)
+            )""",
+            "INSERT INTO items_new (pk, id, tenant_id, scope, scope_key, user_id, project_id, session_id, "
+            "agent_id, memory_type, status, visibility, source, source_id, confidence, importance, "
+            "created_at, updated_at, occurred_at, last_used_at, expires_at, access_count, mention_count, "
+            "version, doc, thread_id) SELECT pk, id, tenant_id, scope, scope_key, user_id, project_id, "
+            "session_id, agent_id, memory_type, status, visibility, source, source_id, confidence, "
+            "importance, created_at, updated_at, occurred_at, last_used_at, expires_at, access_count, "
+            "mention_count, version, doc, thread_id FROM items",
+            """CREATE TABLE item_tags_new (
+                pk INTEGER NOT NULL REFERENCES items_new(pk) ON DELETE CASCADE,
+                tag TEXT NOT NULL,
+                PRIMARY KEY (pk, tag)
+            ) WITHOUT ROWID""",
+            "INSERT INTO item_tags_new (pk, tag) SELECT pk, tag FROM item_tags",
+            """CREATE TABLE vectors_new (
+                pk INTEGER PRIMARY KEY REFERENCES items_new(pk) ON DELETE CASCADE,
+                model TEXT NOT NULL,
+                dim INTEGER NOT NULL,
+                vec BLOB NOT NULL
+            )""",
+            "INSERT INTO vectors_new (pk, model, dim, vec) SELECT pk, model, dim, vec FROM vectors",
+            # Children first, so dropping items cascades to nothing; its triggers and
+            # indexes go with it and are made again below.
+            "DROP TABLE item_tags",
+            "DROP TABLE vectors",
+            "DROP TABLE items",
+            "ALTER TABLE items_new RENAME TO items",
+            "ALTER TABLE item_tags_new RENAME TO item_tags",
+            "ALTER TABLE vectors_new RENAME TO vectors",
+            "CREATE INDEX items_scope ON items(tenant_id, scope_key, status)",
+            "CREATE INDEX items_created ON items(tenant_id, created_at, id)",
+            "CREATE INDEX items_thread ON items(tenant_id, scope_key, thread_id)",
+            "CREATE INDEX item_tags_tag ON item_tags(tag)",
+            *_CHANGE_TRIGGERS,
+            "UPDATE meta SET value = value + 1 WHERE key = 'index_version'",
+        ),
+    ),
 ]
 # A migration that changes items rows without going through the triggers above (or that
 # changes what a cached scope holds) must bump 'index_version', so caches are rebuilt.
@@ -310,6 +408,28 @@ def _bump_scope(conn: sqlite3.Connection, tenant_id: str, scope_key: str) -> Non
         "INSERT INTO meta VALUES (?, 1) ON CONFLICT(key) DO UPDATE SET value = value + 1",
         [(_version_keys(tenant_id, scope_key),), (_version_keys(tenant_id, None),)],
     )
+
+
+def _clock_key(tenant_id: str, scope_key: str) -> str:
+    # meta key of a scope's guard clock (jiyi.store.base.Guard); "g" keeps it apart from
+    # the search counters' "v" keys
+    return f"g\x1f{tenant_id}\x1f{scope_key}"
+
+
+def _check_guards(conn: sqlite3.Connection, guards: Sequence[Guard]) -> None:
+    """Advance each guarded scope's clock, or refuse the write if another writer did first.
+    Runs inside BEGIN IMMEDIATE: no other connection or process can write in between."""
+    for g in guards:
+        key = _clock_key(g.tenant_id, g.scope_key)
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        now = 0 if row is None else int(row[0])
+        if now != g.seen:
+            raise WriteConflict(
+                f"scope {g.scope_key!r} changed while this write was decided (clock {g.seen} -> {now})"
+            )
+        conn.execute(
+            "INSERT INTO meta VALUES (?, 1) ON CONFLICT(key) DO UPDATE SET value = value + 1", (key,)
+        )
 
 
 @dataclass(frozen=True)
@@ -1072,8 +1192,25 @@ def _bring_up_to_date(
     return True
 
 
+SYNCHRONOUS = ("normal", "full")
+
+
+def _check_synchronous(value: str) -> str:
+    mode = value.strip().lower() if isinstance(value, str) else value
+    if mode not in SYNCHRONOUS:
+        raise InvalidInput(f"synchronous must be 'normal' or 'full', not {value!r}", field="synchronous")
+    return str(mode)
+
+
 class SQLiteStore(Store):
-    """A jiyi store in one SQLite file (``":memory:"`` for a private in-memory store)."""
+    """A jiyi store in one SQLite file (``":memory:"`` for a private in-memory store).
+
+    ``synchronous``: ``"normal"`` (the default) syncs the WAL at checkpoints only: a
+    crash of the process loses nothing committed, but a power loss or OS crash may lose
+    the last commits (never corrupts the file). ``"full"`` syncs the WAL at every commit,
+    so a commit that returned survives a power loss too; each write costs one more fsync
+    (see docs/benchmarks.md). Also ``sqlite:///path.db?synchronous=full``.
+    """
 
     def __init__(
         self,
@@ -1083,8 +1220,10 @@ class SQLiteStore(Store):
         readers: int = 4,
         timeout: float = 30.0,
         migrate: bool = True,
+        synchronous: str = "normal",
     ):
         self.path = str(path)
+        self.synchronous = _check_synchronous(synchronous)
         self.read_only = read_only
         self._auto_migrate = migrate  # False: open as is (for 'jiyi migrate --status')
         self._timeout = timeout
@@ -1130,7 +1269,7 @@ class SQLiteStore(Store):
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
         except sqlite3.Error as exc:
             conn.close()
             raise _map_error(exc, self.path) from exc
@@ -1291,7 +1430,15 @@ class SQLiteStore(Store):
             ListJobs: self._list_jobs,
             ClaimJobs: self._claim_jobs,
             DumpRows: self._dump_rows,
+            ScopeClock: self._scope_clock,
         }
+
+    def _scope_clock(self, op: ScopeClock) -> int:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT value FROM meta WHERE key = ?", (_clock_key(op.tenant_id, op.scope_key),)
+            ).fetchone()
+        return 0 if row is None else int(row[0])
 
     def _count_events(self, op: CountEvents) -> int:
         with self._read() as conn:
@@ -1409,6 +1556,7 @@ class SQLiteStore(Store):
             # Upserts and purges bump only their scope's version (see _bump_scope), and the
             # rows they touch are logged (scope_changes); bulk loads and clears change
             # everything at once.
+            _check_guards(conn, [c for c in op.changes if isinstance(c, Guard)])
             if any(isinstance(c, LoadRows | ClearRows) and "items" in _kinds(c) for c in op.changes):
                 conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'index_version'")
             for change in op.changes:
@@ -1418,6 +1566,8 @@ class SQLiteStore(Store):
 
     def _apply(self, conn: sqlite3.Connection, change: Change) -> None:
         match change:
+            case Guard():
+                pass  # checked before every other change (_check_guards)
             case Upsert():
                 self._upsert(conn, change)
             case Purge():
@@ -1587,7 +1737,10 @@ class SQLiteStore(Store):
 
     def _upsert(self, conn: sqlite3.Connection, change: Upsert) -> None:
         item = change.item
-        row = conn.execute("SELECT pk, tenant_id, scope_key FROM items WHERE id = ?", (item.id,)).fetchone()
+        # Ids are unique per tenant: another tenant's item of the same id is another item.
+        row = conn.execute(
+            "SELECT pk, scope_key FROM items WHERE tenant_id = ? AND id = ?", (item.tenant_id, item.id)
+        ).fetchone()
         values = _item_row(item)
         _bump_scope(conn, item.tenant_id, item.scope_key)
         if row is None:
@@ -1596,11 +1749,9 @@ class SQLiteStore(Store):
             )
             pk = cur.lastrowid
         else:
-            pk, tenant, old_scope = row
-            if tenant != item.tenant_id:
-                raise InvalidInput(f"id {item.id!r} is already taken; choose another id", field="id")
+            pk, old_scope = row
             if old_scope != item.scope_key:
-                _bump_scope(conn, tenant, old_scope)
+                _bump_scope(conn, item.tenant_id, old_scope)
             sets = ", ".join(f"{c.strip()} = ?" for c in _ITEM_COLUMNS.split(","))
             conn.execute(f"UPDATE items SET {sets} WHERE pk = ?", (*values, pk))
             conn.execute("DELETE FROM items_fts WHERE rowid = ?", (pk,))
@@ -1754,7 +1905,9 @@ class SQLiteStore(Store):
         doc = row["doc"]
         item = load_item(doc)
         values = (*_item_row(item)[:-2], doc, item.thread_id)
-        if conn.execute("SELECT 1 FROM items WHERE id = ?", (item.id,)).fetchone():
+        if conn.execute(
+            "SELECT 1 FROM items WHERE tenant_id = ? AND id = ?", (item.tenant_id, item.id)
+        ).fetchone():
             raise InvalidInput(f"cannot load item {item.id!r}: that id is already taken", field="id")
         cur = conn.execute(
             f"INSERT INTO items ({_ITEM_COLUMNS}) VALUES ({','.join('?' * len(values))})", values

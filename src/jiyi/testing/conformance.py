@@ -75,7 +75,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from jiyi.errors import InvalidInput, StoreError
+from jiyi.errors import InvalidInput, StoreError, WriteConflict
 from jiyi.model import MemoryItem, MemoryType, Relation, RelationType, Scope, Source, Status, Visibility
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
@@ -93,6 +93,7 @@ from jiyi.store.base import (
     GetItems,
     GetMessages,
     GetStats,
+    Guard,
     HistoryAction,
     HistoryEvent,
     KeywordHits,
@@ -108,6 +109,7 @@ from jiyi.store.base import (
     PutJob,
     RecordEvent,
     Retrieve,
+    ScopeClock,
     Store,
     ThreadLinks,
     Touch,
@@ -476,15 +478,30 @@ class StoreConformance:
         )
         assert get(store, a) == a
 
-    def test_upsert_of_an_id_owned_by_another_tenant_is_refused(self, store: Store) -> None:
-        a = make_item("tenant A owns this id", tenant_id="A")
-        put(store, a)
-        thief = make_item("tenant B wants it", id=a.id, tenant_id="B")
-        with pytest.raises(InvalidInput):
-            put(store, thief)
+    def test_the_same_id_in_two_tenants_is_two_items(self, store: Store) -> None:
+        """Ids are unique per tenant: another tenant can neither take nor probe an id."""
+        rng = np.random.default_rng(3)
+        a = make_item("tenant A owns this id apple", tenant_id="A")
+        b = make_item("tenant B has its own pear", id=a.id, tenant_id="B")
+        put(store, a, vectors=[unit(rng)])
+        put(store, b, vectors=[unit(rng)])
+        assert get(store, a) == a
+        assert get(store, b) == b
+        assert keyword_ids(store, "pear", tenant_id="A") == set()
+        assert keyword_ids(store, "pear", tenant_id="B") == {a.id}
+        b2 = b.evolve(content="tenant B changed its pear", version=2)
+        store.execute(Write((upsert(b2, action=HistoryAction.UPDATE, before=b), Touch("B", (a.id,), NOW))))
+        assert get(store, a) == a
+        assert [e.action for e in store.execute(GetHistory("A", a.id))] == [HistoryAction.ADD]
+        assert [e.action for e in store.execute(GetHistory("B", a.id))] == [
+            HistoryAction.ADD,
+            HistoryAction.UPDATE,
+        ]
+        assert len(store.execute(VectorsFor("A", MODEL, (a.id,)))) == 1
+        store.execute(Write((purge(b2, at=NOW),)))
         assert get(store, a) == a
         assert store.execute(GetItems("B", (a.id,))) == []
-        assert keyword_ids(store, "wants", tenant_id="B") == set()
+        assert keyword_ids(store, "apple", tenant_id="A") == {a.id}
 
     # ------------------------------------------------------------ replace
 
@@ -625,14 +642,14 @@ class StoreConformance:
         ]
         return existing, doomed, new, changes
 
-    def test_write_is_atomic_when_last_change_uses_another_tenants_id(self, store: Store) -> None:
-        foreign = make_item("foreign", tenant_id=OTHER_TENANT)
-        put(store, foreign)
+    def test_write_is_atomic_when_last_change_loads_a_taken_id(self, store: Store) -> None:
+        from jiyi.store.base import DumpRows, LoadRows
+
         existing, doomed, new, changes = self._atomicity_setup(store)
+        (row,) = [r for r in store.execute(DumpRows("items")).rows if r["id"] == existing.id]
         with pytest.raises(InvalidInput):
-            store.execute(Write((*changes, upsert(make_item("collides", id=foreign.id)))))
+            store.execute(Write((*changes, LoadRows("items", (row,)))))
         self._assert_untouched(store, existing, doomed, new)
-        assert get(store, foreign) == foreign
         # The store still works afterwards.
         store.execute(Write(tuple(changes)))
         assert get(store, new) == new
@@ -1230,11 +1247,10 @@ class StoreConformance:
             await store.aexecute(ListItems(flt(), cursor="garbage"))
 
     async def test_async_write_is_atomic(self, store: Store) -> None:
-        foreign = make_item("foreign", tenant_id=OTHER_TENANT)
-        await store.aexecute(Write((upsert(foreign),)))
         new = make_item("async newcomer")
+        bad = upsert(make_item("vector without model"), unit(np.random.default_rng(8)), model_id=None)
         with pytest.raises(InvalidInput):
-            await store.aexecute(Write((upsert(new), upsert(make_item("clash", id=foreign.id)))))
+            await store.aexecute(Write((upsert(new), bad)))
         assert await store.aexecute(GetItems(TENANT, (new.id,))) == []
 
     async def test_concurrent_writers_and_readers(self, store: Store) -> None:
@@ -1307,6 +1323,87 @@ class StoreConformance:
         assert len(store.execute(GetItems(TENANT, tuple(sorted(expected))))) == 400
         assert len(store.execute(VectorsFor(TENANT, MODEL, tuple(sorted(expected))))) == 400
         assert len(keyword_ids(store, "written")) == 50  # keyword_k caps; index is there
+
+    # ------------------------------------------------------------ guarded writes (ScopeClock / Guard)
+
+    def test_guarded_writes_advance_their_scope_clock_only(self, store: Store) -> None:
+        assert store.execute(ScopeClock(TENANT, "user:alice")) == 0
+        store.execute(Write((Guard(TENANT, "user:alice", 0), upsert(make_item("first guarded")))))
+        store.execute(Write((Guard(TENANT, "user:alice", 1), upsert(make_item("second guarded")))))
+        assert store.execute(ScopeClock(TENANT, "user:alice")) == 2
+        # Other scopes and other tenants keep their own clocks; unguarded writes leave them.
+        put(store, make_item("unguarded"))
+        assert store.execute(ScopeClock(TENANT, "user:alice")) == 2
+        assert store.execute(ScopeClock(TENANT, "user:bob")) == 0
+        assert store.execute(ScopeClock(OTHER_TENANT, "user:alice")) == 0
+        store.execute(Write((Guard(OTHER_TENANT, "user:alice", 0),)))
+        assert store.execute(ScopeClock(OTHER_TENANT, "user:alice")) == 1
+        assert store.execute(ScopeClock(TENANT, "user:alice")) == 2
+
+    @pytest.mark.parametrize("seen", [0, 1, 5])
+    def test_a_stale_guard_refuses_the_whole_write(self, store: Store, seen: int) -> None:
+        store.execute(Write((Guard(TENANT, "user:alice", 0),)))
+        store.execute(Write((Guard(TENANT, "user:alice", 1),)))
+        late = make_item("decided on a stale reading")
+        with pytest.raises(WriteConflict):
+            # The guard comes last here: it is still checked before anything is written.
+            store.execute(Write((upsert(late), RecordEvent("k", T0), Guard(TENANT, "user:alice", seen))))
+        assert get(store, late) is None
+        assert store.execute(CountEvents("k", T0)) == 0
+        assert store.execute(ScopeClock(TENANT, "user:alice")) == 2
+
+    def test_a_write_with_several_guards_needs_all_of_them(self, store: Store) -> None:
+        store.execute(Write((Guard(TENANT, "user:bob", 0),)))
+        item = make_item("two scopes")
+        with pytest.raises(WriteConflict):
+            store.execute(Write((Guard(TENANT, "user:alice", 0), Guard(TENANT, "user:bob", 0), upsert(item))))
+        assert get(store, item) is None
+        assert store.execute(ScopeClock(TENANT, "user:alice")) == 0
+        store.execute(Write((Guard(TENANT, "user:bob", 1), Guard(TENANT, "user:alice", 0), upsert(item))))
+        assert get(store, item) == item
+        assert [store.execute(ScopeClock(TENANT, k)) for k in ("user:alice", "user:bob")] == [1, 2]
+
+    async def test_guarded_writes_async(self, store: Store) -> None:
+        await store.aexecute(Write((Guard(TENANT, "user:alice", 0),)))
+        assert await store.aexecute(ScopeClock(TENANT, "user:alice")) == 1
+        with pytest.raises(WriteConflict):
+            await store.aexecute(Write((Guard(TENANT, "user:alice", 0), upsert(make_item("late")))))
+        assert await store.aexecute(ScopeClock(TENANT, "user:alice")) == 1
+
+    def test_racing_guarded_writers_decide_once(self, store: Store) -> None:
+        """16 threads each check for the item and add it if missing, else count one more
+        mention: with guards, exactly one adds and no mention is lost."""
+        barrier = threading.Barrier(16)
+        outcomes: list[str] = []
+        lock = threading.Lock()
+
+        def writer() -> None:
+            barrier.wait(timeout=30)
+            for _ in range(200):
+                seen = store.execute(ScopeClock(TENANT, "user:alice"))
+                found = store.execute(ListItems(flt(scope_keys=("user:alice",)))).items
+                if found:
+                    old = found[0]
+                    new = old.model_copy(update={"mention_count": old.mention_count + 1})
+                    change, outcome = upsert(new, action=HistoryAction.REINFORCE, before=old), "reinforce"
+                else:
+                    change, outcome = upsert(make_item("the one and only")), "add"
+                try:
+                    store.execute(Write((Guard(TENANT, "user:alice", seen), change)))
+                except WriteConflict:
+                    continue
+                with lock:
+                    outcomes.append(outcome)
+                return
+
+        threads = [threading.Thread(target=writer) for _ in range(16)]
+        for t in threads:
+            t.start()
+        _join(threads)
+        assert sorted(outcomes) == ["add"] + ["reinforce"] * 15
+        (item,) = store.execute(ListItems(flt(scope_keys=("user:alice",)))).items
+        assert item.mention_count == 16
+        assert store.execute(ScopeClock(TENANT, "user:alice")) == 16
 
     # ------------------------------------------------------------ close
 

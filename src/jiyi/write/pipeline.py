@@ -13,7 +13,13 @@ conversation) run the same named steps:
 5. **apply** (:func:`apply`): one place turns a decision into store changes, each with
    its history event; one reinforce rule (:func:`jiyi.write.gate.reinforced_confidence`).
 
-Everything one call decides is written in one transaction.
+Everything one call decides is written in one transaction. The neighbours → apply span is
+atomic per scope: the scope's clock (:class:`jiyi.store.base.ScopeClock`) is read before
+the neighbours, and the transaction carries a :class:`jiyi.store.base.Guard` on it; when
+another writer of the scope committed in between, the store refuses the write
+(:class:`jiyi.errors.WriteConflict`) and the steps from neighbours on run again on what
+is stored now. So concurrent identical adds — threads, processes or replicas — make one
+item, and the others reinforce it.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import numpy as np
 
 from jiyi.effects import Flow, call, embed
 from jiyi.embed.cached import embed_documents
-from jiyi.errors import InvalidInput
+from jiyi.errors import InvalidInput, WriteConflict
 from jiyi.items import change_event
 from jiyi.model import (
     MemoryItem,
@@ -47,9 +53,11 @@ from jiyi.store.base import (
     CountEvents,
     Filter,
     GetItems,
+    Guard,
     HistoryAction,
     RecordEvent,
     Retrieve,
+    ScopeClock,
     Upsert,
     Viewer,
     Write,
@@ -76,6 +84,11 @@ from jiyi.write.reconcile import Decision, Existing, ReconcileConfig, decide, re
 from jiyi.write.resources import Resources, is_resource
 
 log = logging.getLogger("jiyi.pipeline")
+
+GUARD_ATTEMPTS = 100
+"""How often a write decides again after losing a race in its scope. Every lost attempt
+means another writer of the scope committed, so only a scope with this many writers at
+once can exhaust it; then the caller gets :class:`~jiyi.errors.WriteConflict`."""
 
 __all__ = ["AddResult", "Applied", "Outcome", "add", "apply", "neighbours", "store_extracted"]
 
@@ -229,17 +242,27 @@ def _store_one(
     item = scrub_item(rt.gate, item)
     vectors, cache_put = yield from embed_documents(rt, [item.content])
     vector = vectors[0]
-    if infer:
-        decision, targets, best = yield from _reconcile_added(rt, item, vector, viewer)
-    else:
-        decision, targets, best = Decision("add", None, None, "stored as given (infer=False)"), {}, None
-    why = f"re-confirmed by: {item.content[:200]}" if decision.action == "reinforce" else decision.reason
-    done = yield from apply(rt, item, vector, decision, targets, why, actor)
     changes: list[Change] = [cache_put] if cache_put else []
     if automatic:
         assert item.session_id is not None
         changes.append(RecordEvent(rate_key(item.tenant_id, item.session_id), item.created_at))
-    yield from call(Write((*changes, *done.changes)))
+    for attempt in range(1, GUARD_ATTEMPTS + 1):
+        if infer:
+            seen = yield from call(ScopeClock(item.tenant_id, item.scope_key))
+            guard: tuple[Change, ...] = (Guard(item.tenant_id, item.scope_key, seen),)
+            decision, targets, best = yield from _reconcile_added(rt, item, vector, viewer)
+        else:
+            guard, targets, best = (), {}, None
+            decision = Decision("add", None, None, "stored as given (infer=False)")
+        why = f"re-confirmed by: {item.content[:200]}" if decision.action == "reinforce" else decision.reason
+        done = yield from apply(rt, item, vector, decision, targets, why, actor)
+        try:
+            yield from call(Write((*guard, *changes, *done.changes)))
+            break
+        except WriteConflict:
+            if attempt == GUARD_ATTEMPTS:
+                raise
+            log.debug("jiyi: scope %s changed during an add; deciding again", item.scope_key)
     # The duplicate rule's wording first ("no duplicate in scope", "duplicate of ..."), then
     # reconciliation's own reason.
     nearest = next(iter(targets), None)
@@ -479,24 +502,52 @@ def store_extracted(
         _log_refusals(outcomes)
         return outcomes
     vectors, cache_put = yield from embed_documents(rt, [text for _, text in passed])
-    changes: list[Change] = [*kept.changes, *([cache_put] if cache_put else [])]
     owner = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
-    pending: dict[str, MemoryItem] = {}
+    items: list[tuple[Extracted, MemoryItem, np.ndarray]] = []
     for (cand, text), vector in zip(passed, vectors, strict=True):
         # The turn (raw), the structure read off it and the metadata are redacted too.
         item = scrub_item(rt.gate, _extracted_item(cand, text, tenant, now, owner, turn_times, turn_names))
         source = kept.by_turn.get(cand.turn_index) if cand.turn_index is not None else None
         if source is not None:  # the fact links to what was said
             item = item.evolve(relations=(Relation(type=RelationType.DERIVED_FROM, target_id=source.id),))
+        items.append((cand, item, vector))
+    fixed: list[Change] = [*kept.changes, *([cache_put] if cache_put else [])]
+    for attempt in range(1, GUARD_ATTEMPTS + 1):
+        guards, decided, changes = yield from _decide_extracted(rt, items)
+        if session_id is not None and any(o.action != "none" for o in decided):
+            changes.append(RecordEvent(rate_key(tenant, session_id), now))  # one run, however many items
+        try:
+            yield from call(Write((*guards, *fixed, *changes)))
+            break
+        except WriteConflict:
+            if attempt == GUARD_ATTEMPTS:
+                raise
+            log.debug("jiyi: a scope changed while extracted memories were decided; deciding again")
+    outcomes += decided
+    _log_refusals(outcomes)
+    return outcomes
+
+
+def _decide_extracted(
+    rt: Runtime, items: Sequence[tuple[Extracted, MemoryItem, np.ndarray]]
+) -> Flow[tuple[list[Guard], list[Outcome], list[Change]]]:
+    """Reconcile and apply each candidate in turn, later ones seeing what earlier ones
+    changed; with a guard on each scope's clock, read before its neighbours were (see
+    :class:`jiyi.store.base.Guard`)."""
+    guards: dict[tuple[str, str], Guard] = {}
+    for _, item, _ in items:
+        key = (item.tenant_id, item.scope_key)
+        if key not in guards:
+            guards[key] = Guard(*key, (yield from call(ScopeClock(*key))))
+    changes: list[Change] = []
+    outcomes: list[Outcome] = []
+    pending: dict[str, MemoryItem] = {}
+    for cand, item, vector in items:
         done, why = yield from _reconcile_one(rt, cand, item, vector, pending)
         changes += done.changes
         pending.update(done.changed)
         outcomes.append(Outcome(cand, done.action, why, done.item_id, done.target_id))
-    if session_id is not None and any(o.action not in ("none", "rejected", "resource") for o in outcomes):
-        changes.append(RecordEvent(rate_key(tenant, session_id), now))  # one run, however many items
-    yield from call(Write(tuple(changes)))
-    _log_refusals(outcomes)
-    return outcomes
+    return list(guards.values()), outcomes, changes
 
 
 def _over_the_limit(
