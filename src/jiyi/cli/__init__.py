@@ -2,6 +2,7 @@
 
 Exit codes: 0 success, 1 refused or failed (one line on stderr says why), 2 usage error.
 Environment (read here, at the edge): ``JIYI_DB`` (store: a SQLite file or a store URL),
+``JIYI_REDIS_URL`` (an optional Redis every process shares),
 ``JIYI_EMBEDDER`` (embedder spec), ``JIYI_LLM``, ``JIYI_FILES``, ``JIYI_TENANT`` and the
 seed's ``MEMORY_*`` gate settings.
 
@@ -54,11 +55,20 @@ _GROUPS: tuple[Callable[[Subparsers], None], ...] = (
 
 
 def _global_options(parser: argparse.ArgumentParser) -> None:
+    from jiyi import __version__
+
+    parser.add_argument("--version", action="version", version=f"jiyi {__version__}")
     parser.add_argument(
         "--db",
         metavar="PATH|URL",
         help="store: a SQLite file, sqlite:///path.db or postgresql://user@host/db "
         "(default: $JIYI_DB or a per-user data dir)",
+    )
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        help="Redis shared by every process on the store (cache, rate limits, maintenance lease), "
+        "e.g. redis://127.0.0.1:6379/0; it must answer (default: $JIYI_REDIS_URL, else none)",
     )
     parser.add_argument(
         "--llm",

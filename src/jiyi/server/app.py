@@ -22,6 +22,9 @@ The routes live in :mod:`jiyi.server.routes`, one router per area; what they sha
 """
 
 import functools
+import os
+import socket
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
@@ -31,10 +34,11 @@ from jiyi.memory import AsyncMemory
 from jiyi.server import errors, web
 from jiyi.server.auth import LOOPBACK, ApiKeys
 from jiyi.server.deps import ServerState, known_tenants
-from jiyi.server.limits import BodySizeLimit, RateLimiter
+from jiyi.server.limits import BodySizeLimit, Limiter, RateLimiter
 from jiyi.server.metrics import Metrics, RequestMetrics
 from jiyi.server.routes import context, memories, probes, procedural, profile, sessions, tenant
 from jiyi.server.schedule import MaintenanceScheduler
+from jiyi.server.worker import JobWorker
 
 __all__ = ["LOOPBACK", "create_app"]
 
@@ -54,6 +58,8 @@ def create_app(
     start_worker: bool = False,
     metrics: bool = True,
     maintain_every: float | None = None,
+    redis: str | None = None,
+    replica: str | None = None,
 ) -> FastAPI:
     """The REST application over ``memory`` (which the caller opens and closes).
 
@@ -64,8 +70,11 @@ def create_app(
     :mod:`jiyi.server.metrics`); request ids and JSON request logs stay.
     ``maintain_every`` (seconds) runs the lifecycle pass for every tenant at start-up and
     then on that schedule (see :mod:`jiyi.server.schedule`); None leaves it to ``jiyi maintain``.
+    ``redis`` (a Redis URL) makes this app one of several replicas: the per-key rate limit
+    and the maintenance lease are shared through it (:mod:`jiyi.server.shared`).
+    ``replica`` names this process in job locks and leases (default ``host:pid:random``).
     """
-    state = _state(memory, keys, rate_limit_per_minute, maintain_every)
+    state = _state(memory, keys, rate_limit_per_minute, maintain_every, redis, replica)
     app = FastAPI(
         title="jiyi",
         summary="Long-term memory for LLM agents (Chinese and English).",
@@ -84,13 +93,29 @@ def create_app(
 
 
 def _state(
-    memory: AsyncMemory, keys: ApiKeys | None, rate_limit_per_minute: int | None, maintain_every: float | None
+    memory: AsyncMemory,
+    keys: ApiKeys | None,
+    rate_limit_per_minute: int | None,
+    maintain_every: float | None,
+    redis: str | None,
+    replica: str | None,
 ) -> ServerState:
-    limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
+    replica = replica or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+    limiter: Limiter | None = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
+    lease = client = None
+    if redis is not None:  # a replica: share the limit and the schedule (needs jiyi[redis])
+        from jiyi.server.shared import RedisLease, RedisRateLimiter, redis_client
+
+        client = redis_client(redis)
+        lease = RedisLease(client, owner=replica)
+        limiter = RedisRateLimiter(client, rate_limit_per_minute) if rate_limit_per_minute else None
     # the scheduler asks for the tenants on every pass: keys may be added while it runs
     tenants = functools.partial(known_tenants, keys)
-    scheduler = MaintenanceScheduler(memory, tenants, maintain_every) if maintain_every is not None else None
-    return ServerState(memory, keys, limiter, Metrics(memory, keys), scheduler)
+    scheduler = None
+    if maintain_every is not None:
+        scheduler = MaintenanceScheduler(memory, tenants, maintain_every, lease=lease)
+    worker = JobWorker(memory, f"serve-{replica}")
+    return ServerState(memory, keys, limiter, Metrics(memory, keys), scheduler, worker, client)
 
 
 def _lifespan(
@@ -98,8 +123,8 @@ def _lifespan(
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if start_worker:
-            state.memory.start_worker()
+        if start_worker and state.worker is not None:
+            state.worker.start()
         if state.scheduler is not None:
             state.scheduler.start()
         try:
@@ -107,6 +132,10 @@ def _lifespan(
         finally:
             if state.scheduler is not None:
                 await state.scheduler.stop()
+            if state.worker is not None:
+                await state.worker.stop()  # finishes or releases the job in hand
+            if state.redis is not None:
+                await state.redis.aclose()
 
     return lifespan
 

@@ -5,10 +5,20 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 
 from jiyi.model import MAX_ID_LENGTH, owner_scope
-from jiyi.server.deps import READ, WRITE, Mem, Reader, SessionId, Writer, member_writes, same_tenant
+from jiyi.server.deps import (
+    READ,
+    WRITE,
+    Mem,
+    Reader,
+    SessionId,
+    Writer,
+    member_writes,
+    same_tenant,
+    server_state,
+)
 from jiyi.server.schemas import (
     CheckpointRequest,
     CompactionOut,
@@ -29,7 +39,7 @@ CheckpointId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH)]
     responses=WRITE,
 )
 async def remember(
-    session_id: SessionId, body: RememberRequest, who: Writer, memory: Mem
+    session_id: SessionId, body: RememberRequest, who: Writer, memory: Mem, request: Request
 ) -> RememberResponse:
     same_tenant(who, body.tenant_id)
     # Extraction files what it finds under the broadest scope given (as store_extracted does).
@@ -43,6 +53,8 @@ async def remember(
         tenant_id=who.tenant,
         viewer=who.viewer,
     )
+    if (worker := server_state(request).worker) is not None:
+        worker.wake()  # extract now, not at the next poll
     compacted = None
     if (c := result.compacted) is not None:
         compacted = CompactionOut(
