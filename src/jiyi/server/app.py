@@ -31,7 +31,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from fastapi import FastAPI
 
 from jiyi.memory import AsyncMemory
-from jiyi.server import errors, web
+from jiyi.server import docs, errors, web
 from jiyi.server.auth import LOOPBACK, ApiKeys
 from jiyi.server.deps import ServerState, known_tenants
 from jiyi.server.limits import BodySizeLimit, Limiter, RateLimiter
@@ -81,6 +81,8 @@ def create_app(
         description=DESCRIPTION,
         version="1",
         lifespan=_lifespan(state, start_worker),
+        docs_url=None,  # served from bundled files by jiyi.server.docs (no CDN)
+        redoc_url=None,
     )
     app.state.jiyi = state
     app.state.maintenance = state.scheduler
@@ -147,3 +149,4 @@ def _include_routes(app: FastAPI, *, metrics: bool) -> None:
     for area in (memories, context, procedural, profile, sessions, tenant):
         app.include_router(area.router)
     web.install(app)  # GET / and /ui/: the web page, not in OpenAPI
+    docs.install(app)  # GET /docs and /redoc, offline
