@@ -47,6 +47,9 @@ CHROMIUM_ARGS = [
 ]
 EMBEDDER = "hash:256"
 TIMEOUT_MS = 10_000
+# Screenshots of what the tests saw, kept for a person to look at (build/ is not committed);
+# JIYI_WEB_SCREENSHOTS puts them elsewhere, e.g. where CI collects artefacts.
+SHOTS = Path(os.environ.get("JIYI_WEB_SCREENSHOTS") or Path(__file__).parent.parent / "build/web-screenshots")
 
 
 def _unavailable(reason: str) -> None:
@@ -205,6 +208,14 @@ def seeded(servers: tuple[Server, Server]) -> Seeded:
             project_id="plat",
             memory_type="decision",
         )
+        # a fact that changed: the newer statement supersedes the older one
+        out.ids["coffee-old"] = _add(c, "我喜欢喝咖啡", user_id="dan", memory_type="preference")["id"]
+        r = c.post(
+            "/v1/memories",
+            json={"content": "我不喜欢喝咖啡了", "user_id": "dan", "memory_type": "preference"},
+        )
+        assert r.status_code == 201 and r.json()["decision"]["action"] == "supersede", r.text
+        out.ids["coffee-new"] = r.json()["item"]["id"]
     with keyed.client() as c:
         out.ids["keyed"] = _add(c, "Carol's team reviews code every afternoon", user_id="carol")["id"]
     return out
@@ -260,6 +271,20 @@ class UI:
 
     def wait_idle(self) -> None:
         self.page.wait_for_function("() => !document.body.hasAttribute('aria-busy')")
+
+    def shot(self, name: str) -> None:
+        """Keep a screenshot of the whole page as a test artefact: the window is made tall
+        enough for the detail pane (which scrolls on its own) to show in full."""
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        size = self.page.viewport_size or {"width": 1280, "height": 720}
+        tall = self.page.evaluate(
+            "Math.max(document.documentElement.scrollHeight, document.querySelector('#detail').scrollHeight + 260)"
+        )
+        self.page.set_viewport_size({"width": size["width"], "height": min(int(tall), 6000)})
+        try:
+            self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+        finally:
+            self.page.set_viewport_size(size)
 
     def check(self) -> None:
         bad = [u for u in self.requests if urlsplit(u).hostname != "127.0.0.1"]
@@ -399,6 +424,7 @@ def test_list_filter_page_and_search(ui: UI, seeded: Seeded) -> None:
     p.locator("#result-list .item-link").first.focus()
     p.keyboard.press("Enter")
     p.locator("#detail-content").wait_for()
+    ui.wait_idle()
     assert p.inner_text("#detail-content") == "Alice prefers green tea in the morning"
     assert p.evaluate("document.activeElement.id") == "detail-title"
 
@@ -554,25 +580,44 @@ def test_api_key_is_asked_for_kept_per_tab_and_sent(keyed_ui: UI, seeded: Seeded
     ui = keyed_ui
     p = ui.page
     ui.expect_http_errors(401)
-    ui.goto("/")
+    ui.goto("/ui/#/memories?user_id=carol")  # a deep link, opened before the key is known
     text = ui.notice()
     assert text.startswith("API key needed: missing API key") and "enter an API key" in text
     assert p.evaluate("document.activeElement.id") == "api-key"
+    # the page learnt from a 401 that this server needs a key, and says so
+    assert "needs a key" in p.inner_text("#key-state")
+    placeholder = p.get_attribute("#api-key", "placeholder") or ""
+    assert "required" in placeholder and "not needed" not in placeholder
+    ui.wait_idle()
+    ui.shot("key-needed")
+
+    # a wrong key is refused, and said to be
+    p.fill("#api-key", "jiyi_wrong.key")
+    p.press("#api-key", "Enter")
+    assert ui.notice().startswith("API key needed")
+    ui.wait_idle()
+    assert "refused" in p.inner_text("#key-state")
+
+    # the right key: the view loads at once, with no click and no reload
     assert ui.server.key
     p.fill("#api-key", ui.server.key)
     p.press("#api-key", "Enter")
-    assert p.evaluate("sessionStorage.getItem('jiyi.apiKey')") == ui.server.key
-    assert p.input_value("#api-key") == ""  # not left on screen
-    p.click("#list-btn")
+    p.locator("#result-list li").first.wait_for()
     ui.wait_idle()
     assert ui.rows() == ["Carol's team reviews code every afternoon"]
+    assert p.input_value("#f-user") == "carol" and "user carol" in p.inner_text("#results-note")
+    assert p.evaluate("sessionStorage.getItem('jiyi.apiKey')") == ui.server.key
+    assert p.input_value("#api-key") == ""  # not left on screen
+    assert "accepted" in p.inner_text("#key-state")
     assert p.locator("#notice").is_hidden()
     sent = [h for u, h in zip(ui.requests, ui.headers, strict=True) if "/v1/" in u]
     assert sent[-1].get("x-api-key") == ui.server.key
+    ui.shot("key-accepted")
 
     # a reload keeps the key for this tab
     p.reload()
     p.locator("#result-list li").first.wait_for()
+    ui.wait_idle()
     assert "a key is set" in p.inner_text("#key-state")
 
     # forgetting it: the next call is refused again
@@ -580,6 +625,231 @@ def test_api_key_is_asked_for_kept_per_tab_and_sent(keyed_ui: UI, seeded: Seeded
     assert p.evaluate("sessionStorage.getItem('jiyi.apiKey')") is None
     p.click("#list-btn")
     assert ui.notice().startswith("API key needed")
+    ui.wait_idle()
+    assert "needs a key" in p.inner_text("#key-state")
+
+
+def test_key_box_on_a_server_without_keys(ui: UI, seeded: Seeded) -> None:
+    p = ui.page
+    ui.goto("/")
+    ui.wait_idle()
+    assert p.inner_text("#key-state") == "this server needs no key"
+    assert p.get_attribute("#api-key", "placeholder") == "not needed on this server"
+    assert p.locator("#notice").is_hidden()
+
+
+def _why(p: Page, nth: int = 0) -> dict[str, str]:
+    li = p.locator("#result-list > li").nth(nth)
+    return {x.get_attribute("data-signal") or "": x.inner_text() for x in li.locator("ul.why > li").all()}
+
+
+def test_search_explains_every_hit_and_cuts_what_is_irrelevant(ui: UI, seeded: Seeded) -> None:
+    p = ui.page
+    ui.goto("/ui/#/memories?user_id=alice")
+    ui.wait_idle()
+    p.fill("#q", "green tea")
+    p.press("#q", "Enter")
+    ui.wait_idle()
+    # the relevance cut is on by default: the other memories of alice are not listed
+    assert ui.rows() == ["Alice prefers green tea in the morning"]
+    assert "relevance of 50% or more" in p.inner_text("#results-note")
+    why = _why(p)
+    assert why["relevance"].startswith("Relevance ") and "answers the query" in why["relevance"]
+    assert why["vector"].startswith("Meaning: vector similarity 0.")
+    assert why["keywords"].startswith("Words: shares words with the query")
+    assert "100% of the query's words" in why["keywords"]
+    assert (
+        why["score"].startswith("Rank score ")
+        and "match +" in why["score"]
+        and "confidence +" in why["score"]
+    )
+    # readable, not the breakdown's raw keys
+    assert not re.search(
+        r"contribution\.|keyword_bm25|similarity\.|relevance\.", p.inner_text("#result-list")
+    )
+    ui.shot("search-explained")
+
+    # "show everything" turns the cut off: weaker hits come back, each still explained
+    p.check("#f-all")
+    p.press("#q", "Enter")
+    ui.wait_idle()
+    rows = ui.rows()
+    assert rows[0] == "Alice prefers green tea in the morning" and len(rows) == 4
+    assert "Everything is shown" in p.inner_text("#results-note")
+    assert all(_why(p, i)["relevance"] for i in range(len(rows)))
+    assert "does not answer the query" in _why(p, len(rows) - 1)["relevance"]
+    # "any status" is every status, as in the list: the archived memory is among them
+    assert "Alice used to live in Shanghai before 2020" in rows
+    p.select_option("#f-status", "active")
+    p.press("#q", "Enter")
+    ui.wait_idle()
+    assert "Alice used to live in Shanghai before 2020" not in ui.rows() and len(ui.rows()) == 3
+    p.select_option("#f-status", "")
+    p.uncheck("#f-all")
+
+    # a query that names a time: the time signal is explained
+    p.fill("#q", "what did Alice drink last week")
+    p.press("#q", "Enter")
+    ui.wait_idle()
+    assert ui.rows(), "the cut keeps something for this query"
+    assert _why(p)["time"].startswith("Time: ")
+
+    # a question nothing answers: no rows, and the page says why
+    p.fill("#q", "量子计算机的冷却系统")
+    p.press("#q", "Enter")
+    ui.wait_idle()
+    assert ui.rows() == []
+    assert "Nothing relevant is remembered" in p.inner_text("#results-note")
+
+
+def test_any_status_means_every_status_in_list_and_search(ui: UI, seeded: Seeded) -> None:
+    p = ui.page
+    ui.goto("/ui/#/memories?user_id=alice")
+    p.locator("#result-list li").first.wait_for()
+    ui.wait_idle()
+    assert p.input_value("#f-status") == ""
+    assert "any status (active, archived, superseded)" in p.inner_text("#f-status")
+    assert "Alice used to live in Shanghai before 2020" in ui.rows()
+    p.fill("#q", "Shanghai")
+    p.press("#q", "Enter")
+    ui.wait_idle()
+    assert ui.rows() == ["Alice used to live in Shanghai before 2020"]
+
+
+def test_deep_links_load_their_data_on_first_paint(ui: UI, seeded: Seeded) -> None:
+    p = ui.page
+    ui.goto("/ui/#/memories?user_id=bob")
+    p.locator("#result-list li").first.wait_for()
+    ui.wait_idle()
+    assert p.input_value("#f-user") == "bob"
+    assert len(ui.rows()) == 12 and all(r.startswith("Bob's build note") for r in ui.rows())
+
+    # view, user, query and item in one address: the list is the search, the item is open
+    tea = seeded.ids["tea"]
+    ui.goto(f"/ui/?fresh=1#/memories/{tea}?user_id=alice&q=green%20tea")
+    p.wait_for_function("() => !document.querySelector('#detail-body').hidden")
+    ui.wait_idle()
+    assert p.inner_text("#detail-content") == "Alice prefers green tea in the morning"
+    assert ui.rows() == ["Alice prefers green tea in the morning"]
+    assert _why(p)["relevance"].startswith("Relevance")
+    assert p.locator("#result-list .item-link[aria-current='true']").count() == 1
+    ui.shot("deep-link-item")
+
+    # a search made on the page becomes the address, so it can be shared
+    p.fill("#q", "西湖")
+    p.press("#q", "Enter")
+    ui.wait_idle()
+    assert "user_id=alice" in p.url and "q=%E8%A5%BF%E6%B9%96" in p.url
+
+    ui.goto("/ui/?fresh=2#/profile?user_id=pat")
+    p.locator("#profile-body").wait_for()
+    ui.wait_idle()
+    assert p.inner_text("#profile-caption") == "Profile of user pat"
+
+    ui.goto("/ui/?fresh=3#/stats?user_id=dan")
+    ui.wait_idle()
+    assert p.inner_text("#stat-total") == "2" and p.input_value("#f-user") == "dan"
+
+    ui.goto("/ui/?fresh=4#/context?user_id=alice&query=green%20tea")
+    p.locator("#context-body").wait_for()
+    ui.wait_idle()
+    assert "green tea" in p.inner_text("#context-text")
+
+
+def test_context_view_shows_what_the_agent_receives(ui: UI, seeded: Seeded) -> None:
+    p = ui.page
+    ui.goto("/ui/#/context")
+    ui.wait_idle()
+    p.click("#context-btn")
+    assert "Enter the query" in ui.notice()
+    assert p.evaluate("document.activeElement.id") == "c-query"
+
+    p.fill("#f-user", "alice")
+    p.fill("#c-query", "What does Alice like to drink?")
+    p.press("#c-query", "Enter")
+    p.locator("#context-body").wait_for()
+    ui.wait_idle()
+    m = re.fullmatch(r"(\d+) of (\d+)", p.inner_text("#ctx-tokens"))
+    assert m and m.group(2) == "1500" and 0 < int(m.group(1)) <= 1500
+    assert "Alice prefers green tea in the morning" in p.inner_text("#context-text")
+    entries = p.locator("#context-entries > li")
+    assert entries.count() == int(p.inner_text("#ctx-entries")) > 0
+    tea = p.locator(f"#context-entries a[href='#/memories/{seeded.ids['tea']}']")
+    assert tea.count() == 1 and tea.inner_text() == seeded.ids["tea"]
+    sources = {r.get_attribute("data-source") for r in p.locator("#context-source-rows tr").all()}
+    assert "semantic" in sources
+    assert "query=What+does+Alice" in p.url and "user_id=alice" in p.url
+    ui.shot("context")
+
+    # a tight budget leaves entries out, and the page says how many
+    p.fill("#c-budget", "12")
+    p.press("#c-query", "Enter")
+    ui.wait_idle()
+    assert int(p.inner_text("#ctx-dropped")) > 0
+    kept = [int(x) for x in re.findall(r" (\d+) tokens", p.inner_text("#context-entries"))]
+    assert sum(kept) <= 12
+    # the entries fit; the assembled text may not (its headings), and the page says so
+    used = int(p.inner_text("#ctx-tokens").split(" of ")[0])
+    assert used <= 12 or f"(over by {used - 12})" in p.inner_text("#ctx-tokens")
+
+    # an entry's link opens the memory
+    p.fill("#c-budget", "1500")
+    p.press("#c-query", "Enter")
+    ui.wait_idle()
+    p.locator(f"#context-entries a[href='#/memories/{seeded.ids['tea']}']").click()
+    p.wait_for_function("() => !document.querySelector('#detail-body').hidden")
+    assert p.inner_text("#detail-content") == "Alice prefers green tea in the morning"
+
+
+def test_timeline_of_a_fact_across_versions(ui: UI, seeded: Seeded) -> None:
+    p = ui.page
+    old, new = seeded.ids["coffee-old"], seeded.ids["coffee-new"]
+    # in a search, the replaced statement ranks below its replacement and says why
+    ui.goto("/ui/#/memories?user_id=dan&q=%E5%92%96%E5%95%A1&all=1")
+    p.locator("#result-list li").first.wait_for()
+    ui.wait_idle()
+    assert p.is_checked("#f-all")
+    assert ui.rows() == ["我不喜欢喝咖啡了", "我喜欢喝咖啡"]
+    assert _why(p, 1)["superseded"].startswith("Superseded: a newer statement replaced it")
+
+    ui.goto(f"/ui/?fresh=1#/memories/{old}")
+    p.wait_for_function("() => !document.querySelector('#detail-body').hidden")
+    ui.wait_idle()
+    assert "superseded" in p.inner_text("#detail-title")
+    # the superseded statement links to its replacement
+    lineage = p.locator("#lineage")
+    assert lineage.is_visible() and lineage.inner_text().startswith("Replaced by “我不喜欢喝咖啡了”")
+    assert lineage.locator("a").get_attribute("href") == f"#/memories/{new}"
+    events = p.locator("#history > li.event")
+    actions = [(e.get_attribute("data-item"), e.get_attribute("data-action")) for e in events.all()]
+    # newest first, both statements' events together, ending with the first statement's creation
+    assert actions[-1] == (old, "add")
+    assert (old, "supersede") in actions and (new, "add") in actions
+    sup = p.locator(f"#history li.event[data-action='supersede'][data-item='{old}']")
+    assert "Superseded: a newer statement replaced it" in sup.inner_text()
+    assert f"superseded by {new}" in sup.locator("ul.diff").inner_text()
+    assert "Why: rule d (opposite polarity)" in sup.inner_text()
+    assert " · by " in sup.locator(".event-head").inner_text()
+    assert sup.locator(".replaced-by a").get_attribute("href") == f"#/memories/{new}"
+    other = p.locator(f"#history li.event.other[data-item='{new}']")
+    assert other.count() == 1 and "The statement “我不喜欢喝咖啡了” was added" in other.inner_text()
+    ui.shot("timeline-superseded")
+
+    # the replacement: edit it; its timeline holds the edit with its reason, and the old fact
+    sup.locator(".replaced-by a").click()
+    p.wait_for_function("() => document.querySelector('#detail-content').textContent === '我不喜欢喝咖啡了'")
+    ui.wait_idle()
+    assert p.inner_text("#lineage").startswith("Replaces “我喜欢喝咖啡”")
+    p.fill("#e-content", "我不喜欢喝咖啡了，现在只喝茶")
+    p.fill("#e-reason", "补充现在喝什么")
+    p.click("#save-btn")
+    ui.wait_idle()
+    events = p.locator("#history > li.event")
+    first = events.first
+    assert first.get_attribute("data-action") == "update" and first.get_attribute("data-item") == new
+    assert "Why: 补充现在喝什么" in first.inner_text() and "Edited" in first.inner_text()
+    assert {e.get_attribute("data-item") for e in events.all()} == {old, new}
+    ui.shot("timeline-replacement")
 
 
 def _profile_row(p: Page, name: str) -> tuple[str, str]:
@@ -637,8 +907,11 @@ def test_profile_panel_shows_sources_and_sets_fields(ui: UI, seeded: Seeded) -> 
     ui.wait_idle()
     assert _profile_row(p, "profession") == ("数据工程师", "aggregated")
 
-    # evidence links open the memory behind a value
-    p.locator("#profile-rows tr[data-field='profession'] td.evidence a").first.click()
+    # evidence links open the memory behind a value: full ids, not cut short
+    evidence = p.locator("#profile-rows tr[data-field='profession'] td.evidence a").first
+    assert evidence.inner_text() == seeded.ids["pat-job"]
+    ui.shot("profile")
+    evidence.click()
     p.wait_for_function("() => !document.querySelector('#detail-body').hidden")
     ui.wait_idle()
     assert p.url.endswith(f"#/memories/{seeded.ids['pat-job']}")

@@ -11,7 +11,7 @@ from jiyi.model import MAX_ID_LENGTH, owner_scope
 from jiyi.server.deps import (
     READ,
     WRITE,
-    Mem,
+    Mine,
     Reader,
     SessionId,
     Writer,
@@ -39,7 +39,7 @@ CheckpointId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH)]
     responses=WRITE,
 )
 async def remember(
-    session_id: SessionId, body: RememberRequest, who: Writer, memory: Mem, request: Request
+    session_id: SessionId, body: RememberRequest, who: Writer, memory: Mine, request: Request
 ) -> RememberResponse:
     same_tenant(who, body.tenant_id)
     # Extraction files what it finds under the broadest scope given (as store_extracted does).
@@ -50,8 +50,6 @@ async def remember(
         user_id=body.user_id,
         project_id=body.project_id,
         agent_id=body.agent_id,
-        tenant_id=who.tenant,
-        viewer=who.viewer,
     )
     if (worker := server_state(request).worker) is not None:
         worker.wake()  # extract now, not at the next poll
@@ -71,10 +69,10 @@ async def remember(
 async def session_messages(
     session_id: SessionId,
     who: Reader,
-    memory: Mem,
+    memory: Mine,
     last: Annotated[int | None, Query(ge=1, le=100_000, description="Only the last N")] = None,
 ) -> list[Message]:
-    return await memory.messages(session_id, tenant_id=who.tenant, last=last, viewer=who.viewer)
+    return await memory.messages(session_id, last=last)
 
 
 @router.post(
@@ -84,7 +82,7 @@ async def session_messages(
     responses=WRITE,
 )
 async def save_checkpoint(
-    session_id: SessionId, body: CheckpointRequest, who: Writer, memory: Mem
+    session_id: SessionId, body: CheckpointRequest, who: Writer, memory: Mine
 ) -> Checkpoint:
     same_tenant(who, body.tenant_id)
     return await memory.save_checkpoint(
@@ -94,8 +92,6 @@ async def save_checkpoint(
         pending_tool_calls=body.pending_tool_calls,
         label=body.label,
         metadata=body.metadata,
-        tenant_id=who.tenant,
-        viewer=who.viewer,
     )
 
 
@@ -105,9 +101,9 @@ async def save_checkpoint(
     responses=READ,
 )
 async def list_checkpoints(
-    session_id: SessionId, who: Reader, memory: Mem, limit: Annotated[int, Query(ge=1, le=1000)] = 50
+    session_id: SessionId, who: Reader, memory: Mine, limit: Annotated[int, Query(ge=1, le=1000)] = 50
 ) -> list[Checkpoint]:
-    return await memory.list_checkpoints(session_id, limit=limit, tenant_id=who.tenant, viewer=who.viewer)
+    return await memory.list_checkpoints(session_id, limit=limit)
 
 
 @router.post(
@@ -119,9 +115,7 @@ async def restore_checkpoint(
     session_id: SessionId,
     checkpoint_id: CheckpointId,
     who: Writer,
-    memory: Mem,
+    memory: Mine,
     replace_messages: bool = True,
 ) -> Checkpoint:
-    return await memory.restore_checkpoint(
-        session_id, checkpoint_id, replace_messages=replace_messages, tenant_id=who.tenant, viewer=who.viewer
-    )
+    return await memory.restore_checkpoint(session_id, checkpoint_id, replace_messages=replace_messages)

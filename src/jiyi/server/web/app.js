@@ -8,6 +8,9 @@
   const STATUSES = ["active", "archived", "superseded"];
   const SCOPES = ["user_id", "project_id", "session_id", "agent_id"];
   const KEY_STORE = "jiyi.apiKey";
+  // the library's recommended cut (jiyi.read.rank.RECOMMENDED_MIN_RELEVANCE): below it a hit
+  // does not answer the query, however it ranks
+  const MIN_RELEVANCE = 0.5;
   // fields whose change every edit makes; the history shows the others
   const ALWAYS_CHANGING = new Set(["updated_at", "version"]);
 
@@ -140,7 +143,12 @@
     $("notice-text").textContent = describe(err);
     $("notice").hidden = false;
     $("status").textContent = "";
-    if (err instanceof ApiFailure && err.status === 401) $("api-key").focus();
+    if (err instanceof ApiFailure && err.status === 401) {
+      // a key revoked or forgotten since the page last asked: the key box says so too
+      keyState = apiKey() ? "refused" : "needed";
+      refreshKeyState();
+      $("api-key").focus();
+    }
   }
 
   function showNotice(text) {
@@ -161,7 +169,7 @@
 
   // A newer load of the same view makes an older one stale: its answer is dropped, so a
   // slow first response cannot overwrite a fast second one.
-  const generation = { list: 0, detail: 0, stats: 0, profile: 0 };
+  const generation = { list: 0, detail: 0, stats: 0, profile: 0, context: 0 };
   function ticket(view) {
     const mine = ++generation[view];
     return () => generation[view] === mine;
@@ -217,6 +225,103 @@
 
   const list = { mode: "list", cursor: null, count: 0, ids: {}, query: {} };
 
+  function pct(v) {
+    return `${Math.round(v * 100)}%`;
+  }
+
+  /** Why a search hit was found, as [signal, sentence] pairs, from its ``breakdown``. */
+  function explanation(hit) {
+    const b = hit.breakdown || {};
+    const num = (k) => (typeof b[k] === "number" ? b[k] : 0);
+    return [
+      ...relevanceLine(hit, num),
+      ...evidenceLines(b, num),
+      ...adjustmentLines(b, num),
+      ["score", scoreSentence(hit.score, b)],
+    ];
+  }
+
+  function relevanceLine(hit, num) {
+    if (typeof hit.relevance !== "number") return [];
+    const verdict =
+      hit.relevance >= MIN_RELEVANCE
+        ? "answers the query"
+        : `probably does not answer the query (below ${pct(MIN_RELEVANCE)})`;
+    const cut = num("min_relevance");
+    const applied = cut > 0 ? `the search kept hits from ${pct(cut)} up` : "no relevance cut was applied";
+    return [["relevance", `Relevance ${pct(hit.relevance)}: ${verdict}; ${applied}`]];
+  }
+
+  /** The evidence behind the match: meaning, words, time, neighbouring turns. */
+  function evidenceLines(b, num) {
+    const out = [["vector", `Meaning: vector similarity ${num("cosine").toFixed(2)} to the query`]];
+    const bm25 = num("keyword_bm25");
+    const coverage = "relevance.coverage" in b ? `, ${pct(num("relevance.coverage"))} of the query's words` : "";
+    out.push([
+      "keywords",
+      bm25 > 0 ? `Words: shares words with the query (BM25 ${bm25.toFixed(2)}${coverage})` : "Words: no word of the query",
+    ]);
+    if (num("query.time_windows") > 0) {
+      const inside = num("similarity.time") > 0 || num("relevance.time") > 0;
+      out.push(["time", `Time: ${inside ? "within" : "outside"} the time the query names`]);
+    }
+    if (Math.max(num("cosine.neighbours"), num("keyword_bm25.neighbours"), num("similarity.neighbours")) > 0) {
+      const vec = num("cosine.neighbours").toFixed(2);
+      const kw = num("keyword_bm25.neighbours").toFixed(2);
+      out.push(["neighbours", `Neighbours: the turns around it also match (vector ${vec}, BM25 ${kw})`]);
+    }
+    return out;
+  }
+
+  /** What moved the score besides the match: recency, a re-ranker, replacement. */
+  function adjustmentLines(b, num) {
+    const out = [];
+    if ("contribution.recency_boost" in b) {
+      out.push(["recency", `Recency: recently used or changed, ${signed(num("contribution.recency_boost"))} to the score`]);
+    }
+    if ("contribution.decay" in b) {
+      out.push(["recency", `Recency: fades with age, ${signed(num("contribution.decay"))} to the score`]);
+    }
+    if ("rerank.raw" in b) {
+      const before = num("rerank.similarity_before").toFixed(2);
+      out.push(["rerank", `Re-ranker: ${num("rerank.normalised").toFixed(2)} on its 0–1 scale (similarity was ${before})`]);
+    }
+    if (num("contribution.superseded") < 0) {
+      const v = signed(num("contribution.superseded"));
+      out.push(["superseded", `Superseded: a newer statement replaced it, so its match counts less (${v})`]);
+    }
+    if (num("contribution.replaced") < 0) {
+      const v = signed(num("contribution.replaced"));
+      out.push(["replaced", `Replaced: kept just below the memory that replaced it (${v})`]);
+    }
+    return out;
+  }
+
+  function signed(v) {
+    return (v >= 0 ? "+" : "−") + Math.abs(v).toFixed(2);
+  }
+
+  // names of the score's parts (contribution.* in the breakdown)
+  const PARTS = {
+    similarity: "match",
+    importance_boost: "importance",
+    decay: "recency",
+    recency_boost: "recency",
+  };
+
+  function scoreSentence(score, b) {
+    const parts = Object.entries(b)
+      .filter(([k]) => k.startsWith("contribution."))
+      .map(([k, v]) => `${PARTS[k.slice(13)] || k.slice(13).replaceAll("_", " ")} ${signed(v)}`);
+    return `Rank score ${fmtNumber(score)}` + (parts.length ? ` = ${parts.join(", ")}` : "");
+  }
+
+  function whyList(hit) {
+    const ul = el("ul", { className: "why", "aria-label": "Why this was found" });
+    for (const [signal, text] of explanation(hit)) ul.append(el("li", { dataset: { signal } }, text));
+    return ul;
+  }
+
   function itemMeta(item, score) {
     const meta = el("span", { className: "meta" });
     meta.append(
@@ -235,9 +340,10 @@
     return item[item.scope + "_id"] || "";
   }
 
-  function resultRow(item, score) {
+  function resultRow(item, hit) {
     const link = el("a", { href: memoryHref(item.id), className: "item-link" }, shorten(item.content, 240));
-    const li = el("li", { dataset: { id: item.id } }, link, itemMeta(item, score));
+    const li = el("li", { dataset: { id: item.id } }, link, itemMeta(item, hit ? hit.score : undefined));
+    if (hit) li.append(whyList(hit));
     if (current && current.id === item.id) link.setAttribute("aria-current", "true");
     return li;
   }
@@ -280,6 +386,7 @@
       `Memories (${list.count}${list.cursor ? "+" : ""})`,
       `Newest first, in ${scopeLabel(ids)}.` + (list.count ? "" : " Nothing here yet."),
     );
+    if (!append) syncAddress("memories");
     say(`${list.count} memories shown${list.cursor ? "; more available" : ""}.`);
   }
 
@@ -295,27 +402,36 @@
     }
     const type = $("f-type").value;
     const status = $("f-status").value;
+    const everything = $("f-all").checked;
     const body = {
       query: text,
       ...ids,
       memory_types: type ? [type] : [],
-      statuses: status ? [status] : [],
+      // "any status" means every status, as in the list (the API's default is active only)
+      statuses: status ? [status] : STATUSES,
       limit: Number($("f-limit").value),
+      explain: true,
     };
+    if (!everything) body.min_relevance = MIN_RELEVANCE;
     say("Searching…");
     const latest = ticket("list");
     const res = await api("POST", "v1/memories/search", { body });
     if (!latest()) return;
     const ol = clear($("result-list"));
-    for (const hit of res.hits) ol.append(resultRow(hit.item, hit.score));
+    for (const hit of res.hits) ol.append(resultRow(hit.item, hit));
     list.mode = "search";
     list.cursor = null;
     list.count = res.hits.length;
     $("more-btn").hidden = true;
+    const cut = everything
+      ? " Everything is shown, however weak the match."
+      : ` Only hits with relevance of ${pct(MIN_RELEVANCE)} or more.`;
+    const none = everything ? " No match." : " Nothing relevant is remembered; tick “Show everything” to see the closest matches.";
     setResultsTitle(
       `Search results (${res.hits.length})`,
-      `Best first for “${shorten(text, 80)}” in ${scopeLabel(ids)}.` + (res.hits.length ? "" : " No match."),
+      `Best first for “${shorten(text, 80)}” in ${scopeLabel(ids)}.` + cut + (res.hits.length ? "" : none),
     );
+    syncAddress("memories");
     say(`${res.hits.length} results.`);
   }
 
@@ -433,37 +549,125 @@
     return out;
   }
 
-  function show(v) {
+  function show(v, key) {
     if (v === undefined || v === null) return "—";
+    if (key === "relations" && Array.isArray(v)) {
+      // "superseded by 91f2…" reads better than the JSON of the relation
+      return v.length ? v.map((r) => `${String(r.type).replaceAll("_", " ")} ${r.target_id}`).join("; ") : "none";
+    }
     return typeof v === "string" ? shorten(v, 300) : shorten(JSON.stringify(v), 300);
   }
 
-  async function renderHistory(id) {
-    const events = await api("GET", `v1/memories/${encodeURIComponent(id)}/history`);
-    const ol = clear($("history"));
-    for (const ev of events.slice().reverse()) {
-      const head = el(
-        "p",
-        { className: "event-head" },
-        el("strong", {}, ev.action),
-        ` · version ${ev.version} · `,
-        el("time", { dateTime: ev.at, title: ev.at }, when(ev.at)),
-        ev.actor ? ` · by ${ev.actor}` : "",
-      );
-      const li = el("li", { className: "event", dataset: { action: ev.action, version: String(ev.version) } }, head);
-      if (ev.reason) li.append(el("p", { className: "reason" }, ev.reason));
-      if (ev.before && ev.after) {
-        const diff = changes(ev.before, ev.after);
-        if (diff.length) {
-          const ul = el("ul", { className: "diff" });
-          for (const [key, a, b] of diff) {
-            ul.append(el("li", {}, el("code", {}, key), ": ", el("del", {}, show(a)), " → ", el("ins", {}, show(b))));
-          }
-          li.append(ul);
-        }
-      } else if (ev.after) {
-        li.append(el("p", { className: "diff" }, "content: ", el("ins", {}, show(ev.after.content))));
+  const ACTIONS = {
+    add: "added",
+    import: "imported",
+    update: "edited",
+    merge: "merged with a similar statement",
+    reinforce: "confirmed again",
+    supersede: "superseded: a newer statement replaced it",
+    archive: "archived",
+    restore: "restored",
+    delete: "deleted",
+  };
+  const CHAIN_LIMIT = 20; // statements followed along supersedes links, each way together
+
+  function relTargets(item, type) {
+    return (item.relations || []).filter((r) => r.type === type).map((r) => r.target_id);
+  }
+
+  function shortLink(item) {
+    return el("a", { href: memoryHref(item.id) }, `“${shorten(item.content, 80)}”`);
+  }
+
+  /** The statements this fact went through: ``item`` and what it replaced and was replaced by. */
+  async function factChain(item) {
+    const chain = new Map([[item.id, item]]);
+    const todo = [...relTargets(item, "supersedes"), ...relTargets(item, "superseded_by")];
+    while (todo.length && chain.size < CHAIN_LIMIT) {
+      const id = todo.shift();
+      if (chain.has(id)) continue;
+      let other;
+      try {
+        other = await api("GET", "v1/memories/" + encodeURIComponent(id));
+      } catch (err) {
+        if (err instanceof ApiFailure && err.status === 404) continue; // deleted since
+        throw err;
       }
+      chain.set(id, other);
+      todo.push(...relTargets(other, "supersedes"), ...relTargets(other, "superseded_by"));
+    }
+    return chain;
+  }
+
+  function renderLineage(item, chain) {
+    const p = clear($("lineage"));
+    for (const [type, label] of [["superseded_by", "Replaced by "], ["supersedes", "Replaces "]]) {
+      for (const id of relTargets(item, type)) {
+        const other = chain.get(id);
+        p.append(el("span", { className: "lineage-" + type.replace("_", "-") }, label, other ? shortLink(other) : el("a", { href: memoryHref(id) }, id), " "));
+      }
+    }
+    p.hidden = !p.childNodes.length;
+  }
+
+  function eventHead(ev, other) {
+    const head = el(
+      "p",
+      { className: "event-head" },
+      el("strong", {}, ev.action),
+      ` · version ${ev.version} · `,
+      el("time", { dateTime: ev.at, title: ev.at }, when(ev.at)),
+      ` · by ${ev.actor || "(actor not recorded)"}`,
+    );
+    const what = ACTIONS[ev.action] || ev.action.replaceAll("_", " ");
+    const label = other
+      ? el("p", { className: "event-what" }, "The statement ", shortLink(other), ` was ${what}`)
+      : el("p", { className: "event-what" }, what.charAt(0).toUpperCase() + what.slice(1));
+    return [head, label];
+  }
+
+  function eventDiff(ev) {
+    if (ev.before && ev.after) {
+      const diff = changes(ev.before, ev.after);
+      if (!diff.length) return null;
+      const ul = el("ul", { className: "diff" });
+      for (const [key, a, b] of diff) {
+        ul.append(el("li", {}, el("code", {}, key), ": ", el("del", {}, show(a, key)), " → ", el("ins", {}, show(b, key))));
+      }
+      return ul;
+    }
+    return ev.after ? el("p", { className: "diff" }, "content: ", el("ins", {}, show(ev.after.content))) : null;
+  }
+
+  /** Every version of the fact, newest first: this item's history merged with those of the
+   * statements it replaced or was replaced by. */
+  async function renderHistory(item) {
+    const chain = await factChain(item);
+    renderLineage(item, chain);
+    const lists = await Promise.all(
+      [...chain.values()].map(async (it) =>
+        (await api("GET", `v1/memories/${encodeURIComponent(it.id)}/history`)).map((ev, i) => ({ ev, it, i })),
+      ),
+    );
+    const all = lists.flat();
+    all.sort((a, b) => Date.parse(b.ev.at) - Date.parse(a.ev.at) || (b.ev.seq ?? b.i) - (a.ev.seq ?? a.i));
+    const ol = clear($("history"));
+    for (const { ev, it } of all) {
+      const other = it.id !== item.id ? it : null;
+      const li = el(
+        "li",
+        { className: other ? "event other" : "event", dataset: { action: ev.action, version: String(ev.version), item: it.id } },
+        ...eventHead(ev, other),
+      );
+      if (ev.reason) li.append(el("p", { className: "reason" }, "Why: " + ev.reason));
+      if (ev.action === "supersede") {
+        for (const id of relTargets(it, "superseded_by")) {
+          const next = chain.get(id);
+          li.append(el("p", { className: "replaced-by" }, "Replaced by ", next ? shortLink(next) : el("a", { href: memoryHref(id) }, id)));
+        }
+      }
+      const diff = eventDiff(ev);
+      if (diff) li.append(diff);
       ol.append(li);
     }
   }
@@ -474,7 +678,7 @@
     const item = await api("GET", "v1/memories/" + encodeURIComponent(id));
     if (!latest()) return;
     showItem(item);
-    await Promise.all([renderHistory(item.id), renderRelations(item)]);
+    await Promise.all([renderHistory(item), renderRelations(item)]);
     say(`Showing memory ${item.id}.`);
   }
 
@@ -515,7 +719,7 @@
     clearNotice();
     showItem(updated);
     replaceRow(updated);
-    await renderHistory(updated.id);
+    await renderHistory(updated);
     say(`Saved: now version ${updated.version}.`);
     $("detail-title").focus();
   }
@@ -526,7 +730,7 @@
     clearNotice();
     showItem(updated);
     replaceRow(updated);
-    await renderHistory(updated.id);
+    await renderHistory(updated);
     say("Archived. Set the status back to active to restore it.");
   }
 
@@ -596,6 +800,7 @@
       countTable("By scope", s.by_scope),
       countTable("By status", s.by_status),
     );
+    syncAddress("stats");
     say(`Stats: ${s.total} memories.`);
   }
 
@@ -654,7 +859,7 @@
       select.append(el("option", { value: name }, name));
       const evidence = el("td", { className: "evidence" });
       for (const id of f.evidence || []) {
-        evidence.append(el("a", { href: memoryHref(id), title: id }, shorten(id, 10)), " ");
+        evidence.append(el("a", { href: memoryHref(id), title: "Open memory " + id }, id), " ");
       }
       if (!(f.evidence || []).length) evidence.append(el("span", { className: "muted" }, "—"));
       tbody.append(
@@ -723,6 +928,7 @@
     const p = await api("GET", "v1/profile", { query });
     if (!latest()) return;
     renderProfile(p);
+    syncAddress("profile");
     say("Profile loaded.");
   }
 
@@ -740,9 +946,85 @@
     say(value === null ? `Cleared the explicit value of ${name}.` : `Saved ${name}.`);
   }
 
+  // ------------------------------------------------------------------ context
+
+  function positiveInt(input, name, max) {
+    const n = Number(input.value);
+    if (!Number.isInteger(n) || n < 1 || n > max) {
+      showNotice(`${name} must be a whole number from 1 to ${max}.`);
+      input.focus();
+      return null;
+    }
+    return n;
+  }
+
+  function contextEntry(e) {
+    const head = el(
+      "p",
+      { className: "entry-head" },
+      el("span", { className: "badge source" }, e.source),
+      ` ${e.tokens} tokens`,
+      typeof e.score === "number" ? ` · score ${fmtNumber(e.score)}` : "",
+    );
+    if (e.item_id) head.append(" · memory ", el("a", { href: memoryHref(e.item_id) }, e.item_id));
+    if (e.message_id) head.append(` · message ${e.message_id}`);
+    return el("li", { dataset: { source: e.source } }, head, el("pre", {}, e.text));
+  }
+
+  async function loadContext() {
+    const query = $("c-query").value.trim();
+    if (!query) {
+      showNotice("Enter the query the agent is about to answer, then press Enter.");
+      $("c-query").focus();
+      return;
+    }
+    const budget = positiveInt($("c-budget"), "The budget", 1000000);
+    const maxItems = budget && positiveInt($("c-max"), "The number of entries", 1000);
+    if (!budget || !maxItems) return;
+    const ids = scope();
+    say("Assembling context…");
+    const latest = ticket("context");
+    const res = await api("POST", "v1/context", { body: { query, ...ids, budget_tokens: budget, max_items: maxItems } });
+    if (!latest()) return;
+    $("context-body").hidden = false;
+    const dl = clear($("context-summary"));
+    for (const [label, value, id] of [
+      ["Tokens", `${res.tokens} of ${budget}` + (res.tokens > budget ? ` (over by ${res.tokens - budget})` : ""), "ctx-tokens"],
+      ["Entries", String(res.entries.length), "ctx-entries"],
+      ["Left out (over budget or cap)", String(res.dropped), "ctx-dropped"],
+      ["Profile", res.profile ? "included" : "none", "ctx-profile"],
+    ]) {
+      dl.append(el("div", {}, el("dt", {}, label), el("dd", { id }, value)));
+    }
+    const rows = clear($("context-source-rows"));
+    for (const [source, n] of Object.entries(res.by_source)) {
+      rows.append(el("tr", { dataset: { source } }, el("th", { scope: "row" }, source), el("td", { className: "num" }, String(n))));
+    }
+    if (!rows.childNodes.length) rows.append(el("tr", {}, el("td", { colSpan: 2, className: "muted" }, "nothing")));
+    const ol = clear($("context-entries"));
+    for (const e of res.entries) ol.append(contextEntry(e));
+    $("context-text").textContent = res.text || "(empty: nothing remembered fits this query)";
+    syncAddress("context");
+    say(`Context for ${scopeLabel(ids)}: ${res.tokens} tokens, ${res.entries.length} entries, ${res.dropped} left out.`);
+  }
+
   // ------------------------------------------------------------------ views and routing
 
-  const VIEWS = ["memories", "stats", "profile"];
+  const VIEWS = ["memories", "context", "stats", "profile"];
+  // address parameters (#/view/id?user_id=…&q=…) and the form fields they fill
+  const PARAMS = {
+    user_id: "f-user",
+    project_id: "f-project",
+    session_id: "f-session",
+    agent_id: "f-agent",
+    q: "q",
+    type: "f-type",
+    status: "f-status",
+    query: "c-query",
+    budget: "c-budget",
+    of: "p-scope",
+  };
+  const VIEW_PARAMS = { memories: ["q", "type", "status"], context: ["query", "budget"], profile: ["of"], stats: [] };
 
   function showView(name) {
     for (const v of VIEWS) {
@@ -753,34 +1035,152 @@
     }
   }
 
-  async function route() {
+  function parseAddress() {
     const hash = location.hash.replace(/^#\/?/, "");
-    const [view, ...rest] = hash.split("/");
+    const q = hash.indexOf("?");
+    const path = q < 0 ? hash : hash.slice(0, q);
+    const params = new URLSearchParams(q < 0 ? "" : hash.slice(q + 1));
+    const [view, ...rest] = path.split("/");
+    const id = rest.length && rest[0] ? decodeURIComponent(rest.join("/")) : null;
+    return { view: VIEWS.includes(view) ? view : "memories", id, params };
+  }
+
+  /** Fill the form fields an address names; true if it named any. */
+  function applyParams(params) {
+    let any = false;
+    for (const [name, id] of Object.entries(PARAMS)) {
+      if (!params.has(name)) continue;
+      const input = $(id);
+      const value = params.get(name) || "";
+      if (input.tagName === "SELECT" && ![...input.options].some((o) => o.value === value)) continue;
+      input.value = value;
+      any = true;
+    }
+    if (params.has("all")) {
+      $("f-all").checked = params.get("all") === "1";
+      any = true;
+    }
+    return any;
+  }
+
+  /** Put the scope and the view's inputs into the address, so it can be bookmarked or shared. */
+  function syncAddress(view) {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(scope())) params.set(k, v);
+    for (const name of VIEW_PARAMS[view]) {
+      const value = $(PARAMS[name]).value.trim();
+      if (value) params.set(name, value);
+    }
+    if (view === "memories" && $("f-all").checked) params.set("all", "1");
+    const here = parseAddress();
+    const item = view === "memories" && here.view === "memories" && here.id ? "/" + encodeURIComponent(here.id) : "";
+    const qs = params.toString();
+    if (!qs && !item && !location.hash) return; // the bare page stays bare
+    const hash = `#/${view}${item}${qs ? "?" + qs : ""}`;
+    if (hash !== location.hash) history.replaceState(null, "", hash);
+  }
+
+  const findButtons = () => [$("search-btn"), $("list-btn")];
+  const runFind = () => ($("q").value.trim() ? runSearch() : runList(false));
+
+  /** Show the view the address names; ``load`` also (re)loads its data (first paint, new key). */
+  async function route(load) {
+    const { view, id, params } = parseAddress();
+    const named = applyParams(params);
+    showView(view);
+    const fresh = load === true || named;
     if (view === "stats") {
-      showView("stats");
       await act([$("stats-refresh")], loadStats);
       return;
     }
     if (view === "profile") {
-      showView("profile");
-      $("profile-title").focus();
+      if (fresh && scope()[$("p-scope").value]) await act([$("profile-load")], loadProfile);
+      else $("profile-title").focus();
       return;
     }
-    showView("memories");
-    if (rest.length && rest[0]) {
-      const id = decodeURIComponent(rest.join("/"));
-      if (!current || current.id !== id || $("detail-body").hidden) {
-        const ok = await act([], () => openMemory(id));
-        if (ok) {
-          clearNotice();
-          $("detail-title").focus();
-        } else showGone(`Could not open memory ${id}.`);
-      }
+    if (view === "context") {
+      if (fresh && $("c-query").value.trim()) await act([$("context-btn")], loadContext);
+      else $("c-query").focus();
+      return;
+    }
+    const jobs = [];
+    if (id && (fresh || !current || current.id !== id || $("detail-body").hidden)) {
+      jobs.push(
+        act([], () => openMemory(id)).then((ok) => {
+          if (ok) $("detail-title").focus();
+          else showGone(`Could not open memory ${id}.`);
+          return ok;
+        }),
+      );
+    }
+    if (fresh) jobs.push(act(findButtons(), runFind));
+    const done = await Promise.all(jobs);
+    if (done.length && done.every(Boolean)) clearNotice();
+  }
+
+  // ------------------------------------------------------------------ the API key
+
+  let keyState = "unknown"; // open | needed | refused | accepted | unknown
+
+  const KEY_TEXT = {
+    open: ["this server needs no key", "not needed on this server"],
+    needed: ["this server needs a key; none is set", "required on this server"],
+    refused: ["the key set for this tab was refused", "required on this server: enter a valid key"],
+    accepted: ["a key is set for this tab and accepted", "a key is set; enter another to replace it"],
+  };
+
+  function refreshKeyState() {
+    const [state, placeholder] = KEY_TEXT[keyState] || [apiKey() ? "a key is set for this tab" : "no key set", "API key"];
+    $("key-state").textContent = state;
+    $("api-key").placeholder = placeholder;
+  }
+
+  /** Ask the server whether it needs a key (and takes ours): a cheap read, 401 or not. */
+  async function probeKey() {
+    let failure = null;
+    try {
+      await api("GET", "v1/memories", { query: { limit: 1 } });
+      keyState = apiKey() ? "accepted" : "open";
+    } catch (err) {
+      failure = err;
+      if (err instanceof ApiFailure && err.status === 401) keyState = apiKey() ? "refused" : "needed";
+      else keyState = "unknown";
+    }
+    refreshKeyState();
+    return failure;
+  }
+
+  function storeKey(key) {
+    try {
+      if (key) sessionStorage.setItem(KEY_STORE, key);
+      else sessionStorage.removeItem(KEY_STORE);
+    } catch {
+      showNotice("This browser does not allow session storage, so the key cannot be kept.");
     }
   }
 
-  function refreshKeyState() {
-    $("key-state").textContent = apiKey() ? "a key is set for this tab" : "no key set";
+  async function useKey(key) {
+    storeKey(key);
+    $("api-key").value = "";
+    clearNotice();
+    const failure = await probeKey();
+    if (failure && keyState !== "unknown") {
+      showError(failure);
+      return;
+    }
+    say(key ? "Key set for this tab." : "Key removed.");
+    await route(true); // what the view could not show without the key, it shows now
+  }
+
+  async function start() {
+    const failure = await probeKey();
+    if (failure && (keyState === "needed" || keyState === "refused")) {
+      showView(parseAddress().view);
+      applyParams(parseAddress().params);
+      showError(failure);
+      return;
+    }
+    await route(true);
   }
 
   function init() {
@@ -793,26 +1193,13 @@
     $("key-form").addEventListener("submit", (e) => {
       e.preventDefault();
       const key = $("api-key").value.trim();
-      try {
-        if (key) sessionStorage.setItem(KEY_STORE, key);
-        else sessionStorage.removeItem(KEY_STORE);
-      } catch {
-        showNotice("This browser does not allow session storage, so the key cannot be kept.");
-      }
-      $("api-key").value = "";
-      clearNotice();
-      refreshKeyState();
-      say(key ? "Key set for this tab." : "Key removed.");
+      act([$("key-save")], () => useKey(key));
     });
     $("key-forget").addEventListener("click", () => {
-      try {
-        sessionStorage.removeItem(KEY_STORE);
-      } catch {
-        /* nothing was stored */
-      }
+      storeKey("");
       $("api-key").value = "";
-      refreshKeyState();
       say("Key forgotten.");
+      act([$("key-forget")], probeKey);
     });
     $("notice-close").addEventListener("click", clearNotice);
 
@@ -832,6 +1219,10 @@
         e.preventDefault();
         clearNotice();
         act([$("profile-load")], loadProfile);
+      } else if (!$("view-context").hidden) {
+        e.preventDefault();
+        clearNotice();
+        act([$("context-btn")], loadContext);
       } else find(e);
     });
     $("list-btn").addEventListener("click", () => {
@@ -860,15 +1251,18 @@
       act([$("profile-load")], loadProfile);
     });
     $("pf-name").addEventListener("change", fillProfileValue);
+    $("context-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      clearNotice();
+      act([$("context-btn")], loadContext);
+    });
     $("profile-edit").addEventListener("submit", (e) => {
       e.preventDefault();
       act([$("pf-save")], saveProfileField);
     });
 
-    window.addEventListener("hashchange", route);
-    route().then(() => {
-      if (!$("view-memories").hidden) act([$("search-btn"), $("list-btn")], () => runList(false));
-    });
+    window.addEventListener("hashchange", () => route(false));
+    act([], start); // the body is aria-busy from the markup until this first load is done
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
