@@ -5,7 +5,8 @@ One server alone keeps both in process (:class:`~jiyi.server.limits.RateLimiter`
 scheduler that always runs). N servers on one store and one Redis (``--redis``) must
 agree, or a key gets N times its limit and every tenant's lifecycle pass runs N times:
 
-* :class:`RedisRateLimiter` is the same token bucket, kept in one Redis hash per key and
+* :class:`RedisRateLimiter` is the same token bucket, kept in one Redis hash per key
+  (``jiyi:apikey-rate:KEY``, apart from the cache's ``jiyi:rate:`` event sets) and
   updated by a Lua script on Redis's own clock, so every replica takes from one bucket.
   When Redis fails the replica falls back to its own in-process bucket (logged once per
   outage on ``jiyi.redis``): a key then gets at most N times its limit, never unlimited.
@@ -97,7 +98,9 @@ class RedisRateLimiter:
     async def check(self, key: str) -> float | None:
         """Take one token for ``key``; None if allowed, else the seconds to wait."""
         try:
-            wait = await self._take(keys=[f"{self.prefix}:rate:{key}"], args=[self.capacity, self.rate])
+            wait = await self._take(
+                keys=[f"{self.prefix}:apikey-rate:{key}"], args=[self.capacity, self.rate]
+            )
         except RedisError as exc:
             self._outage.failed("a rate-limit check", exc)
             return self.local.check(key)
