@@ -273,3 +273,69 @@ def test_two_servers_and_two_workers_on_postgresql_and_redis(cluster: Cluster) -
     assert all(
         "Application shutdown complete" in p.text() for p in cluster.procs if p.name.startswith("serve")
     )
+
+
+# ------------------------------------------------------------------ jiyi worker stops cleanly
+
+
+def _job(db: Path) -> dict[str, object]:
+    from jiyi.memory import Memory
+
+    with Memory.open(db, embedder=EMBEDDER, background=False) as mem:
+        (job,) = mem.jobs(limit=5)
+        return {"status": job.status, "attempts": job.attempts, "locked_by": job.locked_by}
+
+
+def _worker_in_a_job(tmp_path: Path, base_url: str) -> tuple[Path, subprocess.Popen[bytes]]:
+    """A ``jiyi worker`` (LLM extraction on the scripted server) busy with the only job."""
+    import os
+
+    db = tmp_path / "w.db"
+    env = {**os.environ, "JIYI_LLM_BASE_URL": base_url, "JIYI_LLM_API_KEY": "k"}
+    args = [sys.executable, "-m", "jiyi.cli", "--db", str(db), "--embedder", EMBEDDER]
+    queued = subprocess.run(
+        [*args, "remember", "remember that I prefer green tea", "--session", "s", "--user", "u"],
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert queued.returncode == 0, queued.stderr
+    with (tmp_path / "worker.log").open("wb") as log:
+        worker = subprocess.Popen(
+            [*args, "--llm", "openai:gpt-test", "worker", "--interval", "0.1"],
+            env=env,
+            stdout=log,
+            stderr=log,
+        )
+    deadline = time.monotonic() + 30
+    while _job(db)["status"] != "running":
+        assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+        time.sleep(0.1)
+    return db, worker
+
+
+@pytest.mark.slow
+def test_sigterm_lets_the_worker_finish_its_job(tmp_path: Path) -> None:
+    from tests.openai_server import ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer() as server:
+        server.script_chat('{"memories": []}', delay=2.0)  # the model is slow to answer
+        db, worker = _worker_in_a_job(tmp_path, server.base_url)
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=30) == 0, (tmp_path / "worker.log").read_text()
+    assert _job(db) == {"status": "done", "attempts": 1, "locked_by": None}
+
+
+@pytest.mark.slow
+def test_ctrl_c_puts_the_workers_job_back_in_the_queue(tmp_path: Path) -> None:
+    from tests.openai_server import ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer() as server:
+        server.script_chat('{"memories": []}', delay=60.0)  # would hold the job for a minute
+        db, worker = _worker_in_a_job(tmp_path, server.base_url)
+        started = time.monotonic()
+        worker.send_signal(signal.SIGINT)
+        worker.wait(timeout=30)
+        assert time.monotonic() - started < 20
+    assert "put 1 interrupted job(s) back in the queue" in (tmp_path / "worker.log").read_text()
+    assert _job(db) == {"status": "queued", "attempts": 0, "locked_by": None}
