@@ -452,3 +452,74 @@ def test_the_tenant_from_the_environment_reaches_every_command(db: Path) -> None
     assert other.returncode != 0 and item["id"] in other.stderr
     jiyi("delete", item["id"], db=db, env=acme)
     assert json.loads(jiyi("show", item["id"], "--json", db=db, env=acme).stdout)["status"] == "archived"
+
+
+def test_global_options_after_the_command_and_log_level(tmp_path: Path) -> None:
+    db = tmp_path / "after.db"
+    env = {**ENV, "JIYI_EMBEDDER": "hash:256"}
+    jiyi(
+        "add", "我最喜欢的编程语言是 Python", "--user", "li", "--db", str(db), "--log-level", "debug", env=env
+    )
+    listed = jiyi("list", "--user", "li", "--json", "--db", str(db), env=env)
+    assert json.loads(listed.stdout)["items"][0]["content"] == "我最喜欢的编程语言是 Python"
+    # Before the command it still works, and a value before it is not reset by the command's defaults.
+    assert "Python" in jiyi("--db", str(db), "--log-level", "info", "list", "--user", "li", env=env).stdout
+    bad = jiyi("list", "--log-level", "loud", "--db", str(db), check=False, env=env)
+    assert bad.returncode == 2 and "invalid choice: 'loud'" in bad.stderr
+
+
+def test_every_option_has_help_text() -> None:
+    import argparse
+
+    from jiyi.cli import _every_command, build_parser
+
+    parser = build_parser()
+    missing = [
+        f"{p.prog} {a.option_strings or a.dest}"
+        for p in [parser, *_every_command(parser)]
+        for a in p._actions
+        if a.help is None and not isinstance(a, argparse._SubParsersAction)
+    ]
+    assert not missing, missing
+
+
+def test_errors_under_json_are_json_and_list_every_problem(db: Path) -> None:
+    missing = jiyi("show", "no-such-id", "--json", db=db, check=False)
+    assert missing.returncode == 1
+    assert json.loads(missing.stdout)["error"] == {
+        "code": "not_found",
+        "message": "no memory with id 'no-such-id'",
+        "field": "id",
+        "problems": ["no memory with id 'no-such-id'"],
+    }
+    usage = jiyi("search", "--json", db=db, check=False)
+    assert usage.returncode == 2 and json.loads(usage.stdout)["error"]["code"] == "usage_error"
+    records = '{"content": "x", "memory_type": "fact", "user_id": "u", "confidence": 7, "importance": -1}\n'
+    refused = jiyi("import", "-", "--json", db=db, stdin=records, check=False)
+    error = json.loads(refused.stdout)["error"]
+    assert error["code"] == "invalid_input" and len(error["problems"]) == 2, error
+    assert "confidence" in error["message"] and "importance" in error["message"]
+    assert "more problem" not in error["message"]
+
+
+def test_piping_into_head_ends_quietly_and_stats_are_rounded(tmp_path: Path) -> None:
+    db = tmp_path / "pipe.db"
+    lines = "".join(
+        json.dumps(
+            {
+                "content": f"memory number {i} with enough words to be kept",
+                "memory_type": "fact",
+                "user_id": "u",
+                "confidence": 0.7 + (i % 3) / 10,
+            }
+        )
+        + "\n"
+        for i in range(2000)
+    )
+    jiyi("import", "-", db=db, stdin=lines, env={**ENV, "JIYI_EMBEDDER": "hash:256"})
+    cmd = f"{sys.executable} -m jiyi.cli --db {db} list --json --limit 1000 | head -c 100"
+    piped = subprocess.run(cmd, shell=True, capture_output=True, text=True, env=ENV, timeout=120)
+    assert piped.stdout.startswith('{"items"') and "Traceback" not in piped.stderr, piped.stderr
+    stats = json.loads(jiyi("stats", "--json", db=db).stdout)
+    assert stats["avg_confidence"] == round(stats["avg_confidence"], 3)
+    assert "0000000" not in jiyi("stats", db=db).stdout

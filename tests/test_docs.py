@@ -47,3 +47,25 @@ def test_privacy_page_examples_run() -> None:
     assert blocks
     for block in blocks:
         exec(compile(block, "docs/privacy.md", "exec"), {})
+
+
+def test_mem0_migration_page_examples_run() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "migrate-from-mem0.md").read_text(
+        encoding="utf-8"
+    )
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert len(blocks) >= 4
+    for block in blocks:
+        exec(compile(block, "docs/migrate-from-mem0.md", "exec"), {})
+    commands = set(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    shell = "".join(re.findall(r"```sh\n(.*?)```", page, re.S))
+    used = set(re.findall(r"^jiyi (\w+)", shell, re.M))
+    assert used and used <= commands
+
+
+def test_working_memory_page_examples_run() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "working-memory.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/working-memory.md", "exec"), {})

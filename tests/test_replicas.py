@@ -95,7 +95,7 @@ async def test_the_maintenance_lease_lets_one_replica_run_each_tenant(
 
 
 async def test_a_stopped_worker_puts_the_jobs_it_holds_back(tmp_path: Path) -> None:
-    memory = AsyncMemory.open(tmp_path / "m.db", embedder=EMBEDDER)
+    memory = AsyncMemory.open(tmp_path / "m.db", embedder=EMBEDDER, background=False)
     try:
         await memory.remember([("user", "remember that my locker is 42")], session_id="s", user_id="u")
         now = memory.runtime.now()

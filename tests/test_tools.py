@@ -272,6 +272,27 @@ def test_missing_extra_and_wrongly_typed_arguments(tools: MemoryTools) -> None:
     assert blank["field"] == "content"
 
 
+def test_every_problem_is_listed_and_limit_is_the_name_k_an_alias(tools: MemoryTools) -> None:
+    many = error(
+        tools.call("memory_search", {"limit": 0, "memory_type": "opinion", "colour": "red"}),
+        "invalid_arguments",
+    )
+    for part in (
+        "unexpected argument 'colour'",
+        "missing required argument 'query'",
+        "limit must be at least 1",
+        "memory_type must be one of",
+    ):
+        assert part in many["message"], many
+    assert many["field"] == "colour"
+    tools.call("memory_save", {"content": "The user works as a nurse in Lisbon"})
+    assert ok(tools.call("memory_search", {"query": "job", "limit": 1}))["count"] == 1
+    assert ok(tools.call("memory_search", {"query": "job", "k": 1}))["count"] == 1
+    assert ok(tools.call("memory_search", {"query": "job", "limit": 1, "k": 1}))["count"] == 1
+    both = error(tools.call("memory_search", {"query": "job", "limit": 1, "k": 2}), "invalid_arguments")
+    assert "not both" in both["message"]
+
+
 def test_a_scope_that_is_not_bound_is_refused(mem: Memory) -> None:
     tools = MemoryTools(mem, user_id="alice")
     err = error(

@@ -27,9 +27,11 @@ class JiyiError(Exception):
 class InvalidInput(JiyiError, ValueError):
     """The caller passed a value jiyi cannot accept. ``field`` names it when known."""
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
+    def __init__(self, message: str, *, field: str | None = None, problems: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.field = field
+        self.problems = problems or (message,)
+        """Every problem found, one sentence each (the message joins them)."""
 
 
 class NotFound(InvalidInput, KeyError):

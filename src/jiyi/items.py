@@ -403,7 +403,8 @@ def import_items(
             items.append(MemoryItem.model_validate(data))
         except ValidationError as exc:
             err = invalid_from_pydantic(exc)
-            raise InvalidInput(f"record {number}: {err}", field=err.field) from None
+            problems = tuple(f"record {number}: {p}" for p in err.problems)
+            raise InvalidInput(f"record {number}: {err}", field=err.field, problems=problems) from None
     ids = [i.id for i in items]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)

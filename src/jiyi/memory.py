@@ -16,7 +16,7 @@ import copy
 import functools
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
@@ -40,6 +40,7 @@ from jiyi.read import search as search_flows
 from jiyi.runtime import Runtime
 from jiyi.session import flows as session
 from jiyi.session.flows import RememberResult
+from jiyi.session.working import AsyncWorkingMemory, WorkingMemory, working_state
 from jiyi.store.base import Store, Viewer
 from jiyi.who import Caller, Owner
 from jiyi.write import pipeline
@@ -279,7 +280,8 @@ class Memory(_Facade):
 
     def __init__(self, store: Store, *, background: bool = True, **options: Any) -> None:
         super().__init__(store, **options)
-        self._background = background
+        self.background = background
+        """Whether remember() starts the in-process worker (settable: a server decides)."""
         self._worker: BackgroundWorker | None = None
 
     def _bind(self, fn: Callable[..., Flow[R]]) -> Callable[..., R]:
@@ -316,7 +318,7 @@ class Memory(_Facade):
             tenant_id=tenant_id,
             viewer=viewer,
         )
-        if self._background and (result.job_id or (result.compacted and result.compacted.episode_job_id)):
+        if self.background and (result.job_id or (result.compacted and result.compacted.episode_job_id)):
             self.start_worker().wake()
         return result
 
@@ -342,6 +344,26 @@ class Memory(_Facade):
                 time.sleep(0.02)
         return False
 
+    @contextlib.contextmanager
+    def working(
+        self, session_id: str, *, resume: bool = False, tenant_id: str | None = None
+    ) -> Iterator[WorkingMemory]:
+        """Working memory for one invocation (todo list, tool calls, reasoning state), in
+        this process and cleared when the block ends; ``wm.checkpoint()`` saves it with the
+        session, and ``resume=True`` starts from the latest such checkpoint (see
+        :mod:`jiyi.session.working`)."""
+        save = functools.partial(self.save_checkpoint, tenant_id=tenant_id)
+        wm = WorkingMemory(session_id, save)
+        if resume:
+            for cp in self.list_checkpoints(session_id, tenant_id=tenant_id):
+                if (state := working_state(cp)) is not None:
+                    wm.load(state)
+                    break
+        try:
+            yield wm
+        finally:
+            wm._end()
+
     def close(self) -> None:
         if self._worker is not None:
             self._worker.stop()
@@ -364,8 +386,10 @@ class Memory(_Facade):
 class AsyncMemory(_Facade):
     """The asynchronous Memory API: the same methods as :class:`Memory`, awaited."""
 
-    def __init__(self, store: Store, **options: Any) -> None:
+    def __init__(self, store: Store, *, background: bool = True, **options: Any) -> None:
         super().__init__(store, **options)
+        self.background = background
+        """Whether remember() starts the in-process worker (settable: a server decides)."""
         self._task: Any = None
         self._wake: Any = None
 
@@ -401,8 +425,9 @@ class AsyncMemory(_Facade):
     ) -> RememberResult:
         """Keep messages in the session and queue extraction; returns at once.
 
-        Call :meth:`start_worker` once to drain the queue in a background task, or
-        :meth:`process_jobs`, or run ``jiyi worker``.
+        With ``background=True`` (the default) a task of the running event loop runs the
+        queued jobs (started on first need, as :class:`Memory` starts its thread);
+        otherwise call :meth:`process_jobs` or run ``jiyi worker``.
         """
         result = await self._remember(
             messages,
@@ -413,9 +438,45 @@ class AsyncMemory(_Facade):
             tenant_id=tenant_id,
             viewer=viewer,
         )
+        if self.background and (result.job_id or (result.compacted and result.compacted.episode_job_id)):
+            self.start_worker()
         if self._task is not None:
             self._wake.set()
         return result
+
+    async def wait_for_jobs(self, timeout: float = 30.0) -> bool:
+        """Wait until the queue has no runnable job (for tests and scripts). True if idle."""
+        import asyncio
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not await self.jobs(statuses=["queued", "running"], limit=1):
+                return True
+            if self._task is None or self._task.done():
+                await self.process_jobs(worker="waiter")
+            else:
+                self._wake.set()
+                await asyncio.sleep(0.02)
+        return False
+
+    @contextlib.asynccontextmanager
+    async def working(
+        self, session_id: str, *, resume: bool = False, tenant_id: str | None = None
+    ) -> AsyncIterator[AsyncWorkingMemory]:
+        """Working memory for one invocation, as :meth:`Memory.working`; ``await
+        wm.checkpoint()`` saves it with the session."""
+        save = functools.partial(self.save_checkpoint, tenant_id=tenant_id)
+        wm = AsyncWorkingMemory(session_id, save)
+        if resume:
+            for cp in await self.list_checkpoints(session_id, tenant_id=tenant_id):
+                if (state := working_state(cp)) is not None:
+                    wm.load(state)
+                    break
+        try:
+            yield wm
+        finally:
+            wm._end()
 
     def start_worker(self, *, interval: float = 5.0) -> None:
         """Run queued jobs in a background task of the running event loop."""

@@ -396,15 +396,18 @@ class MemoryItem(_Frozen):
 
 
 def invalid_from_pydantic(exc: ValidationError) -> InvalidInput:
-    """Name the first offending field and say what is wrong with it."""
-    err = exc.errors()[0]
-    field = ".".join(str(p) for p in err["loc"]) or None
-    msg = err["msg"]
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, ") :]
-    where = f"field {field!r}" if field else "memory item"
-    extra = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
-    return InvalidInput(f"{where}: {msg}{extra}", field=field)
+    """Say what is wrong with every offending field (``field`` names the first)."""
+    problems: list[str] = []
+    fields: list[str | None] = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or None
+        msg = err["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        where = f"field {field!r}" if field else "memory item"
+        problems.append(f"{where}: {msg}")
+        fields.append(field)
+    return InvalidInput("; ".join(problems), field=fields[0], problems=tuple(problems))
 
 
 # ---------------------------------------------------------------- reading stored rows

@@ -27,12 +27,14 @@ store, error mapping, exit codes).
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from jiyi import __version__
 from jiyi.cli import bulk, demo, files, learn, lifecycle, memories, profile, serve, sessions, stores
-from jiyi.cli.common import EXIT_USAGE, Handler, Parser, run
+from jiyi.cli.common import EXIT_USAGE, LOG_LEVELS, Handler, Parser, run, setup_logging
 
 if TYPE_CHECKING:
     from jiyi.cli.common import Subparsers
@@ -54,10 +56,19 @@ _GROUPS: tuple[Callable[[Subparsers], None], ...] = (
 )
 
 
-def _global_options(parser: argparse.ArgumentParser) -> None:
-    from jiyi import __version__
-
-    parser.add_argument("--version", action="version", version=f"jiyi {__version__}")
+def _global_options(parser: argparse.ArgumentParser, *, after_command: bool = False) -> None:
+    """The options every command takes. Before the command they set the defaults; after
+    it (``after_command``), only what is given counts, and an option the command defines
+    itself (``sync --files``) keeps the command's meaning."""
+    if after_command:
+        taken = set(parser._option_string_actions)
+        parser = _SkipTaken(parser, taken)  # type: ignore[assignment]
+    parser.add_argument(
+        "--log-level",
+        type=str.lower,
+        choices=LOG_LEVELS,
+        help="log messages of this level and above on stderr (default: $JIYI_LOG_LEVEL or warning)",
+    )
     parser.add_argument(
         "--db",
         metavar="PATH|URL",
@@ -90,6 +101,31 @@ def _global_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _SkipTaken:
+    """``add_argument`` on a command's parser that leaves out option strings the command
+    already has, and defaults to "not given" so a value before the command stands."""
+
+    def __init__(self, parser: argparse.ArgumentParser, taken: set[str]) -> None:
+        self._parser = parser
+        self._taken = taken
+
+    def add_argument(self, *names: str, **kwargs: Any) -> None:
+        free = [n for n in names if n not in self._taken]
+        if free:
+            kwargs["default"] = argparse.SUPPRESS
+            self._parser.add_argument(*free, **kwargs)
+
+
+def _every_command(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers of every command and sub-command (``keys create``, ``learn failure``)."""
+    found: list[argparse.ArgumentParser] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):  # aliases share a parser
+                found += [child, *_every_command(child)]
+    return found
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``jiyi`` parser: the global options and every command group's commands."""
     parser = Parser(
@@ -98,16 +134,22 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: jiyi add '我喜欢用 Python 写代码' --user alice --type preference; "
         "jiyi search 'what language does she like?' --user alice",
     )
+    parser.add_argument("--version", action="version", version=f"jiyi {__version__}")
     _global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for register in _GROUPS:
         register(sub)
+    for command in _every_command(parser):
+        _global_options(command, after_command=True)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    Parser.json_errors = "--json" in args  # a usage error is JSON too when JSON was asked for
     parser = build_parser()
-    ns = parser.parse_args(argv)
+    ns = parser.parse_args(args)
+    setup_logging(getattr(ns, "log_level", None))
     if ns.command is None:
         parser.print_help()
         return EXIT_USAGE

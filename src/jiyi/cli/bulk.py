@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,9 +23,25 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--output", "-o", metavar="FILE", help="file to write (default: stdout)")
     p.set_defaults(handler=memory_command(cmd_export))
 
-    p = sub.add_parser("import", help="load memories from JSON lines (all or nothing)")
-    p.add_argument("file", help="JSONL file, or - for stdin")
-    p.add_argument("--tenant", metavar="ID")
+    p = sub.add_parser(
+        "import", help="load memories from JSON lines, a mem0 export or a Letta agent file (all or nothing)"
+    )
+    p.add_argument("file", help="the file, or - for stdin")
+    p.add_argument(
+        "--from",
+        dest="source",
+        choices=("jiyi", "mem0", "letta"),
+        default="jiyi",
+        help="what the file is: jiyi's JSON lines (default), a mem0 export (JSON: get_all's "
+        "results or a list of memories) or a Letta Agent File (.af: its memory blocks)",
+    )
+    p.add_argument(
+        "--user",
+        metavar="ID",
+        help="with --from mem0|letta: the user who owns memories that name no owner (mem0) "
+        "or the human block (letta)",
+    )
+    p.add_argument("--tenant", metavar="ID", help="tenant to import into (default: $JIYI_TENANT or default)")
     p.add_argument(
         "--trusted",
         action="store_true",
@@ -59,8 +76,30 @@ def read_jsonl(name: str) -> list[dict[str, Any]]:
     return decode_jsonl(data, source=name)
 
 
+def read_records(ns: argparse.Namespace) -> list[dict[str, Any]]:
+    """The records ``jiyi import`` loads: jiyi's JSON lines, or converted from another system."""
+    if ns.source == "jiyi":
+        if ns.user:
+            raise InvalidInput("--user only applies with --from mem0 or --from letta", field="user")
+        return read_jsonl(ns.file)
+    from jiyi.compat.importers import letta_records, mem0_records
+
+    try:
+        raw = sys.stdin.buffer.read() if ns.file == "-" else Path(ns.file).read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {ns.file}: {exc.strerror}") from None
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        if ns.source != "mem0":
+            raise InvalidInput(f"{ns.file} is not JSON: {exc}") from None
+        data = decode_jsonl(raw, source=ns.file)  # a mem0 export written one memory a line
+    convert = mem0_records if ns.source == "mem0" else letta_records
+    return convert(data, user_id=ns.user)
+
+
 def cmd_import(ns: argparse.Namespace, mem: Memory) -> int:
-    records = read_jsonl(ns.file)
+    records = read_records(ns)
     show = sys.stderr.isatty() and not ns.json
 
     def progress(done: int, total: int) -> None:

@@ -11,12 +11,20 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
-from jiyi.errors import ConfigError, InvalidInput, JiyiError
+from jiyi.errors import (
+    ConfigError,
+    EmbedderError,
+    InvalidInput,
+    JiyiError,
+    LLMError,
+    NotFound,
+    StoreError,
+)
 
 if TYPE_CHECKING:
     from jiyi.memory import Memory
@@ -34,10 +42,35 @@ MemoryHandler = Callable[[argparse.Namespace, "Memory"], int]
 
 
 class Parser(argparse.ArgumentParser):
-    """A usage error exits 2 with one line that points at ``--help``."""
+    """A usage error exits 2 with one line that points at ``--help`` (JSON on stdout when
+    the command line asked for ``--json``)."""
+
+    json_errors = False
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"jiyi: error: {message} (see '{self.prog} --help')\n")
+        text = f"{message} (see '{self.prog} --help')"
+        if Parser.json_errors:
+            emit_error("usage_error", text)
+            self.exit(EXIT_USAGE)
+        self.exit(EXIT_USAGE, f"jiyi: error: {text}\n")
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def setup_logging(level: str | None) -> None:
+    """Log ``level`` and above on stderr: ``--log-level``, else ``$JIYI_LOG_LEVEL``, else warning."""
+    import logging
+
+    chosen = (level or os.environ.get("JIYI_LOG_LEVEL") or "warning").lower()
+    if chosen not in LOG_LEVELS:
+        chosen = "warning"  # a bad environment value must not stop the command
+    logging.basicConfig(
+        level=chosen.upper(),
+        stream=sys.stderr,
+        format="jiyi: %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
 
 
 if TYPE_CHECKING:
@@ -266,16 +299,48 @@ def memory_command(command: MemoryHandler) -> Handler:
 # ------------------------------------------------------------------ errors
 
 
+def emit_error(code: str, message: str, *, field: str | None = None, problems: Sequence[str] = ()) -> None:
+    """An error as JSON on stdout, in the REST API's shape (plus every problem listed)."""
+    emit(
+        {"error": {"code": code, "message": message, "field": field, "problems": list(problems) or [message]}}
+    )
+
+
+def _error_code(exc: JiyiError) -> str:
+    if isinstance(exc, NotFound):
+        return "not_found"
+    if isinstance(exc, InvalidInput):
+        return "invalid_input"
+    if isinstance(exc, ConfigError):
+        return "config_error"
+    if isinstance(exc, StoreError):
+        return "store_error"
+    if isinstance(exc, EmbedderError | LLMError):
+        return "upstream_error"
+    return "error"
+
+
 def run(handler: Handler, ns: argparse.Namespace) -> int:
-    """``handler(ns)``, with jiyi's errors as one line on stderr and an exit code."""
+    """``handler(ns)``, with jiyi's errors as one line on stderr (as JSON on stdout under
+    ``--json``) and an exit code; a closed pipe (``jiyi list --json | head``) ends quietly."""
     try:
-        return handler(ns)
-    except (InvalidInput, ConfigError) as exc:
-        print(f"jiyi: error: {one_line(exc)}", file=sys.stderr)
-        return EXIT_FAIL
+        code = handler(ns)
+        sys.stdout.flush()  # a closed pipe shows here, not in Python's exit
+        return code
     except JiyiError as exc:
-        print(f"jiyi: failed: {one_line(exc)}", file=sys.stderr)
+        if getattr(ns, "json", False):
+            problems = exc.problems if isinstance(exc, InvalidInput) else ()
+            emit_error(_error_code(exc), one_line(exc), field=getattr(exc, "field", None), problems=problems)
+        elif isinstance(exc, InvalidInput | ConfigError):
+            print(f"jiyi: error: {one_line(exc)}", file=sys.stderr)
+        else:
+            print(f"jiyi: failed: {one_line(exc)}", file=sys.stderr)
         return EXIT_FAIL
+    except BrokenPipeError:
+        # The reader went away: nothing left to say, and Python must not complain at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     except KeyboardInterrupt:
         print("jiyi: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -36,7 +36,7 @@ def register(sub: Subparsers) -> None:
         "Prints 'no suggestion' rather than guess.",
         epilog="Example: jiyi suggest '让接口响应更快，很紧急' --user alice",
     )
-    p.add_argument("task")
+    p.add_argument("task", help="the task about to be done, in words")
     scope_args(p)
     p.add_argument("--min-similarity", type=float, metavar="X", help="similarity needed, 0..1 (default 0.74)")
     json_arg(p)

@@ -35,7 +35,7 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="first compress old, rarely used memories (see 'jiyi compress')",
     )
-    p.add_argument("--tenant", metavar="ID")
+    p.add_argument("--tenant", metavar="ID", help="only this tenant (default: every tenant)")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_maintain))
     _register_compress(sub)

@@ -98,7 +98,7 @@ def cmd_add(ns: argparse.Namespace, mem: Memory) -> int:
 
 def _register_search(sub: Subparsers) -> None:
     p = sub.add_parser("search", help="find memories by meaning and by words")
-    p.add_argument("query")
+    p.add_argument("query", help="what to look for, in words (any language)")
     scope_args(p)
     p.add_argument("--limit", "-k", type=int, default=10, help="how many results (default 10)")
     p.add_argument("--type", action="append", metavar="TYPE", help="only these types (repeatable)")
@@ -143,8 +143,27 @@ def cmd_search(ns: argparse.Namespace, mem: Memory) -> int:
     for rank, hit in enumerate(hits, start=1):
         print(f"{rank:>2}. {hit.score:.3f}  {short(hit.item)}")
         if ns.explain:
-            print("     " + "  ".join(f"{k}={v:.3f}" for k, v in hit.breakdown.items()))
+            for line in explain_lines(hit.breakdown):
+                print("     " + line)
     return EXIT_OK
+
+
+_EVIDENCE = (("cosine", "meaning"), ("keyword_bm25", "words"), ("relevance", "relevance"))
+
+
+def explain_lines(breakdown: dict[str, float]) -> list[str]:
+    """A hit's breakdown for a person: how the score adds up, then the evidence that
+    was found (``--json`` keeps every raw signal)."""
+    parts = [
+        f"{key.split('.', 1)[1]} {value:.3f}"
+        for key, value in breakdown.items()
+        if key.startswith("contribution.")
+    ]
+    lines = ["score = " + " + ".join(parts)] if parts else []
+    evidence = [f"{label} {breakdown[key]:.3f}" for key, label in _EVIDENCE if breakdown.get(key)]
+    if evidence:
+        lines.append("evidence: " + ", ".join(evidence))
+    return lines
 
 
 def _register_list(sub: Subparsers) -> None:
@@ -188,8 +207,8 @@ def cmd_list(ns: argparse.Namespace, mem: Memory) -> int:
 
 def _register_one(sub: Subparsers) -> None:
     p = sub.add_parser("show", help="show one memory")
-    p.add_argument("id")
-    p.add_argument("--tenant", metavar="ID")
+    p.add_argument("id", help="the memory's id")
+    p.add_argument("--tenant", metavar="ID", help="tenant id (default: $JIYI_TENANT or 'default')")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_show))
 
@@ -213,15 +232,15 @@ def cmd_show(ns: argparse.Namespace, mem: Memory) -> int:
 
 def _register_update(sub: Subparsers) -> None:
     p = sub.add_parser("update", help="change a memory (new version, history kept)")
-    p.add_argument("id")
-    p.add_argument("--tenant", metavar="ID")
+    p.add_argument("id", help="the memory's id")
+    p.add_argument("--tenant", metavar="ID", help="tenant id (default: $JIYI_TENANT or 'default')")
     p.add_argument("--text", help="new content")
     p.add_argument("--type", metavar="TYPE", help="new memory type")
     p.add_argument("--status", choices=[s.value for s in Status], help="new status")
-    p.add_argument("--confidence", type=float)
-    p.add_argument("--importance", type=float)
+    p.add_argument("--confidence", type=float, help="new confidence, 0..1")
+    p.add_argument("--importance", type=float, help="new importance, 0..1")
     p.add_argument("--tag", action="append", metavar="TAG", help="replace tags (repeatable)")
-    p.add_argument("--expires", type=iso_datetime, metavar="ISO-DATE")
+    p.add_argument("--expires", type=iso_datetime, metavar="ISO-DATE", help="forget after this time")
     p.add_argument("--reason", default="", help="why (kept in the history)")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_update))
@@ -253,10 +272,10 @@ def cmd_update(ns: argparse.Namespace, mem: Memory) -> int:
 
 def _register_delete(sub: Subparsers) -> None:
     p = sub.add_parser("delete", help="archive a memory (or purge it with --hard)")
-    p.add_argument("id")
-    p.add_argument("--tenant", metavar="ID")
+    p.add_argument("id", help="the memory's id")
+    p.add_argument("--tenant", metavar="ID", help="tenant id (default: $JIYI_TENANT or 'default')")
     p.add_argument("--hard", action="store_true", help="purge for good (history is kept)")
-    p.add_argument("--reason", default="")
+    p.add_argument("--reason", default="", help="why (kept in the history)")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_delete))
 
@@ -272,8 +291,8 @@ def cmd_delete(ns: argparse.Namespace, mem: Memory) -> int:
 
 def _register_history(sub: Subparsers) -> None:
     p = sub.add_parser("history", help="every change of a memory")
-    p.add_argument("id")
-    p.add_argument("--tenant", metavar="ID")
+    p.add_argument("id", help="the memory's id")
+    p.add_argument("--tenant", metavar="ID", help="tenant id (default: $JIYI_TENANT or 'default')")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_history))
 
@@ -308,8 +327,9 @@ def cmd_stats(ns: argparse.Namespace, mem: Memory) -> int:
         "by_type": s.by_type,
         "by_scope": s.by_scope,
         "by_status": s.by_status,
-        "avg_confidence": s.avg_confidence,
-        "avg_importance": s.avg_importance,
+        # Averages in three decimals: 0.9, not 0.8999999999999995.
+        "avg_confidence": None if s.avg_confidence is None else round(s.avg_confidence, 3),
+        "avg_importance": None if s.avg_importance is None else round(s.avg_importance, 3),
     }
     if ns.json:
         emit(data)

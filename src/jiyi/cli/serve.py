@@ -29,9 +29,16 @@ def register(sub: Subparsers) -> None:
     _register_serve(sub)
     _register_keys(sub)
     p = sub.add_parser("mcp", help="run the MCP server (stdio or streamable HTTP)")
-    p.add_argument("--transport", default="stdio", choices=["stdio", "streamable-http"])
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8766)
+    p.add_argument(
+        "--transport",
+        default="stdio",
+        choices=["stdio", "streamable-http"],
+        help="stdio for a desktop client (default), streamable-http to serve over HTTP",
+    )
+    p.add_argument(
+        "--host", default="127.0.0.1", help="with streamable-http: address to bind (default 127.0.0.1)"
+    )
+    p.add_argument("--port", type=int, default=8766, help="with streamable-http: port (default 8766)")
     p.add_argument(
         "--keys",
         metavar="FILE",
@@ -75,7 +82,12 @@ def _register_keys(sub: Subparsers) -> None:
     k = keys.add_parser("create", help="create a key (printed once; only its hash is stored)")
     k.add_argument("--keys", required=True, metavar="FILE", help="API key file")
     k.add_argument("--tenant", required=True, metavar="ID", help="tenant the key may see")
-    k.add_argument("--role", default="editor", choices=["owner", "admin", "editor", "viewer"])
+    k.add_argument(
+        "--role",
+        default="editor",
+        choices=["owner", "admin", "editor", "viewer"],
+        help="what the key may do (default editor: edits what it created; see docs/permissions.md)",
+    )
     k.add_argument(
         "--projects",
         metavar="A,B",

@@ -48,13 +48,18 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(handler=memory_command(cmd_worker))
 
     p = sub.add_parser("jobs", help="list background jobs and their status")
-    p.add_argument("--status", action="append", choices=["queued", "running", "done", "failed"])
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument(
+        "--status",
+        action="append",
+        choices=["queued", "running", "done", "failed"],
+        help="only jobs in this state (repeatable; default: all)",
+    )
+    p.add_argument("--limit", type=int, default=50, help="at most this many jobs, newest first (default 50)")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_jobs))
 
     p = sub.add_parser("context", help="assemble recent turns, related memories and summaries for a prompt")
-    p.add_argument("query")
+    p.add_argument("query", help="what the agent is about to do or answer")
     scope_args(p)
     p.add_argument("--budget", type=int, default=1500, help="token budget (default 1500)")
     p.add_argument("--max-items", type=int, default=10, help="at most this many entries (default 10)")

@@ -58,6 +58,7 @@ log = logging.getLogger("jiyi.tools")
 MEMORY_TYPES: Final = tuple(t.value for t in MemoryType)
 SCOPES: Final = tuple(s.value for s in Scope)
 MAX_K: Final = 50
+SEARCH_DEFAULT_LIMIT: Final = 5
 
 _TYPE_HELP = (
     "Kind of memory: preference (likes, style: 'prefers dark mode'), fact (who the user is: "
@@ -130,12 +131,17 @@ TOOLS: Final[list[dict[str, Any]]] = [
                 "minLength": 1,
                 "description": "What to look for, in natural language.",
             },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_K,
+                "description": "How many memories to return at most (default 5).",
+            },
             "k": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": MAX_K,
-                "default": 5,
-                "description": "How many memories to return at most.",
+                "description": "Another name for limit, kept for clients that say k.",
             },
             "memory_type": {
                 "type": "string",
@@ -313,56 +319,56 @@ def validate_arguments(parameters: Mapping[str, Any], arguments: Mapping[str, An
     Handles the subset of JSON Schema the tools use (an object of scalar properties with
     ``type``, ``enum``, ``minimum``/``maximum``, ``minLength``/``maxLength``, ``required``
     and ``additionalProperties: false``); the tests check it agrees with ``jsonschema``.
+    Every problem is reported at once (the model fixes them in one retry); ``field``
+    names the first.
     """
     properties: Mapping[str, Any] = parameters.get("properties", {})
-    extra = sorted(set(arguments) - set(properties))
-    if extra and parameters.get("additionalProperties") is False:
+    problems: list[tuple[str, str]] = []
+    if parameters.get("additionalProperties") is False:
         allowed = ", ".join(properties) or "none"
-        raise ToolCallError(
-            "invalid_arguments",
-            f"unexpected argument {extra[0]!r}; this tool takes: {allowed}",
-            field=extra[0],
-        )
-    for name in parameters.get("required", []):
-        if name not in arguments:
-            raise ToolCallError("invalid_arguments", f"missing required argument {name!r}", field=name)
+        problems += [
+            (name, f"unexpected argument {name!r}; this tool takes: {allowed}")
+            for name in sorted(set(arguments) - set(properties))
+        ]
+    problems += [
+        (name, f"missing required argument {name!r}")
+        for name in parameters.get("required", [])
+        if name not in arguments
+    ]
     out: dict[str, Any] = {}
     for name, schema in properties.items():
         if name not in arguments:
             if "default" in schema:
                 out[name] = copy.deepcopy(schema["default"])
             continue
-        value = arguments[name]
-        kind = schema.get("type")
-        if kind is not None and not _TYPE_CHECKS[kind](value):
-            raise ToolCallError(
-                "invalid_arguments",
-                f"{name} must be {_ARTICLE[kind]} {kind}, not {_type_name(value)}",
-                field=name,
-            )
-        if kind == "integer":
-            value = int(value)
-        if "enum" in schema and value not in schema["enum"]:
-            allowed = ", ".join(str(v) for v in schema["enum"])
-            raise ToolCallError(
-                "invalid_arguments", f"{name} must be one of: {allowed}; got {value!r}", field=name
-            )
-        if "minimum" in schema and value < schema["minimum"]:
-            raise ToolCallError(
-                "invalid_arguments", f"{name} must be at least {schema['minimum']}, got {value}", field=name
-            )
-        if "maximum" in schema and value > schema["maximum"]:
-            raise ToolCallError(
-                "invalid_arguments", f"{name} must be at most {schema['maximum']}, got {value}", field=name
-            )
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            raise ToolCallError("invalid_arguments", f"{name} must not be empty", field=name)
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            raise ToolCallError(
-                "invalid_arguments", f"{name} must be at most {schema['maxLength']} characters", field=name
-            )
+        value, problem = _checked(name, schema, arguments[name])
+        if problem:
+            problems.append((name, problem))
         out[name] = value
+    if problems:
+        raise ToolCallError("invalid_arguments", "; ".join(p for _, p in problems), field=problems[0][0])
     return out
+
+
+def _checked(name: str, schema: Mapping[str, Any], value: Any) -> tuple[Any, str | None]:
+    """``value`` (an integral float as an int) and what is wrong with it, if anything."""
+    kind = schema.get("type")
+    if kind is not None and not _TYPE_CHECKS[kind](value):
+        return value, f"{name} must be {_ARTICLE[kind]} {kind}, not {_type_name(value)}"
+    if kind == "integer":
+        value = int(value)
+    if "enum" in schema and value not in schema["enum"]:
+        allowed = ", ".join(str(v) for v in schema["enum"])
+        return value, f"{name} must be one of: {allowed}; got {value!r}"
+    if "minimum" in schema and value < schema["minimum"]:
+        return value, f"{name} must be at least {schema['minimum']}, got {value}"
+    if "maximum" in schema and value > schema["maximum"]:
+        return value, f"{name} must be at most {schema['maximum']}, got {value}"
+    if "minLength" in schema and len(value) < schema["minLength"]:
+        return value, f"{name} must not be empty"
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        return value, f"{name} must be at most {schema['maxLength']} characters"
+    return value, None
 
 
 def _failure(name: str, exc: Exception) -> dict[str, Any]:
@@ -531,10 +537,12 @@ class _ToolsBase:
     def _search(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
         scope = args.get("scope")
         ids = {f"{scope}_id": self.ids[f"{scope}_id"]} if scope else self.ids
+        if "limit" in args and "k" in args and args["limit"] != args["k"]:
+            raise ToolCallError("invalid_arguments", "give limit or k (the same thing), not both", field="k")
         hits = yield from search_flows.search(
             self.rt,
             args["query"],
-            limit=args["k"],
+            limit=args.get("limit", args.get("k", SEARCH_DEFAULT_LIMIT)),
             memory_types=args.get("memory_type"),
             tenant_id=self.tenant_id,
             viewer=self.viewer,

@@ -74,6 +74,8 @@ def create_app(
     and the maintenance lease are shared through it (:mod:`jiyi.server.shared`).
     ``replica`` names this process in job locks and leases (default ``host:pid:random``).
     """
+    # The server's JobWorker (start_worker) runs the queue, never remember()'s in-process one.
+    memory.background = False
     state = _state(memory, keys, rate_limit_per_minute, maintain_every, redis, replica)
     app = FastAPI(
         title="jiyi",

@@ -121,23 +121,24 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
     errors = list(exc.errors())
     if not errors:
         return "invalid request", None
-    first = errors[0]
-    loc = [str(p) for p in first.get("loc", ())]
-    where = loc[0] if loc else ""
-    field = ".".join(loc[1:]) or None
-    msg = str(first.get("msg", "invalid value"))
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, ") :]
-    if first.get("type") == "json_invalid":
-        text = f"request body is not valid JSON: {first.get('ctx', {}).get('error', msg)}"
-        field = None
-    elif field:
-        text = f"{where} field {field!r}: {msg}"
-    else:
-        text = f"{where}: {msg}" if where else msg
-    if len(errors) > 1:
-        text += f" (and {len(errors) - 1} more problem(s))"
-    return text, field
+    texts: list[str] = []
+    fields: list[str | None] = []
+    for err in errors:  # every problem, so one round trip fixes them all
+        loc = [str(p) for p in err.get("loc", ())]
+        where = loc[0] if loc else ""
+        field = ".".join(loc[1:]) or None
+        msg = str(err.get("msg", "invalid value"))
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        if err.get("type") == "json_invalid":
+            texts.append(f"request body is not valid JSON: {err.get('ctx', {}).get('error', msg)}")
+            field = None
+        elif field:
+            texts.append(f"{where} field {field!r}: {msg}")
+        else:
+            texts.append(f"{where}: {msg}" if where else msg)
+        fields.append(field)
+    return "; ".join(texts), fields[0]
 
 
 def _routes(request: Request) -> Iterable[Any]:

@@ -54,7 +54,7 @@ def serve(
         if host not in LOOPBACK:
             raise ConfigError(
                 f"refusing to serve on {host} without API keys: pass a keys file "
-                "(create keys with jiyi.server.auth.create_key) or bind to 127.0.0.1"
+                "(create keys with `jiyi keys create --keys FILE ...`) or bind to 127.0.0.1"
             )
     else:
         keys = ApiKeys.load(keys_file)

@@ -21,6 +21,7 @@ from jiyi.errors import Forbidden, InvalidInput, NotFound
 from jiyi.items import all_items, change_event
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, owner_scope, scope_key
 from jiyi.runtime import Runtime
+from jiyi.session.foreign import as_mapping
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
     AppendMessages,
@@ -86,6 +87,7 @@ def _as_message(
     base: dict[str, Any],
     marks: Mapping[str, str] | None = None,
 ) -> Message:
+    raw = as_mapping(raw)  # type: ignore[assignment]  # LangChain / OpenAI shapes
     if isinstance(raw, Message):
         data = raw.model_dump()
         data.update(
@@ -101,7 +103,9 @@ def _as_message(
         data.update(tenant_id=base["tenant_id"], session_id=base["session_id"])
     else:
         raise InvalidInput(
-            f"a message must be a Message, a mapping or (role, content), not {type(raw).__name__}"
+            "a message must be a Message, a mapping, (role, content) or a LangChain message, "
+            f"not {type(raw).__name__}",
+            field="messages",
         )
     data.pop("seq", None)
     if marks:  # who wrote it and its project come from the call, never from the message
@@ -285,18 +289,35 @@ def working_window(
     viewer: Viewer | None = None,
 ) -> Flow[list[Message]]:
     """Messages for the next model call: every system message, then as many of the
-    most recent turns as fit in ``max_tokens`` (oldest dropped first)."""
+    most recent turns as fit in ``max_tokens`` (oldest dropped first).
+
+    An assistant message that calls tools and the tool results answering it are kept or
+    dropped together: a model API refuses a tool result whose call is missing."""
     msgs = yield from readable_messages(rt.tenant(tenant_id), session_id, viewer)
     system = [m for m in msgs if m.role == "system"]
     budget = max_tokens - sum(m.token_count for m in system)
     kept: list[Message] = []
-    for m in reversed([m for m in msgs if m.role != "system"]):
-        if m.token_count > budget:
+    for group in reversed(tool_call_groups([m for m in msgs if m.role != "system"])):
+        cost = sum(m.token_count for m in group)
+        if cost > budget:
             break
-        kept.append(m)
-        budget -= m.token_count
+        kept.extend(group)
+        budget -= cost
     chosen = {m.seq for m in system} | {m.seq for m in kept}
     return [m for m in msgs if m.seq in chosen]
+
+
+def tool_call_groups(msgs: Sequence[Message]) -> list[list[Message]]:
+    """``msgs`` in order, cut into units that must stay together: one message, or an
+    assistant message with tool calls followed by the tool results that answer it."""
+    groups: list[list[Message]] = []
+    for m in msgs:
+        opener = groups[-1][0] if groups else None
+        if m.role == "tool" and opener is not None and opener.role == "assistant" and opener.tool_calls:
+            groups[-1].append(m)
+        else:
+            groups.append([m])
+    return groups
 
 
 def remember(

@@ -66,7 +66,7 @@ def copy_store(
         if not overwrite:
             what = ", ".join(f"{n} {k}" for k, n in present.items())
             raise InvalidInput(
-                f"the destination is not empty ({what}); copy into an empty store or pass overwrite",
+                f"the destination is not empty ({what}); copy into an empty store or empty it first (overwrite=True; on the command line: --overwrite)",
                 field="dest",
             )
         dest.execute(Write((ClearRows(ROW_KINDS),)))

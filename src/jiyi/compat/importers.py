@@ -1,0 +1,154 @@
+"""Memories from other systems, as records for :meth:`jiyi.Memory.import_items`.
+
+* :func:`mem0_records`: a mem0 export, i.e. what ``get_all`` returns
+  (``{"results": [...]}``), a ``{"memories": [...]}`` object or a plain list of memory
+  objects (``id``, ``memory``, ``user_id`` / ``agent_id`` / ``run_id``, ``metadata``,
+  ``categories``, ``created_at``, ``updated_at``, ``expiration_date``).
+* :func:`letta_records`: the memory blocks of a Letta Agent File (``.af``), either
+  format: the current one (``{"agents": [{"name", "block_ids"}], "blocks": [{"id",
+  "label", "value"}]}``) or the first (one agent with ``"core_memory": [{"label",
+  "value"}]``). The ``human`` block is about the user (user scope); every other block
+  (``persona``, custom ones) belongs to the agent (agent scope, the agent's name as id).
+  A block's text is split into one memory per line.
+
+Both return plain records; ``import_items`` validates them all before writing any, in
+one transaction, and redacts sensitive data. ``jiyi import --from mem0|letta FILE``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from jiyi.compat.mem0 import MEM0_TYPES
+from jiyi.errors import InvalidInput
+from jiyi.model import MemoryType
+
+__all__ = ["letta_records", "mem0_records"]
+
+
+def mem0_records(data: object, *, user_id: str | None = None) -> list[dict[str, Any]]:
+    """jiyi records from a mem0 export; ``user_id`` owns records that name no owner."""
+    rows = _mem0_rows(data)
+    problems: list[str] = []
+    records = []
+    for number, row in enumerate(rows, start=1):
+        record, problem = _mem0_record(row, user_id)
+        if problem:
+            problems.append(f"record {number}: {problem}")
+        else:
+            records.append(record)
+    if problems:
+        raise InvalidInput("mem0 export: " + "; ".join(problems))
+    return records
+
+
+def _mem0_rows(data: object) -> Sequence[Any]:
+    if isinstance(data, Mapping):
+        for key in ("results", "memories"):
+            if isinstance(data.get(key), list):
+                return data[key]  # type: ignore[no-any-return]
+        raise InvalidInput('a mem0 export is a list of memories or an object with "results" or "memories"')
+    if isinstance(data, list):
+        return data
+    raise InvalidInput(f"a mem0 export is JSON: a list or an object, not {type(data).__name__}")
+
+
+def _mem0_record(row: object, user_id: str | None) -> tuple[dict[str, Any], str | None]:
+    if not isinstance(row, Mapping):
+        return {}, f"expected an object, got {type(row).__name__}"
+    text = next((row[k] for k in ("memory", "text", "content") if isinstance(row.get(k), str)), None)
+    if not text or not text.strip():
+        return {}, 'no text ("memory")'
+    metadata = dict(row.get("metadata") or {})
+    record: dict[str, Any] = {"content": text, "metadata": {**metadata, "imported_from": "mem0"}}
+    kind = str(metadata.get("memory_type") or row.get("memory_type") or "fact")
+    record["memory_type"] = MEM0_TYPES.get(kind, kind if kind in set(MemoryType) else "fact")
+    if isinstance(row.get("id"), str) and row["id"]:
+        record["id"] = row["id"]
+    owners = {"user_id": row.get("user_id"), "agent_id": row.get("agent_id"), "session_id": row.get("run_id")}
+    owners = {k: v for k, v in owners.items() if v}
+    if not owners and user_id is None:
+        return {}, "names no user_id, agent_id or run_id (give a default user)"
+    record.update(owners or {"user_id": user_id})
+    for field in ("created_at", "updated_at"):
+        if row.get(field):
+            record[field] = row[field]
+    if row.get("expiration_date"):
+        record["expires_at"] = row["expiration_date"]
+    categories = row.get("categories") or metadata.get("categories")
+    if isinstance(categories, list):
+        record["tags"] = [str(c) for c in categories]
+    return record, None
+
+
+def letta_records(data: object, *, user_id: str | None = None) -> list[dict[str, Any]]:
+    """jiyi records from a Letta Agent File's memory blocks. ``user_id`` owns the
+    ``human`` block's memories (required when the file has one)."""
+    if not isinstance(data, Mapping):
+        raise InvalidInput("a Letta Agent File is a JSON object")
+    records: list[dict[str, Any]] = []
+    for agent, blocks in _letta_agents(data):
+        for block in blocks:
+            label = str(block.get("label") or "block")
+            value = block.get("value")
+            if not isinstance(value, str):
+                continue
+            if label == "human":
+                if user_id is None:
+                    raise InvalidInput(
+                        f"agent {agent!r} has a human block: say whose memories these are (user_id / --user)",
+                        field="user_id",
+                    )
+                owner = {"user_id": user_id}
+            else:
+                owner = {"agent_id": agent}
+            meta = {"imported_from": "letta", "letta_agent": agent, "letta_block": label}
+            for line in _statements(value):
+                records.append(
+                    {
+                        "content": line,
+                        "memory_type": "fact",
+                        **owner,
+                        "metadata": meta,
+                        "tags": [f"letta:{label}"],
+                    }
+                )
+    return records
+
+
+def _letta_agents(data: Mapping[str, Any]) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """(agent name, its memory blocks) for each agent of the file."""
+    if isinstance(data.get("agents"), list):
+        by_id = {b.get("id"): b for b in data.get("blocks") or [] if isinstance(b, Mapping)}
+        out = []
+        for agent in data["agents"]:
+            if not isinstance(agent, Mapping):
+                raise InvalidInput("agents[] must hold objects")
+            name = str(agent.get("name") or agent.get("id") or "agent")
+            blocks = [by_id[i] for i in agent.get("block_ids") or [] if i in by_id]
+            blocks += [
+                b
+                for b in agent.get("memory_blocks") or agent.get("core_memory") or []
+                if isinstance(b, Mapping)
+            ]
+            out.append((name, blocks))
+        return out
+    if isinstance(data.get("core_memory"), list):
+        name = str(data.get("name") or "agent")
+        return [(name, [b for b in data["core_memory"] if isinstance(b, Mapping)])]
+    raise InvalidInput('not a Letta Agent File: no "agents" nor "core_memory"')
+
+
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+
+
+def _statements(value: str) -> list[str]:
+    """A block's text as one statement per line, bullets removed, repeats dropped."""
+    seen: dict[str, None] = {}
+    for line in value.splitlines():
+        text = _BULLET.sub("", line).strip()
+        if text:
+            seen.setdefault(text, None)
+    return list(seen)

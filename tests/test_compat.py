@@ -1,0 +1,255 @@
+"""The mem0-compatible surface (jiyi.compat.mem0) and the importers of a mem0 export and
+a Letta Agent File's memory blocks, on real SQLite files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jiyi import Memory as Native
+from jiyi.compat.importers import letta_records, mem0_records
+from jiyi.compat.mem0 import AsyncMemory, Memory, matches
+from jiyi.errors import InvalidInput
+
+
+@pytest.fixture
+def m(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "m.db") as mem:
+        yield mem
+
+
+def test_add_search_and_plain_dict_results(m: Memory) -> None:
+    added = m.add("I prefer dark mode in every editor", user_id="alice", metadata={"category": "ui"})
+    assert [r["event"] for r in added["results"]] == ["ADD"]
+    again = m.add("I prefer dark mode in every editor.", user_id="alice")
+    assert again["results"][0]["event"] == "NONE"  # a duplicate re-confirms (jiyi's reinforce)
+    chat = [
+        {"role": "user", "content": "Remember that I am allergic to peanuts"},
+        {"role": "assistant", "content": "Noted, no peanuts."},
+    ]
+    extracted = m.add(chat, user_id="alice", agent_id="chef", expiration_date="2099-12-31")
+    assert [r["memory"] for r in extracted["results"]] == ["I am allergic to peanuts"]
+    refused = m.add("ok", user_id="alice", infer=False)
+    assert refused["results"] == [] and "too short" in refused["rejected"][0]["reason"]
+
+    found = m.search("what does alice eat or avoid?", user_id="alice", top_k=1)
+    hit = found["results"][0]
+    assert hit["memory"] == "I am allergic to peanuts"
+    assert {"id", "memory", "hash", "score", "metadata", "created_at", "updated_at", "user_id"} <= hit.keys()
+    assert (
+        hit["agent_id"] == "chef"
+        and hit["expiration_date"] == "2099-12-31"
+        and isinstance(hit["score"], float)
+    )
+    json.dumps(found)  # plain data all the way down
+    ui = m.search("editor theme", user_id="alice", filters={"category": "ui"})
+    assert [r["memory"] for r in ui["results"]] == ["I prefer dark mode in every editor"]
+    by_agent = m.search("peanuts", filters={"user_id": "alice", "agent_id": "chef"})
+    assert [r["memory"] for r in by_agent["results"]] == ["I am allergic to peanuts"]
+    nested = m.search("peanuts", filters={"AND": [{"user_id": "alice"}, {"agent_id": "chef"}]})
+    assert [r["memory"] for r in nested["results"]] == ["I am allergic to peanuts"]
+    skill = m.add(
+        "Deploys with blue-green releases behind a flag", user_id="alice", memory_type="procedural_memory"
+    )
+    assert m.get(skill["results"][0]["id"])["memory_type"] == "skill"  # type: ignore[index]
+    assert m.search("peanuts", user_id="alice", limit=1, top_k=1)["results"]
+    with pytest.raises(InvalidInput, match="not both"):
+        m.search("peanuts", user_id="alice", limit=1, top_k=2)
+    with pytest.raises(InvalidInput, match="user_id, agent_id or run_id"):
+        m.search("peanuts")
+    with pytest.raises(InvalidInput, match=r"unknown operator\(s\) like.*filters.b: unknown"):
+        m.search("x", user_id="alice", filters={"a": {"like": 1}, "b": {"regex": 2}})
+    with pytest.raises(InvalidInput, match="YYYY-MM-DD"):
+        m.add("I like tea in the morning", user_id="alice", expiration_date="soon")
+
+
+def test_get_get_all_update_history_delete(m: Memory) -> None:
+    first = m.add("Our team deploys on Fridays", user_id="bob", run_id="r1", infer=False)["results"][0]
+    m.add("Bob works on the payments service", user_id="bob", infer=False)
+    m.add("The staging database is in Frankfurt", agent_id="ops-bot", infer=False)
+    record = m.get(first["id"])
+    assert (
+        record is not None and record["run_id"] == "r1" and record["memory"] == "Our team deploys on Fridays"
+    )
+    assert m.get("no-such-id") is None
+    everything = m.get_all(user_id="bob")["results"]
+    assert [r["memory"] for r in everything] == [
+        "Our team deploys on Fridays",
+        "Bob works on the payments service",
+    ]
+    assert [r["memory"] for r in m.get_all(user_id="bob", run_id="r1")["results"]] == [
+        "Our team deploys on Fridays"
+    ]
+    assert len(m.get_all(user_id="bob", limit=1)["results"]) == 1
+    assert m.get_all(filters={"agent_id": "ops-bot"})["results"][0]["memory"].startswith("The staging")
+    assert m.update(first["id"], "Our team deploys on Thursdays") == {
+        "message": "Memory updated successfully!"
+    }
+    events = m.history(first["id"])
+    assert [(e["event"], e["old_memory"], e["new_memory"]) for e in events] == [
+        ("ADD", None, "Our team deploys on Fridays"),
+        ("UPDATE", "Our team deploys on Fridays", "Our team deploys on Thursdays"),
+    ]
+    assert m.delete(first["id"]) == {"message": "Memory deleted successfully!"}
+    assert m.get(first["id"]) is None
+    assert m.history(first["id"])[-1]["event"] == "DELETE"  # the audit trail outlives the memory
+    m.delete_all(user_id="bob")
+    assert m.get_all(user_id="bob")["results"] == []
+    assert m.get_all(agent_id="ops-bot")["results"]  # another owner is untouched
+    with pytest.raises(InvalidInput, match="at least one"):
+        m.delete_all()
+    with pytest.raises(InvalidInput, match="confirm=True"):
+        m.reset()
+    assert m.reset(confirm=True)["message"].startswith("Memory store reset")
+    assert m.get_all(agent_id="ops-bot")["results"] == []
+
+
+def test_langchain_messages_and_from_config(tmp_path: Path) -> None:
+    class HumanMessage:
+        type = "human"
+
+        def __init__(self, content: str) -> None:
+            self.content = content
+
+    with Memory.from_config({"db": str(tmp_path / "c.db"), "embedder": "hash:256", "version": "v1.1"}) as m:
+        out = m.add([HumanMessage("我们决定用 Next.js 而不是 Remix，因为团队更熟悉 React")], user_id="li")
+        assert out["results"][0]["event"] == "ADD"
+        assert m.get_all(user_id="li")["results"][0]["memory_type"] == "decision"
+    with pytest.raises(InvalidInput, match=r"vector_store: .*; graph_store: not a setting"):
+        Memory.from_config({"vector_store": {"provider": "qdrant"}, "graph_store": {}})
+
+
+async def test_async_memory_is_the_same_operations_awaited(tmp_path: Path) -> None:
+    async with AsyncMemory(tmp_path / "a.db", embedder="hash:256") as am:
+        added = await am.add("I prefer tea over coffee in the morning", user_id="kim")
+        mid = added["results"][0]["id"]
+        assert (await am.get(mid))["memory"] == "I prefer tea over coffee in the morning"  # type: ignore[index]
+        assert (await am.search("tea", user_id="kim"))["results"][0]["id"] == mid
+        assert (await am.get_all(user_id="kim"))["results"][0]["id"] == mid
+        await am.delete_all(user_id="kim")
+        assert (await am.get_all(user_id="kim"))["results"] == []
+    names = {"add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "reset"}
+    assert all(hasattr(AsyncMemory, n) and hasattr(Memory, n) for n in names)
+
+
+def test_filter_operators() -> None:
+    rec = {"user_id": "a", "memory_type": "fact", "metadata": {"category": "food", "priority": 3}}
+    assert matches(rec, {"category": "food", "priority": {"gte": 2, "lt": 4}})
+    assert matches(rec, {"OR": [{"category": "travel"}, {"memory_type": {"in": ["fact", "skill"]}}]})
+    assert matches(rec, {"NOT": [{"category": "travel"}], "category": "*"})
+    assert not matches(rec, {"AND": [{"user_id": "a"}, {"priority": {"ne": 3}}]})
+    assert not matches(rec, {"missing": "*"})
+
+
+MEM0_EXPORT = {
+    "results": [
+        {
+            "id": "8c1f5b6e-3a52-4c19-9d35-0d4f3b7c9e21",
+            "memory": "Is vegetarian and avoids dairy",
+            "hash": "b1f0c0",
+            "metadata": {"source": "onboarding"},
+            "categories": ["food", "health"],
+            "created_at": "2024-07-26T10:29:36.630547-07:00",
+            "updated_at": "2024-07-27T08:00:00-07:00",
+            "user_id": "alex",
+        },
+        {
+            "id": "0b7d",
+            "memory": "Prefers answers in bullet points",
+            "agent_id": "helper",
+            "run_id": "run-9",
+            "metadata": {"memory_type": "procedural_memory"},
+        },
+        {"memory": "Lives in Lisbon", "created_at": "2024-08-01T12:00:00Z"},
+    ]
+}
+
+LETTA_AF = {
+    "agents": [{"id": "agent-1", "name": "sam", "block_ids": ["block-1", "block-2", "block-3"]}],
+    "blocks": [
+        {
+            "id": "block-1",
+            "label": "human",
+            "value": "Name: Chad\n- Likes hiking\n- Likes hiking\n\nWorks as a nurse",
+            "limit": 5000,
+        },
+        {
+            "id": "block-2",
+            "label": "persona",
+            "value": "I am Sam, a friendly assistant.\nI answer briefly.",
+            "limit": 5000,
+        },
+        {
+            "id": "block-3",
+            "label": "project",
+            "value": "1. Migrating the clinic app to Flutter",
+            "limit": 5000,
+        },
+    ],
+    "groups": [],
+    "files": [],
+    "sources": [],
+    "tools": [],
+    "mcp_servers": [],
+    "metadata": {},
+}
+
+
+def test_mem0_export_is_imported_with_ids_owners_and_times(tmp_path: Path) -> None:
+    records = mem0_records(MEM0_EXPORT, user_id="fallback")
+    assert [r.get("user_id") for r in records] == ["alex", None, "fallback"]
+    assert records[1]["memory_type"] == "skill" and records[1]["session_id"] == "run-9"
+    with pytest.raises(InvalidInput, match="record 3: names no user_id"):
+        mem0_records(MEM0_EXPORT)
+    with pytest.raises(InvalidInput, match=r"record 1: no text.*record 2: expected an object"):
+        mem0_records([{"user_id": "x"}, 5])
+    with Native.open(tmp_path / "i.db", embedder="hash:256") as mem:
+        assert mem.import_items(records).imported == 3
+        item = mem.get("8c1f5b6e-3a52-4c19-9d35-0d4f3b7c9e21")
+        assert item.tags == ("food", "health") and item.metadata["source"] == "onboarding"
+        assert item.created_at.isoformat() == "2024-07-26T17:29:36.630547+00:00"
+
+
+def test_letta_blocks_become_user_and_agent_memories(tmp_path: Path) -> None:
+    records = letta_records(LETTA_AF, user_id="chad")
+    assert [(r["content"], r.get("user_id"), r.get("agent_id")) for r in records] == [
+        ("Name: Chad", "chad", None),
+        ("Likes hiking", "chad", None),
+        ("Works as a nurse", "chad", None),
+        ("I am Sam, a friendly assistant.", None, "sam"),
+        ("I answer briefly.", None, "sam"),
+        ("Migrating the clinic app to Flutter", None, "sam"),
+    ]
+    assert records[-1]["tags"] == ["letta:project"]
+    first_format = {"name": "sam", "core_memory": [{"label": "human", "value": "Likes tea"}]}
+    assert letta_records(first_format, user_id="u")[0]["content"] == "Likes tea"
+    with pytest.raises(InvalidInput, match="human block"):
+        letta_records(LETTA_AF)
+    with pytest.raises(InvalidInput, match="not a Letta Agent File"):
+        letta_records({"hello": 1})
+
+
+def _cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "JIYI_EMBEDDER": "hash:256"}
+    cmd = [sys.executable, "-m", "jiyi.cli", "--db", str(db), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_cli_imports_a_mem0_export_and_a_letta_file(tmp_path: Path) -> None:
+    db = tmp_path / "cli.db"
+    (tmp_path / "mem0.json").write_text(json.dumps(MEM0_EXPORT), encoding="utf-8")
+    (tmp_path / "sam.af").write_text(json.dumps(LETTA_AF), encoding="utf-8")
+    refused = _cli("import", "--from", "mem0", str(tmp_path / "mem0.json"), db=db)
+    assert refused.returncode == 1 and "record 3" in refused.stderr
+    done = _cli("import", "--from", "mem0", str(tmp_path / "mem0.json"), "--user", "alex", "--json", db=db)
+    assert json.loads(done.stdout) == {"imported": 3}
+    done = _cli("import", str(tmp_path / "sam.af"), "--from", "letta", "--user", "chad", db=db)
+    assert done.stdout.strip() == "imported 6 memories", done.stderr
+    listed = _cli("list", "--user", "chad", "--json", db=db)
+    assert "Works as a nurse" in listed.stdout
