@@ -33,6 +33,12 @@ The server's per-key rate limit (600/min by default) is turned off unless
     python bench/load.py                                   # 8 clients, 4 tenants, 30 s / 2000 requests
     python bench/load.py --clients 16 --seconds 20 --json load16.json
     python bench/load.py --embedder hash:512               # without the default model
+    python bench/load.py --db 'postgresql://u@host/db?schema=load1' --redis redis://127.0.0.1:6379/0 --replicas 2
+
+``--db`` runs the servers on any store URL (it must be empty: the write check expects the
+listing to hold exactly what the run added; a fresh ``?schema=`` does it); ``--replicas N``
+starts N servers on it, the clients spread over them round robin, and the checks read
+through the first replica what all of them wrote; ``--redis`` makes them share Redis.
 """
 
 from __future__ import annotations
@@ -203,12 +209,18 @@ def free_port() -> int:
 
 
 def start_server(
-    db: Path, keys_file: Path, port: int, embedder: str | None, rate_limit: int | None, log: Path
+    db: str,
+    keys_file: Path,
+    port: int,
+    embedder: str | None,
+    rate_limit: int | None,
+    log: Path,
+    redis: str | None = None,
 ) -> subprocess.Popen[bytes]:
     code = (
         "from jiyi.server.run import serve; "
-        f"serve({str(db)!r}, host='127.0.0.1', port={port}, keys_file={str(keys_file)!r}, "
-        f"embedder={embedder!r}, rate_limit_per_minute={rate_limit!r}, log_level='warning')"
+        f"serve({db!r}, host='127.0.0.1', port={port}, keys_file={str(keys_file)!r}, "
+        f"embedder={embedder!r}, rate_limit_per_minute={rate_limit!r}, log_level='warning', redis={redis!r})"
     )
     with open(log, "wb") as fh:
         return subprocess.Popen(
@@ -335,7 +347,7 @@ async def client_loop(
 
 
 async def run_load(
-    base: str,
+    bases: list[str],
     keys: dict[str, str],
     clients: int,
     seconds: float,
@@ -351,7 +363,7 @@ async def run_load(
         *(
             client_loop(
                 shared,
-                base,
+                bases[c % len(bases)],  # clients spread over the replicas, as a load balancer would
                 tenants[c % len(tenants)],
                 keys[tenants[c % len(tenants)]],
                 c,
@@ -497,11 +509,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--probes", type=int, default=5, help="items per tenant probed by the isolation check")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument(
+        "--db",
+        default=None,
+        metavar="URL",
+        help="store of the servers: a SQLite path or postgresql://... naming an EMPTY store "
+        "(e.g. ?schema=load1); default a new SQLite file in the temp dir",
+    )
+    p.add_argument("--redis", default=None, metavar="URL", help="Redis the servers share (default none)")
+    p.add_argument("--replicas", type=int, default=1, help="jiyi serve processes on the store (default 1)")
     p.add_argument("--keep", action="store_true", help="keep the temp dir (db, keys, server log)")
     p.add_argument("--json", type=Path, default=None, metavar="OUT.json")
     args = p.parse_args(argv)
-    if args.tenants < 1 or args.clients < 1 or args.seconds <= 0 or args.requests < 1:
-        p.error("--tenants, --clients, --seconds and --requests must be positive")
+    if args.tenants < 1 or args.clients < 1 or args.seconds <= 0 or args.requests < 1 or args.replicas < 1:
+        p.error("--tenants, --clients, --seconds, --requests and --replicas must be positive")
+    if args.replicas > 1 and args.db is None:
+        p.error("--replicas > 1 needs a shared --db (postgresql://...)")
     if not 0.0 <= args.search_ratio <= 1.0:
         p.error("--search-ratio must be within 0..1")
 
@@ -511,30 +534,38 @@ def main(argv: list[str] | None = None) -> int:
         f"tenant-{i}": create_key(keys_file, f"tenant-{i}", "owner", label="load")
         for i in range(args.tenants)
     }
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    proc = start_server(db, keys_file, port, args.embedder, args.rate_limit, log)
+    store = args.db or str(db)
+    ports = [free_port() for _ in range(args.replicas)]
+    bases = [f"http://127.0.0.1:{port}" for port in ports]
+    logs = [log.with_name(f"server{i}.log") for i in range(args.replicas)]
+    procs = [
+        start_server(store, keys_file, port, args.embedder, args.rate_limit, lg, args.redis)
+        for port, lg in zip(ports, logs, strict=True)
+    ]
+    base = bases[0]  # the checks read through one replica what all of them wrote
     failed = True
     try:
-        startup = wait_healthy(base, proc, log)
+        startup = max(wait_healthy(b, pr, lg) for b, pr, lg in zip(bases, procs, logs, strict=True))
         # Warm up (not measured): the first search loads the embedding model.
         t0 = time.perf_counter()
-        for key in keys.values():
-            httpx.post(
-                f"{base}/v1/memories/search",
-                headers={"X-API-Key": key},
-                json={"query": "warm up", "user_id": USER_ID},
-                timeout=120.0,
-            ).raise_for_status()
+        for b in bases:
+            for key in keys.values():
+                httpx.post(
+                    f"{b}/v1/memories/search",
+                    headers={"X-API-Key": key},
+                    json={"query": "warm up", "user_id": USER_ID},
+                    timeout=120.0,
+                ).raise_for_status()
         warmup = time.perf_counter() - t0
 
         shared, elapsed = asyncio.run(
-            run_load(base, keys, args.clients, args.seconds, args.requests, args.search_ratio, args.seed)
+            run_load(bases, keys, args.clients, args.seconds, args.requests, args.search_ratio, args.seed)
         )
         writes = check_writes(base, keys, shared)
         isolation = check_isolation(base, keys, shared, args.probes, args.seed)
     finally:
-        rc = stop_server(proc)
+        codes = [stop_server(pr) for pr in procs]
+        rc = next((c for c in codes if c not in (0, None)), codes[0])
         if args.keep:
             print(f"kept {tmp}")
         else:
@@ -563,6 +594,9 @@ def main(argv: list[str] | None = None) -> int:
             "embedder": args.embedder or "default",
             "rate_limit_per_minute": args.rate_limit,
             "seed": args.seed,
+            "store": "sqlite" if args.db is None or not args.db.startswith("postgres") else "postgresql",
+            "redis": args.redis is not None,
+            "replicas": args.replicas,
         },
         "server_startup_s": round(startup, 2),
         "warmup_s": round(warmup, 2),
@@ -595,7 +629,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"config: {args.tenants} tenants, {args.clients} clients, <= {args.seconds:g} s / <= {args.requests} "
-        f"requests, search ratio {args.search_ratio}, embedder {args.embedder or 'default'}"
+        f"requests, search ratio {args.search_ratio}, embedder {args.embedder or 'default'}; "
+        f"{args.replicas} replica(s) on {result['config']['store']}" + (" + Redis" if args.redis else "")
     )
     print(f"server up in {startup:.2f} s, warm-up {warmup:.2f} s")
     print(

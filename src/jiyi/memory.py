@@ -270,10 +270,11 @@ class Memory(_Facade):
     @classmethod
     def open(cls, path: str | Path, **options: Any) -> Memory:
         """A Memory on the store at ``path``: a SQLite file (created if missing) or a store
-        URL (``sqlite:///...``, ``postgresql://...``; see :func:`jiyi.store.open.open_store`)."""
+        URL (``sqlite:///...``, ``postgresql://...``; see :func:`jiyi.store.open.open_store`).
+        ``redis="redis://host:6379/0"`` adds the shared Redis cache (it must answer)."""
         from jiyi.store.open import open_store
 
-        mem = cls(open_store(str(path)), **options)
+        mem = cls(open_store(str(path), redis=options.pop("redis", None)), **options)
         repair_files(mem.runtime)  # files (jiyi/files/): finish what a crash left half written
         return mem
 
@@ -394,10 +395,11 @@ class AsyncMemory(_Facade):
 
     @classmethod
     def open(cls, path: str | Path, **options: Any) -> AsyncMemory:
-        """An AsyncMemory on the store at ``path`` (a SQLite file or a store URL)."""
+        """An AsyncMemory on the store at ``path`` (a SQLite file or a store URL), with
+        the shared Redis cache when ``redis=`` names one."""
         from jiyi.store.open import open_store
 
-        mem = cls(open_store(str(path)), **options)
+        mem = cls(open_store(str(path), redis=options.pop("redis", None)), **options)
         repair_files(mem.runtime)
         return mem
 

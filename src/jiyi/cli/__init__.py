@@ -2,6 +2,7 @@
 
 Exit codes: 0 success, 1 refused or failed (one line on stderr says why), 2 usage error.
 Environment (read here, at the edge): ``JIYI_DB`` (store: a SQLite file or a store URL),
+``JIYI_REDIS_URL`` (an optional Redis every process shares),
 ``JIYI_EMBEDDER`` (embedder spec), ``JIYI_LLM``, ``JIYI_FILES``, ``JIYI_TENANT`` and the
 seed's ``MEMORY_*`` gate settings.
 
@@ -31,6 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jiyi import __version__
 from jiyi.cli import bulk, demo, files, learn, lifecycle, memories, profile, serve, sessions, stores
 from jiyi.cli.common import EXIT_USAGE, LOG_LEVELS, Handler, Parser, run, setup_logging
 
@@ -72,6 +74,12 @@ def _global_options(parser: argparse.ArgumentParser, *, after_command: bool = Fa
         metavar="PATH|URL",
         help="store: a SQLite file, sqlite:///path.db or postgresql://user@host/db "
         "(default: $JIYI_DB or a per-user data dir)",
+    )
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        help="Redis shared by every process on the store (cache, rate limits, maintenance lease), "
+        "e.g. redis://127.0.0.1:6379/0; it must answer (default: $JIYI_REDIS_URL, else none)",
     )
     parser.add_argument(
         "--llm",
@@ -126,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: jiyi add '我喜欢用 Python 写代码' --user alice --type preference; "
         "jiyi search 'what language does she like?' --user alice",
     )
+    parser.add_argument("--version", action="version", version=f"jiyi {__version__}")
     _global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for register in _GROUPS:

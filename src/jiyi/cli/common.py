@@ -1,7 +1,7 @@
 """What every command shares: exit codes, the parser class, option types and groups,
 output helpers, opening the store ``--db`` names, and mapping errors to exit codes.
 
-The CLI's environment variables (``JIYI_DB``, ``JIYI_EMBEDDER``, ``JIYI_LLM``, ``JIYI_FILES``,
+The CLI's environment variables (``JIYI_DB``, ``JIYI_REDIS_URL``, ``JIYI_EMBEDDER``, ``JIYI_LLM``, ``JIYI_FILES``,
 ``JIYI_TENANT``) are read here, at the edge, and nowhere in the library.
 """
 
@@ -215,11 +215,17 @@ def store_target(ns: argparse.Namespace) -> str:
     return url
 
 
+def redis_url(ns: argparse.Namespace) -> str | None:
+    """The Redis the global ``--redis`` names, else ``$JIYI_REDIS_URL``, else None."""
+    chosen: str | None = getattr(ns, "redis", None) or os.environ.get("JIYI_REDIS_URL") or None
+    return chosen
+
+
 def open_db(ns: argparse.Namespace) -> Store:
-    """Open (and migrate) the store the global ``--db`` names."""
+    """Open (and migrate) the store the global ``--db`` names, behind ``--redis`` if given."""
     from jiyi.store.open import open_store
 
-    return open_store(store_target(ns))
+    return open_store(store_target(ns), redis=redis_url(ns))
 
 
 def sqlite_file(ns: argparse.Namespace) -> Path:
@@ -324,11 +330,11 @@ def run(handler: Handler, ns: argparse.Namespace) -> int:
     except JiyiError as exc:
         if getattr(ns, "json", False):
             problems = exc.problems if isinstance(exc, InvalidInput) else ()
-            emit_error(_error_code(exc), str(exc), field=getattr(exc, "field", None), problems=problems)
+            emit_error(_error_code(exc), one_line(exc), field=getattr(exc, "field", None), problems=problems)
         elif isinstance(exc, InvalidInput | ConfigError):
-            print(f"jiyi: error: {exc}", file=sys.stderr)
+            print(f"jiyi: error: {one_line(exc)}", file=sys.stderr)
         else:
-            print(f"jiyi: failed: {exc}", file=sys.stderr)
+            print(f"jiyi: failed: {one_line(exc)}", file=sys.stderr)
         return EXIT_FAIL
     except BrokenPipeError:
         # The reader went away: nothing left to say, and Python must not complain at exit.
@@ -338,3 +344,8 @@ def run(handler: Handler, ns: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("jiyi: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def one_line(exc: BaseException) -> str:
+    """An error's message on one line (a database's DETAIL and HINT lines joined to it)."""
+    return " ".join(line.strip() for line in str(exc).splitlines() if line.strip())

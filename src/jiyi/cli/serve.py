@@ -14,6 +14,7 @@ from jiyi.cli.common import (
     files_arg,
     files_dir,
     llm_spec,
+    redis_url,
     scope,
     scope_args,
     store_target,
@@ -49,7 +50,13 @@ def register(sub: Subparsers) -> None:
 
 
 def _register_serve(sub: Subparsers) -> None:
-    p = sub.add_parser("serve", help="run the REST service (and the background worker)")
+    p = sub.add_parser(
+        "serve",
+        help="run the REST service (and the background worker)",
+        description="Run the REST service and a job worker on the store --db names. Several can "
+        "share one postgresql:// store: give them all the same --redis (before the command, "
+        "like --db) to share the rate limit and the maintenance schedule; see docs/deploy.md.",
+    )
     files_arg(p, "keep memory.md / learnings.md under DIR and sync edits to them as they happen")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765)")
@@ -101,6 +108,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         host=ns.host,
         port=ns.port,
         keys_file=ns.keys,
+        redis=redis_url(ns),
         embedder=embedder_spec(ns),
         llm=llm_spec(ns),
         max_body_bytes=ns.max_body,
@@ -136,6 +144,7 @@ def cmd_mcp(ns: argparse.Namespace) -> int:
         transport=ns.transport,
         host=ns.host,
         port=ns.port,
+        redis=redis_url(ns),
         embedder=embedder_spec(ns),
         gate=GateConfig.from_env(),
         keys_file=ns.keys,

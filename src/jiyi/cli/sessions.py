@@ -37,7 +37,13 @@ def register(sub: Subparsers) -> None:
     p = sub.add_parser("worker", help="run queued background jobs (extraction, episodes)")
     p.add_argument("--once", action="store_true", help="stop when the queue is empty")
     p.add_argument("--interval", type=float, default=2.0, help="seconds between polls (default 2)")
-    p.add_argument("--batch", type=int, default=10, help="jobs taken at a time (default 10)")
+    p.add_argument(
+        "--batch",
+        type=int,
+        default=1,
+        help="jobs claimed at a time (default 1: on SIGTERM the worker finishes the job in hand "
+        "and holds no claimed job it has not started)",
+    )
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_worker))
 
@@ -108,27 +114,51 @@ def cmd_remember(ns: argparse.Namespace, mem: Memory) -> int:
 
 
 def cmd_worker(ns: argparse.Namespace, mem: Memory) -> int:
-    import time
+    """Run jobs until stopped. Any number of workers (and servers) can share one store:
+    each job is claimed once. SIGTERM or Ctrl-C stops it after the job batch in hand."""
+    import signal
+    import socket
+    import threading
 
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    name = f"cli-{socket.gethostname()}:{os.getpid()}"
     done = 0
     try:
-        while True:
-            reports = mem.process_jobs(worker=f"cli-{os.getpid()}", limit=max(1, ns.batch))
+        while not stop.is_set():
+            reports = mem.process_jobs(worker=name, limit=max(1, ns.batch))
             done += len(reports)
-            if ns.json:
-                for r in reports:
-                    emit(_report_json(r))
-            else:
-                _print_reports(reports)
+            _show(ns, reports)
             if not reports:
                 if ns.once:
                     break
-                time.sleep(max(0.1, ns.interval))
+                stop.wait(max(0.1, ns.interval))
     except KeyboardInterrupt:
-        pass
+        _release(mem, name)  # the interrupted job goes back to the queue, not to its lease's end
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if not ns.json:
         print(f"processed {done} job(s)", file=sys.stderr)
     return EXIT_OK
+
+
+def _release(mem: Memory, name: str) -> None:
+    from jiyi.server.worker import releases
+    from jiyi.store.base import ListJobs, Write
+
+    running = mem.store.execute(ListJobs(("running",), limit=1000))
+    changes = releases(running, name)
+    if changes:
+        mem.store.execute(Write(changes))
+        print(f"put {len(changes)} interrupted job(s) back in the queue", file=sys.stderr)
+
+
+def _show(ns: argparse.Namespace, reports: list[JobReport]) -> None:
+    if ns.json:
+        for r in reports:
+            emit(_report_json(r))
+    else:
+        _print_reports(reports)
 
 
 def cmd_jobs(ns: argparse.Namespace, mem: Memory) -> int:

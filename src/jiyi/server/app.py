@@ -22,19 +22,23 @@ The routes live in :mod:`jiyi.server.routes`, one router per area; what they sha
 """
 
 import functools
+import os
+import socket
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI
 
 from jiyi.memory import AsyncMemory
-from jiyi.server import errors, web
+from jiyi.server import docs, errors, web
 from jiyi.server.auth import LOOPBACK, ApiKeys
 from jiyi.server.deps import ServerState, known_tenants
-from jiyi.server.limits import BodySizeLimit, RateLimiter
+from jiyi.server.limits import BodySizeLimit, Limiter, RateLimiter
 from jiyi.server.metrics import Metrics, RequestMetrics
 from jiyi.server.routes import context, memories, probes, procedural, profile, sessions, tenant
 from jiyi.server.schedule import MaintenanceScheduler
+from jiyi.server.worker import JobWorker
 
 __all__ = ["LOOPBACK", "create_app"]
 
@@ -54,6 +58,8 @@ def create_app(
     start_worker: bool = False,
     metrics: bool = True,
     maintain_every: float | None = None,
+    redis: str | None = None,
+    replica: str | None = None,
 ) -> FastAPI:
     """The REST application over ``memory`` (which the caller opens and closes).
 
@@ -64,16 +70,21 @@ def create_app(
     :mod:`jiyi.server.metrics`); request ids and JSON request logs stay.
     ``maintain_every`` (seconds) runs the lifecycle pass for every tenant at start-up and
     then on that schedule (see :mod:`jiyi.server.schedule`); None leaves it to ``jiyi maintain``.
+    ``redis`` (a Redis URL) makes this app one of several replicas: the per-key rate limit
+    and the maintenance lease are shared through it (:mod:`jiyi.server.shared`).
+    ``replica`` names this process in job locks and leases (default ``host:pid:random``).
     """
-    # Whether this process runs the queue is start_worker's call, not remember()'s.
-    memory.background = start_worker
-    state = _state(memory, keys, rate_limit_per_minute, maintain_every)
+    # The server's JobWorker (start_worker) runs the queue, never remember()'s in-process one.
+    memory.background = False
+    state = _state(memory, keys, rate_limit_per_minute, maintain_every, redis, replica)
     app = FastAPI(
         title="jiyi",
         summary="Long-term memory for LLM agents (Chinese and English).",
         description=DESCRIPTION,
         version="1",
         lifespan=_lifespan(state, start_worker),
+        docs_url=None,  # served from bundled files by jiyi.server.docs (no CDN)
+        redoc_url=None,
     )
     app.state.jiyi = state
     app.state.maintenance = state.scheduler
@@ -86,13 +97,29 @@ def create_app(
 
 
 def _state(
-    memory: AsyncMemory, keys: ApiKeys | None, rate_limit_per_minute: int | None, maintain_every: float | None
+    memory: AsyncMemory,
+    keys: ApiKeys | None,
+    rate_limit_per_minute: int | None,
+    maintain_every: float | None,
+    redis: str | None,
+    replica: str | None,
 ) -> ServerState:
-    limiter = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
+    replica = replica or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+    limiter: Limiter | None = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
+    lease = client = None
+    if redis is not None:  # a replica: share the limit and the schedule (needs jiyi[redis])
+        from jiyi.server.shared import RedisLease, RedisRateLimiter, redis_client
+
+        client = redis_client(redis)
+        lease = RedisLease(client, owner=replica)
+        limiter = RedisRateLimiter(client, rate_limit_per_minute) if rate_limit_per_minute else None
     # the scheduler asks for the tenants on every pass: keys may be added while it runs
     tenants = functools.partial(known_tenants, keys)
-    scheduler = MaintenanceScheduler(memory, tenants, maintain_every) if maintain_every is not None else None
-    return ServerState(memory, keys, limiter, Metrics(memory, keys), scheduler)
+    scheduler = None
+    if maintain_every is not None:
+        scheduler = MaintenanceScheduler(memory, tenants, maintain_every, lease=lease)
+    worker = JobWorker(memory, f"serve-{replica}")
+    return ServerState(memory, keys, limiter, Metrics(memory, keys), scheduler, worker, client)
 
 
 def _lifespan(
@@ -100,8 +127,8 @@ def _lifespan(
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if start_worker:
-            state.memory.start_worker()
+        if start_worker and state.worker is not None:
+            state.worker.start()
         if state.scheduler is not None:
             state.scheduler.start()
         try:
@@ -109,6 +136,10 @@ def _lifespan(
         finally:
             if state.scheduler is not None:
                 await state.scheduler.stop()
+            if state.worker is not None:
+                await state.worker.stop()  # finishes or releases the job in hand
+            if state.redis is not None:
+                await state.redis.aclose()
 
     return lifespan
 
@@ -120,3 +151,4 @@ def _include_routes(app: FastAPI, *, metrics: bool) -> None:
     for area in (memories, context, procedural, profile, sessions, tenant):
         app.include_router(area.router)
     web.install(app)  # GET / and /ui/: the web page, not in OpenAPI
+    docs.install(app)  # GET /docs and /redoc, offline

@@ -11,7 +11,7 @@ live in one :class:`ServerState` on ``app.state.jiyi``, set by
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, Path, Query, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
@@ -20,11 +20,15 @@ from jiyi.memory import AsyncMemory
 from jiyi.model import DEFAULT_TENANT, MAX_ID_LENGTH, MemoryItem, Scope
 from jiyi.server.auth import LOOPBACK, ApiKeys, Principal, Role
 from jiyi.server.errors import ApiError, error_responses
-from jiyi.server.limits import RateLimiter
+from jiyi.server.limits import Limiter
 from jiyi.server.metrics import Metrics
 from jiyi.server.schedule import MaintenanceScheduler
 from jiyi.server.schemas import GateDecisionOut
+from jiyi.server.worker import JobWorker
 from jiyi.write.gate import GateDecision
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 LOCAL_KEY_ID = "local"
 NDJSON = "application/x-ndjson"
@@ -43,9 +47,12 @@ class ServerState:
 
     memory: AsyncMemory
     keys: ApiKeys | None
-    limiter: RateLimiter | None
+    limiter: Limiter | None
     telemetry: Metrics
     scheduler: MaintenanceScheduler | None
+    worker: JobWorker | None = None
+    redis: Redis | None = None
+    """The client the shared limiter and lease use (``--redis``); closed with the app."""
 
 
 def known_tenants(keys: ApiKeys | None) -> list[str]:
@@ -113,11 +120,11 @@ async def principal(
         # Failed attempts count against the client's address (its own bucket, apart from
         # every key's), so keys cannot be guessed at full speed: past the limit, 429.
         if state.limiter is not None:
-            state.limiter.enforce(f"client:{request.client.host if request.client else '?'}")
+            await state.limiter.aenforce(f"client:{request.client.host if request.client else '?'}")
         raise
     request.state.tenant = who.tenant  # for the request log (jiyi.server.metrics)
     if state.limiter is not None:
-        state.limiter.enforce(who.key_id)
+        await state.limiter.aenforce(who.key_id)
     same_tenant(who, request.query_params.get("tenant_id"))
     return who
 

@@ -1,4 +1,5 @@
-"""In-process protections: a request body size limit and a per-key rate limit."""
+"""In-process protections: a request body size limit and a per-key rate limit (shared
+by replicas through Redis in :mod:`jiyi.server.shared`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -89,6 +91,12 @@ class BodySizeLimit:
             await self._refuse(send)
 
 
+class Limiter(Protocol):
+    """A per-key rate limit: raises the 429 :class:`ApiError` once ``key`` is past it."""
+
+    async def aenforce(self, key: str) -> None: ...
+
+
 class RateLimiter:
     """A token bucket per key: ``per_minute`` requests a minute, bursts up to the same."""
 
@@ -116,9 +124,18 @@ class RateLimiter:
     def enforce(self, key: str) -> None:
         wait = self.check(key)
         if wait is not None:
-            raise ApiError(
-                429,
-                f"rate limit of {int(self.capacity)} requests a minute exceeded; retry in {math.ceil(wait)} s",
-                code="rate_limited",
-                headers={"Retry-After": str(max(1, math.ceil(wait)))},
-            )
+            raise rate_limited(self.capacity, wait)
+
+    async def aenforce(self, key: str) -> None:
+        """:meth:`enforce`, with the signature of the shared limiter (jiyi.server.shared)."""
+        self.enforce(key)
+
+
+def rate_limited(capacity: float, wait: float) -> ApiError:
+    """The 429 for a key past its ``capacity`` requests a minute, to retry in ``wait`` s."""
+    return ApiError(
+        429,
+        f"rate limit of {int(capacity)} requests a minute exceeded; retry in {math.ceil(wait)} s",
+        code="rate_limited",
+        headers={"Retry-After": str(max(1, math.ceil(wait)))},
+    )

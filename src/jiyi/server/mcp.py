@@ -377,6 +377,7 @@ async def serve(
     gate: GateConfig | None = None,
     log_level: str = "warning",
     keys_file: str | Path | None = None,
+    redis: str | None = None,
 ) -> None:
     """:func:`run`, for callers that already have an event loop."""
     if transport not in ("stdio", "streamable-http"):
@@ -386,7 +387,7 @@ async def serve(
         raise ConfigError("with API keys the tenant comes from each key; do not pass a tenant")
     if user_id is None and project_id is None and session_id is None and agent_id is None:
         user_id = DEFAULT_USER
-    memory = open_memory(db_path, embedder=embedder, gate=gate or GateConfig.from_env())
+    memory = open_memory(db_path, redis=redis, embedder=embedder, gate=gate or GateConfig.from_env())
     async with memory:
         server = build_server(
             memory,
@@ -424,11 +425,13 @@ def run(
     gate: GateConfig | None = None,
     log_level: str = "warning",
     keys_file: str | Path | None = None,
+    redis: str | None = None,
 ) -> None:
     """Serve the memory tools on the store ``db_path`` names until stopped.
 
     ``db_path`` is a SQLite file path, ``sqlite:///path.db`` or ``postgresql://user@host/db``
-    (see :func:`jiyi.store.open.open_store`).
+    (see :func:`jiyi.store.open.open_store`); ``redis`` an optional Redis URL shared with
+    the other processes on that store (it must answer).
 
     ``transport="stdio"`` talks MCP over stdin/stdout (for desktop clients that spawn
     the server); ``"streamable-http"`` listens on ``http://{host}:{port}{path}``
@@ -459,5 +462,6 @@ def run(
             gate=gate,
             log_level=log_level,
             keys_file=keys_file,
+            redis=redis,
         )
     )

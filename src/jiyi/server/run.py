@@ -27,6 +27,7 @@ def serve(
     maintain_every: float | None = 86400.0,
     files: str | Path | None = None,
     watch_interval: float = 2.0,
+    redis: str | None = None,
 ) -> None:
     """Serve the store ``db_path`` names on ``host:port`` until interrupted.
 
@@ -42,6 +43,11 @@ def serve(
     day, None to disable) runs the lifecycle pass for every tenant on that schedule.
     ``files`` keeps memory.md / learnings.md per scope under that directory: API writes
     update them, and a watcher syncs a person's edits every ``watch_interval`` seconds.
+
+    ``redis`` (a Redis URL; it must answer) makes this server one of several replicas on
+    the same store: the cache, the per-key rate limit and the maintenance lease are shared
+    through it (see :mod:`jiyi.server.shared` and docs/deploy.md). SIGTERM or Ctrl-C stops
+    taking requests, finishes (or puts back) the job in hand, and closes the store.
     """
     keys: ApiKeys | None = None
     if keys_file is None:
@@ -69,6 +75,7 @@ def serve(
             maintain_every=maintain_every,
             files=files,
             watch_interval=watch_interval,
+            redis=redis,
         )
     )
 
@@ -88,12 +95,15 @@ async def _serve(
     maintain_every: float | None,
     files: str | Path | None = None,
     watch_interval: float = 2.0,
+    redis: str | None = None,
 ) -> None:
     import uvicorn
 
     from jiyi.files import watch_files
 
-    memory = open_memory(db_path, embedder=embedder, llm=llm, gate=GateConfig.from_env(), files=files)
+    memory = open_memory(
+        db_path, redis=redis, embedder=embedder, llm=llm, gate=GateConfig.from_env(), files=files
+    )
     watcher = watch_files(memory, interval=watch_interval) if files is not None else None
     try:
         app = create_app(
@@ -103,6 +113,7 @@ async def _serve(
             rate_limit_per_minute=rate_limit_per_minute,
             start_worker=worker,
             maintain_every=maintain_every,
+            redis=redis,
         )
         _log_to_stderr(log_level)
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level, proxy_headers=False)

@@ -8,6 +8,11 @@ logger and kept as :attr:`MaintenanceScheduler.last` (served by ``GET /v1/mainte
 
 Passes run one after the other, never two at once; a failing pass is logged and the
 next one runs on time (the store's history already records every change a pass made).
+
+Replicas: with a ``lease`` (:class:`~jiyi.server.shared.RedisLease`, from ``--redis``) a
+replica runs a tenant's pass only if it takes the lease ``maintenance:TENANT`` for 90% of
+the interval; the others record the pass as skipped. So N servers started together run
+each tenant's pass once per interval, not N times.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -31,6 +36,14 @@ from jiyi.model import utcnow
 log = logging.getLogger("jiyi.maintenance")
 
 
+class Lease(Protocol):
+    """A named lock with a time to live, shared by replicas."""
+
+    owner: str
+
+    async def take(self, name: str, seconds: float) -> bool: ...
+
+
 @dataclass
 class PassRecord:
     """One scheduled pass over one tenant."""
@@ -39,9 +52,13 @@ class PassRecord:
     started_at: datetime
     report: MaintenanceReport | None = None
     error: str | None = None
+    skipped: str | None = None
+    """Why this replica did not run the pass (another one holds the tenant's lease)."""
 
     def to_json_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"tenant_id": self.tenant_id, "started_at": self.started_at.isoformat()}
+        if self.skipped is not None:
+            out["skipped"] = self.skipped
         if self.report is not None:
             rep = self.report.to_json_dict()
             out.update(
@@ -63,6 +80,7 @@ class MaintenanceScheduler:
     tenants: Callable[[], list[str]]
     interval: float
     policy: LifecyclePolicy | None = None
+    lease: Lease | None = None
     last: dict[str, PassRecord] = field(default_factory=dict)
     passes: int = 0
     _task: asyncio.Task[None] | None = None
@@ -80,9 +98,17 @@ class MaintenanceScheduler:
 
     async def run_once(self) -> list[PassRecord]:
         """One pass over every tenant, now."""
-        records: list[PassRecord] = []
-        for tenant in sorted(set(self.tenants())):
-            record = PassRecord(tenant, utcnow())
+        records = [await self._pass(tenant) for tenant in sorted(set(self.tenants()))]
+        self.passes += 1
+        return records
+
+    async def _pass(self, tenant: str) -> PassRecord:
+        record = PassRecord(tenant, utcnow())
+        if self.lease is not None and not await self.lease.take(
+            f"maintenance:{tenant}", max(1.0, self.interval * 0.9)
+        ):
+            record.skipped = "another replica holds this tenant's maintenance lease"
+        else:
             try:
                 record.report = await self.memory.maintain(policy=self.policy, tenant_id=tenant)
             except Exception as exc:  # keep the schedule alive; the log says what failed
@@ -90,10 +116,8 @@ class MaintenanceScheduler:
                 log.exception("maintenance pass failed for tenant %s", tenant)
             else:
                 log.info(json.dumps({"event": "maintenance", **record.to_json_dict()}, ensure_ascii=False))
-            self.last[tenant] = record
-            records.append(record)
-        self.passes += 1
-        return records
+        self.last[tenant] = record
+        return record
 
     async def _loop(self) -> None:
         while True:

@@ -12,6 +12,12 @@ PostgreSQL DSN (``postgresql://...``/``postgres://...``).
   to ``pip install 'jiyi[postgres]'``.
 
 Keyword ``options`` go to the backend's constructor (``read_only=``, ``migrate=``, ``timeout=`` ...).
+
+``redis="redis://host:6379/0"`` puts :class:`~jiyi.store.redis_cache.RedisCachedStore` in
+front of the store (hot sessions, items, the embedding cache and rate counters shared by
+every process). The Redis server must answer when the store is opened: a wrong URL or a
+Redis that is down is a :class:`~jiyi.errors.ConfigError` naming host and port (never a
+password), not a silent fallback. Once running, a Redis outage falls back to the store.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from jiyi.errors import ConfigError, InvalidInput
 from jiyi.store.base import Store
 
 POSTGRES_HINT = "the PostgreSQL backend needs psycopg 3 and psycopg-pool: pip install 'jiyi[postgres]'"
+REDIS_HINT = "a Redis URL needs the redis client: pip install 'jiyi[redis]'"
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
@@ -108,17 +115,64 @@ def _parse(url: str) -> tuple[str, str, dict[str, str]]:
     )
 
 
-def open_store(url: str, **options: Any) -> Store:
-    """Open (and, unless ``migrate=False``, migrate) the store ``url`` names."""
+def check_redis(url: str, *, timeout: float = 2.0) -> str:
+    """Ping the Redis ``url`` names; its ``host:port/db`` (for messages) when it answers.
+
+    InvalidInput for something that is not a Redis URL, ConfigError when the client is
+    missing or the server does not answer within ``timeout`` seconds (or refuses us)."""
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidInput("the Redis URL is empty; give e.g. redis://127.0.0.1:6379/0", field="redis")
+    try:
+        import redis
+    except ImportError as exc:
+        raise ConfigError(REDIS_HINT) from exc
+    try:
+        client = redis.Redis.from_url(url.strip(), socket_timeout=timeout, socket_connect_timeout=timeout)
+    except ValueError as exc:
+        raise InvalidInput(
+            f"{redact_url(url)!r} is not a Redis URL ({exc}); use redis://host:6379/0", field="redis"
+        ) from None
+    kwargs = client.connection_pool.connection_kwargs
+    where = str(kwargs.get("path") or f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}")
+    where += f"/{kwargs.get('db', 0)}"
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        # The message may quote the URL; keep only the exception's class and our redacted words.
+        raise ConfigError(
+            f"Redis at {where} does not answer ({type(exc).__name__}): start it, or fix --redis / "
+            "JIYI_REDIS_URL, or leave them unset to run without Redis"
+        ) from None
+    finally:
+        client.close()
+    return where
+
+
+def open_store(url: str, *, redis: str | None = None, **options: Any) -> Store:
+    """Open (and, unless ``migrate=False``, migrate) the store ``url`` names; with ``redis``
+    (a Redis URL) wrapped in the Redis cache, after checking that Redis answers."""
+    if redis is not None:
+        check_redis(redis)
     kind, target, url_options = _parse(url)
+    store: Store
     if kind == "sqlite":
         from jiyi.store.sqlite import SQLiteStore
 
-        return SQLiteStore(
+        store = SQLiteStore(
             target if target == ":memory:" else Path(target).expanduser(), **{**url_options, **options}
         )
+    else:
+        try:
+            from jiyi.store.postgres import PostgresStore
+        except (ImportError, ConfigError) as exc:
+            raise ConfigError(POSTGRES_HINT) from exc
+        store = PostgresStore(target, **{**url_options, **options})
+    if redis is None:
+        return store
+    from jiyi.store.redis_cache import RedisCachedStore
+
     try:
-        from jiyi.store.postgres import PostgresStore
-    except (ImportError, ConfigError) as exc:
-        raise ConfigError(POSTGRES_HINT) from exc
-    return PostgresStore(target, **{**url_options, **options})
+        return RedisCachedStore(store, redis.strip())
+    except BaseException:
+        store.close()
+        raise

@@ -5,10 +5,20 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 
 from jiyi.model import MAX_ID_LENGTH, owner_scope
-from jiyi.server.deps import READ, WRITE, Mine, Reader, SessionId, Writer, member_writes, same_tenant
+from jiyi.server.deps import (
+    READ,
+    WRITE,
+    Mine,
+    Reader,
+    SessionId,
+    Writer,
+    member_writes,
+    same_tenant,
+    server_state,
+)
 from jiyi.server.schemas import (
     CheckpointRequest,
     CompactionOut,
@@ -29,7 +39,7 @@ CheckpointId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH)]
     responses=WRITE,
 )
 async def remember(
-    session_id: SessionId, body: RememberRequest, who: Writer, memory: Mine
+    session_id: SessionId, body: RememberRequest, who: Writer, memory: Mine, request: Request
 ) -> RememberResponse:
     same_tenant(who, body.tenant_id)
     # Extraction files what it finds under the broadest scope given (as store_extracted does).
@@ -41,6 +51,8 @@ async def remember(
         project_id=body.project_id,
         agent_id=body.agent_id,
     )
+    if (worker := server_state(request).worker) is not None:
+        worker.wake()  # extract now, not at the next poll
     compacted = None
     if (c := result.compacted) is not None:
         compacted = CompactionOut(
