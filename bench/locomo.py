@@ -54,6 +54,7 @@ from jiyi.embed.base import Embedder, resolve_embedder
 from jiyi.memory import Memory
 from jiyi.model import MemoryItem
 from jiyi.store.sqlite import SQLiteStore
+from parts import PARTS, part_rankings, source_ids
 
 KS = (5, 10, 20)
 SEARCH_LIMIT = 20
@@ -252,6 +253,8 @@ class QuestionResult:
     ranked: tuple[str, ...]
     """Canonical dia_ids of the hits, best first."""
     latency_ms: float
+    parts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """The same, ranked by each of jiyi's parts alone (``bench/parts.py``), same store."""
 
 
 @dataclass
@@ -279,7 +282,12 @@ def store_path(db_dir: Path | None, sample_id: str) -> Iterator[Path]:
 
 
 def run_conversation(
-    conv: Conversation, embedder: Embedder, db_dir: Path | None, limit_questions: int | None
+    conv: Conversation,
+    embedder: Embedder,
+    db_dir: Path | None,
+    limit_questions: int | None,
+    *,
+    with_parts: bool = False,
 ) -> ConversationRun:
     with store_path(db_dir, conv.sample_id) as path, Memory(SQLiteStore(path), embedder=embedder) as mem:
         started = time.perf_counter()
@@ -294,7 +302,11 @@ def run_conversation(
             hits = mem.search(q.text, user_id=conv.sample_id, limit=SEARCH_LIMIT, touch=False)
             elapsed = (time.perf_counter() - t0) * 1000.0
             ranked = tuple(canonical_dia_id(h.item.source_id or "") for h in hits)
-            run.results.append(QuestionResult(q, ranked, elapsed))
+            parts: dict[str, tuple[str, ...]] = {}
+            if with_parts:
+                found = part_rankings(mem, q.text, conv.sample_id, datetime.now(UTC), SEARCH_LIMIT)
+                parts = {k: tuple(map(canonical_dia_id, v)) for k, v in source_ids(mem, found).items()}
+            run.results.append(QuestionResult(q, ranked, elapsed, parts))
     return run
 
 
@@ -744,6 +756,24 @@ def format_pipeline(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def parts_summary(runs: Sequence[ConversationRun]) -> dict[str, dict[str, float | int]]:
+    """Cat 1-4 figures of jiyi and of each of its parts alone, same run, same store."""
+    results = [r for run in runs for r in run.results if r.question.category in HEADLINE_CATEGORIES]
+    out = {"jiyi": metrics(results)}
+    for name in PARTS:
+        out[name] = metrics([replace(r, ranked=r.parts.get(name, ())) for r in results])
+    return out
+
+
+def format_parts(blocks: dict[str, dict[str, dict[str, float | int]]]) -> str:
+    cols = ("recall@5", "recall@10", "recall@20", "hit@10")
+    lines = [f"{'cat1-4, same run':24}" + "".join(f"{c:>11}" for c in cols)]
+    for title, rows in blocks.items():
+        for name, row in rows.items():
+            lines.append(f"{title + ' ' + name:24}" + "".join(f"{row[c]:>11.4f}" for c in cols))
+    return "\n".join(lines)
+
+
 def format_halves(halves: dict[str, dict[str, Any]]) -> str:
     names = list(halves)
     lines = [f"{'cat1-4':12}" + "".join(f"{n:>10}" for n in names)]
@@ -885,7 +915,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 keep_turns=args.keep_turns,
             )
         else:
-            run = run_conversation(conv, embedder, args.db_dir, args.limit_questions)
+            run = run_conversation(conv, embedder, args.db_dir, args.limit_questions, with_parts=True)
         runs.append(run)
         print(
             f"  {conv.number:>2} {conv.sample_id}: {run.memories} {'items' if pipeline else 'memories'} "
@@ -921,6 +951,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         print(format_halves(halves))
         summary["halves"] = {name: half[HEADLINE] for name, half in halves.items()}
+    if not pipeline:
+        by_number = {run.conversation.number: run for run in runs}
+        blocks = {"all": parts_summary(runs)}
+        for name, numbers in halves_spec.items():
+            if name != "all":
+                blocks[name] = parts_summary([by_number[n] for n in numbers])
+        print()
+        print(format_parts(blocks))
+        summary["parts"] = blocks
     if args.json:
         write_json(args.json, summary)
     if args.details:

@@ -189,7 +189,9 @@ class RankConfig:
     decay_days: float = 30.0
     scope_priority: Mapping[Scope, float] = field(default_factory=lambda: dict(DEFAULT_SCOPE_PRIORITY))
     keyword_weight: float = 0.7
-    """Share of the keyword (BM25) evidence in similarity; the rest is cosine."""
+    """Share of the keyword (BM25) evidence in similarity; the rest is cosine. Tuned on
+    LoCoMo; 0.5 does better on LongMemEval_S and across languages but moves the
+    similarity scale that ``threshold`` and the relevance tests rely on (docs/benchmarks.md)."""
     keyword_saturation: float = 8.0
     """BM25 score at which the keyword evidence reaches half of its maximum."""
     context_vector: float = 0.7
@@ -215,8 +217,18 @@ class RankConfig:
     """Similarity floor: candidates below it are dropped (None: keep all)."""
     mmr: bool = True
     mmr_lambda: float = 0.7
-    mmr_redundancy_floor: float = 0.8
+    mmr_redundancy_floor: float = 0.9
     """Cosine between two results below which MMR sees no redundancy (0 = classic MMR)."""
+    thread_diversity: float = 0.0
+    """What each result already taken from a thread costs the next one from it (in score
+    units), so neighbour evidence cannot fill the top k with one session's turns. Off by
+    default: 0.005-0.03 lowered turn recall on LongMemEval_S and LoCoMo (docs/benchmarks.md)."""
+    cross_language_fill: float = 0.0
+    """Keywords cannot match across Chinese and English: for a candidate in the other
+    language the keyword slot is filled with this share of its vector evidence above the
+    pool's median (see jiyi.read.rank). Off by default: on the Chinese/English set 0.25
+    lifts cross-lingual recall@5 from 0.82 to 0.89 but lets more negatives through the
+    similarity floor, and higher values cost same-language paraphrases (docs/benchmarks.md)."""
     pool_factor: int = 3
     """Candidates taken from each index: ``pool_factor * limit`` (at least ``min_pool``)."""
     min_pool: int = 30
@@ -243,6 +255,8 @@ class RankConfig:
             "context_keyword",
             "context_score",
             "time_weight",
+            "thread_diversity",
+            "cross_language_fill",
             "importance_boost",
             "recency_boost",
         ):

@@ -112,8 +112,40 @@ def _arr(values: list[float | None]) -> np.ndarray:
     return np.maximum(np.array([v or 0.0 for v in values], dtype=np.float64), 0.0)
 
 
+_LATIN = re.compile(r"[a-z\u00c0-\u024f]+")
+
+
+def han_share(text: str) -> float:
+    """How Chinese a text is, 0..1: Han characters against Latin letters (three letters
+    counting as one character, about one syllable each); 0.5 when it has neither."""
+    low = text.lower()
+    han = len(_HAN.findall(low))
+    latin = sum(len(w) for w in _LATIN.findall(low)) / 3.0
+    return han / (han + latin) if han + latin else 0.5
+
+
+def other_language(query: str, cands: Sequence[Candidate]) -> np.ndarray:
+    """0..1 per candidate: how far its language is from the query's (Chinese vs English).
+
+    Keywords cannot meet across languages, so for such a candidate a missing keyword
+    match is no evidence against it; the score fills that slot with part of its vector
+    evidence above the pool's median (``RankConfig.cross_language_fill``).
+    Code-switched text sits in between and gets part of the fill.
+    """
+    q = han_share(query)
+    gap = np.abs(np.array([han_share(c.item.content) for c in cands]) - q)
+    return np.asarray(np.clip((gap - _SAME_LANGUAGE_GAP) / _LANGUAGE_SPAN, 0.0, 1.0), dtype=np.float64)
+
+
+_SAME_LANGUAGE_GAP = 0.2
+_LANGUAGE_SPAN = 0.6
+
+
 def similarities(
-    cands: Sequence[Candidate], cfg: RankConfig, in_time: Callable[[MemoryItem], bool]
+    cands: Sequence[Candidate],
+    cfg: RankConfig,
+    in_time: Callable[[MemoryItem], bool],
+    query: str = "",
 ) -> list[tuple[float, dict[str, float]]]:
     """Similarity of every candidate (0..1) and the parts it is made of."""
     if not cands:
@@ -126,6 +158,12 @@ def similarities(
     vec = (cos + c * cos_n) / (1.0 + c)
     raw_kw = bm25 + a * bm25_n
     kw = raw_kw / (raw_kw + cfg.keyword_saturation)
+    if query and cfg.cross_language_fill > 0:
+        across = other_language(query, cands)
+        # Only what stands out of this search's pool counts, so that a query nothing
+        # answers does not gain similarity from the fill.
+        lift = np.maximum(vec - np.median(vec), 0.0)
+        kw = (1.0 - across) * kw + across * cfg.cross_language_fill * lift
     base = (1.0 - w) * vec + w * kw
     prev, nxt = _neighbour_index(cands)
     base_n = np.maximum(_at(base, prev), _at(base, nxt))
@@ -293,11 +331,15 @@ def final_score(item: MemoryItem, similarity: float, cfg: RankConfig, now: datet
 
 
 def score_candidates(
-    cands: Sequence[Candidate], cfg: RankConfig, now: datetime, in_time: Callable[[MemoryItem], bool]
+    cands: Sequence[Candidate],
+    cfg: RankConfig,
+    now: datetime,
+    in_time: Callable[[MemoryItem], bool],
+    query: str = "",
 ) -> list[Scored]:
     """Score every candidate, best first, replacements above what they replaced."""
     scored: list[Scored] = []
-    for cand, (sim, parts) in zip(cands, similarities(cands, cfg, in_time), strict=True):
+    for cand, (sim, parts) in zip(cands, similarities(cands, cfg, in_time, query), strict=True):
         contributions = final_score(cand.item, sim, cfg, now)
         breakdown = {**parts, **{f"contribution.{k}": v for k, v in contributions.items()}}
         scored.append(Scored(cand, sum(contributions.values()), sim, breakdown))
@@ -334,13 +376,22 @@ def replacements_first(scored: list[Scored]) -> None:
 
 
 def mmr_select(
-    scores: list[float], vectors: list[np.ndarray | None], k: int, lam: float, floor: float
+    scores: list[float],
+    vectors: list[np.ndarray | None],
+    k: int,
+    lam: float,
+    floor: float,
+    groups: Sequence[str | None] | None = None,
+    group_penalty: float = 0.0,
 ) -> list[int]:
     """Maximal marginal relevance: indices of up to ``k`` items, relevant and not alike.
 
     Redundancy is the cosine to the closest chosen item above ``floor``, rescaled to
     0..1, so only near-duplicates are pushed down (``floor=0`` gives classic MMR).
-    Items without a vector count as unlike everything.
+    Items without a vector count as unlike everything. With ``groups`` (a thread per
+    item, None for none), each item already chosen from an item's thread lowers its
+    value by ``group_penalty``, so one conversation cannot fill the top k with its
+    consecutive turns when other threads hold evidence too.
     """
     n = len(scores)
     if n == 0:
@@ -356,11 +407,24 @@ def mmr_select(
     relevance = lam * np.asarray(scores, dtype=np.float64)
     redundancy = np.zeros(n)
     available = np.ones(n, dtype=bool)
+    group_of = _group_index(groups, n)
+    taken = np.zeros(int(group_of.max()) + 2 if n else 1)
     chosen: list[int] = []
     for _ in range(min(k, n)):
-        value = np.where(available, relevance - (1.0 - lam) * redundancy, -np.inf)
+        crowd = group_penalty * taken[group_of] if group_penalty else 0.0
+        value = np.where(available, relevance - (1.0 - lam) * redundancy - crowd, -np.inf)
         best = int(np.argmax(value))
         chosen.append(best)
         available[best] = False
         redundancy = np.maximum(redundancy, sims[best])
+        if group_of[best] >= 0:
+            taken[group_of[best]] += 1
     return chosen
+
+
+def _group_index(groups: Sequence[str | None] | None, n: int) -> np.ndarray:
+    """Each item's group as a small integer; -1 (whose slot stays 0) for no group."""
+    if groups is None:
+        return np.full(n, -1, dtype=np.int64)
+    codes: dict[str, int] = {}
+    return np.array([-1 if g is None else codes.setdefault(g, len(codes)) for g in groups], dtype=np.int64)

@@ -34,7 +34,7 @@ from jiyi.store.base import (
     Viewer,
     Write,
 )
-from jiyi.text.timeparse import TimeWindows, time_windows, without_spans
+from jiyi.text.timeparse import TimeWindows, time_windows
 from jiyi.text.tokenize import query_terms
 from jiyi.validate import check_limit, check_text, enum_tuple, scope_keys
 
@@ -101,7 +101,7 @@ def search(
     if as_of is not None:
         candidates = [c for c in candidates if c.item.valid_at(now)]
         touch = False
-    scored = score_candidates(candidates, rt.rank, now, query_.in_window)
+    scored = score_candidates(candidates, rt.rank, now, query_.in_window, query)
     floor = rt.rank.threshold if threshold is None else threshold
     rel = _Relevance.of(scored, query_) if min_relevance is not None or explain else None
     scored = _cut(scored, floor, rel, min_relevance)
@@ -221,7 +221,9 @@ class _Query:
 
     @cached_property
     def terms(self) -> tuple[str, ...]:
-        return query_terms(without_spans(self.text, self.windows.spans))
+        # A time phrase adds a window but keeps its words: "December" or "last month" may
+        # be written in the memory itself, and then it is the strongest clue there is.
+        return query_terms(self.text)
 
     def in_window(self, item: MemoryItem) -> bool:
         return self.windows.contains(item.occurred_at)
@@ -287,6 +289,8 @@ def _diverse(scored: list[Scored], rt: Runtime, limit: int) -> list[Scored]:
             limit,
             cfg.mmr_lambda,
             cfg.mmr_redundancy_floor,
+            [s.candidate.item.thread_id for s in window],
+            cfg.thread_diversity,
         )
         scored = [window[i] for i in picked]
     return scored[:limit]

@@ -1,0 +1,98 @@
+"""jiyi's own parts, ranked alone over the same index in the same run (PROTOCOL section 5).
+
+Every retrieval benchmark prints, beside jiyi's ranking, what its parts give alone:
+
+- ``cosine``: the store's vector search with jiyi's own embedder (``VectorHits``);
+- ``bm25``: the store's keyword search (``KeywordHits``: jiyi's index terms, English
+  stemming and stop words, jieba for Chinese) over the query text as is;
+- ``rrf``: their reciprocal-rank fusion, ``sum 1 / (60 + rank)``.
+
+They read the same store a ``Memory`` wrote, through the primitives ``Memory.search``
+itself is built on, so a difference between jiyi and a part is the ranking's doing.
+Also a caching embedder, so that a benchmark that builds many stores over overlapping
+texts (LongMemEval's haystacks) embeds each text once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from jiyi.embed.base import Embedder
+from jiyi.memory import Memory
+from jiyi.store.base import Filter, GetItems, KeywordHits, VectorHits
+from jiyi.text.tokenize import query_terms
+from jiyi.validate import scope_keys
+
+PARTS = ("cosine", "bm25", "rrf")
+RRF_K = 60
+
+
+def rrf(*rankings: Sequence[str], k: int = RRF_K) -> list[str]:
+    """Reciprocal-rank fusion of id lists (ties keep first-seen order)."""
+    score: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, item_id in enumerate(ranking, 1):
+            score[item_id] = score.get(item_id, 0.0) + 1.0 / (k + rank)
+    return sorted(score, key=lambda i: -score[i])
+
+
+def part_rankings(mem: Memory, query: str, user_id: str, now: datetime, k: int) -> dict[str, list[str]]:
+    """Item ids ranked by each part alone (``PARTS``), ``k`` each (RRF of the two lists)."""
+    flt = Filter(tenant_id=mem.tenant_id, scope_keys=scope_keys(user_id, None, None, None), now=now)
+    vector = mem.embedder.embed([query])[0]
+    cos = [h.id for h in mem.store.execute(VectorHits(flt, mem.embedder.model_id, vector, k))]
+    terms = query_terms(query)
+    bm25 = [h.id for h in mem.store.execute(KeywordHits(flt, terms, k))] if terms else []
+    return {"cosine": cos, "bm25": bm25, "rrf": rrf(cos, bm25)[:k]}
+
+
+def source_ids(mem: Memory, rankings: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The rankings with each item id replaced by the item's ``source_id``."""
+    wanted = tuple(dict.fromkeys(i for ids in rankings.values() for i in ids))
+    items = mem.store.execute(GetItems(mem.tenant_id, wanted)) if wanted else []
+    source = {item.id: item.source_id or "" for item in items}
+    return {name: [source.get(i, "") for i in ids] for name, ids in rankings.items()}
+
+
+class CachingEmbedder:
+    """Wraps an embedder: each distinct text is embedded once per process (and, with
+    ``path``, once across runs: vectors are kept in a ``.npz`` file keyed by text hash).
+    ``model_id`` is the wrapped one's, so stores see the same model."""
+
+    def __init__(self, inner: Embedder, path: Path | None = None) -> None:
+        self.inner = inner
+        self.path = path
+        self.cache: dict[str, np.ndarray] = {}
+        self._dirty = False
+        if path is not None and path.exists():
+            with np.load(path) as data:
+                self.cache = {k: data[k] for k in data.files}
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
+        missing = list(dict.fromkeys(k for k in keys if k not in self.cache))
+        if missing:
+            first = dict(zip(keys, texts, strict=True))
+            vectors = self.inner.embed([first[k] for k in missing])
+            self.cache.update(zip(missing, vectors, strict=True))
+            self._dirty = True
+        return np.stack([self.cache[k] for k in keys]).astype(np.float32)
+
+    def save(self) -> None:
+        if self.path is not None and self._dirty:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # One temporary file per process: two runs may share a cache file.
+            tmp = self.path.with_name(f"{self.path.stem}.{os.getpid()}.tmp.npz")
+            np.savez(tmp, **self.cache)
+            tmp.replace(self.path)
+            self._dirty = False

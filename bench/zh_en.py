@@ -1,0 +1,119 @@
+"""jiyi and its parts on the project's Chinese/English set (``tests/data/zh_en_retrieval.json``).
+
+The store is built as ``tests/test_retrieval_zh_en.py`` builds it (every user's memories
+through ``import_items``, a fixed clock at the set's ``now``); each positive query is one
+``Memory.search`` (limit 10), and the same store is ranked by jiyi's parts alone
+(``bench/parts.py``: cosine, BM25, RRF). Recall@5/@10 per kind, per cross-lingual
+direction, and on the two halves by persona (lin and emma for tuning, chen and sofia held
+out, as the relevance fit in ``jiyi.read.rank`` was made).
+
+    python bench/zh_en.py                       # default data path
+    python bench/zh_en.py tests/data/zh_en_retrieval.json --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from common import REPO_ROOT, git_commit, machine_info, now_iso, write_json
+from jiyi.memory import Memory
+from parts import PARTS, part_rankings
+
+DEFAULT_DATA = REPO_ROOT / "tests" / "data" / "zh_en_retrieval.json"
+LIMIT = 10
+SYSTEMS = ("jiyi", *PARTS)
+TUNING_USERS = ("lin", "emma")
+
+
+def rankings(data: dict[str, Any], path: Path) -> list[tuple[dict[str, Any], dict[str, list[str]]]]:
+    """Each positive query with its ranked memory ids by system."""
+    now = datetime.fromisoformat(data["now"].replace("Z", "+00:00"))
+    out = []
+    with Memory.open(path, clock=lambda: now) as mem:
+        for user in data["users"]:
+            mem.import_items(
+                [
+                    {k: v for k, v in m.items() if k != "lang"}
+                    for m in data["memories"]
+                    if m["user_id"] == user
+                ]
+            )
+        for q in data["queries"]:
+            if not q["gold"]:
+                continue
+            hits = mem.search(q["query"], user_id=q["user_id"], limit=LIMIT, touch=False)
+            ranked = {"jiyi": [h.item.id for h in hits]}
+            ranked.update(part_rankings(mem, q["query"], q["user_id"], now, LIMIT))
+            out.append((q, ranked))
+    return out
+
+
+def recall(q: dict[str, Any], ids: Sequence[str], k: int) -> float:
+    return len(set(ids[:k]) & set(q["gold"])) / len(q["gold"])
+
+
+def groups(rows: list[tuple[dict[str, Any], dict[str, list[str]]]]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {"overall": rows}
+    for kind in sorted({q["kind"] for q, _ in rows}):
+        out[kind] = [r for r in rows if r[0]["kind"] == kind]
+    xl = out.get("cross_lingual", [])
+    out["xl zh→en"] = [r for r in xl if r[0]["lang"] == "zh"]
+    out["xl en→zh"] = [r for r in xl if r[0]["lang"] == "en"]
+    out["half tuning"] = [r for r in rows if r[0]["user_id"] in TUNING_USERS]
+    out["half held-out"] = [r for r in rows if r[0]["user_id"] not in TUNING_USERS]
+    out["xl held-out"] = [r for r in out["half held-out"] if r[0]["kind"] == "cross_lingual"]
+    return out
+
+
+def table(rows: list[tuple[dict[str, Any], dict[str, list[str]]]]) -> dict[str, dict[str, dict[str, float]]]:
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for name, selected in groups(rows).items():
+        out[name] = {
+            system: {
+                "n": len(selected),
+                "recall@5": round(statistics.fmean(recall(q, r[system], 5) for q, r in selected), 4),
+                "recall@10": round(statistics.fmean(recall(q, r[system], 10) for q, r in selected), 4),
+            }
+            for system in SYSTEMS
+            if selected
+        }
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="jiyi vs its parts on the Chinese/English retrieval set")
+    p.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA)
+    p.add_argument("--json", type=Path, default=None, metavar="OUT.json")
+    args = p.parse_args(argv)
+    if not args.data.exists():
+        p.error(f"no data file at {args.data}")
+    data = json.loads(args.data.read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory(prefix="jiyi-zhen-") as tmp:
+        rows = rankings(data, Path(tmp) / "memory.db")
+    result = table(rows)
+    head = f"{'':18}{'n':>4}" + "".join(f"{s + ' R@5':>12}{'R@10':>7}" for s in SYSTEMS)
+    print(head)
+    for name, cells in result.items():
+        if not cells:
+            continue
+        n = int(next(iter(cells.values()))["n"])
+        line = f"{name:18}{n:>4}"
+        line += "".join(f"{c['recall@5']:>12.3f}{c['recall@10']:>7.3f}" for c in cells.values())
+        print(line)
+    if args.json:
+        write_json(
+            args.json, {"table": result, "machine": machine_info(), "date": now_iso(), "commit": git_commit()}
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

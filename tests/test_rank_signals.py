@@ -1,0 +1,91 @@
+"""Ranking signals added for issue 13: thread diversity, the cross-language fill, and time
+phrases that keep their words in the keyword query."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jiyi import Memory
+from jiyi.config import RankConfig
+from jiyi.errors import ConfigError
+from jiyi.model import MemoryItem
+from jiyi.read.rank import han_share, mmr_select, other_language, similarities
+from jiyi.store.base import Candidate
+
+
+def test_group_penalty_spreads_results_over_threads() -> None:
+    scores = [1.0, 0.99, 0.98, 0.9]
+    vectors: list[np.ndarray | None] = [None] * 4
+    groups = ["s1", "s1", "s1", "s2"]
+    assert mmr_select(scores, vectors, 2, 1.0, 0.8) == [0, 1]
+    assert mmr_select(scores, vectors, 2, 1.0, 0.8, groups, 0.2) == [0, 3]
+    # Items without a thread are never crowded.
+    assert mmr_select(scores, vectors, 3, 1.0, 0.8, [None, None, None, "s2"], 0.2) == [0, 1, 2]
+
+
+def test_han_share_and_other_language() -> None:
+    assert han_share("我们决定用这个框架") == 1.0
+    assert han_share("we picked the framework") == 0.0
+    assert 0.2 < han_share("我们决定用 Next.js 而不是 Remix") < 0.8
+    assert han_share("1234") == 0.5
+    cands = [_cand("we picked Next.js", 0.6), _cand("我是一名前端工程师", 0.3)]
+    across = other_language("用的哪个前端框架？", cands)
+    assert across[0] == 1.0 and across[1] == 0.0
+
+
+def _cand(text: str, cosine: float, keyword: float | None = None) -> Candidate:
+    return Candidate(MemoryItem(content=text, user_id="u"), cosine, keyword, None)
+
+
+def test_cross_language_fill_lets_a_strong_vector_match_win() -> None:
+    cands = [
+        _cand("We picked Next.js over Remix for the web app.", 0.8),
+        _cand("我是一名前端工程师", 0.30, keyword=4.0),
+        _cand("我喜欢简洁的回答", 0.25),
+    ]
+    for i in range(len(cands)):  # a pool large enough for a meaningful median
+        cands.append(_cand(f"无关的记录 {i}", 0.2))
+    never = lambda _item: False  # noqa: E731
+    off = similarities(cands, RankConfig(), never, "用的哪个前端框架？")
+    on = similarities(cands, RankConfig(cross_language_fill=1.0), never, "用的哪个前端框架？")
+    assert off[0][0] < off[1][0]  # keyword evidence swamps the cross-lingual match
+    assert on[0][0] > on[1][0]
+    assert on[1][0] == pytest.approx(off[1][0])  # same-language candidates are untouched
+
+
+def test_rank_config_checks_new_options() -> None:
+    with pytest.raises(ConfigError):
+        RankConfig(thread_diversity=-0.1)
+    with pytest.raises(ConfigError):
+        RankConfig(cross_language_fill=-1.0)
+
+
+def test_time_phrase_keeps_its_words(tmp_path: Path) -> None:
+    now = datetime(2024, 3, 1, tzinfo=UTC)
+    with Memory.open(tmp_path / "m.db", clock=lambda: now) as mem:
+        mem.import_items(
+            [
+                # Told in February about a December trip: the window (December) misses it,
+                # the word does not.
+                {
+                    "content": "We went skiing in December with my cousins.",
+                    "user_id": "u",
+                    "occurred_at": datetime(2024, 2, 10, tzinfo=UTC),
+                },
+                {
+                    "content": "I started a new pottery class.",
+                    "user_id": "u",
+                    "occurred_at": datetime(2023, 12, 5, tzinfo=UTC),
+                },
+            ]
+        )
+        hits = mem.search("what did I do in December?", user_id="u", limit=2, touch=False, explain=True)
+        by_text = {h.item.content[:6]: h for h in hits}
+        # The window still counts (the pottery class happened in December) ...
+        assert by_text["I star"].breakdown["similarity.time"] > 0
+        # ... and "December" is still a keyword, so the trip told in February matches it.
+        assert by_text["We wen"].breakdown["keyword_bm25"] > 0
