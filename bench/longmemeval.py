@@ -20,7 +20,7 @@ Overall, per question type and on the two halves of the file (even and odd line 
 
     python bench/longmemeval.py ../shared/data/lme_s_dev.jsonl.gz --limit 20
     python bench/longmemeval.py DATA --half odd --json out.json
-    python bench/longmemeval.py DATA --mode pipeline --keep-turns --limit 10
+    python bench/longmemeval.py DATA --mode pipeline --limit 10
 """
 
 from __future__ import annotations
@@ -282,7 +282,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="LongMemEval_S retrieval for jiyi and its parts.")
     p.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA, help="lme_s_dev.jsonl.gz")
     p.add_argument("--mode", choices=("raw", "pipeline"), default="raw")
-    p.add_argument("--keep-turns", action="store_true", help="pipeline: SessionConfig(keep_turns=True)")
+    p.add_argument(
+        "--no-keep-turns",
+        dest="keep_turns",
+        action="store_false",
+        help="pipeline: keep only what extraction finds (SessionConfig(keep_turns=False)); by default "
+        "every turn is kept as a resource, as in the library",
+    )
     p.add_argument("--half", choices=(*HALVES, "all"), default="all", help="even or odd line numbers")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="first N selected questions")
     p.add_argument("--every", type=int, default=1, metavar="M", help="every M-th selected question (sample)")
@@ -297,8 +303,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--limit must be >= 1")
     if args.every < 1:
         p.error("--every must be >= 1")
-    if args.keep_turns and args.mode != "pipeline":
-        p.error("--keep-turns is for --mode pipeline")
+    if not args.keep_turns and args.mode != "pipeline":
+        p.error("--no-keep-turns is for --mode pipeline")
     return args
 
 
@@ -335,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(format_block(key, rows))
     ms = summary["search_ms"]
     print(
-        f"\nmode {args.mode}{' keep_turns' if args.keep_turns else ''}; half {args.half}; "
+        f"\nmode {args.mode}{'' if args.keep_turns else ' no keep_turns'}; half {args.half}; "
         f"{len(results)} questions; jiyi search ms p50 {ms['p50']:.1f} p95 {ms['p95']:.1f}; "
         f"{summary['memories_mean']} memories per question; embedder {embedder.model_id}"
     )
