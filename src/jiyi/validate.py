@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jiyi.errors import InvalidInput
-from jiyi.model import Scope, owner_scope, scope_key
+from jiyi.model import Scope, check_text_value, owner_scope, scope_key
 
 MAX_LIMIT = 1000
 
@@ -72,7 +72,10 @@ def check_text(value: object, name: str) -> str:
         raise InvalidInput(f"{name} must be a string, not {type(value).__name__}", field=name)
     if not value.strip():
         raise InvalidInput(f"{name} must not be empty", field=name)
-    return value
+    try:
+        return check_text_value(value)
+    except ValueError as exc:
+        raise InvalidInput(f"{name}: {exc}", field=name) from None
 
 
 def check_limit(limit: object, name: str = "limit") -> int:
@@ -80,3 +83,24 @@ def check_limit(limit: object, name: str = "limit") -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"{name} must be an integer within 1..{MAX_LIMIT}, got {limit!r}", field=name)
     return limit
+
+
+def check_mapping(value: object, name: str) -> dict[str, Any] | None:
+    """An optional JSON object argument (``metadata``, ``structured``) as a plain dict;
+    its contents are checked where the item is built."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidInput(f"{name} must be a JSON object (a dict), not {type(value).__name__}", field=name)
+    return dict(value)
+
+
+def check_tags(value: object, name: str = "tags") -> tuple[str, ...]:
+    """Tags: a list of strings (a bare string would become one tag per character)."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise InvalidInput(f"{name} must be a list of strings, not {type(value).__name__}", field=name)
+    tags = tuple(value)
+    for tag in tags:
+        if not isinstance(tag, str):
+            raise InvalidInput(f"every tag must be a string, not {type(tag).__name__}", field=name)
+    return tags

@@ -10,7 +10,7 @@ worker thread, or ``jiyi worker``) does extraction and episodes later.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -180,6 +180,17 @@ WRITER_KEY = "created_by"
 PROJECT_KEY = "project_id"
 
 
+def _message_list(messages: object) -> list[Any]:
+    """The messages argument as a list: a list (or tuple) of messages, never a bare
+    string or mapping (which would be read one character or key at a time)."""
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
+        raise InvalidInput(
+            f"messages must be a list of messages (role and content), not {type(messages).__name__}",
+            field="messages",
+        )
+    return list(messages)
+
+
 def _marks(viewer: Viewer | None, project_id: str | None) -> dict[str, str]:
     """What a new message records about itself: the project its session belongs to and
     the viewer's actor as its writer (docs/permissions.md, "Sessions")."""
@@ -255,7 +266,7 @@ def add_messages(
         "created_at": rt.now(),
     }
     marks = _marks(viewer, project_id)
-    msgs = tuple(_as_message(rt, m, base, marks) for m in messages)
+    msgs = tuple(_as_message(rt, m, base, marks) for m in _message_list(messages))
     if not msgs:
         raise InvalidInput("no messages given", field="messages")
     yield from call(Write((AppendMessages(msgs),)))
@@ -351,7 +362,7 @@ def remember(
         "created_at": rt.now(),
     }
     marks = _marks(viewer, project_id)
-    msgs = tuple(_as_message(rt, m, base, marks) for m in messages)
+    msgs = tuple(_as_message(rt, m, base, marks) for m in _message_list(messages))
     if not msgs:
         raise InvalidInput("no messages given", field="messages")
     cfg = rt.session

@@ -65,7 +65,7 @@ from jiyi.store.base import (
 )
 from jiyi.text.expiry import expiry_of
 from jiyi.text.tokenize import index_text, query_terms
-from jiyi.validate import check_text, infer_scope
+from jiyi.validate import check_mapping, check_tags, check_text, infer_scope
 from jiyi.write.extract import Extracted
 from jiyi.write.gate import Action as GateAction
 from jiyi.write.gate import (
@@ -180,6 +180,7 @@ def add(
     ``metadata["created_by"]`` unless the metadata names a creator.
     """
     check_text(content, "content")
+    metadata = check_mapping(metadata, "metadata")
     if viewer is not None and viewer.actor is not None:
         metadata = {"created_by": viewer.actor, **(metadata or {})}
     now = rt.now()
@@ -187,7 +188,7 @@ def add(
         content=content,
         raw=raw,
         summary=summary,
-        structured=dict(structured) if structured is not None else None,
+        structured=check_mapping(structured, "structured"),
         memory_type=memory_type,
         scope=infer_scope(scope, user_id, project_id, session_id, agent_id),
         tenant_id=rt.tenant(tenant_id),
@@ -197,8 +198,8 @@ def add(
         agent_id=agent_id,
         confidence=confidence,
         importance=importance,
-        tags=tuple(tags),
-        metadata=dict(metadata or {}),
+        tags=check_tags(tags),
+        metadata=metadata or {},
         source=source,
         source_id=source_id,
         occurred_at=occurred_at,
