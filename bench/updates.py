@@ -75,6 +75,7 @@ class Result:
     stale: bool
     """The old value ranked above the current one for the query (update pairs)."""
     found_new: bool
+    reason: str = ""
 
 
 def load_pairs(path: Path) -> list[Pair]:
@@ -137,7 +138,7 @@ def run_add(mem: Memory, clock: Clock, pair: Pair) -> Result:
     old_ids = [old_item.id] if old_item is not None else []
     new_ids = [new_id] if new_id is not None and second.decision.action != "reinforce" else []
     stale, found = _stale(hits, old_ids, new_ids)
-    return Result(pair, second.decision.action, retired, stale, found)
+    return Result(pair, second.decision.action, retired, stale, found, " | ".join(second.decision.reasons))
 
 
 def run_remember(mem: Memory, clock: Clock, pair: Pair) -> Result:
@@ -224,6 +225,8 @@ def _errors(results: Sequence[Result]) -> Iterable[str]:
         )
         if wrong:
             yield f"{p.id} [{p.kind}] {r.decision} retired={r.retired} stale={r.stale}: {p.old} => {p.new}"
+            if r.reason:
+                yield f"    {r.reason}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
