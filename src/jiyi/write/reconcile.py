@@ -56,7 +56,7 @@ from jiyi.model import MemoryItem, MemoryType, Status
 from jiyi.text.tokenize import terms
 from jiyi.write.extract import Extracted
 from jiyi.write.gate import reinforced_confidence
-from jiyi.write.slots import Claim, SlotMatch, claims, compare
+from jiyi.write.slots import Claim, SlotMatch, claims, compare, digits
 
 __all__ = [
     "RECONCILE_SYSTEM_PROMPT",
@@ -200,7 +200,8 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 
 
 def _numbers(text: str) -> frozenset[str]:
-    return frozenset(_NUMBER.findall(unicodedata.normalize("NFKC", text)))
+    # "five" and 五岁 are the same numbers as 5 and 5岁.
+    return frozenset(_NUMBER.findall(digits(unicodedata.normalize("NFKC", text).casefold())))
 
 
 # -- polarity ----------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from jiyi.text.tokenize import terms
 
-__all__ = ["Claim", "SlotMatch", "claims", "compare", "has_cue"]
+__all__ = ["Claim", "SlotMatch", "claims", "compare", "digits", "has_cue"]
 
 # -- cues ---------------------------------------------------------------------------------------
 
@@ -80,7 +80,7 @@ _PRONOUNS_EN = frozenset({"i", "we", "you", "he", "she", "they", "it", "i'm", "w
 _ZH_PRED = (
     r"是|在|叫|住|搬|改|换|推迟|提前|挪|延|定在|定于|涨|升|降|提高|提到|有|要|养|穿|开|用|喝|吃|学|跳槽|调|抽|留|"
     r"起床|喜欢|爱|讨厌|很|最|比较|更|去|(?<![早晚])上(?![午个])|坐|每|今年|去年|上个月|现在|已经|还|也|一般|通常|平时|最近|从|把|不|没|刚|"
-    r"转|放|存|交|停|装|发|到期|早上|上午|下午|晚上|中午|周[一二三四五六日末]|星期|\d|"
+    r"转|放|停|装|发|到期|早上|上午|下午|晚上|中午|周[一二三四五六日末]|星期|\d|"
     r"[一二三四五六七八九十两](?=[个只岁年月日号点层楼周])"
 )
 _ZH_PREDICATE = re.compile(_ZH_PRED)
@@ -94,17 +94,22 @@ _LEAD_CUE = re.compile(
 # -- values -------------------------------------------------------------------------------------
 
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_ZH_NUMBER = re.compile(r"[零一二两三四五六七八九十]+")
+# A Chinese numeral counts as a number before a measure word or unit (not 一起, 一直).
+_ZH_NUMBER = re.compile(
+    r"[零一二两三四五六七八九十]+(?=[个只岁年月日号点层楼周次分公斤块元万千百倍本位名天小时码])|(?<=点)[零一二三四五六七八九十]+"
+)
 _EN_NUMBERS = {
     w: str(i)
     for i, w in enumerate(
         "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split()
     )
+    if i >= 2  # "one" is as often a pronoun as a number
 }
+_EN_NUMBER = re.compile(r"\b(?:" + "|".join(_EN_NUMBERS) + r")\b")
 _TIME_WORDS = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
     "august september october november december noon midnight am pm morning afternoon evening tonight "
-    "tomorrow weekend 周一 周二 周三 周四 周五 周六 周日 周末 星期一 星期二 星期三 星期四 星期五 星期六 星期日 "
+    "tomorrow 周一 周二 周三 周四 周五 周六 周日 星期一 星期二 星期三 星期四 星期五 星期六 星期日 "
     "上午 下午 晚上 早上 中午 凌晨 明天 后天 半 一刻 点 点半 点钟 分 刻".split()
 )
 _NUMERIC = re.compile(r"^\d+(?:[.:/]\d+)*(?:am|pm|st|nd|rd|th|k|gb|mb|km|kg|%|万|亿|号|日|月|点|岁|年)?$")
@@ -204,6 +209,8 @@ def _claim(clause: str, cue: bool) -> Claim | None:
     person = not subject_terms  # the speaker or a person is the subject, not a thing
     pred_terms = tuple(_value_terms(predicate, person))
     numeric = frozenset(t for t in pred_terms if _is_numeric(t))
+    while pred_terms and pred_terms[0] == _GAP:
+        pred_terms = pred_terms[1:]
     # Possession and liking may hold several values at once ("I have 2 cats" and a dog).
     multi = person and (bool(_MULTI_ZH.search(predicate)) if zh else bool(set(predicate.split()[:2]) & _MULTI_EN))
     multi = multi and not _SINGLE.search(clause)
@@ -236,7 +243,12 @@ def _split_en(clause: str) -> tuple[str, str]:
     return "", clause
 
 
+# Adverbs a Chinese clause may open with, before its subject.
+_ZH_LEAD = re.compile(r"^(?:现在|目前|如今|已经|最近|其实|还是|从下周起|从今天起|从明天起|以后)+")
+
+
 def _split_zh(clause: str) -> tuple[str, str]:
+    clause = _ZH_LEAD.sub("", clause)
     m = _ZH_SUBJECT_DE.match(clause)
     if m:
         return m.group("s"), clause[m.end() :]
@@ -261,20 +273,32 @@ def _holder(subject: str, zh: bool) -> frozenset[str]:
     return frozenset(found)
 
 
+_GAP = "|"
+_PIECES = re.compile(r"\s+|(?<=[\u4e00-\u9fff])(?=[的和跟与把被给对从到])|(?<=[的和跟与把被给对从到])(?=[\u4e00-\u9fff])")
+
+
 def _value_terms(predicate: str, person: bool) -> list[str]:
     """Terms of the predicate, numbers normalised (五 -> 5, "five" -> 5), stop words out.
     For a person, "moved to" says where they live now; for a thing it only says it changed."""
-    text = _ZH_NUMBER.sub(lambda m: _zh_number(m.group()), predicate)
-    text = re.sub(r"\b(?:" + "|".join(_EN_NUMBERS) + r")\b", lambda m: _EN_NUMBERS[m.group()], text)
-    text = re.sub(r"(\d)\s+(am|pm)\b", r"\1\2", text)
+    text = re.sub(r"(\d)\s+(am|pm)\b", r"\1\2", digits(predicate))
     out: list[str] = []
-    for t in terms(text):
-        if t in _CANON:
-            if person:
-                out.append(_CANON[t])
-        elif t not in _RELATION_EN and t not in _FILLER_ZH:
-            out.append(t)
+    for piece in _PIECES.split(text):
+        kept = []
+        for t in terms(piece):
+            if t in _CANON:
+                if person:
+                    kept.append(_CANON[t])
+            elif t not in _RELATION_EN and t not in _FILLER_ZH:
+                kept.append(t)
+        # A word that carries no value ("with", 的) still parts the words around it.
+        out.extend(kept or [_GAP])
     return out
+
+
+def digits(text: str) -> str:
+    """``text`` with number words as digits: 五岁 -> 5岁, "two cats" -> "2 cats"."""
+    text = _ZH_NUMBER.sub(lambda m: _zh_number(m.group()), text)
+    return _EN_NUMBER.sub(lambda m: _EN_NUMBERS[m.group().casefold()], text)
 
 
 def _zh_number(word: str) -> str:
@@ -301,6 +325,10 @@ def _canon(term: str) -> str:
     return _CANON.get(term, term)
 
 
+# When a recurring fact holds: another scope is another slot ("on weekdays" / "on weekends").
+_SCOPES = frozenset("weekday weekdays weekend weekends 工作日 周末 节假日 假期 寒假 暑假".split())
+
+
 def compare(old: Claim, new: Claim, *, cosine: float = 1.0, min_cosine: float = 0.5) -> SlotMatch | None:
     """Whether ``new`` fills the slot of ``old``, and whether it changes its value.
 
@@ -312,7 +340,9 @@ def compare(old: Claim, new: Claim, *, cosine: float = 1.0, min_cosine: float = 
         return None
     if new.still and not new.cue:
         return None  # "still", "还是": a restatement, whatever the word order
-    a, b = set(old.predicate), set(new.predicate)
+    a, b = set(old.predicate) - {_GAP}, set(new.predicate) - {_GAP}
+    if (a & _SCOPES) != (b & _SCOPES):
+        return None
     gone, came = a - b, b - a
     shared = a & b
     if old.negated != new.negated and shared and len(gone) + len(came) <= 1 and cosine >= min_cosine:
@@ -330,11 +360,11 @@ def compare(old: Claim, new: Claim, *, cosine: float = 1.0, min_cosine: float = 
         # unit), except a qualifier one side leaves out.
         if words_gone and words_came and not new.cue:
             return None
-        if len(words_gone) > 2 or len(words_came) > 2:
+        if _phrases(words_gone) > 2 or _phrases(words_came) > 2:
             return None
-    elif len(gone) > 3 or len(came) > 4:
+    elif _phrases(gone) > 3 or _phrases(came) > 4:
         return None
-    elif _phrases(words_gone) > 1 and _phrases(words_came) > 1 and not new.cue:
+    elif _runs(old.predicate, gone) > 1 and _runs(new.predicate, came) > 1 and not new.cue:
         return None  # two things differ ("window seats on flights" / "aisle seats on trains")
     if not shared and not old.subject and not new.cue:
         return None  # nothing but the speaker in common, and no word of change
@@ -361,7 +391,8 @@ def _same_subject(a: frozenset[str], b: frozenset[str], *, loose: bool = False) 
     """Equal subjects; a term that is only part of a term on the other side does not count
     (the segmenter's sub-words: 负责人 / 负责). ``loose`` (a change is announced) lets one
     side name one more word ("the tax filing" / "the tax filing deadline")."""
-    extra = {t for t in a ^ b if not any(t != o and (t in o or o in t) for o in a | b)}
+    extra = {t for t in a - b if not any(t in o or o in t for o in b)}
+    extra |= {t for t in b - a if not any(t in o or o in t for o in a)}
     if not extra:
         return True
     return loose and len(extra) == 1 and bool(a & b) and (extra <= a or extra <= b)
@@ -369,6 +400,19 @@ def _same_subject(a: frozenset[str], b: frozenset[str], *, loose: bool = False) 
 
 # Titles go with a name ("Mr. Brown" -> "Mrs. Garcia", 老刘 -> 孙阿姨): not a second change.
 _TITLES = frozenset("mr mrs ms miss dr prof sir madam 先生 女士 小姐 阿姨 医生 老师 师傅 老 小".split())
+
+
+def _runs(sequence: tuple[str, ...], words: set[str]) -> int:
+    """How many separate stretches of ``sequence`` the changed ``words`` make ("honda civic"
+    is one; "window ... flights" is two). Titles go with the name beside them."""
+    runs, inside = 0, False
+    for term in sequence:
+        if term in words and term not in _TITLES:
+            runs += not inside
+            inside = True
+        elif term not in _TITLES and not (term == _GAP and not inside):
+            inside = False
+    return runs
 
 
 def _phrases(words: set[str]) -> int:
