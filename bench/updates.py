@@ -76,6 +76,8 @@ class Result:
     """The old value ranked above the current one for the query (update pairs)."""
     found_new: bool
     reason: str = ""
+    extracted: bool = True
+    """Both statements became memories (``remember`` mode: the extractor caught them)."""
 
 
 def load_pairs(path: Path) -> list[Pair]:
@@ -162,7 +164,8 @@ def run_remember(mem: Memory, clock: Clock, pair: Pair) -> Result:
         decision = "add"
     hits = [h.item for h in mem.search(pair.query, user_id=user, limit=5)]
     stale, found = _stale(hits, [pair.old], [pair.new])
-    return Result(pair, decision, retired, stale, found)
+    extracted = bool(old_facts) and (bool(new_facts) or decision == "reinforce")
+    return Result(pair, decision, retired, stale, found, extracted=extracted)
 
 
 def _ratio(n: int, d: int) -> float | None:
@@ -183,8 +186,11 @@ def figures(results: Sequence[Result]) -> dict[str, Any]:
         "current_in_top5": _ratio(sum(r.found_new for r in updates), len(updates)),
         "changed_value_reinforced": _ratio(sum(r.decision == "reinforce" for r in updates), len(updates)),
         "over_invalidation": _ratio(sum(r.retired for r in negatives), len(negatives)),
-        "negative_folded": _ratio(sum(r.decision in ("reinforce", "none") for r in negatives), len(negatives)),
+        "negative_folded": _ratio(
+            sum(r.decision in ("reinforce", "none") for r in negatives), len(negatives)
+        ),
         "restate_reinforced": _ratio(sum(r.decision == "reinforce" for r in restates), len(restates)),
+        "update_both_extracted": _ratio(sum(r.extracted for r in updates), len(updates)),
     }
 
 
@@ -207,8 +213,9 @@ def _print_table(rep: dict[str, Any]) -> None:
         "negative_folded",
         "restate_reinforced",
         "changed_value_reinforced",
+        "update_both_extracted",
     )
-    short = ("sup_P", "sup_R", "stale", "over_inv", "neg_fold", "restate_R", "chg_reinf")
+    short = ("sup_P", "sup_R", "stale", "over_inv", "neg_fold", "restate_R", "chg_reinf", "extracted")
     print(f"{'part':<14}" + "".join(f"{c:>10}" for c in short))
     for name, fig in rep.items():
         cells = "".join(f"{'-' if fig[c] is None else f'{fig[c]:.3f}':>10}" for c in cols)
@@ -223,7 +230,7 @@ def _errors(results: Sequence[Result]) -> Iterable[str]:
             or (p.kind == "negative" and (r.retired or r.decision in ("reinforce", "none")))
             or (p.kind == "restate" and r.decision != "reinforce")
         )
-        if wrong:
+        if wrong and r.extracted:
             yield f"{p.id} [{p.kind}] {r.decision} retired={r.retired} stale={r.stale}: {p.old} => {p.new}"
             if r.reason:
                 yield f"    {r.reason}"
@@ -243,7 +250,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     clock = Clock()
     run = run_add if args.mode == "add" else run_remember
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "u.db", clock=clock, background=False) as mem:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Memory.open(Path(tmp) / "u.db", clock=clock, background=False) as mem,
+    ):
         results = [run(mem, clock, p) for p in pairs]
     rep = report(results)
     _print_table(rep)

@@ -877,9 +877,12 @@ def _my_attribute(core: str) -> _Hit | None:
 _AGE_EN = re.compile(
     r"^(?:i'm|i\s+am|im|i\s+just\s+turned|i\s+turned)\s+(?:now\s+)?(?P<v>\d{1,3})(?:\s+years?\s+old)?$", _I
 )
-_AGE_ZH = re.compile(r"^我(?:今年|现在|已经|刚满|满)*(?P<v>\d{1,3}|[一二两三四五六七八九十]{1,3})(?:周)?岁了?$")
+_AGE_ZH = re.compile(
+    r"^我(?:今年|现在|已经|刚满|满)*(?P<v>\d{1,3}|[一二两三四五六七八九十]{1,3})(?:周)?岁了?$"
+)
 _STATE_EN = re.compile(
-    r"^(?:i'm|i\s+am|im)\s+(?P<v>(?:(?:now|currently|still|no\s+longer|not)\s+)?[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2})$", _I
+    r"^(?:i'm|i\s+am|im)\s+(?P<v>(?:(?:now|currently|still|no\s+longer|not)\s+)?[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2})$",
+    _I,
 )
 # Passing moods, manners of speaking and half statements are not facts about the user.
 _NOT_STATES = frozenset(
@@ -910,9 +913,13 @@ _STOPPED_EN = re.compile(
     r"smoking|use|using)\s+(?P<obj>.+?)(?:\s+(?:anymore|any\s+more))?$",
     _I,
 )
-_STOPPED_ZH = re.compile(r"^我(?:现在|已经|早就|最近)*(?:不再|不|戒了|没再)(?P<verb>喝|吃|抽|用)(?P<obj>[^，,]{1,12}?)了?$")
+_STOPPED_ZH = re.compile(
+    r"^我(?:现在|已经|早就|最近)*(?:不再|不|戒了|没再)(?P<verb>喝|吃|抽|用)(?P<obj>[^，,]{1,12}?)了?$"
+)
 _SWITCHED_EN = re.compile(r"^i(?:'ve|\s+have)?\s+(?:now\s+)?switched\s+to\s+(?P<obj>.+)$", _I)
-_SWITCHED_ZH = re.compile(r"^我(?:现在|已经|最近)*(?:改|换成|改成)(?P<verb>喝|吃|用|听|抽)(?P<obj>[^，,]{1,12}?)了?$")
+_SWITCHED_ZH = re.compile(
+    r"^我(?:现在|已经|最近)*(?:改|换成|改成)(?P<verb>喝|吃|用|听|抽)(?P<obj>[^，,]{1,12}?)了?$"
+)
 
 
 def _personal(core: str) -> _Hit | None:
@@ -943,6 +950,42 @@ def _personal(core: str) -> _Hit | None:
     return None
 
 
+_VALUE_EN = re.compile(
+    r"\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|june|july|"
+    r"august|september|october|november|december|noon|midnight)\b",
+    _I,
+)
+_VALUE_ZH = re.compile(r"\d|[一二两三四五六七八九十]+[个只岁年月日号点层楼周次分公斤块元万千倍本位名天码]|周[一二三四五六日]|星期")
+# A name as the value of "is" ("My car is a Tesla"), not any capitalised word ("I use Vim").
+_NAMED_EN = re.compile(r"\b(?:is|are|was|'s)\s+(?:(?:a|an|the|now|still|called|named)\s+)*(?!I\b)[A-Z][\w-]+")
+_MODAL = re.compile(
+    r"\b(?:should|could|would|might|may|maybe|need\s+to|must|let's|if|will\s+be\s+able)\b|应该|可能|也许|如果|要不", _I
+)
+_SUBJECT_EN = re.compile(r"^(?:my|our|the|we|i)\b", _I)
+_SUBJECT_ZH = re.compile(r"^(?:我|咱们)|^[^，,]{1,12}?(?:是|在|定在|定于|改到|改成|推迟到|挪到|延到)")
+# Today's plans are not memories; "now" may well start a lasting change, so it is not here.
+_TODAY = re.compile(r"今天|今晚|昨天|刚才|这会儿|\b(?:today|tonight|yesterday|right\s+now|at\s+the\s+moment)\b", _I)
+
+
+def _valued_statement(core: str) -> _Hit | None:
+    """A plain statement with a concrete value (a number, date, time or name) about the
+    user's own world: "Our budget is 2 million", "The standup is at 9:30", "我们组有8个人"."""
+    zh = bool(_HAN.search(core))
+    if len(core) > 120 or _TODAY.search(core):
+        return None
+    if zh:
+        if not (_SUBJECT_ZH.search(core) and _VALUE_ZH.search(core)):
+            return None
+    elif not (_SUBJECT_EN.match(core) and (_VALUE_EN.search(core) or _NAMED_EN.search(core))):
+        return None
+    if _MODAL.search(core):
+        return None
+    if len(core.split()) < 3 and not zh:
+        return None
+    rule = "rule:self-zh" if zh else "rule:self-en"
+    return _Hit(MemoryType.FACT, rule, CONFIDENCE_FACT, None, {"value": core})
+
+
 def _changed_habit(core: str, zh: bool) -> _Hit | None:
     m = (_STOPPED_ZH if zh else _STOPPED_EN).match(core)
     if m:
@@ -963,13 +1006,14 @@ _RULES: tuple[Callable[[str], _Hit | None], ...] = (
     _preference,
     _self_description,
     _personal,
+    _valued_statement,
 )
 
 
-def _classify(core: str) -> _Hit | None:
+def _classify(core: str, rules: tuple[Callable[[str], _Hit | None], ...] = _RULES) -> _Hit | None:
     if not core:
         return None
-    for rule in _RULES:
+    for rule in rules:
         hit = rule(core)
         if hit is not None:
             return hit
@@ -1158,7 +1202,8 @@ def _extract_sentence(sentence: str, index: int, source: str) -> list[Extracted]
     if remembered is not None:
         content, rule = remembered
         core = _core(content)
-        hit = _classify(core) or _my_attribute(core)
+        # What is remembered is kept whole; only its kind is read (not a bare valued statement).
+        hit = _classify(core, _RULES[:-1]) or _my_attribute(core)
         if hit is None:
             hit = _Hit(MemoryType.FACT, rule, CONFIDENCE_REMEMBER)
             return [_make(hit, content, source, index, hedged)]

@@ -600,7 +600,10 @@ def _by_slot(candidate: Extracted, active: list[Existing], cfg: ReconcileConfig)
             )
         # A duplicate by similarity is rule c's to reinforce; this catches the same value
         # said in other words ("5" / "five", "still").
-        if cfg.related_threshold <= e.cosine < cfg.duplicate_threshold and _different_facts(candidate, e.item) is None:
+        if (
+            cfg.related_threshold <= e.cosine < cfg.duplicate_threshold
+            and _different_facts(candidate, e.item) is None
+        ):
             new_confidence = reinforced_confidence(e.item.confidence, cfg.reinforce_step)
             return Decision(
                 "reinforce",

@@ -93,7 +93,19 @@ _LEAD_CUE = re.compile(
 
 # -- values -------------------------------------------------------------------------------------
 
-_ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_ZH_DIGITS = {
+    "零": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
 # A Chinese numeral counts as a number before a measure word or unit (not 一起, 一直).
 _ZH_NUMBER = re.compile(
     r"[零一二两三四五六七八九十]+(?=[个只岁年月日号点层楼周次分公斤块元万千百倍本位名天小时码])|(?<=点)[零一二三四五六七八九十]+"
@@ -204,7 +216,9 @@ def _claim(clause: str, cue: bool) -> Claim | None:
     if not predicate.strip():
         return None
     holder = _holder(subject, zh)
-    subject_terms = frozenset(_canon(t) for t in terms(subject)) - frozenset(_PEOPLE_ZH) - {"我", "我们", "咱们"}
+    subject_terms = (
+        frozenset(_canon(t) for t in terms(subject)) - frozenset(_PEOPLE_ZH) - {"我", "我们", "咱们"}
+    )
     subject_terms -= {t for t in subject_terms if t in {"user", "用户", "家"}}
     person = not subject_terms  # the speaker or a person is the subject, not a thing
     pred_terms = tuple(_value_terms(predicate, person))
@@ -212,7 +226,9 @@ def _claim(clause: str, cue: bool) -> Claim | None:
     while pred_terms and pred_terms[0] == _GAP:
         pred_terms = pred_terms[1:]
     # Possession and liking may hold several values at once ("I have 2 cats" and a dog).
-    multi = person and (bool(_MULTI_ZH.search(predicate)) if zh else bool(set(predicate.split()[:2]) & _MULTI_EN))
+    multi = person and (
+        bool(_MULTI_ZH.search(predicate)) if zh else bool(set(predicate.split()[:2]) & _MULTI_EN)
+    )
     multi = multi and not _SINGLE.search(clause)
     return Claim(
         clause,
@@ -236,9 +252,7 @@ def _split_en(clause: str) -> tuple[str, str]:
         return words[0], " ".join(words[1:])
     for i, word in enumerate(words[1:], 1):
         bare = word.strip(".,:;!?\"'")
-        if bare in _VERBS_EN or (bare.endswith("ed") and len(bare) > 4) or bare.endswith("'s") and i > 1:
-            if bare.endswith("'s") and bare not in _VERBS_EN:
-                continue  # "my son's dentist": a possessive, still the subject
+        if bare in _VERBS_EN or (bare.endswith("ed") and len(bare) > 4):
             return " ".join(words[:i]), " ".join(words[i:])
     return "", clause
 
@@ -266,7 +280,9 @@ def _holder(subject: str, zh: bool) -> frozenset[str]:
         # "表哥" also contains "哥": keep the longest names only
         return frozenset(w for w in found if not any(w != o and w in o for o in found))
     words = {w.strip(".,:;!?\"'").removesuffix("'s") for w in subject.split()}
-    found = {w.rstrip("s") if w.endswith("s") and w[:-1] in _PEOPLE_EN else w for w in words if w in _PEOPLE_EN}
+    found = {
+        w.rstrip("s") if w.endswith("s") and w[:-1] in _PEOPLE_EN else w for w in words if w in _PEOPLE_EN
+    }
     found |= {"other"} if words & _OTHERS_EN else set()
     possessive = {w.removesuffix("'s") for w in subject.split() if w.endswith("'s")}
     found |= {p for p in possessive if p not in _PEOPLE_EN and p not in ("it", "that", "what")}
@@ -274,7 +290,9 @@ def _holder(subject: str, zh: bool) -> frozenset[str]:
 
 
 _GAP = "|"
-_PIECES = re.compile(r"\s+|(?<=[\u4e00-\u9fff])(?=[的和跟与把被给对从到])|(?<=[的和跟与把被给对从到])(?=[\u4e00-\u9fff])")
+_PIECES = re.compile(
+    r"\s+|(?<=[\u4e00-\u9fff])(?=[的和跟与把被给对从到])|(?<=[的和跟与把被给对从到])(?=[\u4e00-\u9fff])"
+)
 
 
 def _value_terms(predicate: str, person: bool) -> list[str]:
@@ -354,18 +372,8 @@ def compare(old: Claim, new: Claim, *, cosine: float = 1.0, min_cosine: float = 
         return None  # "I also like ramen": one more value, not another one
     if (old.multi or new.multi) and not new.cue:
         return None  # "has 2 cats" / "has 3 cats" without a word of change may be two facts
-    words_gone, words_came = gone - old.numeric, came - new.numeric
-    if (gone & old.numeric) and (came & new.numeric):
-        # A number, date or time changed: everything else must stay (the counted thing, the
-        # unit), except a qualifier one side leaves out.
-        if words_gone and words_came and not new.cue:
-            return None
-        if _phrases(words_gone) > 2 or _phrases(words_came) > 2:
-            return None
-    elif _phrases(gone) > 3 or _phrases(came) > 4:
+    if not _one_change(old, new, gone, came):
         return None
-    elif _runs(old.predicate, gone) > 1 and _runs(new.predicate, came) > 1 and not new.cue:
-        return None  # two things differ ("window seats on flights" / "aisle seats on trains")
     if not shared and not old.subject and not new.cue:
         return None  # nothing but the speaker in common, and no word of change
     if cosine < _cosine_needed(old, new, shared, min_cosine):
@@ -376,6 +384,21 @@ def compare(old: Claim, new: Claim, *, cosine: float = 1.0, min_cosine: float = 
         tuple(sorted(came)),
         f"same holder and subject ({_show(old)}), value {_list(gone)} -> {_list(came)}",
     )
+
+
+def _one_change(old: Claim, new: Claim, gone: set[str], came: set[str]) -> bool:
+    """Whether what differs reads as one value replaced, not as another statement."""
+    words_gone, words_came = gone - old.numeric, came - new.numeric
+    if (gone & old.numeric) and (came & new.numeric):
+        # A number, date or time changed: everything else must stay (the counted thing, the
+        # unit), except a qualifier one side leaves out.
+        if words_gone and words_came and not new.cue:
+            return False
+        return _phrases(words_gone) <= 2 and _phrases(words_came) <= 2
+    if _phrases(gone) > 3 or _phrases(came) > 4:
+        return False
+    # Two things differ ("window seats on flights" / "aisle seats on trains").
+    return not (_runs(old.predicate, gone) > 1 and _runs(new.predicate, came) > 1 and not new.cue)
 
 
 def _cosine_needed(old: Claim, new: Claim, shared: set[str], base: float) -> float:
