@@ -955,16 +955,26 @@ _VALUE_EN = re.compile(
     r"august|september|october|november|december|noon|midnight)\b",
     _I,
 )
-_VALUE_ZH = re.compile(r"\d|[一二两三四五六七八九十]+[个只岁年月日号点层楼周次分公斤块元万千倍本位名天码]|周[一二三四五六日]|星期")
+_VALUE_ZH = re.compile(
+    r"\d|[一二两三四五六七八九十]+[个只岁年月日号点层楼周次分公斤块元万千倍本位名天码]|周[一二三四五六日]|星期"
+)
 # A name as the value of "is" ("My car is a Tesla"), not any capitalised word ("I use Vim").
-_NAMED_EN = re.compile(r"\b(?:is|are|was|'s)\s+(?:(?:a|an|the|now|still|called|named)\s+)*(?!I\b)[A-Z][\w-]+")
+_NAMED_EN = re.compile(
+    r"\b(?:is|are|was|'s|runs|uses)\s+(?:(?:a|an|the|now|still|called|named|in|at|on|with|from|to)\s+)*(?!I\b)[A-Z][\w-]+"
+)
+# "Dinner with the Parkers is at 7pm": a dated or timed thing, whoever it is about.
+_TIMED_EN = re.compile(r"\b(?:is|are|was|were)\s+(?:\w+\s+){0,2}(?:at|on|in|to|until|by)\s+", _I)
+_OWN_ZH = re.compile(r"^(?:我|我们|我家|家里|咱们)[^，,]{0,10}的[^，,]{1,8}?(?:是|在|叫)[^，,]{1,20}$")
 _MODAL = re.compile(
-    r"\b(?:should|could|would|might|may|maybe|need\s+to|must|let's|if|will\s+be\s+able)\b|应该|可能|也许|如果|要不", _I
+    r"\b(?:should|could|would|might|maybe|need\s+to|must|let's|if|will\s+be\s+able)\b|应该|可能|也许|如果|要不",
+    _I,
 )
 _SUBJECT_EN = re.compile(r"^(?:my|our|the|we|i)\b", _I)
 _SUBJECT_ZH = re.compile(r"^(?:我|咱们)|^[^，,]{1,12}?(?:是|在|定在|定于|改到|改成|推迟到|挪到|延到)")
 # Today's plans are not memories; "now" may well start a lasting change, so it is not here.
-_TODAY = re.compile(r"今天|今晚|昨天|刚才|这会儿|\b(?:today|tonight|yesterday|right\s+now|at\s+the\s+moment)\b", _I)
+_TODAY = re.compile(
+    r"今天|今晚|昨天|刚才|这会儿|\b(?:today|tonight|yesterday|right\s+now|at\s+the\s+moment)\b", _I
+)
 
 
 def _valued_statement(core: str) -> _Hit | None:
@@ -974,10 +984,15 @@ def _valued_statement(core: str) -> _Hit | None:
     if len(core) > 120 or _TODAY.search(core):
         return None
     if zh:
-        if not (_SUBJECT_ZH.search(core) and _VALUE_ZH.search(core)):
+        # Short Chinese statements with a number or time ("季度报告6月30日交") or about
+        # the user's own things ("我们的机房在法兰克福").
+        valued = bool(_VALUE_ZH.search(core)) and (bool(_SUBJECT_ZH.search(core)) or len(core) <= 30)
+        if not (valued or _OWN_ZH.match(core)):
             return None
-    elif not (_SUBJECT_EN.match(core) and (_VALUE_EN.search(core) or _NAMED_EN.search(core))):
-        return None
+    else:
+        own = _SUBJECT_EN.match(core) and (_VALUE_EN.search(core) or _NAMED_EN.search(core))
+        if not (own or (_VALUE_EN.search(core) and _TIMED_EN.search(core))):
+            return None
     if _MODAL.search(core):
         return None
     if len(core.split()) < 3 and not zh:
