@@ -446,7 +446,7 @@ def run_pipeline_conversation(
     gate: GateConfig | None = None,
     speaker_as: str = "name",
     end_sessions: bool = True,
-    keep_turns: bool = False,
+    keep_turns: bool = True,
 ) -> PipelineRun:
     """Ingest ``conv`` through remember -> process_jobs and answer its questions (pipeline mode)."""
     times = session_times(conv.sessions)
@@ -796,9 +796,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "1000000 lifts it",
     )
     p.add_argument(
-        "--keep-turns",
-        action="store_true",
-        help="pipeline: keep every turn as a searchable resource (SessionConfig(keep_turns=True))",
+        "--no-keep-turns",
+        dest="keep_turns",
+        action="store_false",
+        help="pipeline: keep only what extraction finds (SessionConfig(keep_turns=False)); "
+        "by default every turn is kept as a searchable resource, as in the library",
     )
     p.add_argument(
         "--no-end-session",
@@ -833,9 +835,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.max_extractions is not None
         or args.no_end_session
         or args.speaker_as != "name"
-        or args.keep_turns
+        or not args.keep_turns
     ):
-        p.error("--speaker-as, --max-extractions, --keep-turns and --no-end-session are for --mode pipeline")
+        p.error(
+            "--speaker-as, --max-extractions, --no-keep-turns and --no-end-session are for --mode pipeline"
+        )
     if args.max_extractions is not None and args.max_extractions < 0:
         p.error("--max-extractions must be >= 0")
     return args

@@ -437,3 +437,18 @@ def test_search_as_of_a_past_date(tmp_path: Path) -> None:
     assert json.loads(past.stdout) == []  # nothing was known then
     bad = jiyi("search", "x", "--user", "a", "--as-of", "yesterday", db=db, check=False)
     assert bad.returncode != 0 and "ISO date" in bad.stderr
+
+
+def test_the_tenant_from_the_environment_reaches_every_command(db: Path) -> None:
+    """$JIYI_TENANT is part of the caller built once per command: get, history and delete
+    find the item the same tenant added, and another tenant does not."""
+    acme = {**ENV, "JIYI_TENANT": "acme"}
+    item = json.loads(jiyi("add", "I prefer green tea", "--user", "u", "--json", db=db, env=acme).stdout)[
+        "item"
+    ]
+    assert json.loads(jiyi("show", item["id"], "--json", db=db, env=acme).stdout)["id"] == item["id"]
+    assert "add" in jiyi("history", item["id"], db=db, env=acme).stdout
+    other = jiyi("show", item["id"], db=db, env={**ENV, "JIYI_TENANT": "globex"}, check=False)
+    assert other.returncode != 0 and item["id"] in other.stderr
+    jiyi("delete", item["id"], db=db, env=acme)
+    assert json.loads(jiyi("show", item["id"], "--json", db=db, env=acme).stdout)["status"] == "archived"

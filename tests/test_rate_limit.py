@@ -32,9 +32,10 @@ def _run(mem: Memory, text: str) -> dict[str, object]:
 
 def test_one_run_with_several_memories_counts_once(mem: Memory) -> None:
     first = _run(mem, ". ".join(ORDINARY))
-    assert first["actions"] == {"add": 3}
+    # each run also keeps its turn as a resource (never rate limited: it is what was said)
+    assert first["actions"] == {"add": 3, "resource": 1}
     second = _run(mem, "I love jazz music")
-    assert second["actions"] == {"add": 1}  # the first run counted once, not three times
+    assert second["actions"] == {"add": 1, "resource": 1}  # the first run counted once, not three times
 
 
 def test_past_the_limit_explicit_safety_and_corrections_are_kept_and_the_rest_is_shown(mem: Memory) -> None:

@@ -100,6 +100,24 @@ def test_a_superseded_fact_retires_the_turn_it_came_from(mem: Memory, clock: Clo
     assert all(h.item.id != old_turn.id for h in hits)
 
 
+def test_remember_keeps_turns_by_default_and_lists_leave_them_out(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "default.db", background=False) as m:
+        m.remember(
+            [("user", "I am allergic to shellfish"), ("user", "We drove to the coast in an old red van")],
+            session_id="s1",
+            user_id="u",
+        )
+        m.process_jobs()
+        known = m.list(user_id="u").items
+        said = m.list(user_id="u", include_turns=True).items
+        assert known and all("turn" not in i.tags for i in known)
+        assert len(said) == len(known) + 2
+        assert m.stats(user_id="u").total == len(known)
+        assert m.stats(user_id="u", include_turns=True).total == len(said)
+        # what no rule extracted is still found, from the turn itself
+        assert "red van" in m.search("what vehicle did they drive to the coast?", user_id="u")[0].item.content
+
+
 def test_turns_are_kept_by_default_and_retention_is_a_policy(mem: Memory, clock: Clock) -> None:
     mem.remember([("user", "We adopted a grey kitten called Pixel today")], session_id="s1", user_id="u")
     mem.process_jobs()
@@ -109,3 +127,23 @@ def test_turns_are_kept_by_default_and_retention_is_a_policy(mem: Memory, clock:
     assert mem.get(turn.id).status == Status.ACTIVE
     mem.maintain(policy=LifecyclePolicy(retention_days={"turns": 365}))
     assert mem.get(turn.id).status == Status.ARCHIVED
+
+
+def test_a_fact_and_the_turn_it_came_from_take_one_place(mem: Memory) -> None:
+    mem.remember(
+        [("user", "My favourite drink is oolong tea, by the way"), ("user", "We sailed to Hydra in June")],
+        session_id="s1",
+        user_id="u",
+    )
+    mem.process_jobs()
+    turns = {i.id: i for i in mem.list(user_id="u", tags=["turn"]).items}
+    facts = [i for i in mem.list(user_id="u").items if any(r.target_id in turns for r in i.relations)]
+    assert facts, "the drink preference is extracted and linked to its turn"
+    hits = mem.search("what does the user like to drink?", user_id="u", limit=5)
+    ids = [h.item.id for h in hits]
+    fact = next(f for f in facts if "oolong" in f.content)
+    (source,) = (r.target_id for r in fact.relations if r.target_id in turns)
+    assert ids[0] == fact.id and source not in ids  # the fact, once, in first place
+    # a turn nothing was extracted from is still found as itself
+    sail = mem.search("where did they sail to?", user_id="u", limit=3)
+    assert "Hydra" in sail[0].item.content

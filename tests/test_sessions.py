@@ -165,7 +165,8 @@ def test_chinese_preference_change_and_reinforcement(mem: Memory, clock: Clock) 
 def test_hedged_statements_are_refused_by_the_gate(mem: Memory) -> None:
     mem.remember([("user", "我好像喜欢 Python，不太确定")], session_id="h", user_id="zhao")
     reports = mem.process_jobs()
-    outcomes = reports[0].outcomes
+    # the turn itself is kept as a resource (what was said); nothing is extracted from it
+    outcomes = [o for o in reports[0].outcomes if o.action != "resource"]
     assert outcomes and all(o.action == "rejected" for o in outcomes)
     assert "confidence" in outcomes[0].reason
     assert mem.list(user_id="zhao").items == []

@@ -21,6 +21,8 @@ from jiyi.integrations.tools import (
     validate_arguments,
 )
 from jiyi.memory import AsyncMemory, Memory
+from jiyi.store.base import Viewer
+from jiyi.who import Caller, Owner
 
 SEED_TOOLS = {"memory_save", "memory_search", "memory_delete", "memory_stats"}
 
@@ -318,6 +320,26 @@ def test_another_user_in_the_same_tenant_cannot_delete(mem: Memory) -> None:
     assert ok(bob.call("memory_search", {"query": "allergy"}))["count"] == 0
     error(bob.call("memory_delete", {"memory_id": saved["id"]}), "not_found")
     assert mem.get(saved["id"]).status.value == "active"
+
+
+def test_tools_take_the_owner_and_caller_values_built_at_the_edge(mem: Memory) -> None:
+    """The same two values the library's bound view takes: whose memory, and who calls
+    (tenant, actor, and the viewer that project visibility is checked against)."""
+    owner = Owner(project_id="apollo")
+    mem.add("apollo deploys on Fridays", project_id="apollo", tenant_id="t", visibility="members")
+    member = MemoryTools(
+        mem,
+        owner=owner,
+        caller=Caller(tenant_id="t", actor="k1", viewer=Viewer(actor="k1", projects=("apollo",))),
+    )
+    outsider = MemoryTools(
+        mem, owner=owner, caller=Caller(tenant_id="t", viewer=Viewer(actor="k2", projects=()))
+    )
+    assert ok(member.call("memory_search", {"query": "when does apollo deploy?"}))["count"] == 1
+    assert ok(outsider.call("memory_search", {"query": "when does apollo deploy?"}))["count"] == 0
+    assert "apollo deploys" not in ok(outsider.call("memory_context", {"query": "apollo deploy"}))["text"]
+    saved = ok(member.call("memory_save", {"content": "apollo freezes code on Thursdays"}))
+    assert mem.history(saved["id"], tenant_id="t")[0].actor == "k1"
 
 
 # ------------------------------------------------------------------ the async twin

@@ -270,11 +270,12 @@ class SessionConfig:
     """Turns kept verbatim when compacting."""
     extract: bool = True
     """Queue extraction of new user turns (rules offline, the LLM when configured)."""
-    keep_turns: bool = False
+    keep_turns: bool = True
     """Keep every user and assistant turn as a searchable resource (see
     :mod:`jiyi.write.resources`), so what was said is findable even when no rule extracted
-    it. Off by default for now: resources are items of the same scope, so ``list()`` and
-    ``stats()`` count them beside the extracted memories."""
+    it (seed 000's resource layer). ``list()`` and ``stats()`` leave the turns out unless
+    asked (``include_turns=True``); how long they are kept is the lifecycle policy's
+    ``retention_days["turns"]``. Off: only what extraction finds is kept."""
     episodes: bool = True
     """Write an episode (summary, topics, actions, outcomes) on compaction and session end."""
     similar_k: int = 5

@@ -16,6 +16,7 @@ from jiyi.model import (
     DECOMPOSITION,
     FAILURE,
     SKILL,
+    TURN_TAG,
     MemoryItem,
     MemoryType,
     Status,
@@ -111,6 +112,10 @@ def get(
     return (yield from require(rt, item_id, tenant_id, viewer))
 
 
+def _hidden_turns(include_turns: bool, tags: Sequence[str]) -> tuple[str, ...]:
+    return () if include_turns or TURN_TAG in tags else (TURN_TAG,)
+
+
 def list_page(
     rt: Runtime,
     /,
@@ -128,11 +133,14 @@ def list_page(
     cursor: str | None = None,
     newest_first: bool = False,
     viewer: Viewer | None = None,
+    include_turns: bool = False,
 ) -> Flow[Page]:
     """Memories in creation order, ``limit`` at a time; pass ``page.next_cursor`` to go on.
 
     Without scope ids, every scope of the tenant is listed. All statuses unless given.
-    ``viewer`` hides project memories it may not see.
+    ``viewer`` hides project memories it may not see. The raw turns ``remember()`` keeps
+    (the resource layer) are left out unless ``include_turns`` or ``tags`` asks for them:
+    they are what was said, not what is known, and would drown the list.
     """
     check_limit(limit)
     flt = Filter(
@@ -141,6 +149,7 @@ def list_page(
         memory_types=enum_tuple(MemoryType, memory_types, "memory_type"),
         statuses=enum_tuple(Status, statuses, "status"),
         tags=tuple(tags),
+        without_tags=_hidden_turns(include_turns, tags),
         include_expired=include_expired,
         now=rt.now(),
         viewer=viewer,
@@ -178,12 +187,14 @@ def stats(
     agent_id: str | None = None,
     tenant_id: str | None = None,
     viewer: Viewer | None = None,
+    include_turns: bool = False,
 ) -> Flow[StoreStats]:
     """Counts by type, scope and status, with average confidence and importance
-    (of the memories ``viewer`` may see, when given)."""
+    (of the memories ``viewer`` may see, when given); raw turns only with ``include_turns``."""
     flt = Filter(
         tenant_id=rt.tenant(tenant_id),
         scope_keys=scope_keys(user_id, project_id, session_id, agent_id),
+        without_tags=_hidden_turns(include_turns, ()),
         statuses=(),
         include_expired=True,
         viewer=viewer,

@@ -84,6 +84,8 @@ class RelationType(StrEnum):
 
 DEFAULT_TENANT = "default"
 MAX_ID_LENGTH = 200
+# The tag of the raw turns remember() keeps as resources (jiyi.write.resources).
+TURN_TAG = "turn"
 MAX_TAGS = 100
 MAX_TAG_LENGTH = 100
 MAX_JSON_DEPTH = 32

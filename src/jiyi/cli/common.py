@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from jiyi.memory import Memory
     from jiyi.model import MemoryItem
     from jiyi.store.base import Store
+    from jiyi.who import Caller, Owner
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130
@@ -224,11 +225,23 @@ def open_memory(ns: argparse.Namespace) -> Memory:
         raise
 
 
+def owner_and_caller(ns: argparse.Namespace) -> tuple[Owner, Caller]:
+    """The command line's owner (``--user``/``--project``/``--session``/``--agent``) and
+    caller (``--tenant`` or ``$JIYI_TENANT``), built once for every command."""
+    from jiyi.who import Caller, Owner
+
+    ids = scope(ns)
+    tenant = ids.pop("tenant_id", None)
+    return Owner(**ids), Caller(tenant_id=tenant)
+
+
 def with_memory(ns: argparse.Namespace, command: MemoryHandler) -> int:
-    """Run ``command`` on :func:`open_memory`, closing it afterwards."""
+    """Run ``command`` on :func:`open_memory` bound to the command line's owner and
+    caller (so ``$JIYI_TENANT`` reaches every operation), closing it afterwards."""
     mem = open_memory(ns)
     try:
-        return command(ns, mem)
+        owner, caller = owner_and_caller(ns)
+        return command(ns, mem.bound(owner=owner, caller=caller))
     finally:
         mem.close()
 

@@ -159,12 +159,20 @@ def _register_list(sub: Subparsers) -> None:
     )
     p.add_argument("--limit", type=int, default=50, help="page size (default 50)")
     p.add_argument("--cursor", help="continue after this cursor (printed at the end of a page)")
+    p.add_argument("--turns", action="store_true", help="include the raw conversation turns remember() keeps")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_list))
 
 
 def cmd_list(ns: argparse.Namespace, mem: Memory) -> int:
-    page = mem.list(memory_types=ns.type, statuses=ns.status, limit=ns.limit, cursor=ns.cursor, **scope(ns))
+    page = mem.list(
+        memory_types=ns.type,
+        statuses=ns.status,
+        limit=ns.limit,
+        cursor=ns.cursor,
+        include_turns=ns.turns,
+        **scope(ns),
+    )
     if ns.json:
         emit({"items": [i.to_json_dict() for i in page.items], "next_cursor": page.next_cursor})
         return EXIT_OK
@@ -288,12 +296,13 @@ def cmd_history(ns: argparse.Namespace, mem: Memory) -> int:
 def _register_stats(sub: Subparsers) -> None:
     p = sub.add_parser("stats", help="counts by type, scope and status")
     scope_args(p)
+    p.add_argument("--turns", action="store_true", help="include the raw conversation turns remember() keeps")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_stats))
 
 
 def cmd_stats(ns: argparse.Namespace, mem: Memory) -> int:
-    s = mem.stats(**scope(ns))
+    s = mem.stats(include_turns=ns.turns, **scope(ns))
     data = {
         "total": s.total,
         "by_type": s.by_type,

@@ -50,6 +50,7 @@ from jiyi.read import context as context_flows
 from jiyi.read import search as search_flows
 from jiyi.read.context import Context
 from jiyi.runtime import Runtime
+from jiyi.who import Caller, Owner
 from jiyi.write import pipeline
 
 log = logging.getLogger("jiyi.tools")
@@ -417,6 +418,8 @@ class _ToolsBase:
         self,
         memory: Memory | AsyncMemory,
         *,
+        owner: Owner | None = None,
+        caller: Caller | None = None,
         user_id: str | None = None,
         project_id: str | None = None,
         session_id: str | None = None,
@@ -425,20 +428,25 @@ class _ToolsBase:
         actor: str | None = "memory_tools",
         profile_tool: bool = False,
     ) -> None:
-        ids = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
-        for field, value in [*ids.items(), ("tenant_id", tenant_id)]:
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                raise InvalidInput(f"{field} must be a non-empty string", field=field)
-        bound = {k: v for k, v in ids.items() if v is not None}
+        # The edge builds who owns the memory and who calls once (jiyi.who); the loose
+        # keywords are a shorthand for the same two values.
+        if owner is None:
+            owner = Owner(user_id=user_id, project_id=project_id, session_id=session_id, agent_id=agent_id)
+        if caller is None:
+            caller = Caller(tenant_id=tenant_id, actor=actor)
+        bound: dict[str, str] = owner.values()
         if not bound:
             raise InvalidInput(
                 "bind the tools to someone: give user_id, project_id, session_id or agent_id", field="user_id"
             )
+        self.owner = owner
+        self.caller = caller
         self.memory = memory
         self.rt: Runtime = memory.runtime
         self.ids: dict[str, str] = bound
-        self.tenant_id = tenant_id
-        self.actor = actor
+        self.tenant_id = caller.tenant_id
+        self.actor = caller.actor
+        self.viewer = caller.viewer
         self.scopes: tuple[str, ...] = tuple(s.value for s in Scope if f"{s.value}_id" in bound)
         self._scope_keys = frozenset(scope_key(Scope(s), bound[f"{s}_id"]) for s in self.scopes)
         # Profiles exist for users and projects; with neither bound the tool has nothing to read.
@@ -495,6 +503,7 @@ class _ToolsBase:
             memory_type=args["memory_type"],
             scope=args.get("scope"),
             tenant_id=self.tenant_id,
+            viewer=self.viewer,
             source=Source.USER,
             actor=self.actor,
             user_id=self.ids.get("user_id"),
@@ -528,6 +537,7 @@ class _ToolsBase:
             limit=args["k"],
             memory_types=args.get("memory_type"),
             tenant_id=self.tenant_id,
+            viewer=self.viewer,
             user_id=ids.get("user_id"),
             project_id=ids.get("project_id"),
             session_id=ids.get("session_id"),
@@ -538,7 +548,7 @@ class _ToolsBase:
 
     def _delete(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
         memory_id: str = args["memory_id"]
-        item = yield from items.get(self.rt, memory_id, tenant_id=self.tenant_id)
+        item = yield from items.get(self.rt, memory_id, tenant_id=self.tenant_id, viewer=self.viewer)
         if item.scope_key not in self._scope_keys:
             # Someone else's memory in the same tenant: as invisible as another tenant's.
             raise NotFound(f"no memory with id {memory_id!r}", item_id=memory_id)
@@ -549,6 +559,7 @@ class _ToolsBase:
             item.id,
             hard=args["hard"],
             tenant_id=self.tenant_id,
+            viewer=self.viewer,
             actor=self.actor,
             reason="deleted by the agent",
         )
@@ -558,6 +569,7 @@ class _ToolsBase:
         stats = yield from items.stats(
             self.rt,
             tenant_id=self.tenant_id,
+            viewer=self.viewer,
             user_id=self.ids.get("user_id"),
             project_id=self.ids.get("project_id"),
             session_id=self.ids.get("session_id"),
@@ -579,6 +591,7 @@ class _ToolsBase:
             budget_tokens=args["budget_tokens"],
             max_items=args["max_items"],
             tenant_id=self.tenant_id,
+            viewer=self.viewer,
             user_id=self.ids.get("user_id"),
             project_id=self.ids.get("project_id"),
             session_id=self.ids.get("session_id"),
@@ -599,6 +612,7 @@ class _ToolsBase:
             prof = yield from profile_flows.profile(
                 self.rt,
                 tenant_id=self.tenant_id,
+                viewer=self.viewer,
                 user_id=self.ids["user_id"] if scope == "user" else None,
                 project_id=self.ids["project_id"] if scope == "project" else None,
             )
@@ -620,6 +634,8 @@ class MemoryTools(_ToolsBase):
         self,
         memory: Memory,
         *,
+        owner: Owner | None = None,
+        caller: Caller | None = None,
         user_id: str | None = None,
         project_id: str | None = None,
         session_id: str | None = None,
@@ -630,6 +646,8 @@ class MemoryTools(_ToolsBase):
     ) -> None:
         super().__init__(
             memory,
+            owner=owner,
+            caller=caller,
             user_id=user_id,
             project_id=project_id,
             session_id=session_id,
@@ -656,6 +674,8 @@ class AsyncMemoryTools(_ToolsBase):
         self,
         memory: AsyncMemory,
         *,
+        owner: Owner | None = None,
+        caller: Caller | None = None,
         user_id: str | None = None,
         project_id: str | None = None,
         session_id: str | None = None,
@@ -666,6 +686,8 @@ class AsyncMemoryTools(_ToolsBase):
     ) -> None:
         super().__init__(
             memory,
+            owner=owner,
+            caller=caller,
             user_id=user_id,
             project_id=project_id,
             session_id=session_id,

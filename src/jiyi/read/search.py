@@ -23,6 +23,7 @@ from jiyi.model import (
 )
 from jiyi.read.rank import Scored, SearchHit, mmr_select, relevances, score_candidates
 from jiyi.read.rerank import apply_rerank, rerank_texts
+from jiyi.read.sources import one_per_statement
 from jiyi.runtime import Runtime
 from jiyi.store.base import (
     Candidate,
@@ -106,6 +107,7 @@ def search(
     scored = _cut(scored, floor, rel, min_relevance)
     if rt.reranker is not None and scored:
         scored = yield from _reranked(rt, query, scored, limit)
+    scored = one_per_statement(scored)
     hits = [
         SearchHit(s.candidate.item, s.score, s.similarity, s.breakdown) for s in _diverse(scored, rt, limit)
     ]

@@ -44,6 +44,7 @@ from typing import Any
 from jiyi.errors import InvalidInput
 from jiyi.model import MAX_ID_LENGTH, utcnow
 from jiyi.store.base import Viewer
+from jiyi.who import Caller
 
 PREFIX = "jiyi_"
 ID_CHARS = 12
@@ -123,6 +124,12 @@ class Principal:
 
     def member_of(self, project_id: str | None) -> bool:
         return self.viewer.member_of(project_id)
+
+    @property
+    def caller(self) -> Caller:
+        """This key as the library's caller value: its tenant, what it sees, and its id
+        as the actor in the history (built once per request; see :mod:`jiyi.who`)."""
+        return Caller(tenant_id=self.tenant, viewer=self.viewer, actor=self.key_id)
 
 
 def _digest(salt: str, secret: str) -> str:

@@ -2,7 +2,8 @@
 dependencies and the tenancy checks (see :mod:`jiyi.server.app` for the rules).
 
 Handlers receive the library handle and the caller as FastAPI dependencies
-(:data:`Mem`, :data:`Reader`, :data:`Writer`, :data:`Admin`); the values behind them
+(:data:`Mine` — the library bound to the caller —, :data:`Reader`, :data:`Writer`,
+:data:`Admin`); the values behind them
 live in one :class:`ServerState` on ``app.state.jiyi``, set by
 :func:`~jiyi.server.app.create_app`, so routers hold no state of their own.
 """
@@ -131,6 +132,17 @@ Writer = Annotated[Principal, Depends(writer)]
 Admin = Annotated[Principal, Depends(admin)]
 
 
+async def callers_memory(request: Request, who: Reader) -> AsyncMemory:
+    """The library seen as this request's caller: every operation receives the key's
+    tenant, viewer and actor (``Principal.caller``), so routes never pass them by hand.
+    The role check stays with :data:`Writer`/:data:`Admin`; FastAPI resolves the
+    principal once per request, so the key is verified and rate limited once."""
+    return current_memory(request).bound(caller=who.caller)
+
+
+Mine = Annotated[AsyncMemory, Depends(callers_memory)]
+
+
 def same_tenant(principal: Principal, tenant_id: str | None) -> None:
     """A tenant other than the key's answers 404: other tenants do not exist for it."""
     if tenant_id is not None and tenant_id != principal.tenant:
@@ -149,8 +161,8 @@ def member_writes(who: Principal, scope: Scope, project_id: str | None) -> None:
 
 async def owned(memory: AsyncMemory, who: Principal, item_id: str) -> MemoryItem:
     """The item, checked to be changeable by ``who`` (editors: only their own; an item
-    the key may not see is 404, as if it did not exist)."""
-    item = await memory.get(item_id, tenant_id=who.tenant, viewer=who.viewer)
+    the key may not see is 404, as if it did not exist). ``memory`` is bound to ``who``."""
+    item = await memory.get(item_id)
     if not who.role.can_edit_any and item.metadata.get("created_by") != who.key_id:
         raise ApiError(403, "an editor key can only change memories it created")
     return item

@@ -58,6 +58,7 @@ from jiyi.model import Scope, scope_key
 from jiyi.server.auth import LOOPBACK, ApiKeys, Principal
 from jiyi.server.storage import open_memory
 from jiyi.store.base import creator_of
+from jiyi.who import Caller, Owner
 
 log = logging.getLogger("jiyi.mcp")
 
@@ -147,7 +148,7 @@ class _ToolServer:
         self.memory = memory
         self.scope = scope
         self.keys = keys
-        self.dispatcher = self.tools_for(tenant_id, "memory_tools")
+        self.dispatcher = self.tools_for(Caller(tenant_id=tenant_id, actor="memory_tools"))
         self.served = {scope_key(Scope(s), self.dispatcher.ids[f"{s}_id"]) for s in self.dispatcher.scopes}
         self.per_key: dict[str, ToolSet] = {}
         self.schemas = {s["function"]["name"]: s["function"] for s in self.dispatcher.schemas()}
@@ -161,17 +162,17 @@ class _ToolServer:
             for fn in self.schemas.values()
         ]
 
-    def tools_for(self, tenant: str | None, actor: str) -> ToolSet:
+    def tools_for(self, caller: Caller) -> ToolSet:
+        owner = Owner(**self.scope)
         if isinstance(self.memory, AsyncMemory):
-            return AsyncMemoryTools(
-                self.memory, **self.scope, tenant_id=tenant, actor=actor, profile_tool=True
-            )
-        return MemoryTools(self.memory, **self.scope, tenant_id=tenant, actor=actor, profile_tool=True)
+            return AsyncMemoryTools(self.memory, owner=owner, caller=caller, profile_tool=True)
+        return MemoryTools(self.memory, owner=owner, caller=caller, profile_tool=True)
 
     def dispatcher_of(self, who: Principal) -> ToolSet:
+        # Each key reads as itself: its tenant, and its viewer for project visibility.
         found = self.per_key.get(who.key_id)
-        if found is None or found.tenant_id != who.tenant:
-            found = self.per_key[who.key_id] = self.tools_for(who.tenant, who.key_id)
+        if found is None or found.caller != who.caller:
+            found = self.per_key[who.key_id] = self.tools_for(who.caller)
         return found
 
     @staticmethod

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from jiyi.model import MAX_ID_LENGTH, MemoryItem, MemoryType, Scope, Source, Status, Visibility
 from jiyi.session.model import Message
+from jiyi.who import Owner
 
 Id = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH)
 # JSON types are kept: true is not 1, 1 is not true ("lax" coercion would accept both)
@@ -33,6 +34,15 @@ class _Scopes(_Request):
     project_id: str | None = Id
     session_id: str | None = Id
     agent_id: str | None = Id
+
+    def owner(self) -> Owner:
+        """Whose memory the request is about, as the library's owner value."""
+        return Owner(
+            user_id=self.user_id,
+            project_id=self.project_id,
+            session_id=self.session_id,
+            agent_id=self.agent_id,
+        )
 
 
 # ---------------------------------------------------------------- memories

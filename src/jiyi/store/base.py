@@ -179,6 +179,7 @@ class Filter:
     memory_types: tuple[MemoryType, ...] = ()
     statuses: tuple[Status, ...] = (Status.ACTIVE,)
     tags: tuple[str, ...] = ()  # every tag must be present
+    without_tags: tuple[str, ...] = ()  # no tag of these may be present
     include_expired: bool = False
     now: datetime | None = None  # for expiry; required unless include_expired
     created_after: datetime | None = None

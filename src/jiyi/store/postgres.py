@@ -454,6 +454,9 @@ def _filter_sql(f: Filter, a: str) -> tuple[str, dict[str, Any]]:
     if f.tags:
         clauses.append(f"{a}.tags @> %(f_tags)s::text[]")
         params["f_tags"] = list(f.tags)
+    if f.without_tags:
+        clauses.append(f"NOT ({a}.tags && %(f_without_tags)s::text[])")
+        params["f_without_tags"] = list(f.without_tags)
     if not f.include_expired:
         if f.now is None:
             raise InvalidInput("a filter that hides expired items needs 'now'", field="now")

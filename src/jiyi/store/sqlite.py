@@ -408,6 +408,9 @@ def _filter_sql(f: Filter, alias: str = "i") -> tuple[str, list[Any]]:
     for tag in f.tags:
         clauses.append(f"EXISTS (SELECT 1 FROM item_tags t WHERE t.pk = {a}.pk AND t.tag = ?)")
         params.append(tag)
+    for tag in f.without_tags:
+        clauses.append(f"NOT EXISTS (SELECT 1 FROM item_tags t WHERE t.pk = {a}.pk AND t.tag = ?)")
+        params.append(tag)
     if not f.include_expired:
         if f.now is None:
             raise InvalidInput("a filter that hides expired items needs 'now'", field="now")

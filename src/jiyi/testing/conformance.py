@@ -533,6 +533,16 @@ class StoreConformance:
         put(store, item.evolve(tags=(), version=3))
         assert all_ids(store, tags=("b",)) == []
 
+    def test_without_tags_leaves_out_items_with_any_of_them(self, store: Store) -> None:
+        turn = make_item("what was said", tags=("resource", "turn"))
+        fact = make_item("what is known", tags=("fact",))
+        plain = make_item("untagged")
+        for item in (turn, fact, plain):
+            put(store, item)
+        assert sorted(all_ids(store, without_tags=("turn",))) == sorted([fact.id, plain.id])
+        assert sorted(all_ids(store, without_tags=("turn", "fact"))) == [plain.id]
+        assert all_ids(store, tags=("resource",), without_tags=("fact",)) == [turn.id]
+
     def test_replace_moves_scope_and_status(self, store: Store) -> None:
         v = unit(np.random.default_rng(5))
         item = make_item("moving scopes: kiwi")

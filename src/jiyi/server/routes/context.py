@@ -5,29 +5,23 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from jiyi.server.deps import READ, Mem, Reader, same_tenant
+from jiyi.server.deps import READ, Mine, Reader, same_tenant
 from jiyi.server.schemas import ContextEntryOut, ContextRequest, ContextResponse
 
 router = APIRouter(tags=["context"])
 
 
 @router.post("/v1/context", summary="Assemble prompt context", responses=READ)
-async def build_context(body: ContextRequest, who: Reader, memory: Mem) -> ContextResponse:
+async def build_context(body: ContextRequest, who: Reader, memory: Mine) -> ContextResponse:
     same_tenant(who, body.tenant_id)
-    ctx = await memory.context(
+    ctx = await memory.bound(owner=body.owner()).context(
         body.query,
-        user_id=body.user_id,
-        project_id=body.project_id,
-        session_id=body.session_id,
-        agent_id=body.agent_id,
-        tenant_id=who.tenant,
         budget_tokens=body.budget_tokens,
         max_items=body.max_items,
         recent=body.recent,
         semantic=body.semantic,
         summaries=body.summaries,
         profile=body.profile,
-        viewer=who.viewer,
     )
     entries = [
         ContextEntryOut(

@@ -14,7 +14,7 @@ from jiyi.server.deps import (
     READ,
     WRITE,
     ItemId,
-    Mem,
+    Mine,
     Reader,
     ScopeQuery,
     Telemetry,
@@ -55,20 +55,15 @@ _NULLABLE = frozenset({"summary", "structured", "occurred_at", "expires_at"})
     },
 )
 async def add_memory(
-    body: AddRequest, who: Writer, memory: Mem, telemetry: Telemetry
+    body: AddRequest, who: Writer, memory: Mine, telemetry: Telemetry
 ) -> AddResponse | JSONResponse:
     same_tenant(who, body.tenant_id)
     scope = body.scope or owner_scope(body.user_id, body.project_id, body.agent_id, body.session_id)
     member_writes(who, scope, body.project_id)
-    result = await memory.add(
+    result = await memory.bound(owner=body.owner()).add(
         body.content,
         memory_type=body.memory_type,
-        user_id=body.user_id,
-        project_id=body.project_id,
-        session_id=body.session_id,
-        agent_id=body.agent_id,
         scope=body.scope,
-        tenant_id=who.tenant,
         confidence=body.confidence,
         importance=body.importance,
         tags=body.tags,
@@ -81,8 +76,6 @@ async def add_memory(
         summary=body.summary,
         structured=body.structured,
         visibility=body.visibility.value,
-        actor=who.key_id,
-        viewer=who.viewer,
     )
     telemetry.gate(result.decision)
     decision = decision_out(result.decision)
@@ -95,17 +88,12 @@ async def add_memory(
 
 @router.post("/v1/memories/search", summary="Search memories", responses=READ)
 async def search_memories(
-    body: SearchRequest, who: Reader, memory: Mem, telemetry: Telemetry
+    body: SearchRequest, who: Reader, memory: Mine, telemetry: Telemetry
 ) -> SearchResponse:
     same_tenant(who, body.tenant_id)
     with telemetry.search_seconds.time():
-        hits = await memory.search(
+        hits = await memory.bound(owner=body.owner()).search(
             body.query,
-            user_id=body.user_id,
-            project_id=body.project_id,
-            session_id=body.session_id,
-            agent_id=body.agent_id,
-            tenant_id=who.tenant,
             memory_types=body.memory_types,
             statuses=body.statuses,
             tags=body.tags,
@@ -116,7 +104,6 @@ async def search_memories(
             min_relevance=body.min_relevance,
             include_expired=body.include_expired,
             explain=body.explain,
-            viewer=who.viewer,
             as_of=body.as_of,
         )
     return SearchResponse(
@@ -136,7 +123,7 @@ async def search_memories(
 @router.get("/v1/memories", summary="List memories, a page at a time", responses=READ)
 async def list_memories(
     who: Reader,
-    memory: Mem,
+    memory: Mine,
     user_id: ScopeQuery = None,
     project_id: ScopeQuery = None,
     session_id: ScopeQuery = None,
@@ -150,13 +137,15 @@ async def list_memories(
         str | None, Query(max_length=2000, description="next_cursor of the page before")
     ] = None,
     newest_first: bool = False,
+    include_turns: Annotated[
+        bool, Query(description="Include the raw conversation turns that remembering keeps.")
+    ] = False,
 ) -> PageResponse:
     page = await memory.list(
         user_id=user_id,
         project_id=project_id,
         session_id=session_id,
         agent_id=agent_id,
-        tenant_id=who.tenant,
         memory_types=memory_type,
         statuses=status,
         tags=tag or (),
@@ -164,18 +153,18 @@ async def list_memories(
         limit=limit,
         cursor=cursor,
         newest_first=newest_first,
-        viewer=who.viewer,
+        include_turns=include_turns,
     )
     return PageResponse(items=page.items, next_cursor=page.next_cursor)
 
 
 @router.get("/v1/memories/{item_id}", summary="One memory", responses=READ)
-async def get_memory(item_id: ItemId, who: Reader, memory: Mem) -> MemoryItem:
-    return await memory.get(item_id, tenant_id=who.tenant, viewer=who.viewer)
+async def get_memory(item_id: ItemId, who: Reader, memory: Mine) -> MemoryItem:
+    return await memory.get(item_id)
 
 
 @router.patch("/v1/memories/{item_id}", summary="Change a memory", responses=WRITE)
-async def update_memory(item_id: ItemId, body: UpdateRequest, who: Writer, memory: Mem) -> MemoryItem:
+async def update_memory(item_id: ItemId, body: UpdateRequest, who: Writer, memory: Mine) -> MemoryItem:
     same_tenant(who, body.tenant_id)
     changes = {
         k: v
@@ -192,9 +181,7 @@ async def update_memory(item_id: ItemId, body: UpdateRequest, who: Writer, memor
             if "created_by" in old.metadata:
                 meta["created_by"] = old.metadata["created_by"]
             changes["metadata"] = meta
-    return await memory.update(
-        item_id, tenant_id=who.tenant, reason=body.reason, actor=who.key_id, viewer=who.viewer, **changes
-    )
+    return await memory.update(item_id, reason=body.reason, **changes)
 
 
 @router.delete(
@@ -203,20 +190,18 @@ async def update_memory(item_id: ItemId, body: UpdateRequest, who: Writer, memor
 async def delete_memory(
     item_id: ItemId,
     who: Writer,
-    memory: Mem,
+    memory: Mine,
     hard: bool = False,
     reason: Annotated[str, Query(max_length=2000)] = "",
 ) -> MemoryItem:
     if not who.role.can_edit_any:
         await owned(memory, who, item_id)
-    return await memory.delete(
-        item_id, hard=hard, reason=reason, tenant_id=who.tenant, actor=who.key_id, viewer=who.viewer
-    )
+    return await memory.delete(item_id, hard=hard, reason=reason)
 
 
 @router.get("/v1/memories/{item_id}/history", summary="A memory's changes", responses=READ)
-async def memory_history(item_id: ItemId, who: Reader, memory: Mem) -> list[HistoryEventOut]:
-    events = await memory.history(item_id, tenant_id=who.tenant, viewer=who.viewer)
+async def memory_history(item_id: ItemId, who: Reader, memory: Mine) -> list[HistoryEventOut]:
+    events = await memory.history(item_id)
     return [
         HistoryEventOut(
             item_id=e.item_id,

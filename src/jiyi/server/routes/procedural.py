@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body
 
 from jiyi.memory import AsyncMemory
 from jiyi.model import MemoryItem, Scope, owner_scope
-from jiyi.server.deps import READ, WRITE, Mem, Reader, Writer, dump_entries, member_writes, same_tenant
+from jiyi.server.deps import READ, WRITE, Mine, Reader, Writer, dump_entries, member_writes, same_tenant
 from jiyi.server.schemas import (
     DecompositionLearning,
     FailureLearning,
@@ -57,7 +57,7 @@ async def _record(memory: AsyncMemory, body: LearningRequest, where: dict[str, A
     responses=WRITE,
 )
 async def record_learning(
-    body: Annotated[LearningRequest, Body(discriminator="kind")], who: Writer, memory: Mem
+    body: Annotated[LearningRequest, Body(discriminator="kind")], who: Writer, memory: Mine
 ) -> MemoryItem:
     same_tenant(who, body.tenant_id)
     scope = Scope(body.scope) if body.scope else owner_scope(body.user_id, body.project_id, body.agent_id)
@@ -67,11 +67,8 @@ async def record_learning(
         "project_id": body.project_id,
         "agent_id": body.agent_id,
         "scope": body.scope,
-        "tenant_id": who.tenant,
         "visibility": body.visibility.value,
         "metadata": {"created_by": who.key_id},
-        "actor": who.key_id,
-        "viewer": who.viewer,
         # Editors change only what they created: another key's learning stays as it is.
         "own_only": not who.role.can_edit_any,
     }
@@ -83,16 +80,14 @@ async def record_learning(
     summary="Advice for a task: a plan that worked for a similar one, and known risks",
     responses=READ,
 )
-async def suggest(body: SuggestRequest, who: Reader, memory: Mem) -> SuggestionOut:
+async def suggest(body: SuggestRequest, who: Reader, memory: Mine) -> SuggestionOut:
     same_tenant(who, body.tenant_id)
     result = await memory.suggest(
         body.task,
         user_id=body.user_id,
         project_id=body.project_id,
         agent_id=body.agent_id,
-        tenant_id=who.tenant,
         min_similarity=body.min_similarity,
         min_success_rate=body.min_success_rate,
-        viewer=who.viewer,
     )
     return SuggestionOut.model_validate(result.to_json_dict())

@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from jiyi.errors import InvalidInput
 from jiyi.memory import AsyncMemory
 from jiyi.server.auth import Principal
-from jiyi.server.deps import READ, WRITE, Mem, Reader, ScopeQuery, Writer, dump_entries, owned, same_tenant
+from jiyi.server.deps import READ, WRITE, Mine, Reader, ScopeQuery, Writer, dump_entries, owned, same_tenant
 from jiyi.server.schemas import ProfilePatch, ProfileResponse
 
 router = APIRouter(tags=["profiles"])
@@ -33,9 +33,7 @@ async def _check_editor_owns(
     """Editors may change only a profile they set first (or one nobody has set)."""
     if who.role.can_edit_any:
         return
-    current = await memory.profile(
-        user_id=user_id, project_id=project_id, tenant_id=who.tenant, viewer=who.viewer
-    )
+    current = await memory.profile(user_id=user_id, project_id=project_id)
     if current.item_id is not None:
         await owned(memory, who, current.item_id)
 
@@ -48,11 +46,9 @@ async def _check_editor_owns(
     responses=READ,
 )
 async def get_profile(
-    who: Reader, memory: Mem, user_id: ScopeQuery = None, project_id: ScopeQuery = None
+    who: Reader, memory: Mine, user_id: ScopeQuery = None, project_id: ScopeQuery = None
 ) -> ProfileResponse:
-    profile = await memory.profile(
-        user_id=user_id, project_id=project_id, tenant_id=who.tenant, viewer=who.viewer
-    )
+    profile = await memory.profile(user_id=user_id, project_id=project_id)
     return ProfileResponse.model_validate(profile.to_json_dict())
 
 
@@ -62,7 +58,7 @@ async def get_profile(
     responses=WRITE,
 )
 async def patch_profile(
-    body: ProfilePatch, who: Writer, memory: Mem, user_id: ScopeQuery = None, project_id: ScopeQuery = None
+    body: ProfilePatch, who: Writer, memory: Mine, user_id: ScopeQuery = None, project_id: ScopeQuery = None
 ) -> ProfileResponse:
     same_tenant(who, body.tenant_id)
     values = _field_values(body)
@@ -70,9 +66,6 @@ async def patch_profile(
     profile = await memory.set_profile(
         user_id=user_id,
         project_id=project_id,
-        tenant_id=who.tenant,
-        actor=who.key_id,
-        viewer=who.viewer,
         **values,
     )
     return ProfileResponse.model_validate(profile.to_json_dict())

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from jiyi.model import MAX_ID_LENGTH, owner_scope
-from jiyi.server.deps import READ, WRITE, Mem, Reader, SessionId, Writer, member_writes, same_tenant
+from jiyi.server.deps import READ, WRITE, Mine, Reader, SessionId, Writer, member_writes, same_tenant
 from jiyi.server.schemas import (
     CheckpointRequest,
     CompactionOut,
@@ -29,7 +29,7 @@ CheckpointId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH)]
     responses=WRITE,
 )
 async def remember(
-    session_id: SessionId, body: RememberRequest, who: Writer, memory: Mem
+    session_id: SessionId, body: RememberRequest, who: Writer, memory: Mine
 ) -> RememberResponse:
     same_tenant(who, body.tenant_id)
     # Extraction files what it finds under the broadest scope given (as store_extracted does).
@@ -40,8 +40,6 @@ async def remember(
         user_id=body.user_id,
         project_id=body.project_id,
         agent_id=body.agent_id,
-        tenant_id=who.tenant,
-        viewer=who.viewer,
     )
     compacted = None
     if (c := result.compacted) is not None:
@@ -59,10 +57,10 @@ async def remember(
 async def session_messages(
     session_id: SessionId,
     who: Reader,
-    memory: Mem,
+    memory: Mine,
     last: Annotated[int | None, Query(ge=1, le=100_000, description="Only the last N")] = None,
 ) -> list[Message]:
-    return await memory.messages(session_id, tenant_id=who.tenant, last=last, viewer=who.viewer)
+    return await memory.messages(session_id, last=last)
 
 
 @router.post(
@@ -72,7 +70,7 @@ async def session_messages(
     responses=WRITE,
 )
 async def save_checkpoint(
-    session_id: SessionId, body: CheckpointRequest, who: Writer, memory: Mem
+    session_id: SessionId, body: CheckpointRequest, who: Writer, memory: Mine
 ) -> Checkpoint:
     same_tenant(who, body.tenant_id)
     return await memory.save_checkpoint(
@@ -82,8 +80,6 @@ async def save_checkpoint(
         pending_tool_calls=body.pending_tool_calls,
         label=body.label,
         metadata=body.metadata,
-        tenant_id=who.tenant,
-        viewer=who.viewer,
     )
 
 
@@ -93,9 +89,9 @@ async def save_checkpoint(
     responses=READ,
 )
 async def list_checkpoints(
-    session_id: SessionId, who: Reader, memory: Mem, limit: Annotated[int, Query(ge=1, le=1000)] = 50
+    session_id: SessionId, who: Reader, memory: Mine, limit: Annotated[int, Query(ge=1, le=1000)] = 50
 ) -> list[Checkpoint]:
-    return await memory.list_checkpoints(session_id, limit=limit, tenant_id=who.tenant, viewer=who.viewer)
+    return await memory.list_checkpoints(session_id, limit=limit)
 
 
 @router.post(
@@ -107,9 +103,7 @@ async def restore_checkpoint(
     session_id: SessionId,
     checkpoint_id: CheckpointId,
     who: Writer,
-    memory: Mem,
+    memory: Mine,
     replace_messages: bool = True,
 ) -> Checkpoint:
-    return await memory.restore_checkpoint(
-        session_id, checkpoint_id, replace_messages=replace_messages, tenant_id=who.tenant, viewer=who.viewer
-    )
+    return await memory.restore_checkpoint(session_id, checkpoint_id, replace_messages=replace_messages)

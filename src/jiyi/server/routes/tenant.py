@@ -13,7 +13,7 @@ from fastapi.responses import StreamingResponse
 
 from jiyi.errors import InvalidInput
 from jiyi.jsonl import decode_jsonl
-from jiyi.server.deps import NDJSON, READ, Admin, Mem, Reader, ScopeQuery, State
+from jiyi.server.deps import NDJSON, READ, Admin, Mine, Reader, ScopeQuery, State
 from jiyi.server.errors import error_responses
 from jiyi.server.schedule import MaintenanceStatus
 from jiyi.server.schemas import ImportResponse, StatsResponse
@@ -52,19 +52,21 @@ async def maintenance(who: Admin, state: State) -> MaintenanceStatus:
 @router.get("/v1/stats", summary="Counts by type, scope and status", responses=READ)
 async def stats(
     who: Reader,
-    memory: Mem,
+    memory: Mine,
     user_id: ScopeQuery = None,
     project_id: ScopeQuery = None,
     session_id: ScopeQuery = None,
     agent_id: ScopeQuery = None,
+    include_turns: Annotated[
+        bool, Query(description="Include the raw conversation turns that remembering keeps.")
+    ] = False,
 ) -> StatsResponse:
     result = await memory.stats(
         user_id=user_id,
         project_id=project_id,
         session_id=session_id,
         agent_id=agent_id,
-        tenant_id=who.tenant,
-        viewer=who.viewer,
+        include_turns=include_turns,
     )
     return StatsResponse(**asdict(result))
 
@@ -80,7 +82,7 @@ async def stats(
 )
 async def export(
     who: Reader,
-    memory: Mem,
+    memory: Mine,
     user_id: ScopeQuery = None,
     project_id: ScopeQuery = None,
     session_id: ScopeQuery = None,
@@ -91,8 +93,6 @@ async def export(
         project_id=project_id,
         session_id=session_id,
         agent_id=agent_id,
-        tenant_id=who.tenant,
-        viewer=who.viewer,
     )
 
     def lines() -> Iterator[str]:
@@ -119,7 +119,7 @@ async def export(
 async def import_memories(
     request: Request,
     who: Admin,
-    memory: Mem,
+    memory: Mine,
     trusted: Annotated[
         bool, Query(description="A restore of jiyi's own export: keep every field verbatim (no redaction).")
     ] = False,
@@ -127,15 +127,15 @@ async def import_memories(
     records = _parse_jsonl(await request.body())
     for record in records:
         record["tenant_id"] = who.tenant  # a key imports into its own tenant only
-    result = await memory.import_items(records, tenant_id=who.tenant, actor=who.key_id, trusted=trusted)
+    result = await memory.import_items(records, trusted=trusted)
     return ImportResponse(imported=result.imported, embedded=result.embedded)
 
 
 @router.get("/v1/jobs", summary="Background jobs of this tenant", responses=READ)
 async def jobs(
     who: Reader,
-    memory: Mem,
+    memory: Mine,
     status: Annotated[list[JobStatus] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[Job]:
-    return await memory.jobs(statuses=status or (), limit=limit, tenant_id=who.tenant, viewer=who.viewer)
+    return await memory.jobs(statuses=status or (), limit=limit)
