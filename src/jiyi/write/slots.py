@@ -213,8 +213,8 @@ def claims(text: str) -> list[Claim]:
 def _claim(clause: str, cue: bool) -> Claim | None:
     zh = bool(re.search(r"[\u4e00-\u9fff]", clause))
     subject, predicate = _split_zh(clause) if zh else _split_en(clause)
-    if not predicate.strip():
-        return None
+    if not subject.strip() or not predicate.strip():
+        return None  # no subject / predicate structure found: nothing to compare
     holder = _holder(subject, zh)
     subject_terms = (
         frozenset(_canon(t) for t in terms(subject)) - frozenset(_PEOPLE_ZH) - {"我", "我们", "咱们"}
