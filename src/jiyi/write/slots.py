@@ -139,7 +139,7 @@ _RELATION_EN = frozenset(
 _FILLER_ZH = frozenset(
     "了 的 我 我们 把 上个 上个月 去年 前年 最近 刚 刚刚 现在 目前 已经 如今 其实 还是 还 也 比较 更 都 就 又 "
     "这个 那个 一下 一般 通常 总是 平时 一直 改成 改为 改到 改在 换成 换到 转到 转学 挪到 调到 推迟 推迟到 延到 "
-    "提前 提前到 改 换 跳槽 总 都".split()
+    "提前 提前到 改 换 跳槽 总 都 个 名 位 枚 只 条 件 张 种 一名 一个 一位".split()
 )
 _MULTI_EN = frozenset("have has had own owns like likes love loves enjoy enjoys prefer prefers".split())
 _MULTI_ZH = re.compile(r"有|养|喜欢|爱")
