@@ -333,9 +333,15 @@ def _zh_number(word: str) -> str:
     return str(tens * 10 + ones)
 
 
+@lru_cache(maxsize=1)
+def _time_terms() -> frozenset[str]:
+    """The time words as the tokenizer gives them ("morning" -> "morn")."""
+    return _TIME_WORDS | frozenset(terms(" ".join(sorted(_TIME_WORDS))))
+
+
 def _is_numeric(term: str) -> bool:
     # 万/亿 after a number are split off by the segmenter ("4000", "万行").
-    return bool(_NUMERIC.match(term)) or term in _TIME_WORDS or term[:1] in ("万", "亿")
+    return bool(_NUMERIC.match(term)) or term in _time_terms() or term[:1] in ("万", "亿")
 
 
 @lru_cache(maxsize=256)
@@ -395,7 +401,8 @@ def _one_change(old: Claim, new: Claim, gone: set[str], came: set[str]) -> bool:
         if words_gone and words_came and not new.cue:
             return False
         return _phrases(words_gone) <= 2 and _phrases(words_came) <= 2
-    if _phrases(gone) > 3 or _phrases(came) > 4:
+    limit = 3 if new.cue else 2  # without a word of change, only a small difference is a new value
+    if _phrases(gone) > limit or _phrases(came) > limit + 1:
         return False
     # Two things differ ("window seats on flights" / "aisle seats on trains").
     return not (_runs(old.predicate, gone) > 1 and _runs(new.predicate, came) > 1 and not new.cue)
