@@ -381,6 +381,8 @@ def _reversed_decision(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None)
 _POLAR_TYPES = frozenset({MemoryType.PREFERENCE, MemoryType.DECISION, MemoryType.HABIT})
 # Events happen many times and rules stack: neither has one value per slot.
 _NO_SLOT_TYPES = frozenset({MemoryType.EVENT, MemoryType.PATTERN, MemoryType.CONSTRAINT})
+# Several habits and preferences hold at once: only a word of change replaces one.
+_STACKING_TYPES = frozenset({MemoryType.HABIT, MemoryType.PREFERENCE, MemoryType.SKILL})
 
 
 # -- the rules ---------------------------------------------------------------------------------
@@ -563,12 +565,14 @@ def _candidate_claims(candidate: Extracted) -> list[Claim]:
     return found
 
 
-def _slot_match(mine: list[Claim], item: MemoryItem, cosine: float, cfg: ReconcileConfig) -> SlotMatch | None:
+def _slot_match(
+    mine: list[Claim], item: MemoryItem, cosine: float, cfg: ReconcileConfig, stacking: bool
+) -> SlotMatch | None:
     """The strongest slot match between the candidate's claims and an item's: a change first."""
     best: SlotMatch | None = None
     for old in claims(item.content):
         for new in mine:
-            match = compare(old, new, cosine=cosine, min_cosine=cfg.slot_threshold)
+            match = compare(old, new, cosine=cosine, min_cosine=cfg.slot_threshold, stacking=stacking)
             if match is not None and (best is None or (match.changed and not best.changed)):
                 best = match
     return best
@@ -586,7 +590,8 @@ def _by_slot(candidate: Extracted, active: list[Existing], cfg: ReconcileConfig)
     for e in active:
         if e.item.memory_type in _NO_SLOT_TYPES:
             continue
-        match = _slot_match(mine, e.item, e.cosine, cfg)
+        stacking = bool({candidate.memory_type, e.item.memory_type} & _STACKING_TYPES)
+        match = _slot_match(mine, e.item, e.cosine, cfg, stacking)
         if match is None:
             continue
         if match.changed:

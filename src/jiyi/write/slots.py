@@ -290,6 +290,7 @@ def _holder(subject: str, zh: bool) -> frozenset[str]:
 
 
 _GAP = "|"
+_ZH_ARTICLE = re.compile(r"(?<=是)一(?=[名个位])")
 _PIECES = re.compile(
     r"\s+|(?<=[\u4e00-\u9fff])(?=[的和跟与把被给对从到])|(?<=[的和跟与把被给对从到])(?=[\u4e00-\u9fff])"
 )
@@ -298,7 +299,8 @@ _PIECES = re.compile(
 def _value_terms(predicate: str, person: bool) -> list[str]:
     """Terms of the predicate, numbers normalised (五 -> 5, "five" -> 5), stop words out.
     For a person, "moved to" says where they live now; for a thing it only says it changed."""
-    text = re.sub(r"(\d)\s+(am|pm)\b", r"\1\2", digits(predicate))
+    # 是一名 / 是一个: an article, not the number 1.
+    text = re.sub(r"(\d)\s+(am|pm)\b", r"\1\2", digits(_ZH_ARTICLE.sub("", predicate)))
     out: list[str] = []
     for piece in _PIECES.split(text):
         kept = []
@@ -353,8 +355,13 @@ def _canon(term: str) -> str:
 _SCOPES = frozenset("weekday weekdays weekend weekends 工作日 周末 节假日 假期 寒假 暑假".split())
 
 
-def compare(old: Claim, new: Claim, *, cosine: float = 1.0, min_cosine: float = 0.5) -> SlotMatch | None:
+def compare(
+    old: Claim, new: Claim, *, cosine: float = 1.0, min_cosine: float = 0.5, stacking: bool = False
+) -> SlotMatch | None:
     """Whether ``new`` fills the slot of ``old``, and whether it changes its value.
+
+    ``stacking``: the kind of memory holds several values at once (habits, preferences:
+    "I open Jira every morning" and "I open Figma every morning"); only a cue changes one.
 
     ``None``: different holders, subjects or relations (a near miss: nothing to retire).
     """
@@ -376,7 +383,7 @@ def compare(old: Claim, new: Claim, *, cosine: float = 1.0, min_cosine: float = 
         return SlotMatch(False, (), (), "same holder, subject and value")
     if new.additive and not new.cue:
         return None  # "I also like ramen": one more value, not another one
-    if (old.multi or new.multi) and not new.cue:
+    if (old.multi or new.multi or stacking) and not new.cue:
         return None  # "has 2 cats" / "has 3 cats" without a word of change may be two facts
     if not _one_change(old, new, gone, came):
         return None
