@@ -216,8 +216,9 @@ def _claim(clause: str, cue: bool) -> Claim | None:
     if not subject.strip() or not predicate.strip():
         return None  # no subject / predicate structure found: nothing to compare
     holder = _holder(subject, zh)
+    # The holder is compared on its own; what is left is the thing the fact is about.
     subject_terms = (
-        frozenset(_canon(t) for t in terms(subject)) - frozenset(_PEOPLE_ZH) - {"我", "我们", "咱们"}
+        frozenset(terms(subject)) - frozenset(_PEOPLE_ZH) - frozenset(_PEOPLE_EN) - {"我", "我们", "咱们"}
     )
     subject_terms -= {t for t in subject_terms if t in {"user", "用户", "家"}}
     person = not subject_terms  # the speaker or a person is the subject, not a thing
@@ -344,11 +345,6 @@ def _time_terms() -> frozenset[str]:
 def _is_numeric(term: str) -> bool:
     # 万/亿 after a number are split off by the segmenter ("4000", "万行").
     return bool(_NUMERIC.match(term)) or term in _time_terms() or term[:1] in ("万", "亿")
-
-
-@lru_cache(maxsize=256)
-def _canon(term: str) -> str:
-    return _CANON.get(term, term)
 
 
 # When a recurring fact holds: another scope is another slot ("on weekdays" / "on weekends").
