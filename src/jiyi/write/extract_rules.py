@@ -213,7 +213,9 @@ _HEDGE_STRIP = re.compile(
     _I,
 )
 _LEAD_FILLER = re.compile(
-    r"^(?:(?:其实|另外|还有|而且|但是|不过|对了|顺便说一下|顺便说一句|顺便|所以|然后|总之|"
+    r"^(?:(?:更正一下|更正|纠正一下|纠正|说错了|我说错了|不对|更新一下|计划有变)[：:，,\s]*"
+    r"|(?:correction|update|sorry|scratch\s+that|i\s+misspoke|change\s+of\s+plans?)\b[:,\s]*"
+    r"|(?:其实|另外|还有|而且|但是|不过|对了|顺便说一下|顺便说一句|顺便|所以|然后|总之|"
     r"说实话|老实说|坦白说|我觉得|我认为)[，,\s]*"
     r"|(?:嗯|哦|噢|对|而|也|但|我想)(?:[，,\s]+|(?=我))"
     r"|(?:also|and|but|so|actually|btw|by\s+the\s+way|oh|well|honestly|just\s+so\s+you\s+know|fyi|"
@@ -704,7 +706,10 @@ _EMPLOYER_ZH2 = re.compile(r"^我(?:现在|目前)?(?:就职于|任职于|供职
 _LOCATION_ZH = re.compile(
     r"^我(?:现在|目前|一直|常年)?(?:住在|住(?=[^院了得下进过手店宿着])|定居在|定居于|生活在|居住在)(?P<v>.+)$"
 )
-_MOVED_ZH = re.compile(r"^我(?:已经|刚|刚刚|最近|去年|前年)?搬(?:到|去|来)了?(?P<v>[^，,]+?)(?:了|住)?$")
+_MOVED_ZH = re.compile(
+    r"^我(?:已经|刚|刚刚|最近|去年|前年|今年|上个?月|上周|上星期|前几天|前段时间|年初|这个月|其实)*"
+    r"搬(?:到|去|来)了?(?P<v>[^，,]+?)(?:了|住)?$"
+)
 _PLAN_ZH = re.compile(r"打算|准备|计划|想|要|下个?月|明年|下周|将|会")
 _HOMETOWN_ZH = re.compile(r"^我(?:来自|老家(?:在|是)|出生在|出生于|是从)(?P<v>.+?)(?:来的)?$")
 _DO_FOR_A_LIVING_ZH = re.compile(r"^我(?:现在|目前)?是(?:做|搞|干|当)(?P<v>[^，,的]{1,20})的$")
@@ -856,7 +861,7 @@ def _self_description_en(core: str) -> _Hit | None:
 
 
 def _my_attribute(core: str) -> _Hit | None:
-    """Facts like "my X is Y" or "我的X是Y", only read inside explicit remember requests."""
+    """Facts like "my X is Y" or "我的X是Y" (key ``my:<X>``)."""
     m = _MY_ATTR_ZH.match(core) or _MY_ATTR_EN.match(core)
     if not m:
         return None
@@ -867,6 +872,147 @@ def _my_attribute(core: str) -> _Hit | None:
     return _fact(rule, f"my:{_slot(attr)}", m.group("v"))
 
 
+# --- states, ages, family, "my X is Y", changed habits
+
+_AGE_EN = re.compile(
+    r"^(?:i'm|i\s+am|im|i\s+just\s+turned|i\s+turned)\s+(?:now\s+)?(?P<v>\d{1,3})(?:\s+years?\s+old)?$", _I
+)
+_AGE_ZH = re.compile(
+    r"^我(?:今年|现在|已经|刚满|满)*(?P<v>\d{1,3}|[一二两三四五六七八九十]{1,3})(?:周)?岁了?$"
+)
+_STATE_EN = re.compile(
+    r"^(?:i'm|i\s+am|im)\s+(?P<v>(?:(?:now|currently|still|no\s+longer|not)\s+)?[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2})$",
+    _I,
+)
+# Passing moods, manners of speaking and half statements are not facts about the user.
+_NOT_STATES = frozenset(
+    "sorry fine good okay ok back here there done ready busy tired not going so very just also sure afraid glad happy "
+    "sad hungry thirsty sick late early excited worried bored confused thinking trying looking about really "
+    "still curious wondering kidding joking home in on at out off free available away listening wait "
+    "the a an that this it gonna interested".split()
+)
+_KIN_EN = (
+    r"(?:sister|brother|mother|mom|mum|father|dad|parents|son|daughter|kids|children|wife|husband|partner|"
+    r"girlfriend|boyfriend|fiance|fiancee|cousin|grandma|grandpa|grandmother|grandfather|uncle|aunt|"
+    r"dog|cat|best\s+friend)"
+)
+_KIN_FACT_EN = re.compile(
+    rf"^my\s+{_KIN_EN}(?:'s\s+[\w-]+)?\s+(?:is|are|was|lives|live|moved|works|work|just|turned|has|have|goes|go|"
+    r"got|started|studies|study)\b.+$",
+    _I,
+)
+_KIN_ZH = (
+    r"(?:姐姐|妹妹|哥哥|弟弟|妈妈|母亲|爸爸|父亲|父母|儿子|女儿|孩子|老婆|妻子|老公|丈夫|对象|男朋友|女朋友|"
+    r"爷爷|奶奶|外公|外婆|家的狗|家的猫|家狗|家猫)"
+)
+_KIN_FACT_ZH = re.compile(
+    rf"^我(?:的)?{_KIN_ZH}(?:的[^，,。]{{1,6}}?)?(?:今年|现在|已经|去年|刚|住|在|搬|是|叫|上|读|有|考|转|调|换)[^，,。]{{1,30}}$"
+)
+_STOPPED_EN = re.compile(
+    r"^i\s+(?:no\s+longer|don't|do\s+not|stopped|quit|gave\s+up)\s+(?P<verb>drink|eat|drinking|eating|smoke|"
+    r"smoking|use|using)\s+(?P<obj>.+?)(?:\s+(?:anymore|any\s+more))?$",
+    _I,
+)
+_STOPPED_ZH = re.compile(
+    r"^我(?:现在|已经|早就|最近)*(?:不再|不|戒了|没再)(?P<verb>喝|吃|抽|用)(?P<obj>[^，,]{1,12}?)了?$"
+)
+_SWITCHED_EN = re.compile(r"^i(?:'ve|\s+have)?\s+(?:now\s+)?switched\s+to\s+(?P<obj>.+)$", _I)
+_SWITCHED_ZH = re.compile(
+    r"^我(?:现在|已经|最近)*(?:改|换成|改成)(?P<verb>喝|吃|用|听|抽)(?P<obj>[^，,]{1,12}?)了?$"
+)
+
+
+def _personal(core: str) -> _Hit | None:
+    """What the self-description rules leave out: an age, a state ("I am vegetarian"),
+    a family member's fact, "my X is Y", a habit given up or switched."""
+    zh = bool(_HAN.search(core))
+    rule = "rule:self-zh" if zh else "rule:self-en"
+    m = _AGE_ZH.match(core) if zh else _AGE_EN.match(core)
+    if m:
+        return _fact(rule, "age", m.group("v"))
+    hit = _changed_habit(core, zh)
+    if hit is not None:
+        return hit
+    m = _MY_ATTR_ZH.match(core) or _MY_ATTR_EN.match(core)
+    # "my daughter is six" / "my daughter is a doctor": a person is no attribute with one value.
+    person = m is not None and re.fullmatch(_KIN_ZH if zh else _KIN_EN, _trim(m.group("attr")), _I)
+    mine = None if _TEMPORARY.search(core) or person else _my_attribute(core)
+    if mine is not None:
+        return mine
+    if (_KIN_FACT_ZH if zh else _KIN_FACT_EN).match(core):
+        return _fact(rule, None, core)
+    m = None if zh else _STATE_EN.match(core)
+    if m:
+        words = m.group("v").lower().split()
+        state = [w for w in words if w not in ("now", "currently", "still", "no", "longer", "not")]
+        if state and state[0] not in _NOT_STATES and not state[0].endswith("ing") and not state[0].isdigit():
+            return _fact(rule, None, core)
+    return None
+
+
+_VALUE_EN = re.compile(
+    r"\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|june|july|"
+    r"august|september|october|november|december|noon|midnight)\b",
+    _I,
+)
+_VALUE_ZH = re.compile(
+    r"\d|[一二两三四五六七八九十]+[个只岁年月日号点层楼周次分公斤块元万千倍本位名天码]|周[一二三四五六日]|星期"
+)
+# A name as the value of "is" ("My car is a Tesla"), not any capitalised word ("I use Vim").
+_NAMED_EN = re.compile(
+    r"\b(?:is|are|was|'s|runs|uses)\s+(?:(?:a|an|the|now|still|called|named|in|at|on|with|from|to)\s+)*(?!I\b)[A-Z][\w-]+"
+)
+# "Dinner with the Parkers is at 7pm": a dated or timed thing, whoever it is about.
+_TIMED_EN = re.compile(r"\b(?:is|are|was|were)\s+(?:\w+\s+){0,2}(?:at|on|in|to|until|by)\s+", _I)
+_OWN_ZH = re.compile(r"^(?:我|我们|我家|家里|咱们)[^，,]{0,10}的[^，,]{1,8}?(?:是|在|叫)[^，,]{1,20}$")
+_MODAL = re.compile(
+    r"\b(?:should|could|would|might|maybe|need\s+to|must|let's|if|will\s+be\s+able)\b|应该|可能|也许|如果|要不",
+    _I,
+)
+_SUBJECT_EN = re.compile(r"^(?:my|our|the|we|i)\b", _I)
+_SUBJECT_ZH = re.compile(r"^(?:我|咱们)|^[^，,]{1,12}?(?:是|在|定在|定于|改到|改成|推迟到|挪到|延到)")
+# Today's plans are not memories; "now" may well start a lasting change, so it is not here.
+_TODAY = re.compile(
+    r"今天|今晚|昨天|刚才|这会儿|\b(?:today|tonight|yesterday|right\s+now|at\s+the\s+moment)\b", _I
+)
+
+
+def _valued_statement(core: str) -> _Hit | None:
+    """A plain statement with a concrete value (a number, date, time or name) about the
+    user's own world: "Our budget is 2 million", "The standup is at 9:30", "我们组有8个人"."""
+    zh = bool(_HAN.search(core))
+    if len(core) > 120 or _TODAY.search(core):
+        return None
+    if zh:
+        # Short Chinese statements with a number or time ("季度报告6月30日交") or about
+        # the user's own things ("我们的机房在法兰克福").
+        valued = bool(_VALUE_ZH.search(core)) and (bool(_SUBJECT_ZH.search(core)) or len(core) <= 30)
+        if not (valued or _OWN_ZH.match(core)):
+            return None
+    else:
+        own = _SUBJECT_EN.match(core) and (_VALUE_EN.search(core) or _NAMED_EN.search(core))
+        if not (own or (_VALUE_EN.search(core) and _TIMED_EN.search(core))):
+            return None
+    if _MODAL.search(core):
+        return None
+    if len(core.split()) < 3 and not zh:
+        return None
+    rule = "rule:self-zh" if zh else "rule:self-en"
+    return _Hit(MemoryType.FACT, rule, CONFIDENCE_FACT, None, {"value": core})
+
+
+def _changed_habit(core: str, zh: bool) -> _Hit | None:
+    m = (_STOPPED_ZH if zh else _STOPPED_EN).match(core)
+    if m:
+        rule = "rule:preference-zh" if zh else "rule:preference-en"
+        return _preference_hit(rule, "dislike", m.group("obj"), change=True)
+    m = (_SWITCHED_ZH if zh else _SWITCHED_EN).match(core)
+    if m:
+        rule = "rule:preference-zh" if zh else "rule:preference-en"
+        return _preference_hit(rule, "like", m.group("obj"))
+    return None
+
+
 _RULES: tuple[Callable[[str], _Hit | None], ...] = (
     _decision,
     _constraint,
@@ -874,13 +1020,15 @@ _RULES: tuple[Callable[[str], _Hit | None], ...] = (
     _habit,
     _preference,
     _self_description,
+    _personal,
+    _valued_statement,
 )
 
 
-def _classify(core: str) -> _Hit | None:
+def _classify(core: str, rules: tuple[Callable[[str], _Hit | None], ...] = _RULES) -> _Hit | None:
     if not core:
         return None
-    for rule in _RULES:
+    for rule in rules:
         hit = rule(core)
         if hit is not None:
             return hit
@@ -944,6 +1092,7 @@ def _sentences(text: str) -> Iterator[str]:
 # Chinese drops a repeated subject: "我叫张伟，在字节跳动工作，平时写 Go" has three statements.
 _ZH_CONTINUATION = re.compile(
     r"^(?:也|还|都)*(?:平时|平常|通常|一般|经常|每天|喜欢|不喜欢|不太喜欢|讨厌|住在|来自|熟悉|擅长|精通|会用|"
+    r"改(?:喝|吃|用|听|学|抽)|换成|现在(?:在|住|是|每)|"
     r"在(?=[^，,]{1,20}?(?:工作|上班|任职)))"
 )
 _FIRST_PERSON_ZH = re.compile(r"^我(?!们)")
@@ -1068,7 +1217,8 @@ def _extract_sentence(sentence: str, index: int, source: str) -> list[Extracted]
     if remembered is not None:
         content, rule = remembered
         core = _core(content)
-        hit = _classify(core) or _my_attribute(core)
+        # What is remembered is kept whole; only its kind is read (not a bare valued statement).
+        hit = _classify(core, _RULES[:-1]) or _my_attribute(core)
         if hit is None:
             hit = _Hit(MemoryType.FACT, rule, CONFIDENCE_REMEMBER)
             return [_make(hit, content, source, index, hedged)]

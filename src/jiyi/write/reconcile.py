@@ -56,6 +56,7 @@ from jiyi.model import MemoryItem, MemoryType, Status
 from jiyi.text.tokenize import terms
 from jiyi.write.extract import Extracted
 from jiyi.write.gate import reinforced_confidence
+from jiyi.write.slots import Claim, SlotMatch, claims, compare, digits
 
 __all__ = [
     "RECONCILE_SYSTEM_PROMPT",
@@ -107,11 +108,15 @@ class ReconcileConfig:
     """Cosine at or above which the candidate says the same as a stored item (reinforce it)."""
     related_threshold: float = 0.6
     """Cosine below which a stored item is unrelated (the candidate is simply added)."""
+    slot_threshold: float = 0.5
+    """Cosine from which a statement with the same holder, subject and relation but another
+    value supersedes a stored one when it says the change ("actually", "现在", "moved to");
+    without such a cue the bar is 0.1 higher (rule f)."""
     reinforce_step: float = 0.05
     """Confidence added to a re-confirmed item (seed 001), capped at 1.0."""
 
     def __post_init__(self) -> None:
-        for name in ("duplicate_threshold", "related_threshold", "reinforce_step"):
+        for name in ("duplicate_threshold", "related_threshold", "reinforce_step", "slot_threshold"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise ConfigError(f"{name} must be a number within 0..1, not {value!r}")
@@ -195,7 +200,8 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 
 
 def _numbers(text: str) -> frozenset[str]:
-    return frozenset(_NUMBER.findall(unicodedata.normalize("NFKC", text)))
+    # "five" and 五岁 are the same numbers as 5 and 5岁.
+    return frozenset(_NUMBER.findall(digits(unicodedata.normalize("NFKC", text).casefold())))
 
 
 # -- polarity ----------------------------------------------------------------------------------
@@ -373,6 +379,10 @@ def _reversed_decision(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None)
 
 
 _POLAR_TYPES = frozenset({MemoryType.PREFERENCE, MemoryType.DECISION, MemoryType.HABIT})
+# Events happen many times and rules stack: neither has one value per slot.
+_NO_SLOT_TYPES = frozenset({MemoryType.EVENT, MemoryType.PATTERN, MemoryType.CONSTRAINT})
+# Several habits and preferences hold at once: only a word of change replaces one.
+_STACKING_TYPES = frozenset({MemoryType.HABIT, MemoryType.PREFERENCE, MemoryType.SKILL})
 
 
 # -- the rules ---------------------------------------------------------------------------------
@@ -417,7 +427,7 @@ def decide(
             f"rule a (nothing similar): no active stored item is similar{why}; add as new",
             candidate.confidence,
         )
-    for rule in (_by_key, _by_text, _by_polarity, _by_similarity):
+    for rule in (_by_key, _by_text, _by_polarity, _by_slot, _by_similarity):
         decision = rule(candidate, active, cfg)
         if decision is not None:
             return decision
@@ -543,6 +553,70 @@ def _by_polarity(candidate: Extracted, active: list[Existing], cfg: ReconcileCon
                 f"({obj}) as {e.item.id}, which says the opposite (cosine {e.cosine:.3f}); the newer "
                 f"statement supersedes it",
                 candidate.confidence,
+            )
+    return None
+
+
+def _candidate_claims(candidate: Extracted) -> list[Claim]:
+    """Claims of the candidate, then of the other clauses of the turn it came from."""
+    found = claims(candidate.content)
+    if candidate.source_text and _norm(candidate.source_text) != _norm(candidate.content):
+        found += claims(candidate.source_text)
+    return found
+
+
+def _slot_match(
+    mine: list[Claim], item: MemoryItem, cosine: float, cfg: ReconcileConfig, stacking: bool
+) -> SlotMatch | None:
+    """The strongest slot match between the candidate's claims and an item's: a change first."""
+    best: SlotMatch | None = None
+    for old in claims(item.content):
+        for new in mine:
+            match = compare(old, new, cosine=cosine, min_cosine=cfg.slot_threshold, stacking=stacking)
+            if match is not None and (best is None or (match.changed and not best.changed)):
+                best = match
+    return best
+
+
+def _by_slot(candidate: Extracted, active: list[Existing], cfg: ReconcileConfig) -> Decision | None:
+    """Rule f: the same holder, subject and relation with a different value supersedes
+    ("my flight is at 9am" -> "... at 5pm", "I live in Berlin" -> "I moved to Munich");
+    the same value re-confirms. Another holder or subject is never touched."""
+    if candidate.memory_type in _NO_SLOT_TYPES:
+        return None
+    mine = _candidate_claims(candidate)
+    if not mine:
+        return None
+    for e in active:
+        if e.item.memory_type in _NO_SLOT_TYPES:
+            continue
+        stacking = bool({candidate.memory_type, e.item.memory_type} & _STACKING_TYPES)
+        match = _slot_match(mine, e.item, e.cosine, cfg, stacking)
+        if match is None:
+            continue
+        if match.changed:
+            return Decision(
+                "supersede",
+                e.item.id,
+                None,
+                f"rule f (same slot, new value): {match.reason}; the newer statement supersedes "
+                f"{e.item.id} (cosine {e.cosine:.3f}), which is kept as superseded",
+                candidate.confidence,
+            )
+        # A duplicate by similarity is rule c's to reinforce; this catches the same value
+        # said in other words ("5" / "five", "still").
+        if (
+            cfg.related_threshold <= e.cosine < cfg.duplicate_threshold
+            and _different_facts(candidate, e.item) is None
+        ):
+            new_confidence = reinforced_confidence(e.item.confidence, cfg.reinforce_step)
+            return Decision(
+                "reinforce",
+                e.item.id,
+                None,
+                f"rule f (same slot, same value): {match.reason}; re-confirms {e.item.id} (cosine "
+                f"{e.cosine:.3f}); confidence {e.item.confidence:.2f} -> {new_confidence:.2f}, mentions +1",
+                new_confidence,
             )
     return None
 

@@ -1,0 +1,463 @@
+"""Same subject, different value: does a later statement change an earlier one?
+
+Offline and rule-based, Chinese and English. A statement is read as a :class:`Claim`:
+
+* **holder**: whose fact it is: the speaker (no holder words), or the people named in
+  the subject ("my sister", "我女儿", "my wife's office" -> {wife});
+* **subject**: the other terms before the predicate ("flight to Tokyo", "项目预算");
+* **predicate**: the terms after it, split into **values** (numbers, dates, times,
+  proper names, and whatever differs) and the relation around them;
+* **cue**: a correction or change cue ("actually", "no longer", "switched to",
+  "postponed to", "其实", "更正", "改成", "推迟到", "不再", "现在" ...).
+
+:func:`compare` says whether two claims fill the same slot (same holder, same subject,
+same relation) and, if so, whether the value changed. It never looks at which data it
+is used on: the lexicons below are general English and Chinese function words,
+kinship terms and change verbs. Reconciliation (:mod:`jiyi.write.reconcile`) combines
+it with the embedding similarity of the two statements.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+from jiyi.text.tokenize import terms
+
+__all__ = ["Claim", "SlotMatch", "claims", "compare", "digits", "has_cue"]
+
+# -- cues ---------------------------------------------------------------------------------------
+
+# A correction or change said in so many words. Matched on NFKC, case-folded text.
+_CUE_EN = re.compile(
+    r"\b(?:actually|correction|update|sorry|i\s+misspoke|scratch\s+that|change\s+of\s+plans?|not\s+\w+\s+anymore|"
+    r"no\s+longer|any\s*more|instead|now|these\s+days|from\s+now\s+on|switched|changed|moved|relocated|"
+    r"postponed|pushed(?:\s+back)?|rescheduled|delayed|extended|raised|lowered|upgraded|downgraded|renamed|"
+    r"went\s+up|went\s+down|got\s+(?:pushed|moved|changed)|quit|stopped|started|just\s+turned|refinanced|"
+    r"cancelled|canceled|graduated|transferred)\b"
+)
+_CUE_ZH = re.compile(
+    r"其实|更正|纠正|说错了|搞错了|不对|改成|改为|改到|改在|改用|改喝|改吃|改听|改学|换成|换到|换了|转到|转学|"
+    r"推迟|延期|延到|延长|提前到|挪到|搬到|搬去|调到|跳槽|不再|已经不|现在|如今|最近|从下周起|从今天起|"
+    r"以后|戒了|升级|涨到|涨了|降到|提到|提高到|改名|已经"
+)
+# "also", "too": an additional value, not a replacement.
+_ADDITIVE = re.compile(r"\b(?:also|too|as\s+well|another|other)\b|也|还有|另外|又")
+# Restating the same value ("still", "还是") is the opposite of a change.
+_STILL = re.compile(r"\b(?:still|as\s+always|confirm(?:ing|ed)?)\b|还是|依然|仍然|确认")
+_NEGATION = re.compile(r"\b(?:no\s+longer|not|never|don't|doesn't|isn't|aren't|quit|stopped)\b|不|没|戒")
+
+# -- holders ------------------------------------------------------------------------------------
+
+_PEOPLE_EN = (
+    "sister brother mother mom mum father dad parent parents son daughter kid kids child children wife husband "
+    "partner girlfriend boyfriend fiance fiancee friend friends cousin uncle aunt grandma grandpa grandmother "
+    "grandfather nephew niece colleague coworker boss neighbor neighbour roommate in-laws inlaws"
+).split()
+_PEOPLE_ZH = (
+    "姐姐 妹妹 哥哥 弟弟 妈妈 母亲 爸爸 父亲 父母 儿子 女儿 孩子 老婆 妻子 老公 丈夫 对象 男朋友 女朋友 朋友 "
+    "表哥 表姐 表弟 表妹 舅舅 叔叔 阿姨 姑姑 奶奶 爷爷 外婆 外公 侄子 侄女 同事 老板 邻居 室友 公婆 岳父 岳母"
+).split()
+_OTHERS_EN = frozenset({"he", "she", "they", "his", "her", "their", "him", "them"})
+_OTHERS_ZH = re.compile(r"他|她|邻居家|别人")
+
+# -- subject / predicate split ------------------------------------------------------------------
+
+# The predicate starts at the first of these (after the leading noun phrase).
+_VERBS_EN = (
+    "is are am was were be been 's 'm 're will would can could has have had do does did "
+    "live lives lived work works worked go goes went take takes took run runs ran use uses used drink drinks "
+    "drank eat eats ate like likes liked love loves prefer prefers keep keeps kept park parks weigh weighs "
+    "cost costs start starts starts leave leaves open opens end ends expire expires hold holds ship pay pays "
+    "sleep sleeps wake wakes listen listens bank banks grew got moved switched changed quit stopped started "
+    "just still now actually usually always also never often currently no smoke smokes drive drives watch "
+    "watches need needs own owns store stores play plays swim swims teach teaches study studies"
+).split()
+_PRONOUNS_EN = frozenset({"i", "we", "you", "he", "she", "they", "it", "i'm", "we're"})
+# Where a Chinese predicate starts: a verb, a time adverbial or a number.
+_ZH_PRED = (
+    r"是|在|叫|住|搬|改|换|推迟|提前|挪|延|定在|定于|涨|升|降|提高|提到|有|要|养|穿|开|用|喝|吃|学|跳槽|调|抽|留|"
+    r"起床|喜欢|爱|讨厌|很|最|比较|更|去|(?<![早晚])上(?![午个])|坐|每|今年|去年|上个月|现在|已经|还|也|一般|通常|平时|最近|从|把|不|没|刚|"
+    r"转|放|停|装|发|到期|早上|上午|下午|晚上|中午|周[一二三四五六日末]|星期|\d|"
+    r"[一二三四五六七八九十两](?=[个只岁年月日号点层楼周])"
+)
+_ZH_PREDICATE = re.compile(_ZH_PRED)
+# "我去东京的航班是...": a subject that ends in 的 + noun runs up to the predicate after it.
+_ZH_SUBJECT_DE = re.compile(rf"^(?P<s>[^，,。；;是]{{0,12}}?的[^，,。；;的是]{{1,6}}?)(?={_ZH_PRED})")
+_LEAD_CUE = re.compile(
+    r"^\s*(?:(?:actually|correction|update|sorry|oh|wait|no|just\s+confirming|change\s+of\s+plans?|i\s+misspoke|"
+    r"scratch\s+that)\b[\s,:;.!-]*)+|^\s*(?:(?:其实|更正一下|更正|纠正一下|纠正|说错了|不对|更新一下|确认一下|计划有变)[\s，,：:。！!]*)+"
+)
+
+# -- values -------------------------------------------------------------------------------------
+
+_ZH_DIGITS = {
+    "零": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
+# A Chinese numeral counts as a number before a measure word or unit (not 一起, 一直).
+_ZH_NUMBER = re.compile(
+    r"[零一二两三四五六七八九十]+(?=[个只岁年月日号点层楼周次分公斤块元万千百倍本位名天小时码])|(?<=点)[零一二三四五六七八九十]+"
+)
+_EN_NUMBERS = {
+    w: str(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split()
+    )
+    if i >= 2  # "one" is as often a pronoun as a number
+}
+_EN_NUMBER = re.compile(r"\b(?:" + "|".join(_EN_NUMBERS) + r")\b")
+_TIME_WORDS = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
+    "august september october november december noon midnight am pm morning afternoon evening tonight "
+    "tomorrow 周一 周二 周三 周四 周五 周六 周日 星期一 星期二 星期三 星期四 星期五 星期六 星期日 "
+    "上午 下午 晚上 早上 中午 凌晨 明天 后天 半 一刻 点 点半 点钟 分 刻".split()
+)
+_NUMERIC = re.compile(r"^\d+(?:[.:/]\d+)*(?:am|pm|st|nd|rd|th|k|gb|mb|km|kg|%|万|亿|号|日|月|点|岁|年)?$")
+# Words that carry the relation, not a value; a change of these alone is no change of value.
+_RELATION_EN = frozenset(
+    "be is are am was were been will has have had do does did to in at on of for from with by into onto "
+    "a an the my our your his her their its this that now still just actually currently again every each "
+    "usually always often anymore longer no not instead so and but then also too really very from since "
+    "switched changed moved moving relocated postponed pushed back rescheduled delayed extended raised "
+    "lowered upgraded renamed went got turned new always usually often sometimes generally normally "
+    "switch chang move relocat postpon push reschedul delay extend rais lower upgrad renam alway usual "
+    "often current actual".split()
+)
+# Said around a change but not part of the value: when it happened, how sure, who.
+_FILLER_ZH = frozenset(
+    "了 的 我 我们 把 上个 上个月 去年 前年 最近 刚 刚刚 现在 目前 已经 如今 其实 还是 还 也 比较 更 都 就 又 "
+    "这个 那个 一下 一般 通常 总是 平时 一直 改成 改为 改到 改在 换成 换到 转到 转学 挪到 调到 推迟 推迟到 延到 "
+    "提前 提前到 改 换 跳槽 总 都 个 名 位 枚 只 条 件 张 种 一名 一个 一位".split()
+)
+_MULTI_EN = frozenset("have has had own owns like likes love loves enjoy enjoys prefer prefers".split())
+_MULTI_ZH = re.compile(r"有|养|喜欢|爱")
+_SINGLE = re.compile(r"\b(?:favou?rite|best|main|go-to)\b|最")
+_CANON = {
+    # change verbs name the state they lead to
+    "move": "live",
+    "moved": "live",
+    "relocat": "live",
+    "搬": "住",
+    "搬到": "住",
+    "搬去": "住",
+}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One statement read as holder + subject + predicate."""
+
+    text: str
+    holder: frozenset[str]
+    subject: frozenset[str]
+    predicate: tuple[str, ...]
+    numeric: frozenset[str]
+    cue: bool
+    additive: bool
+    still: bool
+    negated: bool
+    multi: bool
+    """The relation may hold several values at once (have, like, 有, 喜欢): only a cue changes it."""
+
+
+@dataclass(frozen=True)
+class SlotMatch:
+    """Two claims fill the same slot; ``changed`` says whether the value differs."""
+
+    changed: bool
+    old: tuple[str, ...]
+    new: tuple[str, ...]
+    reason: str
+
+
+def has_cue(text: str) -> bool:
+    norm = _norm(text)
+    return bool(_CUE_EN.search(norm) or _CUE_ZH.search(norm))
+
+
+def _norm(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).replace("’", "'").casefold()
+
+
+_ABBREV = re.compile(r"\b(?:dr|mr|mrs|ms|st|prof|jr|sr|no)\.")
+_CLAUSES = re.compile(r"[;；,，。.!！?？\n]+(?!\d)|\s+(?:but|so|and)\s+|但是|不过|所以")
+
+
+def claims(text: str) -> list[Claim]:
+    """The claims of ``text``: one per clause that has both a subject side and a predicate."""
+    norm = _norm(text)
+    cue = has_cue(norm)
+    out: list[Claim] = []
+    body = _ABBREV.sub(lambda m: m.group()[:-1], _LEAD_CUE.sub("", norm))
+    for clause in _CLAUSES.split(body):
+        clause = _LEAD_CUE.sub("", clause).strip()
+        if clause:
+            claim = _claim(clause, cue)
+            if claim is not None:
+                out.append(claim)
+    return out
+
+
+def _claim(clause: str, cue: bool) -> Claim | None:
+    zh = bool(re.search(r"[\u4e00-\u9fff]", clause))
+    subject, predicate = _split_zh(clause) if zh else _split_en(clause)
+    if not subject.strip() or not predicate.strip():
+        return None  # no subject / predicate structure found: nothing to compare
+    holder = _holder(subject, zh)
+    # The holder is compared on its own; what is left is the thing the fact is about.
+    subject_terms = (
+        frozenset(terms(subject)) - frozenset(_PEOPLE_ZH) - frozenset(_PEOPLE_EN) - {"我", "我们", "咱们"}
+    )
+    subject_terms -= {t for t in subject_terms if t in {"user", "用户", "家"}}
+    person = not subject_terms  # the speaker or a person is the subject, not a thing
+    pred_terms = tuple(_value_terms(predicate, person))
+    numeric = frozenset(t for t in pred_terms if _is_numeric(t))
+    while pred_terms and pred_terms[0] == _GAP:
+        pred_terms = pred_terms[1:]
+    # Possession and liking may hold several values at once ("I have 2 cats" and a dog).
+    multi = person and (
+        bool(_MULTI_ZH.search(predicate)) if zh else bool(set(predicate.split()[:2]) & _MULTI_EN)
+    )
+    multi = multi and not _SINGLE.search(clause)
+    return Claim(
+        clause,
+        holder,
+        frozenset(t for t in subject_terms if t not in _RELATION_EN),
+        pred_terms,
+        numeric,
+        cue,
+        bool(_ADDITIVE.search(clause)),
+        bool(_STILL.search(clause)),
+        bool(_NEGATION.search(predicate)),
+        multi,
+    )
+
+
+def _split_en(clause: str) -> tuple[str, str]:
+    words = clause.split()
+    if not words:
+        return "", ""
+    if words[0] in _PRONOUNS_EN or words[0].rstrip("'s") in _PRONOUNS_EN:
+        return words[0], " ".join(words[1:])
+    for i, word in enumerate(words[1:], 1):
+        bare = word.strip(".,:;!?\"'")
+        if bare in _VERBS_EN or (bare.endswith("ed") and len(bare) > 4):
+            return " ".join(words[:i]), " ".join(words[i:])
+    return "", clause
+
+
+# Adverbs a Chinese clause may open with, before its subject.
+_ZH_LEAD = re.compile(r"^(?:现在|目前|如今|已经|最近|其实|还是|从下周起|从今天起|从明天起|以后)+")
+
+
+def _split_zh(clause: str) -> tuple[str, str]:
+    clause = _ZH_LEAD.sub("", clause)
+    m = _ZH_SUBJECT_DE.match(clause)
+    if m:
+        return m.group("s"), clause[m.end() :]
+    m = _ZH_PREDICATE.search(clause, 1)
+    if m is None:
+        return "", clause
+    return clause[: m.start()], clause[m.start() :]
+
+
+def _holder(subject: str, zh: bool) -> frozenset[str]:
+    if zh:
+        found = {w for w in _PEOPLE_ZH if w in subject}
+        if _OTHERS_ZH.search(subject):
+            found.add("other")
+        # "表哥" also contains "哥": keep the longest names only
+        return frozenset(w for w in found if not any(w != o and w in o for o in found))
+    words = {w.strip(".,:;!?\"'").removesuffix("'s") for w in subject.split()}
+    found = {
+        w.rstrip("s") if w.endswith("s") and w[:-1] in _PEOPLE_EN else w for w in words if w in _PEOPLE_EN
+    }
+    found |= {"other"} if words & _OTHERS_EN else set()
+    possessive = {w.removesuffix("'s") for w in subject.split() if w.endswith("'s")}
+    found |= {p for p in possessive if p not in _PEOPLE_EN and p not in ("it", "that", "what")}
+    return frozenset(found)
+
+
+_GAP = "|"
+_ZH_ARTICLE = re.compile(r"(?<=是)一(?=[名个位])")
+_PIECES = re.compile(
+    r"\s+|(?<=[\u4e00-\u9fff])(?=[的和跟与把被给对从到])|(?<=[的和跟与把被给对从到])(?=[\u4e00-\u9fff])"
+)
+
+
+def _value_terms(predicate: str, person: bool) -> list[str]:
+    """Terms of the predicate, numbers normalised (五 -> 5, "five" -> 5), stop words out.
+    For a person, "moved to" says where they live now; for a thing it only says it changed."""
+    # 是一名 / 是一个: an article, not the number 1.
+    text = re.sub(r"(\d)\s+(am|pm)\b", r"\1\2", digits(_ZH_ARTICLE.sub("", predicate)))
+    out: list[str] = []
+    for piece in _PIECES.split(text):
+        kept = []
+        for t in terms(piece):
+            if t in _CANON:
+                if person:
+                    kept.append(_CANON[t])
+            elif t not in _RELATION_EN and t not in _FILLER_ZH:
+                kept.append(t)
+        # A word that carries no value ("with", 的) still parts the words around it.
+        out.extend(kept or [_GAP])
+    return out
+
+
+def digits(text: str) -> str:
+    """``text`` with number words as digits: 五岁 -> 5岁, "two cats" -> "2 cats"."""
+    text = _ZH_NUMBER.sub(lambda m: _zh_number(m.group()), text)
+    return _EN_NUMBER.sub(lambda m: _EN_NUMBERS[m.group().casefold()], text)
+
+
+def _zh_number(word: str) -> str:
+    """四 -> 4, 十二 -> 12, 二十 -> 20; anything else unchanged."""
+    if "十" not in word:
+        if len(word) == 1 and word in _ZH_DIGITS:
+            return str(_ZH_DIGITS[word])
+        return word
+    head, _, tail = word.partition("十")
+    if len(head) > 1 or len(tail) > 1:
+        return word
+    tens = _ZH_DIGITS.get(head, 1) if head else 1
+    ones = _ZH_DIGITS.get(tail, 0) if tail else 0
+    return str(tens * 10 + ones)
+
+
+@lru_cache(maxsize=1)
+def _time_terms() -> frozenset[str]:
+    """The time words as the tokenizer gives them ("morning" -> "morn")."""
+    return _TIME_WORDS | frozenset(terms(" ".join(sorted(_TIME_WORDS))))
+
+
+def _is_numeric(term: str) -> bool:
+    # 万/亿 after a number are split off by the segmenter ("4000", "万行").
+    return bool(_NUMERIC.match(term)) or term in _time_terms() or term[:1] in ("万", "亿")
+
+
+# When a recurring fact holds: another scope is another slot ("on weekdays" / "on weekends").
+_SCOPES = frozenset("weekday weekdays weekend weekends 工作日 周末 节假日 假期 寒假 暑假".split())
+
+
+def compare(
+    old: Claim, new: Claim, *, cosine: float = 1.0, min_cosine: float = 0.5, stacking: bool = False
+) -> SlotMatch | None:
+    """Whether ``new`` fills the slot of ``old``, and whether it changes its value.
+
+    ``stacking``: the kind of memory holds several values at once (habits, preferences:
+    "I open Jira every morning" and "I open Figma every morning"); only a cue changes one.
+
+    ``None``: different holders, subjects or relations (a near miss: nothing to retire).
+    """
+    if old.holder != new.holder:
+        return None
+    if not _same_subject(old.subject, new.subject, loose=new.cue):
+        return None
+    if new.still and not new.cue:
+        return None  # "still", "还是": a restatement, whatever the word order
+    a, b = set(old.predicate) - {_GAP}, set(new.predicate) - {_GAP}
+    if (a & _SCOPES) != (b & _SCOPES):
+        return None
+    gone, came = a - b, b - a
+    shared = a & b
+    if old.negated != new.negated and shared and len(gone) + len(came) <= 1 and cosine >= min_cosine:
+        said = "no longer" if new.negated else "now"
+        return SlotMatch(True, (), (), f"same holder and subject ({_show(old)}), {said}: {_list(shared)}")
+    if not gone and not came:
+        return SlotMatch(False, (), (), "same holder, subject and value")
+    if new.additive and not new.cue:
+        return None  # "I also like ramen": one more value, not another one
+    if (old.multi or new.multi or stacking) and not new.cue:
+        return None  # "has 2 cats" / "has 3 cats" without a word of change may be two facts
+    if not _one_change(old, new, gone, came):
+        return None
+    if not shared and not old.subject and not new.cue:
+        return None  # nothing but the speaker in common, and no word of change
+    if cosine < _cosine_needed(old, new, shared, min_cosine):
+        return None
+    return SlotMatch(
+        True,
+        tuple(sorted(gone)),
+        tuple(sorted(came)),
+        f"same holder and subject ({_show(old)}), value {_list(gone)} -> {_list(came)}",
+    )
+
+
+def _one_change(old: Claim, new: Claim, gone: set[str], came: set[str]) -> bool:
+    """Whether what differs reads as one value replaced, not as another statement."""
+    words_gone, words_came = gone - old.numeric, came - new.numeric
+    if (gone & old.numeric) and (came & new.numeric):
+        # A number, date or time changed: everything else must stay (the counted thing, the
+        # unit), except a qualifier one side leaves out.
+        if words_gone and words_came and not new.cue:
+            return False
+        return _phrases(words_gone) <= 2 and _phrases(words_came) <= 2
+    limit = 3 if new.cue else 2  # without a word of change, only a small difference is a new value
+    if _phrases(gone) > limit or _phrases(came) > limit + 1:
+        return False
+    # Two things differ ("window seats on flights" / "aisle seats on trains").
+    return not (_runs(old.predicate, gone) > 1 and _runs(new.predicate, came) > 1 and not new.cue)
+
+
+def _cosine_needed(old: Claim, new: Claim, shared: set[str], base: float) -> float:
+    """The embedding similarity a change needs: less the more the structure already says.
+    A word of change and a shared subject or relation ("live", 住, "the flight") is strong
+    evidence, as sentence embeddings of "I live in Berlin" and "I moved to Munich" are far apart."""
+    if new.cue and (shared or old.subject):
+        return base - 0.2
+    return base
+
+
+def _same_subject(a: frozenset[str], b: frozenset[str], *, loose: bool = False) -> bool:
+    """Equal subjects; a term that is only part of a term on the other side does not count
+    (the segmenter's sub-words: 负责人 / 负责). ``loose`` (a change is announced) lets one
+    side name one more word ("the tax filing" / "the tax filing deadline")."""
+    extra = {t for t in a - b if not any(t in o or o in t for o in b)}
+    extra |= {t for t in b - a if not any(t in o or o in t for o in a)}
+    if not extra:
+        return True
+    return loose and len(extra) == 1 and bool(a & b) and (extra <= a or extra <= b)
+
+
+# Titles go with a name ("Mr. Brown" -> "Mrs. Garcia", 老刘 -> 孙阿姨): not a second change.
+_TITLES = frozenset("mr mrs ms miss dr prof sir madam 先生 女士 小姐 阿姨 医生 老师 师傅 老 小".split())
+
+
+def _runs(sequence: tuple[str, ...], words: set[str]) -> int:
+    """How many separate stretches of ``sequence`` the changed ``words`` make ("honda civic"
+    is one; "window ... flights" is two). Titles go with the name beside them."""
+    runs, inside = 0, False
+    for term in sequence:
+        if term in words and term not in _TITLES:
+            runs += not inside
+            inside = True
+        elif term not in _TITLES and not (term == _GAP and not inside):
+            inside = False
+    return runs
+
+
+def _phrases(words: set[str]) -> int:
+    """How many distinct words, counting a segmenter's sub-words with their word."""
+    return sum(1 for t in words if t not in _TITLES and not any(t != o and t in o for o in words))
+
+
+def _show(claim: Claim) -> str:
+    who = "+".join(sorted(claim.holder)) or "speaker"
+    what = " ".join(sorted(claim.subject))
+    return f"{who}: {what}" if what else who
+
+
+def _list(words: set[str]) -> str:
+    return "{" + ", ".join(sorted(words)) + "}" if words else "{}"

@@ -1,0 +1,254 @@
+"""Update detection in Chinese and English: a later statement with a new value for the same
+holder, subject and relation supersedes the earlier one; a near miss (another person,
+another flight, another scope) never retires it; the same value said again reinforces.
+
+The pairs are a sample of bench/data/updates.jsonl (both splits); the whole set is
+measured by bench/updates.py (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from jiyi.memory import Memory
+from jiyi.model import MemoryType, Status
+from jiyi.write.extract import Extracted, Turn
+from jiyi.write.extract_rules import RuleExtractor
+from jiyi.write.reconcile import Existing, decide
+from jiyi.write.slots import claims, compare, digits
+
+from .test_reconcile import stored
+
+DATA = Path(__file__).resolve().parent.parent / "bench" / "data" / "updates.jsonl"
+T0 = datetime(2026, 3, 1, 9, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def mem(tmp_path: Path, clock: Clock) -> Iterator[Memory]:
+    with Memory.open(tmp_path / "updates.db", clock=clock, background=False) as m:
+        yield m
+
+
+def _pair(mem: Memory, clock: Clock, old: str, new: str, user: str) -> tuple[str, str, str]:
+    """Both statements through add(), a day apart: (decision on the new one, old status, new id)."""
+    first = mem.add(old, user_id=user)
+    assert first.item is not None
+    clock.now += timedelta(days=1)
+    second = mem.add(new, user_id=user)
+    assert second.item is not None
+    return second.decision.action, mem.get(first.item.id).status.value, second.item.id
+
+
+UPDATES = [
+    ("I live in Berlin.", "Actually, I moved to Munich.", "Where do I live?"),
+    (
+        "My flight to Tokyo is on Friday at 9am.",
+        "Actually, my flight to Tokyo is on Friday at 5pm.",
+        "flight to Tokyo",
+    ),
+    (
+        "Our project budget is 2 million dollars.",
+        "Our project budget is 3 million dollars.",
+        "project budget",
+    ),
+    ("My manager is Sarah Lee.", "My manager is David Chen now.", "Who is my manager?"),
+    ("My landlord is Mr. Brown.", "My landlord is Mrs. Garcia.", "Who is my landlord?"),
+    ("The exam is on the 5th of May.", "The exam was rescheduled to the 12th of May.", "When is the exam?"),
+    ("I am a vegetarian.", "I am no longer vegetarian, I eat fish again.", "Am I vegetarian?"),
+    ("我去东京的航班是周五上午九点。", "其实我去东京的航班是周五下午五点。", "去东京的航班"),
+    ("我住在北京。", "其实我上个月搬到上海了。", "我住在哪里？"),
+    ("我女儿今年五岁。", "更正一下：我女儿今年六岁。", "我女儿几岁了？"),
+    ("产品发布会定在3月3日。", "产品发布会推迟到3月17日了。", "产品发布会是哪天？"),
+    ("我们的机房在法兰克福。", "我们的机房在都柏林。", "机房在哪里？"),
+    ("我每天早上六点半起床。", "我每天早上五点四十五起床。", "我几点起床？"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "query"), UPDATES)
+def test_a_changed_value_supersedes_and_the_current_one_ranks_first(
+    mem: Memory, clock: Clock, old: str, new: str, query: str
+) -> None:
+    action, old_status, new_id = _pair(mem, clock, old, new, "u")
+    assert action == "supersede"
+    assert old_status == Status.SUPERSEDED.value
+    hits = mem.search(query, user_id="u", limit=5)
+    assert hits and hits[0].item.id == new_id
+    assert all(h.item.content != old for h in hits)  # search answers for now
+
+
+NEAR_MISSES = [
+    ("My sister lives in Berlin.", "I live in Munich."),
+    ("My flight to Tokyo is on Friday at 9am.", "My flight to Osaka is on Monday at 3pm."),
+    ("I like cats.", "My daughter likes dogs."),
+    ("I wake up at 6:30 on weekdays.", "I wake up at 9:00 on weekends."),
+    ("I take my coffee with milk.", "I take my tea with lemon."),
+    ("I listen to jazz while coding.", "I listen to podcasts while running."),
+    ("I prefer window seats on flights.", "I prefer aisle seats on trains."),
+    ("Our team has 8 engineers.", "Our team has 3 designers."),
+    ("我喜欢猫。", "我女儿喜欢狗。"),
+    ("我姐姐住在柏林。", "我住在慕尼黑。"),
+    ("这个项目的负责人是张伟。", "这个项目的技术负责人是刘洋。"),
+    ("我的体重是82公斤。", "我的行李箱重23公斤。"),
+    ("服务器的内存是32GB。", "笔记本的内存是16GB。"),
+    ("我工作日早上六点半起床。", "我周末早上九点起床。"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), NEAR_MISSES)
+def test_a_near_miss_never_retires_the_other(mem: Memory, clock: Clock, old: str, new: str) -> None:
+    action, old_status, new_id = _pair(mem, clock, old, new, "u")
+    assert action not in ("supersede", "reinforce", "none")
+    assert old_status == Status.ACTIVE.value
+    assert mem.get(new_id).status == Status.ACTIVE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My daughter is five years old.", "My daughter is 5 years old."),
+        ("I have 2 cats.", "I have two cats."),
+        ("我女儿今年五岁。", "我女儿今年5岁。"),
+        ("我父母住在哈尔滨。", "我父母还住在哈尔滨。"),
+    ],
+)
+def test_the_same_value_in_other_words_reinforces(mem: Memory, clock: Clock, old: str, new: str) -> None:
+    action, old_status, _ = _pair(mem, clock, old, new, "u")
+    assert action == "reinforce"
+    assert old_status == Status.ACTIVE.value
+
+
+def test_a_changed_value_is_never_a_reinforce_even_when_close() -> None:
+    item = stored("My cat's vet is Dr. Kim.", item_id="vet", memory_type=MemoryType.FACT)
+    new = Extracted("My cat's vet is Dr. Rossi.", MemoryType.FACT, 0.9)
+    decision = decide(new, [Existing(item, 0.9)])
+    assert decision.action == "supersede" and decision.target_id == "vet"
+    assert "rule f" in decision.reason and "rossi" in decision.reason
+
+
+def test_a_less_similar_change_needs_a_word_of_change() -> None:
+    # Structure says same slot; without "actually"/"moved" the embedding must agree more.
+    item = stored("I live in Berlin.", item_id="home", memory_type=MemoryType.FACT)
+    plain = decide(Extracted("I live in Munich.", MemoryType.FACT, 0.9), [Existing(item, 0.4)])
+    assert plain.action != "supersede"
+    cued = decide(Extracted("Actually, I moved to Munich.", MemoryType.FACT, 0.9), [Existing(item, 0.4)])
+    assert cued.action == "supersede"
+
+
+def test_possession_changes_only_with_a_cue() -> None:
+    cats = stored("I have 2 cats", item_id="cats", memory_type=MemoryType.FACT)
+    assert (
+        decide(Extracted("I have 1 dog", MemoryType.FACT, 0.9), [Existing(cats, 0.7)]).action == "keep_both"
+    )
+    now = decide(Extracted("I have 3 cats now", MemoryType.FACT, 0.9), [Existing(cats, 0.8)])
+    assert now.action == "supersede"
+
+
+def test_claims_read_holder_subject_and_value() -> None:
+    (mine,) = claims("My flight to Tokyo is on Friday at 5pm")
+    assert mine.holder == frozenset() and {"flight", "tokyo"} <= mine.subject
+    assert {"friday", "5pm"} <= set(mine.predicate)
+    (hers,) = claims("我女儿今年六岁")
+    assert hers.holder == frozenset({"女儿"}) and "6" in hers.predicate
+    (wife,) = claims("My wife's office is in Building C")
+    assert wife.holder == frozenset({"wife"})
+    old, new = claims("I live in Berlin")[0], claims("Actually, I moved to Munich")[0]
+    match = compare(old, new, cosine=0.45)
+    assert match is not None and match.changed and match.old == ("berlin",) and match.new == ("munich",)
+    assert compare(old, claims("My sister moved to Munich")[0]) is None
+
+
+def test_digits() -> None:
+    assert digits("我女儿今年六岁，五点四十五起床") == "我女儿今年6岁，5点45起床"
+    assert digits("two cats and one dog") == "2 cats and one dog"  # "one" is often a pronoun
+    assert digits("我们一起去") == "我们一起去"
+
+
+def test_every_near_miss_of_the_data_set_stays(mem: Memory, clock: Clock) -> None:
+    rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
+    negatives = [r for r in rows if r["kind"] == "negative"]
+    assert len(negatives) >= 100 and len([r for r in rows if r["kind"] == "update"]) >= 200
+    retired = []
+    for r in negatives:
+        _, old_status, new_id = _pair(mem, clock, r["old"], r["new"], r["id"])
+        if old_status != Status.ACTIVE.value or mem.get(new_id).status != Status.ACTIVE:
+            retired.append(r["id"])
+    assert retired == []
+
+
+# -- the offline extractor ---------------------------------------------------------------------
+
+
+def _extract(text: str) -> list[Extracted]:
+    return RuleExtractor().extract([Turn("user", text)])
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("I am vegetarian", "I am vegetarian"),
+        ("I'm vegetarian.", "I'm vegetarian"),
+        ("我上个月搬到上海了", "我上个月搬到上海了"),
+        ("其实我上个月搬到上海了", "其实我上个月搬到上海了"),
+        ("更正一下：我女儿今年六岁", "更正一下：我女儿今年六岁"),
+        ("I'm 34 years old.", "I'm 34 years old"),
+        ("我今年34岁", "我今年34岁"),
+        ("My manager is Sarah Lee.", "My manager is Sarah Lee"),
+        ("我的经理是王芳", "我的经理是王芳"),
+        ("Our data center is in Frankfurt.", "Our data center is in Frankfurt"),
+        ("Dinner with the Parkers is at 7pm on Saturday.", "Dinner with the Parkers is at 7pm on Saturday"),
+        ("季度报告6月30日交", "季度报告6月30日交"),
+        ("I no longer drink coffee.", "I no longer drink coffee"),
+    ],
+)
+def test_the_extractor_catches_common_statements(text: str, content: str) -> None:
+    assert [i.content for i in _extract(text)] == [content]
+
+
+def test_a_chinese_switch_keeps_the_new_habit_and_the_turn() -> None:
+    (item,) = _extract("我现在不喝咖啡了，改喝茶")
+    assert item.memory_type is MemoryType.PREFERENCE and item.structured
+    assert item.structured["object"] == "茶" and item.source_text == "我现在不喝咖啡了，改喝茶"
+
+
+def test_ages_and_my_x_have_keys_but_family_members_do_not() -> None:
+    assert _extract("I'm 34 years old")[0].key == "age"
+    assert _extract("My birthday is March 3")[0].key == "my:birthday"
+    assert _extract("My daughter is six")[0].key is None  # "my daughter is a doctor" is another fact
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I'm tired.", "I'm so busy", "Maybe we should meet at 5pm.", "我今天9点开会", "I use Vim every day."],
+)
+def test_the_extractor_still_skips_moods_plans_and_today(text: str) -> None:
+    assert all(i.memory_type is not MemoryType.FACT for i in _extract(text))
+
+
+def test_remember_supersedes_a_correction_in_chinese(mem: Memory, clock: Clock) -> None:
+    mem.remember([("user", "我住在北京。")], session_id="s1", user_id="u")
+    mem.process_jobs()
+    clock.now += timedelta(days=30)
+    mem.remember([("user", "其实我上个月搬到上海了。")], session_id="s2", user_id="u")
+    mem.process_jobs()
+    facts = [i for i in mem.list(user_id="u").items if "resource" not in i.tags]
+    status = {i.content: i.status for i in facts}
+    assert status["我住在北京"] == Status.SUPERSEDED
+    assert status["其实我上个月搬到上海了"] == Status.ACTIVE
+    assert mem.search("我住在哪里？", user_id="u", limit=3)[0].item.content == "其实我上个月搬到上海了"
