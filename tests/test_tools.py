@@ -390,3 +390,13 @@ async def test_async_tools_behave_the_same(amem: AsyncMemory) -> None:
     assert ok(await tools.call("memory_delete", {"memory_id": saved["id"]}))["status"] == "archived"
     other = AsyncMemoryTools(amem, user_id="alice", tenant_id="elsewhere")
     error(await other.call("memory_delete", {"memory_id": saved["id"]}), "not_found")
+
+
+def test_saving_a_changed_value_answers_superseded(tools: MemoryTools, mem: Memory) -> None:
+    """Every decision of the write pipeline has an answer (a supersede used to fail the call)."""
+    first = ok(tools.call("memory_save", {"content": "My flight to Tokyo is on Friday at 9am"}))
+    second = ok(tools.call("memory_save", {"content": "Actually, my flight to Tokyo is on Friday at 5pm"}))
+    assert first["status"] == "stored"
+    assert second["status"] == "superseded"
+    assert mem.get(first["id"]).status.value == "superseded"
+    assert not any("reinforced it instead" in r for r in second["reasons"])

@@ -417,6 +417,18 @@ def _item_brief(item: MemoryItem) -> dict[str, Any]:
 # ---------------------------------------------------------------- the dispatcher
 
 
+# What memory_save answers for each decision of the write pipeline.
+_SAVE_STATUS: Final = {
+    "add": "stored",
+    "reinforce": "reinforced",
+    "reject": "refused",
+    "update": "updated",
+    "merge": "merged",
+    "supersede": "superseded",  # stored; the old value is kept as superseded
+    "none": "kept_existing",  # a more confident value is kept; nothing new stored
+}
+
+
 class _ToolsBase:
     """Everything but running a flow: binding, schemas, validation and the tool flows."""
 
@@ -519,7 +531,7 @@ class _ToolsBase:
         )
         decision = result.decision
         out: dict[str, Any] = {
-            "status": {"add": "stored", "reinforce": "reinforced", "reject": "refused"}[decision.action],
+            "status": _SAVE_STATUS[decision.action],
             "reasons": list(decision.reasons),
         }
         if decision.redacted:

@@ -268,10 +268,13 @@ def _store_one(
     # reconciliation's own reason.
     nearest = next(iter(targets), None)
     dup = duplicate_decision(checked, nearest, best, rt.gate)
+    # The duplicate rule's verdict is only worth repeating when reconciliation agreed with
+    # it: a close item that gets superseded or updated was not "reinforced instead".
+    said = dup.reasons if dup.action == done.action or dup.action == "add" else checked.reasons
     gate = GateDecision(
         # keep_both stores a new item like add does; its reason names the related one.
         cast(GateAction, "add" if done.action == "keep_both" else done.action),
-        (*dup.reasons, decision.reason),
+        (*said, decision.reason),
         checked.redacted,
         duplicate_of=done.target_id if done.action in ("reinforce", "none") else None,
         similarity=best,
