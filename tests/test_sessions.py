@@ -400,3 +400,29 @@ def test_extracted_items_keep_when_and_who(mem: Memory, clock: Clock) -> None:
     assert item.created_at == clock.now
     assert item.metadata.get("speaker") == "Claire"
     assert mem.messages("p")[0].created_at == said
+
+
+def test_an_llm_that_is_down_falls_back_to_the_rules_and_says_so(
+    tmp_path: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Nothing said is lost when the model endpoint fails: the offline rules extract, and
+    the job's result and the log say that they did."""
+    import socket
+
+    from jiyi.llm.openai import OpenAIChatModel
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    model = OpenAIChatModel(
+        "down", base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-test", backoff=0.0, max_wait=0.1
+    )
+    with Memory(SQLiteStore(tmp_path / "down.db"), clock=clock, background=False, llm=model) as mem:
+        mem.remember([("user", "我对花生过敏")], session_id="a", user_id="u")
+        with caplog.at_level("WARNING", logger="jiyi"):
+            (report,) = mem.process_jobs()
+        assert report.status == "done"
+        job = next(j for j in mem.jobs() if j.id == report.job_id)
+        assert job.result is not None and "offline rules" in job.result["notes"][0]
+        assert any("offline rules" in r.getMessage() for r in caplog.records)
+        assert any("花生" in i.content for i in mem.list(user_id="u").items)

@@ -9,15 +9,16 @@ worker thread, or ``jiyi worker``) does extraction and episodes later.
 
 from __future__ import annotations
 
+import logging
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jiyi.effects import Flow, call
 from jiyi.embed.cached import embed_documents
-from jiyi.errors import Forbidden, InvalidInput, NotFound
+from jiyi.errors import Forbidden, InvalidInput, LLMError, NotFound
 from jiyi.items import all_items, change_event
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, owner_scope, scope_key
 from jiyi.runtime import Runtime
@@ -48,8 +49,7 @@ from jiyi.write.gate import scrub
 from jiyi.write.pipeline import Outcome, store_extracted
 from jiyi.write.resources import store_turns
 
-if TYPE_CHECKING:
-    pass
+log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------- settings and results
@@ -565,7 +565,11 @@ def job_result(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     refused = [
         {"content": o.candidate.content, "reason": o.reason} for o in outcomes if o.action == "rejected"
     ]
-    return {"actions": actions, "refused": refused}
+    result: dict[str, Any] = {"actions": actions, "refused": refused}
+    notes = [o.reason for o in outcomes if o.action == "fallback"]
+    if notes:
+        result["notes"] = notes
+    return result
 
 
 def jobs(
@@ -602,15 +606,22 @@ def _run_extract(rt: Runtime, job: Job) -> Flow[list[Outcome]]:
     raw_turns = job.payload.get("turns", [])
     turns = [Turn(t["role"], t["content"]) for t in raw_turns]
     candidates: list[Extracted] = []
+    fell_back: list[Outcome] = []
     if rt.session.extract and rt.llm is not None:
         from jiyi.write.extract_llm import LLMExtractor
 
-        result = yield from LLMExtractor(rt.llm).flow(turns)
-        candidates = list(result.items)
+        try:
+            result = yield from LLMExtractor(rt.llm).flow(turns)
+            candidates = list(result.items)
+        except LLMError as exc:
+            # A model that is down must not lose what was said: the offline rules extract
+            # instead, and the job's result and the log say so.
+            why = f"the LLM extractor failed ({exc}); extracted with the offline rules instead"
+            log.warning("jiyi: job %s: %s", job.id, why)
+            fell_back.append(Outcome(Extracted("", MemoryType.FACT, 0.0), "fallback", why))
+            candidates = _rule_candidates(turns)
     elif rt.session.extract:
-        from jiyi.write.extract_rules import RuleExtractor
-
-        candidates = RuleExtractor().extract(turns)
+        candidates = _rule_candidates(turns)
     # When and by whom each turn was said follows the candidate into the store.
     times = [datetime.fromisoformat(t["at"]) if t.get("at") else None for t in raw_turns]
     names = [t.get("name") for t in raw_turns]
@@ -618,11 +629,16 @@ def _run_extract(rt: Runtime, job: Job) -> Flow[list[Outcome]]:
     resources = None
     if rt.session.keep_turns:
         resources = yield from store_turns(rt, raw_turns, tenant=job.tenant_id, owner=scope, times=times)
-    return (
-        yield from store_extracted(
-            rt, candidates, turn_times=times, turn_names=names, resources=resources, **scope
-        )
+    stored = yield from store_extracted(
+        rt, candidates, turn_times=times, turn_names=names, resources=resources, **scope
     )
+    return [*fell_back, *stored]
+
+
+def _rule_candidates(turns: Sequence[Turn]) -> list[Extracted]:
+    from jiyi.write.extract_rules import RuleExtractor
+
+    return RuleExtractor().extract(turns)
 
 
 def _run_episode(rt: Runtime, job: Job) -> Flow[list[Outcome]]:
