@@ -85,8 +85,8 @@ INSTRUCTIONS = (
     "on who the user is or on earlier decisions; memory_context loads background for a task; "
     "memory_profile shows the user's (and project's) profile: who they are and how they want answers; "
     "memory_suggest gives a plan that worked for a similar task and its known risks, memory_learn "
-    "records what worked or failed; memory_add_document keeps a whole text; memory_end_session "
-    "closes the conversation."
+    "records what worked or failed; memory_add_document keeps a whole text; memory_end_session, when "
+    "offered, closes the conversation."
 )
 
 _ANNOTATIONS: dict[str, types.ToolAnnotations] = {
