@@ -516,6 +516,12 @@ def test_learn_lists_every_problem_of_a_kind_at_once(tools: MemoryTools) -> None
     assert "'succeeded'" in err["message"]  # required for a plan, defaulted for a skill
     err = error(tools.call("memory_learn", {"kind": "skill", "workflow": [{"args": 1}]}), "invalid_arguments")
     assert "'tool'" in err["message"] and err["field"] == "workflow"
+    assert "needs 'name'" in err["message"]  # the kind's rules are listed with the schema's problems
+    err = error(
+        tools.call("memory_learn", {"kind": "failure", "severity": 9, "owner": "x"}), "invalid_arguments"
+    )
+    for part in ("severity must be at most 5", "unexpected argument 'owner'", "needs 'pattern'"):
+        assert part in err["message"], part
     # What the library refuses comes back as a result too.
     err = error(
         tools.call(

@@ -771,7 +771,20 @@ class _ToolsBase:
                 "unknown_tool",
                 f"there is no tool named {name!r}; the memory tools are: {', '.join(self._flows)}",
             )
-        args = validate_arguments(self._parameters[name], parse_arguments(arguments))
+        given = parse_arguments(arguments)
+        try:
+            args = validate_arguments(self._parameters[name], given)
+        except ToolCallError as exc:
+            # Every problem at once: a learning's kind rules join the schema's.
+            kind = given.get("kind")
+            if name != "memory_learn" or kind not in LEARNING_KINDS:
+                raise
+            more = _learning_problems(kind, given)
+            if not more:
+                raise
+            raise ToolCallError(
+                exc.code, "; ".join([exc.message, *(p for _, p in more)]), field=exc.field
+            ) from None
         return self._flows[name](args)
 
     # ------------------------------------------------------------ the tools (flows)
@@ -1006,6 +1019,11 @@ class _ToolsBase:
         return {"status": "ended", "session_id": session_id, "episode_job_id": job_id}
 
 
+_LEARN_ARGUMENTS: Final = frozenset(
+    next(t for t in PROCEDURAL_TOOLS if t["function"]["name"] == "memory_learn")["function"]["parameters"][
+        "properties"
+    ]
+)
 # What each kind of learning needs, and what else it may take (besides kind and scope).
 _LEARNING_FIELDS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     "skill": (("name", "workflow"), ("description", "task", "succeeded")),
@@ -1014,16 +1032,23 @@ _LEARNING_FIELDS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
 }
 
 
-def _check_learning(kind: str, args: Mapping[str, Any]) -> None:
-    """Every argument missing for ``kind``, and every one that belongs to another kind, at once."""
+def _learning_problems(kind: str, args: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every argument missing for ``kind``, and every one that belongs to another kind."""
     needed, optional = _LEARNING_FIELDS[kind]
     problems = [(f, f"a {kind} learning needs {f!r}") for f in needed if f not in args]
-    allowed = {*needed, *optional, "scope"}
+    allowed = {*needed, *optional, "scope", "kind"}
+    takes = ", ".join((*needed, *optional))
     problems += [
-        (f, f"{f!r} is not used by a {kind} learning (it takes {', '.join((*needed, *optional))})")
+        (f, f"{f!r} is not used by a {kind} learning (it takes {takes})")
         for f in args
-        if f not in allowed
+        # Names no tool argument has are the schema's to report.
+        if f not in allowed and f in _LEARN_ARGUMENTS
     ]
+    return problems
+
+
+def _check_learning(kind: str, args: Mapping[str, Any]) -> None:
+    problems = _learning_problems(kind, args)
     if problems:
         raise ToolCallError("invalid_arguments", "; ".join(p for _, p in problems), field=problems[0][0])
 
