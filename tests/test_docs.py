@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from jiyi.cli import build_parser
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
@@ -69,3 +71,15 @@ def test_working_memory_page_examples_run() -> None:
     assert blocks
     for block in blocks:
         exec(compile(block, "docs/working-memory.md", "exec"), {})
+
+
+def test_procedural_page_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Library, async and agent-tool examples of docs/procedural.md (they write their
+    stores in the working directory)."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "procedural.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert any("memory_learn" in b for b in blocks)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {}  # later blocks go on with the earlier ones' memory
+    for block in blocks:
+        exec(compile(block, "docs/procedural.md", "exec"), namespace)

@@ -19,11 +19,12 @@ import anyio
 import httpx
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+import jiyi
 from jiyi.errors import ConfigError
 from jiyi.memory import Memory
 from jiyi.server.auth import create_key, parse_token
@@ -36,6 +37,17 @@ TOOL_NAMES = {
     "memory_stats",
     "memory_context",
     "memory_profile",
+    "memory_suggest",
+    "memory_learn",
+    "memory_add_document",
+    "memory_get_document",
+}
+PLAN = {
+    "kind": "decomposition",
+    "task": "部署前端应用到生产环境",
+    "subtasks": ["运行测试", "构建镜像", "灰度发布"],
+    "strategy": "sequential",
+    "succeeded": True,
 }
 
 
@@ -82,17 +94,45 @@ async def exercise(client: Client) -> None:
     # The server is still serving after the bad calls.
     ctx = await client.call_tool("memory_context", {"query": "frontend work"})
     assert not ctx.is_error and "前端工程师" in ctx.structured_content["text"]
+    await procedural_and_documents(client)
+
+
+async def procedural_and_documents(client: Client) -> None:
+    """The tools beyond the seed's: learnings, suggestions and documents."""
+    learned = await client.call_tool("memory_learn", PLAN)
+    assert not learned.is_error and learned.structured_content["status"] == "recorded"
+    advice = await client.call_tool("memory_suggest", {"task": "部署前端应用到生产环境"})
+    assert advice.structured_content["found"], advice.structured_content
+    assert advice.structured_content["subtasks"] == PLAN["subtasks"]
+    wrong = await client.call_tool("memory_learn", {"kind": "failure", "pattern": "x"})
+    assert wrong.is_error and wrong.structured_content["error"]["code"] == "invalid_arguments"
+    assert "'mitigation'" in wrong.structured_content["error"]["message"]
+
+    text = "Apollo 的发布流程：先跑测试，再构建镜像，最后灰度发布。" * 30
+    added = await client.call_tool("memory_add_document", {"text": text, "title": "发布流程"})
+    assert not added.is_error, added.structured_content
+    whole = await client.call_tool(
+        "memory_get_document", {"parent_id": added.structured_content["parent_id"]}
+    )
+    assert whole.structured_content["text"] == text and whole.structured_content["title"] == "发布流程"
+    gone = await client.call_tool("memory_get_document", {"parent_id": "no-such-document"})
+    assert gone.is_error and gone.structured_content["error"]["field"] == "parent_id"
 
 
 async def test_stdio(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
-    params = StdioServerParameters(command=sys.executable, args=["-c", server_code(db, user_id="alice")])
+    # The SDK starts the server with a minimal environment: point it at the jiyi under test.
+    env = {**get_default_environment(), "PYTHONPATH": str(Path(jiyi.__file__).parents[1])}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-c", server_code(db, user_id="alice")], env=env
+    )
     with anyio.fail_after(30):
         async with Client(params) as client:
             await exercise(client)
-    # The data is in the file: a second server on it sees the memory.
+    # The data is in the file: a second server on it sees the memory (and the learning).
     with Memory.open(db) as mem:
-        assert mem.stats(user_id="alice").total == 1
+        assert mem.stats(user_id="alice").by_type["fact"] == 1
+        assert mem.suggest("部署前端应用到生产环境", user_id="alice").found
 
 
 def free_port() -> int:
@@ -152,7 +192,7 @@ async def test_streamable_http(http_server: str) -> None:
         # A second connection is a new session on the same memory.
         async with Client(http_server) as again:
             stats = await again.call_tool("memory_stats", {})
-            assert stats.structured_content["total"] == 1
+            assert stats.structured_content["by_type"]["fact"] == 1
 
 
 async def test_in_process_with_a_sync_memory(tmp_path: Path) -> None:
@@ -162,7 +202,35 @@ async def test_in_process_with_a_sync_memory(tmp_path: Path) -> None:
             await exercise(client)
         # Bound to tenant t1: nothing leaked into the default tenant.
         assert mem.stats(user_id="alice").total == 0
-        assert mem.stats(user_id="alice", tenant_id="t1").total == 1
+        assert mem.stats(user_id="alice", tenant_id="t1").by_type["fact"] == 1
+
+
+async def test_a_served_session_can_be_ended(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.db") as mem:
+        server = build_server(mem, user_id="alice", session_id="s1")
+        async with Client(server) as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(listed) == TOOL_NAMES | {"memory_end_session"}
+            assert listed["memory_end_session"].annotations.destructive_hint  # type: ignore[union-attr]
+            assert listed["memory_suggest"].annotations.read_only_hint  # type: ignore[union-attr]
+            assert not listed["memory_learn"].annotations.read_only_hint  # type: ignore[union-attr]
+            saved = await client.call_tool(
+                "memory_save",
+                {"content": "这次对话在调试登录页的样式问题", "memory_type": "context", "scope": "session"},
+            )
+            mem.remember(
+                [("user", "登录页的按钮错位了"), ("assistant", "先检查 flex 布局")],
+                session_id="s1",
+                user_id="alice",
+            )
+            ended = await client.call_tool("memory_end_session", {})
+            assert not ended.is_error and ended.structured_content["episode_job_id"], ended.structured_content
+            extra = await client.call_tool("memory_end_session", {"session_id": "s2"})
+            assert extra.is_error and extra.structured_content["error"]["field"] == "session_id"
+        assert mem.get(saved.structured_content["id"]).status.value == "archived"
+        # Without a session there is nothing to end: the tool is not offered.
+        async with Client(build_server(mem, user_id="alice")) as client:
+            assert "memory_end_session" not in {t.name for t in (await client.list_tools()).tools}
 
 
 # ---------------------------------------------------------------- HTTP with API keys
@@ -224,9 +292,13 @@ async def test_streamable_http_with_keys(tmp_path: Path) -> None:
             async with keyed_client(url, viewer, header="X-API-Key") as client:
                 found = await client.call_tool("memory_search", {"query": "what is the user's job?"})
                 assert not found.is_error and found.structured_content["results"][0]["id"] == memory_id
+                advice = await client.call_tool("memory_suggest", {"task": "部署前端应用到生产环境"})
+                assert not advice.is_error and advice.structured_content["found"]  # reading is allowed
                 for tool, args in (
                     ("memory_save", {"content": "The user prefers tea over coffee"}),
                     ("memory_delete", {"memory_id": memory_id, "hard": True}),
+                    ("memory_learn", {**PLAN, "succeeded": False}),
+                    ("memory_add_document", {"text": "A viewer's document must not be kept. " * 20}),
                 ):
                     refused = await client.call_tool(tool, args)
                     assert refused.is_error, tool
@@ -243,6 +315,9 @@ async def test_streamable_http_with_keys(tmp_path: Path) -> None:
                 assert saved.structured_content["status"] == "stored", saved.structured_content
                 own = await client.call_tool("memory_delete", {"memory_id": saved.structured_content["id"]})
                 assert own.structured_content["status"] == "archived", own.structured_content
+                # The owner's plan is not the editor's to change: the editor's run is its own learning.
+                learned = await client.call_tool("memory_learn", {**PLAN, "succeeded": False})
+                assert learned.structured_content["status"] == "recorded", learned.structured_content
 
             async with keyed_client(url, other) as client:  # another tenant: nothing is visible
                 assert (await client.call_tool("memory_stats", {})).structured_content["total"] == 0
@@ -254,7 +329,10 @@ async def test_streamable_http_with_keys(tmp_path: Path) -> None:
         assert mem.stats(user_id="alice").total == 0
         kept = mem.get(memory_id, tenant_id="acme")
         assert kept.status.value == "active"
-        assert mem.stats(user_id="alice", tenant_id="acme").total == 2
+        assert mem.stats(user_id="alice", tenant_id="acme").by_type["fact"] == 2
+        # The owner's plan kept its one successful run: the viewer's and editor's failures did not count.
+        advice = mem.suggest("部署前端应用到生产环境", user_id="alice", tenant_id="acme")
+        assert advice.found and advice.success_rate == 1.0 and advice.usage_count == 1
         assert [e.actor for e in mem.history(memory_id, tenant_id="acme")] == [parse_token(owner)[0]]  # type: ignore[index]
 
 

@@ -13,6 +13,10 @@ import pytest
 import jiyi.read.search as read_search
 from jiyi.errors import InvalidInput
 from jiyi.integrations.tools import (
+    DOCUMENT_TOOLS,
+    PROCEDURAL_TOOLS,
+    PROFILE_TOOL,
+    SESSION_TOOL,
     TOOL_NAMES,
     TOOLS,
     AsyncMemoryTools,
@@ -25,6 +29,7 @@ from jiyi.store.base import Viewer
 from jiyi.who import Caller, Owner
 
 SEED_TOOLS = {"memory_save", "memory_search", "memory_delete", "memory_stats"}
+ALL_TOOLS = [*TOOLS, PROFILE_TOOL, *PROCEDURAL_TOOLS, *DOCUMENT_TOOLS, SESSION_TOOL]
 
 
 @pytest.fixture
@@ -56,7 +61,7 @@ def error(result: dict[str, Any], code: str) -> dict[str, Any]:
 
 
 def parameters(name: str) -> dict[str, Any]:
-    return next(t["function"]["parameters"] for t in TOOLS if t["function"]["name"] == name)
+    return next(t["function"]["parameters"] for t in ALL_TOOLS if t["function"]["name"] == name)
 
 
 def test_tools_have_the_openai_function_shape() -> None:
@@ -69,7 +74,7 @@ def test_tools_have_the_openai_function_shape() -> None:
         json.dumps(tool)
 
 
-@pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t["function"]["name"])
+@pytest.mark.parametrize("tool", ALL_TOOLS, ids=lambda t: t["function"]["name"])
 def test_parameters_are_valid_json_schema(tool: dict[str, Any]) -> None:
     schema = tool["function"]["parameters"]
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -99,6 +104,16 @@ GOOD = [
     ("memory_delete", {"memory_id": "abc", "hard": True}),
     ("memory_stats", {}),
     ("memory_context", {"query": "写前端", "budget_tokens": 500, "max_items": 5}),
+    ("memory_suggest", {"task": "部署前端应用", "min_similarity": 0.6, "min_success_rate": 0.5}),
+    ("memory_learn", {"kind": "skill", "name": "deploy", "workflow": ["pytest", {"tool": "docker", "x": 1}]}),
+    (
+        "memory_learn",
+        {"kind": "failure", "pattern": "p", "indicators": ["迁移"], "mitigation": "m", "severity": 5},
+    ),
+    ("memory_learn", {"kind": "decomposition", "task": "t", "subtasks": ["a"], "strategy": "parallel"}),
+    ("memory_add_document", {"text": "a document", "title": "Notes"}),
+    ("memory_get_document", {"parent_id": "abc"}),
+    ("memory_end_session", {}),
 ]
 BAD = [
     ("memory_save", {}),
@@ -117,6 +132,22 @@ BAD = [
     ("memory_delete", {"memory_id": "a", "hard": "yes"}),
     ("memory_stats", {"user_id": "bob"}),
     ("memory_context", {"query": "x", "budget_tokens": 10}),
+    ("memory_suggest", {"task": "x", "min_success_rate": 1.5}),
+    ("memory_suggest", {"task": "x", "limit": 3}),
+    ("memory_learn", {"name": "deploy"}),
+    ("memory_learn", {"kind": "habit"}),
+    ("memory_learn", {"kind": "skill", "workflow": []}),
+    ("memory_learn", {"kind": "skill", "workflow": "pytest"}),
+    ("memory_learn", {"kind": "skill", "workflow": [3]}),
+    ("memory_learn", {"kind": "skill", "workflow": [{"args": "x"}]}),
+    ("memory_learn", {"kind": "skill", "workflow": [{"tool": ""}]}),
+    ("memory_learn", {"kind": "failure", "indicators": [""], "severity": 6}),
+    ("memory_learn", {"kind": "decomposition", "subtasks": ["a", 2], "strategy": "random"}),
+    ("memory_learn", {"kind": "skill", "scope": "session"}),
+    ("memory_add_document", {"text": ""}),
+    ("memory_add_document", {"text": "x", "user_id": "mallory"}),
+    ("memory_get_document", {}),
+    ("memory_end_session", {"session_id": "other"}),
 ]
 
 
@@ -141,7 +172,9 @@ def test_bound_schemas_offer_only_the_bound_scopes(tools: MemoryTools) -> None:
     for tool in tools.schemas():
         scope = tool["function"]["parameters"]["properties"].get("scope")
         if scope is not None:
-            assert scope["enum"] == ["user", "session"]
+            # Learnings belong to a user, project or agent, never to a session.
+            expected = ["user"] if tool["function"]["name"] == "memory_learn" else ["user", "session"]
+            assert scope["enum"] == expected
         jsonschema.Draft202012Validator.check_schema(tool["function"]["parameters"])
     tools.schemas()[0]["function"]["name"] = "changed"
     assert tools.schemas()[0]["function"]["name"] == "memory_save"  # a copy each time
@@ -400,3 +433,203 @@ def test_saving_a_changed_value_answers_superseded(tools: MemoryTools, mem: Memo
     assert second["status"] == "superseded"
     assert mem.get(first["id"]).status.value == "superseded"
     assert not any("reinforced it instead" in r for r in second["reasons"])
+
+
+# ------------------------------------------------------------------ procedural, documents, sessions
+
+
+def test_the_tools_offered_follow_the_binding(mem: Memory) -> None:
+    both = MemoryTools(mem, user_id="alice", session_id="s1")
+    assert set(both.names) == {t["function"]["name"] for t in ALL_TOOLS} - {"memory_profile"}
+    assert [t["function"]["name"] for t in both.schemas()] == list(both.names)
+    learn = next(t for t in both.schemas() if t["function"]["name"] == "memory_learn")
+    assert learn["function"]["parameters"]["properties"]["scope"]["enum"] == ["user"]  # no session learnings
+    session_only = MemoryTools(mem, session_id="s1")
+    assert {"memory_suggest", "memory_learn"}.isdisjoint(session_only.names)
+    assert "memory_end_session" in session_only.names
+    user_only = MemoryTools(mem, user_id="alice", profile_tool=True)
+    assert "memory_end_session" not in user_only.names
+    assert {"memory_profile", "memory_suggest", "memory_learn", "memory_add_document"} <= set(user_only.names)
+    error(user_only.call("memory_end_session"), "unknown_tool")
+
+
+def test_learn_then_suggest_a_plan_and_its_risks(tools: MemoryTools, mem: Memory) -> None:
+    plan = {
+        "kind": "decomposition",
+        "task": "部署前端应用到生产环境",
+        "subtasks": ["运行测试", "构建镜像", "灰度发布"],
+        "strategy": "sequential",
+        "succeeded": True,
+    }
+    first = ok(tools.call("memory_learn", plan))
+    assert first["status"] == "recorded" and first["memory"]["scope"] == "user"
+    again = ok(tools.call("memory_learn", json.dumps(plan, ensure_ascii=False)))
+    assert again["status"] == "updated" and again["id"] == first["id"]
+    assert again["learning"]["usage_count"] == 2 and again["learning"]["success_rate"] == 1.0
+    risk = ok(
+        tools.call(
+            "memory_learn",
+            {
+                "kind": "failure",
+                "pattern": "migration without backup",
+                "indicators": ["数据库迁移", "migration"],
+                "mitigation": "back up the database first",
+                "severity": 4,
+            },
+        )
+    )
+    skill = ok(
+        tools.call(
+            "memory_learn",
+            {
+                "kind": "skill",
+                "name": "release",
+                "workflow": ["pytest", {"tool": "docker", "args": "build ."}],
+            },
+        )
+    )
+    assert skill["learning"]["workflow"][1] == {"step": 2, "tool": "docker", "args": "build ."}
+
+    advice = ok(tools.call("memory_suggest", {"task": "部署前端应用到生产环境"}))
+    assert advice["found"] and advice["kind"] == "decomposition" and advice["item_id"] == first["id"]
+    assert advice["subtasks"] == plan["subtasks"] and advice["confidence"] == 1.0
+    assert advice["risks"] == []
+    advice = ok(tools.call("memory_suggest", {"task": "run the database migration for the orders table"}))
+    assert [r["item_id"] for r in advice["risks"]] == [risk["id"]]
+    assert advice["risks"][0]["mitigation"] == "back up the database first"
+    nothing = ok(tools.call("memory_suggest", {"task": "write a haiku about autumn"}))
+    assert not nothing["found"] and nothing["reason"]
+    # The learnings are the library's: the same call there finds the same plan.
+    assert mem.suggest("部署前端应用到生产环境", user_id="alice").item_id == first["id"]
+    # Another user's tools see none of alice's learnings.
+    bob = MemoryTools(mem, user_id="bob")
+    nothing = ok(bob.call("memory_suggest", {"task": "run the database migration for the orders table"}))
+    assert not nothing["found"] and nothing["risks"] == []
+
+
+def test_learn_lists_every_problem_of_a_kind_at_once(tools: MemoryTools) -> None:
+    err = error(tools.call("memory_learn", {"kind": "failure", "workflow": ["x"]}), "invalid_arguments")
+    for name in ("pattern", "indicators", "mitigation", "severity", "workflow"):
+        assert repr(name) in err["message"], name
+    assert err["field"] == "pattern"
+    err = error(tools.call("memory_learn", {"kind": "decomposition"}), "invalid_arguments")
+    assert "'succeeded'" in err["message"]  # required for a plan, defaulted for a skill
+    err = error(tools.call("memory_learn", {"kind": "skill", "workflow": [{"args": 1}]}), "invalid_arguments")
+    assert "'tool'" in err["message"] and err["field"] == "workflow"
+    assert "needs 'name'" in err["message"]  # the kind's rules are listed with the schema's problems
+    err = error(
+        tools.call("memory_learn", {"kind": "failure", "severity": 9, "owner": "x"}), "invalid_arguments"
+    )
+    for part in ("severity must be at most 5", "unexpected argument 'owner'", "needs 'pattern'"):
+        assert part in err["message"], part
+    # What the library refuses comes back as a result too.
+    err = error(
+        tools.call(
+            "memory_learn",
+            {
+                "kind": "decomposition",
+                "task": "t",
+                "subtasks": ["  "],
+                "strategy": "parallel",
+                "succeeded": True,
+            },
+        ),
+        "invalid_input",
+    )
+    assert err["field"].startswith("subtasks")
+
+
+def test_an_editor_updates_only_its_own_learnings(mem: Memory) -> None:
+    owner = Owner(project_id="apollo")
+
+    def key(actor: str, sees_all: bool) -> MemoryTools:
+        return MemoryTools(
+            mem,
+            owner=owner,
+            caller=Caller(tenant_id="t", actor=actor, viewer=Viewer(actor=actor, sees_all=sees_all)),
+        )
+
+    skill = {"kind": "skill", "name": "release", "workflow": ["pytest"], "scope": "project"}
+    mine = ok(key("k1", sees_all=False).call("memory_learn", skill))
+    theirs = ok(key("k2", sees_all=False).call("memory_learn", skill))
+    assert theirs["status"] == "recorded" and theirs["id"] != mine["id"]
+    admin = ok(key("k3", sees_all=True).call("memory_learn", skill))
+    assert admin["status"] == "updated"
+    assert mem.history(mine["id"], tenant_id="t")[0].actor == "k1"
+
+
+def test_add_a_document_find_it_and_read_it_whole(tools: MemoryTools, mem: Memory) -> None:
+    text = "\n\n".join(
+        f"第{i}节：Apollo 项目的部署流程包括测试、构建和灰度发布，第{i}步需要人工审批。" for i in range(400)
+    )
+    added = ok(tools.call("memory_add_document", {"text": text, "title": "Apollo 部署手册"}))
+    assert added["status"] == "stored" and added["chunks"] > 1 and len(added["ids"]) == added["chunks"]
+    hit = ok(tools.call("memory_search", {"query": "Apollo 灰度发布", "limit": 1}))["results"][0]
+    assert hit["parent_id"] == added["parent_id"]
+    whole = ok(tools.call("memory_get_document", {"parent_id": hit["parent_id"]}))
+    assert (
+        whole["text"] == text and whole["title"] == "Apollo 部署手册" and whole["chunks"] == added["chunks"]
+    )
+    assert mem.get_document(added["parent_id"]) == text
+
+    err = error(
+        MemoryTools(mem, user_id="bob").call("memory_get_document", {"parent_id": added["parent_id"]}),
+        "not_found",
+    )
+    assert err["field"] == "parent_id"
+    error(
+        MemoryTools(mem, user_id="alice", tenant_id="other").call(
+            "memory_get_document", {"parent_id": added["parent_id"]}
+        ),
+        "not_found",
+    )
+    error(
+        tools.call("memory_get_document", {"parent_id": added["ids"][0]}), "not_found"
+    )  # a chunk id is not a document
+    refused = error(tools.call("memory_add_document", {"text": "ok"}), "invalid_input")
+    assert refused["field"] == "text" and "not stored" in refused["message"]
+
+
+def test_end_session_archives_its_memories_and_queues_an_episode(tools: MemoryTools, mem: Memory) -> None:
+    kept = ok(
+        tools.call(
+            "memory_save", {"content": "I prefer dark mode in every editor", "memory_type": "preference"}
+        )
+    )
+    passing = ok(
+        tools.call(
+            "memory_save",
+            {"content": "这次对话里我们在调试登录页的样式问题", "memory_type": "context", "scope": "session"},
+        )
+    )
+    mem.remember(
+        [("user", "我们今天在调试登录页的样式"), ("assistant", "好的，先看一下 CSS 的加载顺序")],
+        session_id="s1",
+        user_id="alice",
+    )
+    ended = ok(tools.call("memory_end_session"))
+    assert ended["status"] == "ended" and ended["session_id"] == "s1" and ended["episode_job_id"]
+    assert mem.get(passing["id"]).status.value == "archived"
+    assert mem.get(kept["id"]).status.value == "active"
+
+
+async def test_async_tools_learn_suggest_and_keep_documents(amem: AsyncMemory) -> None:
+    tools = AsyncMemoryTools(amem, project_id="web", session_id="s9")
+    plan = {
+        "kind": "decomposition",
+        "task": "migrate the blog to Next.js",
+        "subtasks": ["routes", "data", "deploy"],
+        "strategy": "sequential",
+        "succeeded": True,
+    }
+    learned = ok(await tools.call("memory_learn", plan))
+    assert learned["memory"]["scope"] == "project"
+    advice = ok(await tools.call("memory_suggest", {"task": "migrate the blog to Next.js"}))
+    assert advice["found"] and advice["item_id"] == learned["id"]
+    added = ok(
+        await tools.call("memory_add_document", {"text": "The blog keeps its posts in MDX files. " * 40})
+    )
+    whole = ok(await tools.call("memory_get_document", {"parent_id": added["parent_id"]}))
+    assert whole["text"].startswith("The blog keeps its posts in MDX files.")
+    assert ok(await tools.call("memory_end_session"))["status"] == "ended"
+    error(await tools.call("memory_learn", {"kind": "skill"}), "invalid_arguments")

@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from jiyi import items
+from jiyi import items, procedural
 from jiyi import profile as profile_flows
 from jiyi.driver import arun, run
 from jiyi.effects import Flow
@@ -50,6 +50,7 @@ from jiyi.read import context as context_flows
 from jiyi.read import search as search_flows
 from jiyi.read.context import Context
 from jiyi.runtime import Runtime
+from jiyi.session import flows as session_flows
 from jiyi.who import Caller, Owner
 from jiyi.write import pipeline
 
@@ -58,6 +59,8 @@ log = logging.getLogger("jiyi.tools")
 MEMORY_TYPES: Final = tuple(t.value for t in MemoryType)
 SCOPES: Final = tuple(s.value for s in Scope)
 MAX_K: Final = 50
+MAX_DOCUMENT_CHARS: Final = 1_000_000
+LEARNING_KINDS: Final = ("skill", "failure", "decomposition")
 SEARCH_DEFAULT_LIMIT: Final = 5
 
 _TYPE_HELP = (
@@ -234,6 +237,185 @@ PROFILE_TOOL: Final[dict[str, Any]] = _function(
 """Offered when a dispatcher is made with ``profile_tool=True`` (the MCP server does)."""
 
 
+_SCOPE_LEARN_HELP = (
+    "Whose learning it is: 'user', 'project' or 'agent' (default: the user when known, else the "
+    "project, else the agent)."
+)
+_TEXT_LIST: Final[dict[str, Any]] = {"type": "string", "minLength": 1, "maxLength": 200}
+_STEP: Final[dict[str, Any]] = {
+    "anyOf": [
+        {"type": "string", "minLength": 1, "maxLength": 200},
+        {
+            "type": "object",
+            "properties": {"tool": {"type": "string", "minLength": 1, "maxLength": 200}},
+            "required": ["tool"],
+        },
+    ]
+}
+
+PROCEDURAL_TOOLS: Final[list[dict[str, Any]]] = [
+    _function(
+        "memory_suggest",
+        "Before starting a multi-step task, ask how it went before: returns the plan (subtasks, or a "
+        "skill's tool-call workflow) that worked for the most similar earlier task, with its success "
+        "rate as confidence, and the known failure patterns (risks) the task announces, most severe "
+        "first, each with its mitigation. found is false when nothing similar enough succeeded; the "
+        "reason then says what came closest (「这个任务以前怎么做的」, 'how did we do this before?').",
+        {
+            "task": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 1000,
+                "description": "The task about to be done, in natural language.",
+            },
+            "min_similarity": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "description": "How similar an earlier task must be (0..1; default calibrated, 0.74).",
+            },
+            "min_success_rate": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "default": 0.9,
+                "description": "The least success rate a plan needs to be suggested.",
+            },
+        },
+        ["task"],
+    ),
+    _function(
+        "memory_learn",
+        "Record what was learned from doing a task, so memory_suggest can reuse it. kind says what: "
+        "'skill' - one run of a named tool-call workflow (name, workflow; optional description, task, "
+        "succeeded, default true); 'failure' - a failure pattern (pattern, indicators: words in a task "
+        "that announce it, mitigation, severity 1..5; optional description); 'decomposition' - how a "
+        "task was split into subtasks and whether it worked (task, subtasks, strategy, succeeded). "
+        "Recording the same skill, pattern or plan again updates its counts.",
+        {
+            "kind": {
+                "type": "string",
+                "enum": list(LEARNING_KINDS),
+                "description": "skill, failure or decomposition; decides which other arguments apply.",
+            },
+            "name": {"type": "string", "minLength": 1, "maxLength": 200, "description": "skill: its name."},
+            "workflow": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 50,
+                "items": _STEP,
+                "description": "skill: the steps in order, tool names or objects with a 'tool' key.",
+            },
+            "description": {
+                "type": "string",
+                "maxLength": 1000,
+                "description": "skill or failure: what it is, in a sentence.",
+            },
+            "task": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 1000,
+                "description": "decomposition: the task that was split; skill: the task it was used for.",
+            },
+            "succeeded": {
+                "type": "boolean",
+                "description": "skill (default true) or decomposition (required): whether it worked.",
+            },
+            "pattern": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 200,
+                "description": "failure: the pattern's name, e.g. 'migration without backup'.",
+            },
+            "indicators": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 50,
+                "items": _TEXT_LIST,
+                "description": "failure: words in a task that announce it (Chinese or English).",
+            },
+            "mitigation": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 1000,
+                "description": "failure: what to do instead.",
+            },
+            "severity": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 5,
+                "description": "failure: 1 (minor) to 5 (critical).",
+            },
+            "subtasks": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 50,
+                "items": {"type": "string", "minLength": 1, "maxLength": 1000},
+                "description": "decomposition: the parts the task was split into, in order.",
+            },
+            "strategy": {
+                "type": "string",
+                "enum": ["sequential", "parallel"],
+                "description": "decomposition: whether the subtasks ran one after another or at once.",
+            },
+            "scope": {
+                "type": "string",
+                "enum": ["user", "project", "agent"],
+                "description": _SCOPE_LEARN_HELP,
+            },
+        },
+        ["kind"],
+    ),
+]
+"""Offered when a user, project or agent is bound (learnings belong to one of them)."""
+
+DOCUMENT_TOOLS: Final[list[dict[str, Any]]] = [
+    _function(
+        "memory_add_document",
+        "Keep a whole document (notes, a spec, a README, meeting minutes) in long-term memory: it is "
+        "split into overlapping chunks that memory_search and memory_context then find. Use it when "
+        "the user hands you a text to keep (「把这份文档记下来」, 'keep this document'). Returns the "
+        "document's parent_id (for memory_get_document) and its chunks. Tiny or low-value text is "
+        "refused with the reason.",
+        {
+            "text": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_DOCUMENT_CHARS,
+                "description": "The document's full text.",
+            },
+            "title": {"type": "string", "minLength": 1, "maxLength": 200, "description": "Its title."},
+        },
+        ["text"],
+    ),
+    _function(
+        "memory_get_document",
+        "Read a stored document again, whole, re-assembled from its chunks (take parent_id from "
+        "memory_add_document or from a search hit's parent_id).",
+        {
+            "parent_id": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 200,
+                "description": "The document's id, as memory_add_document returned it.",
+            },
+        },
+        ["parent_id"],
+    ),
+]
+
+SESSION_TOOL: Final[dict[str, Any]] = _function(
+    "memory_end_session",
+    "End this conversation when the user is done (「今天就到这里」, 'that's all for today'): its "
+    "session memories are archived and a summary of its remaining turns is queued as an episode "
+    "that later conversations can recall. Returns the id of the queued job (null when no turn was "
+    "left to summarise).",
+    {},
+    [],
+)
+"""Offered when a session is bound (there is a session to end)."""
+
+
 # ---------------------------------------------------------------- argument checking
 
 
@@ -271,10 +453,12 @@ _TYPE_CHECKS: dict[str, Callable[[object], bool]] = {
     "integer": _is_integer,
     "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, Mapping),
 }
 
 
-_ARTICLE = {"string": "a", "integer": "an", "number": "a", "boolean": "a"}
+_ARTICLE = {"string": "a", "integer": "an", "number": "a", "boolean": "a", "array": "an", "object": "an"}
 
 
 def _type_name(value: object) -> str:
@@ -352,11 +536,17 @@ def validate_arguments(parameters: Mapping[str, Any], arguments: Mapping[str, An
 
 def _checked(name: str, schema: Mapping[str, Any], value: Any) -> tuple[Any, str | None]:
     """``value`` (an integral float as an int) and what is wrong with it, if anything."""
+    if "anyOf" in schema:
+        return _any_of(name, schema["anyOf"], value)
     kind = schema.get("type")
     if kind is not None and not _TYPE_CHECKS[kind](value):
         return value, f"{name} must be {_ARTICLE[kind]} {kind}, not {_type_name(value)}"
     if kind == "integer":
         value = int(value)
+    if kind == "array":
+        return _checked_array(name, schema, value)
+    if kind == "object":
+        return _checked_object(name, schema, value)
     if "enum" in schema and value not in schema["enum"]:
         allowed = ", ".join(str(v) for v in schema["enum"])
         return value, f"{name} must be one of: {allowed}; got {value!r}"
@@ -371,12 +561,57 @@ def _checked(name: str, schema: Mapping[str, Any], value: Any) -> tuple[Any, str
     return value, None
 
 
+def _any_of(name: str, choices: list[Mapping[str, Any]], value: Any) -> tuple[Any, str | None]:
+    """The first choice ``value`` fits, else the first choice's problem (whose type it has)."""
+    problems: list[str] = []
+    for choice in choices:
+        checked, problem = _checked(name, choice, value)
+        if problem is None:
+            return checked, None
+        problems.append(problem)
+    fitting = [
+        p for c, p in zip(choices, problems, strict=True) if _TYPE_CHECKS[c.get("type", "object")](value)
+    ]
+    if fitting:
+        return value, fitting[0]
+    kinds = " or ".join(f"{_ARTICLE[c['type']]} {c['type']}" for c in choices if "type" in c)
+    return value, f"{name} must be {kinds}, not {_type_name(value)}"
+
+
+def _checked_array(name: str, schema: Mapping[str, Any], value: list[Any]) -> tuple[Any, str | None]:
+    if "minItems" in schema and len(value) < schema["minItems"]:
+        return value, f"{name} must have at least {schema['minItems']} item(s)"
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        return value, f"{name} must have at most {schema['maxItems']} items"
+    items: Mapping[str, Any] = schema.get("items", {})
+    out: list[Any] = []
+    for i, entry in enumerate(value):
+        checked, problem = _checked(f"{name}[{i}]", items, entry)
+        if problem:
+            return value, problem
+        out.append(checked)
+    return out, None
+
+
+def _checked_object(name: str, schema: Mapping[str, Any], value: Mapping[str, Any]) -> tuple[Any, str | None]:
+    for key in schema.get("required", []):
+        if key not in value:
+            return value, f"{name} needs {key!r}"
+    out = dict(value)
+    for key, sub in schema.get("properties", {}).items():
+        if key in value:
+            out[key], problem = _checked(f"{name}.{key}", sub, value[key])
+            if problem:
+                return value, problem
+    return out, None
+
+
 def _failure(name: str, exc: Exception) -> dict[str, Any]:
     """An error as a result the model can read (codes as in the REST service's errors)."""
     if isinstance(exc, ToolCallError):
         return exc.to_json_dict()
     if isinstance(exc, NotFound):
-        return error_result("not_found", str(exc), field="memory_id")
+        return error_result("not_found", str(exc), field=_ID_FIELDS.get(name, "memory_id"))
     if isinstance(exc, InvalidInput):
         return error_result("invalid_input", str(exc), field=exc.field)
     if isinstance(exc, StoreReadOnly):
@@ -389,6 +624,10 @@ def _failure(name: str, exc: Exception) -> dict[str, Any]:
         return error_result("config_error", f"{name} is not available: {exc}")
     log.exception("%s raised an unexpected error", name)
     return error_result("internal_error", f"{name} failed unexpectedly ({type(exc).__name__}); it was logged")
+
+
+# The argument an unknown id came from, for tools whose id is not a memory_id.
+_ID_FIELDS: Final = {"memory_get_document": "parent_id"}
 
 
 # ---------------------------------------------------------------- results
@@ -411,6 +650,9 @@ def _item_brief(item: MemoryItem) -> dict[str, Any]:
         data["occurred_at"] = item.occurred_at.isoformat()
     if item.status != Status.ACTIVE:
         data["status"] = item.status.value
+    parent = item.metadata.get("parent_id")
+    if isinstance(parent, str):  # a chunk of a document: memory_get_document reads it whole
+        data["parent_id"] = parent
     return data
 
 
@@ -470,6 +712,8 @@ class _ToolsBase:
         # Profiles exist for users and projects; with neither bound the tool has nothing to read.
         self._profile_scopes = [s for s in ("user", "project") if f"{s}_id" in bound]
         self._profile_tool = bool(profile_tool and self._profile_scopes)
+        # Learnings belong to a user, project or agent (never to a session).
+        self._learn_scopes = [s for s in ("user", "project", "agent") if f"{s}_id" in bound]
         self._schemas = self._bind_schemas()
         self._parameters = {t["function"]["name"]: t["function"]["parameters"] for t in self._schemas}
         self._flows: dict[str, Callable[[dict[str, Any]], Flow[dict[str, Any]]]] = {
@@ -481,18 +725,36 @@ class _ToolsBase:
         }
         if self._profile_tool:
             self._flows["memory_profile"] = self._profile
+        if self._learn_scopes:
+            self._flows["memory_suggest"] = self._suggest
+            self._flows["memory_learn"] = self._learn
+        self._flows["memory_add_document"] = self._add_document
+        self._flows["memory_get_document"] = self._get_document
+        if "session_id" in bound:
+            self._flows["memory_end_session"] = self._end_session
 
     def _bind_schemas(self) -> list[dict[str, Any]]:
-        """TOOLS with the ``scope`` choices narrowed to the scopes bound here."""
+        """The tools offered here (TOOLS, then those the binding allows), with the
+        ``scope`` choices narrowed to the scopes bound here."""
         schemas = copy.deepcopy(TOOLS)
         for tool in schemas:
             scope = tool["function"]["parameters"]["properties"].get("scope")
             if scope is not None:
                 scope["enum"] = list(self.scopes)
+        narrowed: list[tuple[dict[str, Any], list[str]]] = []
         if self._profile_tool:
-            profile = copy.deepcopy(PROFILE_TOOL)
-            profile["function"]["parameters"]["properties"]["scope"]["enum"] = list(self._profile_scopes)
-            schemas.append(profile)
+            narrowed.append((PROFILE_TOOL, self._profile_scopes))
+        if self._learn_scopes:
+            narrowed += [(tool, self._learn_scopes) for tool in PROCEDURAL_TOOLS]
+        for tool, scopes in narrowed:
+            fitted = copy.deepcopy(tool)
+            scope = fitted["function"]["parameters"]["properties"].get("scope")
+            if scope is not None:
+                scope["enum"] = list(scopes)
+            schemas.append(fitted)
+        schemas += copy.deepcopy(DOCUMENT_TOOLS)
+        if "session_id" in self.ids:
+            schemas.append(copy.deepcopy(SESSION_TOOL))
         return schemas
 
     def schemas(self) -> list[dict[str, Any]]:
@@ -509,7 +771,20 @@ class _ToolsBase:
                 "unknown_tool",
                 f"there is no tool named {name!r}; the memory tools are: {', '.join(self._flows)}",
             )
-        args = validate_arguments(self._parameters[name], parse_arguments(arguments))
+        given = parse_arguments(arguments)
+        try:
+            args = validate_arguments(self._parameters[name], given)
+        except ToolCallError as exc:
+            # Every problem at once: a learning's kind rules join the schema's.
+            kind = given.get("kind")
+            if name != "memory_learn" or kind not in LEARNING_KINDS:
+                raise
+            more = _learning_problems(kind, given)
+            if not more:
+                raise
+            raise ToolCallError(
+                exc.code, "; ".join([exc.message, *(p for _, p in more)]), field=exc.field
+            ) from None
         return self._flows[name](args)
 
     # ------------------------------------------------------------ the tools (flows)
@@ -638,6 +913,144 @@ class _ToolsBase:
             )
             profiles.append(prof.to_json_dict(non_empty=True))
         return {"profiles": profiles}
+
+    def _suggest(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
+        found = yield from procedural.suggest(
+            self.rt,
+            args["task"],
+            user_id=self.ids.get("user_id"),
+            project_id=self.ids.get("project_id"),
+            agent_id=self.ids.get("agent_id"),
+            tenant_id=self.tenant_id,
+            min_similarity=args.get("min_similarity"),
+            min_success_rate=args["min_success_rate"],
+            viewer=self.viewer,
+        )
+        return found.to_json_dict()
+
+    def _learn(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
+        kind: str = args.pop("kind")
+        _check_learning(kind, args)
+        where: dict[str, Any] = {
+            "user_id": self.ids.get("user_id"),
+            "project_id": self.ids.get("project_id"),
+            "agent_id": self.ids.get("agent_id"),
+            "scope": args.pop("scope", None),
+            "tenant_id": self.tenant_id,
+            "actor": self.actor,
+            "viewer": self.viewer,
+            # A key that may change only what it created (an editor) updates only its own
+            # learnings, as over REST; owners and admins see, and update, every one.
+            "own_only": self.viewer is not None and not self.viewer.sees_all,
+        }
+        if kind == "skill":
+            item = yield from procedural.record_skill(
+                self.rt, args.pop("name"), args.pop("workflow"), **args, **where
+            )
+        elif kind == "failure":
+            item = yield from procedural.record_failure(self.rt, args.pop("pattern"), **args, **where)
+        else:
+            item = yield from procedural.record_decomposition(
+                self.rt, args.pop("task"), args.pop("subtasks"), **args, **where
+            )
+        return {
+            "status": "recorded" if item.version == 1 else "updated",
+            "kind": kind,
+            "id": item.id,
+            "memory": _item_brief(item),
+            "learning": item.structured,
+        }
+
+    def _add_document(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
+        chunks = yield from session_flows.add_document(
+            self.rt,
+            args["text"],
+            title=args.get("title"),
+            user_id=self.ids.get("user_id"),
+            project_id=self.ids.get("project_id"),
+            session_id=self.ids.get("session_id"),
+            agent_id=self.ids.get("agent_id"),
+            tenant_id=self.tenant_id,
+        )
+        return {
+            "status": "stored",
+            "parent_id": chunks[0].metadata["parent_id"],
+            "chunks": len(chunks),
+            "ids": [c.id for c in chunks],
+        }
+
+    def _get_document(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
+        parent_id: str = args["parent_id"]
+        try:
+            first: MemoryItem | None = yield from items.get(
+                self.rt, f"{parent_id}#0", tenant_id=self.tenant_id, viewer=self.viewer
+            )
+        except NotFound:
+            first = None
+        if (
+            first is None
+            or first.scope_key not in self._scope_keys
+            or first.metadata.get("parent_id") != parent_id
+        ):
+            # Another owner's document in the same tenant is as invisible as a missing one.
+            raise NotFound(f"no document {parent_id!r} here; take the parent_id memory_add_document returned")
+        text = yield from session_flows.get_document(
+            self.rt, parent_id, tenant_id=self.tenant_id, viewer=self.viewer
+        )
+        out: dict[str, Any] = {
+            "parent_id": parent_id,
+            "text": text,
+            "chunks": first.metadata.get("chunk_count"),
+        }
+        if isinstance(first.metadata.get("title"), str):
+            out["title"] = first.metadata["title"]
+        return out
+
+    def _end_session(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
+        session_id = self.ids["session_id"]
+        job_id = yield from session_flows.end_session(
+            self.rt,
+            session_id,
+            user_id=self.ids.get("user_id"),
+            project_id=self.ids.get("project_id"),
+            agent_id=self.ids.get("agent_id"),
+            tenant_id=self.tenant_id,
+        )
+        return {"status": "ended", "session_id": session_id, "episode_job_id": job_id}
+
+
+_LEARN_ARGUMENTS: Final = frozenset(
+    next(t for t in PROCEDURAL_TOOLS if t["function"]["name"] == "memory_learn")["function"]["parameters"][
+        "properties"
+    ]
+)
+# What each kind of learning needs, and what else it may take (besides kind and scope).
+_LEARNING_FIELDS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+    "skill": (("name", "workflow"), ("description", "task", "succeeded")),
+    "failure": (("pattern", "indicators", "mitigation", "severity"), ("description",)),
+    "decomposition": (("task", "subtasks", "strategy", "succeeded"), ()),
+}
+
+
+def _learning_problems(kind: str, args: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every argument missing for ``kind``, and every one that belongs to another kind."""
+    needed, optional = _LEARNING_FIELDS[kind]
+    problems = [(f, f"a {kind} learning needs {f!r}") for f in needed if f not in args]
+    allowed = {*needed, *optional, "scope", "kind"}
+    takes = ", ".join((*needed, *optional))
+    problems += [
+        (f, f"{f!r} is not used by a {kind} learning (it takes {takes})")
+        for f in args
+        # Names no tool argument has are the schema's to report.
+        if f not in allowed and f in _LEARN_ARGUMENTS
+    ]
+    return problems
+
+
+def _check_learning(kind: str, args: Mapping[str, Any]) -> None:
+    problems = _learning_problems(kind, args)
+    if problems:
+        raise ToolCallError("invalid_arguments", "; ".join(p for _, p in problems), field=problems[0][0])
 
 
 class MemoryTools(_ToolsBase):

@@ -2,8 +2,10 @@
 
 The server advertises exactly the tools of :mod:`jiyi.integrations.tools`
 (``memory_save``, ``memory_search``, ``memory_delete``, ``memory_stats``,
-``memory_context`` and, when a user or project is served, the read-only
-``memory_profile``) with the same JSON Schemas, and answers every call through the
+``memory_context``, ``memory_add_document``, ``memory_get_document``; when a user or
+project is served, the read-only ``memory_profile``; when a user, project or agent is
+served, ``memory_suggest`` and ``memory_learn``; when a session is served,
+``memory_end_session``) with the same JSON Schemas, and answers every call through the
 same dispatcher, so the tool logic exists once. It is built on the official MCP Python
 SDK's low-level :class:`mcp.server.lowlevel.Server` (``MCPServer``, the SDK's high-level
 API, derives schemas from Python signatures; here the schemas already exist).
@@ -16,8 +18,9 @@ Over stdio the server is local and trusted (the client spawned it). Over streama
 HTTP it takes API keys as the REST service does (:mod:`jiyi.server.auth`): with
 ``keys`` every request needs ``Authorization: Bearer <key>`` (or ``X-API-Key``), else
 401; the tenant is the key's, each tool call acts as the key (its id is the ``actor``
-in the history), a ``viewer`` key may only read (``memory_save`` and ``memory_delete``
-answer ``forbidden``), an ``editor`` key deletes only memories it created, and a key
+in the history), a ``viewer`` key may only read (the tools of :data:`WRITE_TOOLS`
+answer ``forbidden``), an ``editor`` key deletes only memories it created (and
+``memory_learn`` updates only its own learnings, recording a new one otherwise), and a key
 that is not a member of the served project may not use it. Without keys the server
 binds to a loopback address only (:func:`serve` refuses any other host), where the
 SDK's DNS-rebinding protection applies.
@@ -69,7 +72,10 @@ DEFAULT_PORT = 8765
 DEFAULT_USER = "default"
 PRINCIPAL = "jiyi.principal"
 """Where :class:`ApiKeyAuth` puts the caller (a :class:`Principal`) in the ASGI scope."""
-WRITE_TOOLS = frozenset({"memory_save", "memory_delete"})
+WRITE_TOOLS = frozenset(
+    {"memory_save", "memory_delete", "memory_learn", "memory_add_document", "memory_end_session"}
+)
+"""The tools a ``viewer`` key may not call (they change memory)."""
 ToolSet = MemoryTools | AsyncMemoryTools
 
 INSTRUCTIONS = (
@@ -77,7 +83,10 @@ INSTRUCTIONS = (
     "when the user says 「记住」「帮我记住」「我是…」 or 'remember that ...'; recall them with "
     "memory_search (Chinese and English queries both work) before answering questions that depend "
     "on who the user is or on earlier decisions; memory_context loads background for a task; "
-    "memory_profile shows the user's (and project's) profile: who they are and how they want answers."
+    "memory_profile shows the user's (and project's) profile: who they are and how they want answers; "
+    "memory_suggest gives a plan that worked for a similar task and its known risks, memory_learn "
+    "records what worked or failed; memory_add_document keeps a whole text; memory_end_session, when "
+    "offered, closes the conversation."
 )
 
 _ANNOTATIONS: dict[str, types.ToolAnnotations] = {
@@ -98,6 +107,30 @@ _ANNOTATIONS: dict[str, types.ToolAnnotations] = {
     ),
     "memory_profile": types.ToolAnnotations(
         title="Read the user/project profile", read_only_hint=True, open_world_hint=False
+    ),
+    # Marks the learnings it used as used: bookkeeping, not a change the user would see.
+    "memory_suggest": types.ToolAnnotations(
+        title="Suggest a proven plan and its risks", read_only_hint=True, open_world_hint=False
+    ),
+    "memory_learn": types.ToolAnnotations(
+        title="Record a skill, failure pattern or decomposition",
+        read_only_hint=False,
+        destructive_hint=False,
+        idempotent_hint=False,
+        open_world_hint=False,
+    ),
+    "memory_add_document": types.ToolAnnotations(
+        title="Keep a document", read_only_hint=False, destructive_hint=False, open_world_hint=False
+    ),
+    "memory_get_document": types.ToolAnnotations(
+        title="Read a stored document", read_only_hint=True, open_world_hint=False
+    ),
+    "memory_end_session": types.ToolAnnotations(
+        title="End this session",
+        read_only_hint=False,
+        destructive_hint=True,  # its session memories are archived
+        idempotent_hint=True,
+        open_world_hint=False,
     ),
 }
 
