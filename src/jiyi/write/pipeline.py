@@ -169,11 +169,10 @@ def add(
     confidence + 0.05), or ``item=None`` with the gate's reasons for refusing.
     ``decision.action`` says what reconciliation did (see :mod:`jiyi.write.reconcile`):
     ``add`` (new; also when a related but different fact exists, linked ``related_to``:
-    a changed number, date or name is never a reinforce), ``reinforce`` (the same
-    fact), ``supersede`` (a contradiction
-    or a new value of the same key: the old item stays, ``superseded``), or ``none``
-    (a more confident value is kept; ``item`` is that one). ``infer=False`` (mem0's
-    name) skips reconciliation and stores the text as given.
+    a changed number, date or name is never a reinforce), ``reinforce`` (the same fact),
+    ``supersede`` (a contradiction or a new value of the same key: the old item stays,
+    ``superseded``), or ``none`` (a more confident value is kept; ``item`` is that one).
+    ``infer=False`` (mem0's name) skips reconciliation and stores the text as given.
     ``automatic=True`` marks an extraction (rate-limited per session).
     With a ``viewer``, only items it may see count as duplicates (an invisible item
     is never reinforced nor revealed), and ``viewer.actor`` becomes
