@@ -5,7 +5,9 @@ Hypothesis draws strings (lone surrogates, NUL, control and wide characters, ver
 runs), structures (deep nesting, non-string keys, bytes, NaN, sets) and wrong types for
 every argument of ``add``, ``search``, ``update``, ``remember`` and ``import_items``, and
 for the REST service's ``/v1/import`` (JSON lines, which schemathesis cannot generate).
-The bounded counts keep this in CI; bench/attack.py runs the long version of the races.
+The bounded counts keep this in CI, and the examples are derandomized so that CI sees the
+same cases every run (a new case is a code change, not luck); raise ``max_examples`` and
+drop ``derandomize`` locally to explore. bench/attack.py runs the long version of the races.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from jiyi.server.auth import ApiKeys
 from jiyi.store.sqlite import SQLiteStore
 
 EMBEDDER = "hash:256"
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True
+)
 
 # Text a person or an attacker might send: surrogates, NUL, RTL marks, CJK, emoji, long runs.
 nasty_chars = st.sampled_from(
@@ -179,7 +183,13 @@ def test_rest_import_never_answers_5xx_and_refuses_whole(tmp_path: Path) -> None
             assert r.json()["error"]["message"]
             assert (await memory.stats(include_turns=True)).total == before
 
-    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(
+        max_examples=80,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+        derandomize=True,
+    )
     @given(body=bodies)
     def check(body: bytes) -> None:
         loop.run_until_complete(one(body))
