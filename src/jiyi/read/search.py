@@ -23,7 +23,7 @@ from jiyi.model import (
 )
 from jiyi.read.rank import Scored, SearchHit, mmr_select, relevances, score_candidates
 from jiyi.read.rerank import apply_rerank, rerank_texts
-from jiyi.read.sources import one_per_statement
+from jiyi.read.sources import doubled, one_per_statement
 from jiyi.runtime import Runtime
 from jiyi.store.base import (
     Candidate,
@@ -249,6 +249,11 @@ def _candidates(
         time_months=query.windows.months,
     )
     candidates = yield from call(retrieve)
+    # A fact and the turn it came from will take one place (read/sources.py); when the
+    # pool holds both, ask for as many more so the pool still holds `pool` statements.
+    extra = doubled([c.item for c in candidates])
+    if extra:
+        candidates = yield from call(replace(retrieve, vector_k=pool + extra, keyword_k=pool + extra))
     return (yield from follow_replacements(rt, candidates, flt, wanted))
 
 

@@ -25,6 +25,13 @@ def _single_source(item: MemoryItem) -> str | None:
     return sources[0] if len(sources) == 1 and TURN_TAG not in item.tags else None
 
 
+def doubled(items: list[MemoryItem]) -> int:
+    """How many of ``items`` are turns whose fact is among them too: places a candidate
+    pool spends twice on one statement (the search asks for that many more)."""
+    present = {i.id for i in items}
+    return len({s for i in items if (s := _single_source(i)) is not None and s in present})
+
+
 def one_per_statement(scored: list[Scored]) -> list[Scored]:
     """``scored`` (best first) with every turn whose extracted fact is also present
     replaced by that fact, at the turn's place when it ranked higher."""
