@@ -7,18 +7,10 @@ from pathlib import Path
 
 from jiyi.memory import Memory
 from jiyi.store.sqlite import SQLiteStore
+from jiyi.write.gate import DONE
 
 USER = "demo-user"
 SESSION = "demo-session-1"
-_LABELS = {
-    "add": "stored",
-    "reinforce": "reinforced",
-    "reject": "refused",
-    "update": "updated",
-    "merge": "merged",
-    "supersede": "superseded",
-    "none": "kept",
-}
 
 # (what the user said, memory type) — a code-switched conversation.
 CONVERSATION: list[tuple[str, str]] = [
@@ -55,7 +47,7 @@ def run_demo(db: Path | None = None, keep: bool = False, embedder: str | None = 
         for text, kind in CONVERSATION:
             result = mem.add(text, memory_type=kind, user_id=USER, session_id=SESSION)
             d = result.decision
-            label = _LABELS.get(d.action, d.action).ljust(10)
+            label = DONE[d.action].ljust(10)
             shown = result.item.content if result.item else text
             print(f"   {label} {shown}")
             if d.action == "reject":

@@ -85,3 +85,24 @@ class EmbedderError(JiyiError):
 
 class LLMError(JiyiError):
     """The language model failed (HTTP error, timeout) or returned something unusable."""
+
+
+# The stable machine-readable code of each kind of error, most specific first: the REST
+# service, the CLI's JSON errors and the agent tools all answer with these.
+_CODES: tuple[tuple[type[JiyiError] | tuple[type[JiyiError], ...], str], ...] = (
+    (NotFound, "not_found"),
+    (Forbidden, "forbidden"),
+    (InvalidInput, "invalid_input"),
+    (StoreReadOnly, "store_read_only"),
+    (StoreError, "store_error"),
+    ((EmbedderError, LLMError), "upstream_error"),
+    (ConfigError, "config_error"),
+)
+
+
+def error_code(exc: BaseException) -> str:
+    """The code every interface gives ``exc`` (``internal_error`` for anything else)."""
+    for kind, code in _CODES:
+        if isinstance(exc, kind):
+            return code
+    return "internal_error"

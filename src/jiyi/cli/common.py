@@ -18,12 +18,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from jiyi.errors import (
     ConfigError,
-    EmbedderError,
     InvalidInput,
     JiyiError,
-    LLMError,
-    NotFound,
-    StoreError,
+    error_code,
 )
 
 if TYPE_CHECKING:
@@ -306,20 +303,6 @@ def emit_error(code: str, message: str, *, field: str | None = None, problems: S
     )
 
 
-def _error_code(exc: JiyiError) -> str:
-    if isinstance(exc, NotFound):
-        return "not_found"
-    if isinstance(exc, InvalidInput):
-        return "invalid_input"
-    if isinstance(exc, ConfigError):
-        return "config_error"
-    if isinstance(exc, StoreError):
-        return "store_error"
-    if isinstance(exc, EmbedderError | LLMError):
-        return "upstream_error"
-    return "error"
-
-
 def run(handler: Handler, ns: argparse.Namespace) -> int:
     """``handler(ns)``, with jiyi's errors as one line on stderr (as JSON on stdout under
     ``--json``) and an exit code; a closed pipe (``jiyi list --json | head``) ends quietly."""
@@ -330,7 +313,7 @@ def run(handler: Handler, ns: argparse.Namespace) -> int:
     except JiyiError as exc:
         if getattr(ns, "json", False):
             problems = exc.problems if isinstance(exc, InvalidInput) else ()
-            emit_error(_error_code(exc), one_line(exc), field=getattr(exc, "field", None), problems=problems)
+            emit_error(error_code(exc), one_line(exc), field=getattr(exc, "field", None), problems=problems)
         elif isinstance(exc, InvalidInput | ConfigError):
             print(f"jiyi: error: {one_line(exc)}", file=sys.stderr)
         else:

@@ -67,6 +67,8 @@ def _register_add(sub: Subparsers) -> None:
 
 
 def cmd_add(ns: argparse.Namespace, mem: Memory) -> int:
+    from jiyi.write.gate import DONE
+
     result = mem.add(
         ns.text,
         memory_type=ns.type,
@@ -83,8 +85,7 @@ def cmd_add(ns: argparse.Namespace, mem: Memory) -> int:
     if ns.json:
         emit(result.to_json_dict())
     elif result.item is not None:
-        verb = "reinforced" if result.decision.action == "reinforce" else "stored"
-        print(f"{verb}: {short(result.item)}")
+        print(f"{DONE[result.decision.action]}: {short(result.item)}")
         for reason in result.decision.reasons:
             print(f"  - {reason}")
     if result.item is None:

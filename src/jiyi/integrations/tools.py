@@ -36,13 +36,9 @@ from jiyi import profile as profile_flows
 from jiyi.driver import arun, run
 from jiyi.effects import Flow
 from jiyi.errors import (
-    ConfigError,
-    EmbedderError,
     InvalidInput,
-    LLMError,
     NotFound,
-    StoreError,
-    StoreReadOnly,
+    error_code,
 )
 from jiyi.memory import AsyncMemory, Memory
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, scope_key
@@ -53,6 +49,7 @@ from jiyi.runtime import Runtime
 from jiyi.session import flows as session_flows
 from jiyi.who import Caller, Owner
 from jiyi.write import pipeline
+from jiyi.write.gate import DONE
 
 log = logging.getLogger("jiyi.tools")
 
@@ -610,18 +607,18 @@ def _failure(name: str, exc: Exception) -> dict[str, Any]:
     """An error as a result the model can read (codes as in the REST service's errors)."""
     if isinstance(exc, ToolCallError):
         return exc.to_json_dict()
-    if isinstance(exc, NotFound):
-        return error_result("not_found", str(exc), field=_ID_FIELDS.get(name, "memory_id"))
+    code = error_code(exc)
+    if code == "not_found":
+        return error_result(code, str(exc), field=_ID_FIELDS.get(name, "memory_id"))
     if isinstance(exc, InvalidInput):
-        return error_result("invalid_input", str(exc), field=exc.field)
-    if isinstance(exc, StoreReadOnly):
-        return error_result("store_read_only", f"memory is read-only here: {exc}")
-    for kind, code in ((StoreError, "store_error"), (EmbedderError | LLMError, "upstream_error")):
-        if isinstance(exc, kind):
-            log.warning("%s failed: %s", name, exc)
-            return error_result(code, f"{name} failed: {exc}")
-    if isinstance(exc, ConfigError):
-        return error_result("config_error", f"{name} is not available: {exc}")
+        return error_result(code, str(exc), field=exc.field)
+    if code == "store_read_only":
+        return error_result(code, f"memory is read-only here: {exc}")
+    if code in ("store_error", "upstream_error"):
+        log.warning("%s failed: %s", name, exc)
+        return error_result(code, f"{name} failed: {exc}")
+    if code == "config_error":
+        return error_result(code, f"{name} is not available: {exc}")
     log.exception("%s raised an unexpected error", name)
     return error_result("internal_error", f"{name} failed unexpectedly ({type(exc).__name__}); it was logged")
 
@@ -657,18 +654,6 @@ def _item_brief(item: MemoryItem) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- the dispatcher
-
-
-# What memory_save answers for each decision of the write pipeline.
-_SAVE_STATUS: Final = {
-    "add": "stored",
-    "reinforce": "reinforced",
-    "reject": "refused",
-    "update": "updated",
-    "merge": "merged",
-    "supersede": "superseded",  # stored; the old value is kept as superseded
-    "none": "kept_existing",  # a more confident value is kept; nothing new stored
-}
 
 
 class _ToolsBase:
@@ -806,7 +791,7 @@ class _ToolsBase:
         )
         decision = result.decision
         out: dict[str, Any] = {
-            "status": _SAVE_STATUS[decision.action],
+            "status": DONE[decision.action],
             "reasons": list(decision.reasons),
         }
         if decision.redacted:

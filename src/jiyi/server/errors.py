@@ -20,16 +20,9 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from jiyi.errors import (
-    ConfigError,
-    EmbedderError,
-    Forbidden,
     InvalidInput,
     JiyiError,
-    LLMError,
-    NotFound,
-    StoreError,
-    StoreReadOnly,
-    StoreUnavailable,
+    error_code,
 )
 
 log = logging.getLogger("jiyi.server")
@@ -101,22 +94,19 @@ def error_json(
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
 
 
+_STATUS_OF_CODE = {
+    "not_found": 404,
+    "forbidden": 403,
+    "invalid_input": 422,
+    "store_read_only": 503,
+    "store_error": 503,
+    "upstream_error": 502,
+}
+
+
 def _status_of(exc: JiyiError) -> tuple[int, str]:
-    if isinstance(exc, NotFound):
-        return 404, "not_found"
-    if isinstance(exc, Forbidden):
-        return 403, "forbidden"
-    if isinstance(exc, InvalidInput):
-        return 422, "invalid_input"
-    if isinstance(exc, StoreReadOnly):
-        return 503, "store_read_only"
-    if isinstance(exc, StoreUnavailable | StoreError):
-        return 503, "store_error"
-    if isinstance(exc, EmbedderError | LLMError):
-        return 502, "upstream_error"
-    if isinstance(exc, ConfigError):
-        return 500, "config_error"
-    return 500, "internal_error"
+    code = error_code(exc)
+    return _STATUS_OF_CODE.get(code, 500), code
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:

@@ -21,6 +21,16 @@ from jiyi.text.pii import redact, redact_value
 Action = Literal["add", "reinforce", "reject", "update", "merge", "supersede", "none"]
 """``reject`` is the gate's; the others are what the write pipeline decided (see
 :mod:`jiyi.write.reconcile`)."""
+DONE: dict[str, str] = {
+    "add": "stored",
+    "reinforce": "reinforced",
+    "reject": "refused",
+    "update": "updated",
+    "merge": "merged",
+    "supersede": "superseded",  # stored; the old value is kept as superseded
+    "none": "kept_existing",  # a more confident value is kept; nothing new stored
+}
+"""Each action in the words the agent tools, the CLI and the demo answer with."""
 T = TypeVar("T")
 
 _PLACEHOLDER = re.compile(r"\[REDACTED_[A-Z_]+\]")
