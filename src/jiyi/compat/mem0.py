@@ -35,7 +35,7 @@ from jiyi.errors import InvalidInput, NotFound
 from jiyi.model import MemoryItem, Status
 from jiyi.runtime import Runtime
 from jiyi.session.foreign import as_mapping, content_text
-from jiyi.store.base import Filter
+from jiyi.store.base import Filter, Viewer
 from jiyi.validate import MAX_LIMIT, check_limit, check_text
 from jiyi.write import pipeline
 from jiyi.write.extract import Extracted, Turn
@@ -247,11 +247,17 @@ def add(
     infer: bool = True,
     memory_type: str | None = None,
     expiration_date: str | date | datetime | None = None,
+    tenant_id: str | None = None,
+    viewer: Viewer | None = None,
+    actor: str | None = None,
 ) -> Flow[dict[str, Any]]:
     """Add memories: a string, a ``{"role", "content"}`` dict or a list of them, or
     LangChain messages. ``infer=True`` extracts (a plain string the extractor does not
     recognise is kept as one statement) and reconciles; ``infer=False`` stores every
-    non-system message as given."""
+    non-system message as given.
+
+    ``tenant_id``, ``viewer`` and ``actor`` say who calls (:class:`jiyi.who.Caller`), as in
+    every operation here; ``Memory(native=mem.bound(caller=...))`` fills them in."""
     ids = _scope(user_id, agent_id, run_id, None)
     turns, plain = _turns(messages)
     common: dict[str, Any] = {
@@ -260,6 +266,9 @@ def add(
         "session_id": ids.get("run_id"),
         "metadata": dict(metadata or {}),
         "expires_at": _expiry(expiration_date),
+        "tenant_id": tenant_id,
+        "viewer": viewer,
+        "actor": actor,
     }
     if memory_type is not None:
         common["memory_type"] = MEM0_TYPES.get(memory_type, memory_type)
@@ -317,6 +326,8 @@ def search(
     top_k: int | None = None,
     filters: Mapping[str, Any] | None = None,
     threshold: float | None = None,
+    tenant_id: str | None = None,
+    viewer: Viewer | None = None,
 ) -> Flow[dict[str, Any]]:
     """Memories that answer ``query``, best first: ``{"results": [{..., "score"}]}``."""
     from jiyi.read import search as search_flows
@@ -328,15 +339,19 @@ def search(
     wanted = _limit(limit, top_k, 100)
     narrow = len(ids) > 1 or bool(filters)
     fetch = min(MAX_LIMIT, wanted * 4) if narrow else wanted  # room for what the narrowing drops
-    hits = yield from search_flows.search(rt, query, **_native_scope(ids), limit=fetch, threshold=threshold)
+    hits = yield from search_flows.search(
+        rt, query, **_native_scope(ids), limit=fetch, threshold=threshold, tenant_id=tenant_id, viewer=viewer
+    )
     records = [to_record(h.item, round(h.score, 4)) for h in hits]
     return {"results": [r for r in records if _narrowed(r, ids, filters)][:wanted]}
 
 
-def get(rt: Runtime, /, memory_id: str) -> Flow[dict[str, Any] | None]:
+def get(
+    rt: Runtime, /, memory_id: str, *, tenant_id: str | None = None, viewer: Viewer | None = None
+) -> Flow[dict[str, Any] | None]:
     """One memory as a dict, or None when there is none with this id."""
     try:
-        item = yield from items.get(rt, memory_id)
+        item = yield from items.get(rt, memory_id, tenant_id=tenant_id, viewer=viewer)
     except NotFound:
         return None
     return to_record(item)
@@ -352,6 +367,8 @@ def get_all(
     filters: Mapping[str, Any] | None = None,
     limit: int | None = None,
     top_k: int | None = None,
+    tenant_id: str | None = None,
+    viewer: Viewer | None = None,
 ) -> Flow[dict[str, Any]]:
     """The active memories of a scope, oldest first, at most ``limit`` (default 100)."""
     problems = check_filters(filters) if filters is not None else []
@@ -359,7 +376,9 @@ def get_all(
         raise InvalidInput("; ".join(problems), field="filters")
     ids = _scope(user_id, agent_id, run_id, filters)
     wanted = _limit(limit, top_k, 100)
-    records = yield from _matching(rt, ids, filters, statuses=[Status.ACTIVE], at_most=wanted)
+    records = yield from _matching(
+        rt, ids, filters, statuses=[Status.ACTIVE], at_most=wanted, tenant_id=tenant_id, viewer=viewer
+    )
     return {"results": records}
 
 
@@ -370,12 +389,21 @@ def _matching(
     *,
     statuses: Sequence[Status],
     at_most: int | None,
+    tenant_id: str | None = None,
+    viewer: Viewer | None = None,
 ) -> Flow[list[dict[str, Any]]]:
     found: list[dict[str, Any]] = []
     cursor: str | None = None
     while at_most is None or len(found) < at_most:
         page = yield from items.list_page(
-            rt, **_native_scope(ids), statuses=statuses, include_expired=False, limit=MAX_LIMIT, cursor=cursor
+            rt,
+            **_native_scope(ids),
+            statuses=statuses,
+            include_expired=False,
+            limit=MAX_LIMIT,
+            cursor=cursor,
+            tenant_id=tenant_id,
+            viewer=viewer,
         )
         found += [r for r in map(to_record, page.items) if _narrowed(r, ids, filters)]
         cursor = page.next_cursor
@@ -385,38 +413,90 @@ def _matching(
 
 
 def update(
-    rt: Runtime, /, memory_id: str, data: str, *, metadata: Mapping[str, Any] | None = None
+    rt: Runtime,
+    /,
+    memory_id: str,
+    data: str,
+    *,
+    metadata: Mapping[str, Any] | None = None,
+    tenant_id: str | None = None,
+    viewer: Viewer | None = None,
+    actor: str | None = None,
 ) -> Flow[dict[str, Any]]:
     """Replace a memory's text (a new version; the old one stays in its history)."""
     changes: dict[str, Any] = {"content": data}
     if metadata is not None:
         changes["metadata"] = dict(metadata)
-    yield from items.update(rt, memory_id, reason="updated through the mem0 API", **changes)
+    yield from items.update(
+        rt,
+        memory_id,
+        reason="updated through the mem0 API",
+        tenant_id=tenant_id,
+        viewer=viewer,
+        actor=actor,
+        **changes,
+    )
     return {"message": "Memory updated successfully!"}
 
 
-def delete(rt: Runtime, /, memory_id: str) -> Flow[dict[str, Any]]:
+def delete(
+    rt: Runtime,
+    /,
+    memory_id: str,
+    *,
+    tenant_id: str | None = None,
+    viewer: Viewer | None = None,
+    actor: str | None = None,
+) -> Flow[dict[str, Any]]:
     """Delete one memory for good (as mem0 does); the deletion stays in its history."""
-    yield from items.delete(rt, memory_id, hard=True, reason="deleted through the mem0 API")
+    yield from items.delete(
+        rt,
+        memory_id,
+        hard=True,
+        reason="deleted through the mem0 API",
+        tenant_id=tenant_id,
+        viewer=viewer,
+        actor=actor,
+    )
     return {"message": "Memory deleted successfully!"}
 
 
 def delete_all(
-    rt: Runtime, /, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    rt: Runtime,
+    /,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    tenant_id: str | None = None,
+    viewer: Viewer | None = None,
+    actor: str | None = None,
 ) -> Flow[dict[str, Any]]:
     """Delete every memory with all the given ids (at least one id is required)."""
     ids = _scope(user_id, agent_id, run_id, None)
     every = list(Status)
-    records = yield from _matching(rt, ids, None, statuses=every, at_most=None)
+    records = yield from _matching(
+        rt, ids, None, statuses=every, at_most=None, tenant_id=tenant_id, viewer=viewer
+    )
     for record in records:
-        yield from items.delete(rt, record["id"], hard=True, reason="delete_all through the mem0 API")
+        yield from items.delete(
+            rt,
+            record["id"],
+            hard=True,
+            reason="delete_all through the mem0 API",
+            tenant_id=tenant_id,
+            viewer=viewer,
+            actor=actor,
+        )
     return {"message": "Memories deleted successfully!"}
 
 
-def history(rt: Runtime, /, memory_id: str) -> Flow[list[dict[str, Any]]]:
+def history(
+    rt: Runtime, /, memory_id: str, *, tenant_id: str | None = None, viewer: Viewer | None = None
+) -> Flow[list[dict[str, Any]]]:
     """A memory's changes, oldest first, in mem0's shape (``old_memory``, ``new_memory``,
     ``event``); jiyi's own action and reason are kept beside them."""
-    events = yield from items.history(rt, memory_id)
+    events = yield from items.history(rt, memory_id, tenant_id=tenant_id, viewer=viewer)
     out = []
     for e in events:
         old = (e.before or {}).get("content")
@@ -444,15 +524,19 @@ def history(rt: Runtime, /, memory_id: str) -> Flow[list[dict[str, Any]]]:
     return out
 
 
-def reset(rt: Runtime, /, *, confirm: bool = False) -> Flow[dict[str, Any]]:
+def reset(
+    rt: Runtime, /, *, confirm: bool = False, tenant_id: str | None = None, actor: str | None = None
+) -> Flow[dict[str, Any]]:
     """Delete every memory of the tenant. Refused unless ``confirm=True``: one call
     without ids would otherwise wipe every user's memory. The history is kept."""
     if confirm is not True:
         raise InvalidInput("reset() deletes every memory of every user; call reset(confirm=True) to do it")
-    flt = Filter(tenant_id=rt.tenant(None), statuses=(), include_expired=True)
+    flt = Filter(tenant_id=rt.tenant(tenant_id), statuses=(), include_expired=True)
     every = yield from items.all_items(rt, flt)
     for item in every:
-        yield from items.delete(rt, item.id, hard=True, reason="reset through the mem0 API")
+        yield from items.delete(
+            rt, item.id, hard=True, reason="reset through the mem0 API", tenant_id=tenant_id, actor=actor
+        )
     return {"message": "Memory store reset successfully!"}
 
 
@@ -565,9 +649,12 @@ class Memory(_Table):
     def _bind(self, fn: Callable[..., Flow[R]]) -> Callable[..., R]:
         runtime = self.native.runtime
 
+        native = self.native
+
         @functools.wraps(fn)
         def method(*args: Any, **kwargs: Any) -> R:
-            return run(fn(runtime, *args, **kwargs), runtime)
+            # A bound native (mem.bound(caller=...)) fills tenant, viewer and actor.
+            return run(fn(runtime, *args, **native._with_defaults(fn, kwargs)), runtime)
 
         return method
 
@@ -597,9 +684,11 @@ class AsyncMemory(_Table):
     def _bind(self, fn: Callable[..., Flow[R]]) -> Callable[..., Awaitable[R]]:
         runtime = self.native.runtime
 
+        native = self.native
+
         @functools.wraps(fn)
         async def method(*args: Any, **kwargs: Any) -> R:
-            return await arun(fn(runtime, *args, **kwargs), runtime)
+            return await arun(fn(runtime, *args, **native._with_defaults(fn, kwargs)), runtime)
 
         return method
 
