@@ -380,3 +380,69 @@ async def test_streamable_http_keys_must_be_members_of_the_served_project(tmp_pa
         async with keyed_client(url, member) as client:
             stats = await client.call_tool("memory_stats", {})
             assert not stats.is_error and stats.structured_content["total"] == 0
+
+
+# ---------------------------------------------------------------- mem0 OpenMemory's tool names
+
+MEM0_NAMES = {"add_memories", "search_memory", "list_memories", "delete_all_memories"}
+
+
+async def test_mem0_names_are_aliases_of_jiyis_tools(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.db") as mem:
+        async with Client(build_server(mem, user_id="alice")) as client:  # off unless asked
+            assert not MEM0_NAMES & {t.name for t in (await client.list_tools()).tools}
+        async with Client(build_server(mem, user_id="alice", mem0_names=True)) as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(listed) == TOOL_NAMES | MEM0_NAMES
+            assert listed["add_memories"].input_schema["required"] == ["text"]
+            assert listed["delete_all_memories"].annotations.destructive_hint  # type: ignore[union-attr]
+            added = await client.call_tool("add_memories", {"text": "The user is a frontend engineer"})
+            assert added.structured_content["status"] == "stored", added.structured_content
+            again = await client.call_tool("memory_save", {"content": "The user is a frontend engineer"})
+            assert again.structured_content["status"] == "reinforced"  # one write pipeline
+            await client.call_tool("add_memories", {"text": "The user prefers dark mode in every editor"})
+            found = await client.call_tool("search_memory", {"query": "what is the user's job?"})
+            assert found.structured_content["results"][0]["id"] == added.structured_content["id"]
+            listed_now = (await client.call_tool("list_memories", {})).structured_content
+            assert listed_now["count"] == 2
+            assert listed_now["results"][0]["memory"] == "The user is a frontend engineer"
+            bad = await client.call_tool("add_memories", {"content": "x"})
+            assert bad.is_error and bad.structured_content["error"]["code"] == "invalid_arguments"
+            gone = await client.call_tool("delete_all_memories", {})
+            assert gone.structured_content == {"status": "archived", "count": 2}
+            assert (await client.call_tool("list_memories", {})).structured_content["count"] == 0
+        # archived, not purged: the history says who did it and why
+        item = mem.get(added.structured_content["id"])
+        assert item.status.value == "archived"
+        assert "delete_all_memories" in (mem.history(item.id)[-1].reason or "")
+
+
+async def test_mem0_names_with_keys_keep_the_roles(tmp_path: Path) -> None:
+    keys_file = tmp_path / "keys.json"
+    owner = create_key(keys_file, "acme", "owner")
+    editor = create_key(keys_file, "acme", "editor")
+    viewer = create_key(keys_file, "acme", "viewer")
+    with serving(tmp_path, user_id="alice", keys_file=str(keys_file), mem0_names=True) as url:
+        with anyio.fail_after(60):
+            async with keyed_client(url, viewer) as client:
+                refused = await client.call_tool("add_memories", {"text": "The user likes jazz music"})
+                assert refused.structured_content["error"]["code"] == "forbidden"
+            async with keyed_client(url, editor) as client:
+                saved = await client.call_tool("add_memories", {"text": "The user likes jazz music"})
+                assert saved.structured_content["status"] == "stored", saved.structured_content
+                refused = await client.call_tool("delete_all_memories", {})
+                assert refused.structured_content["error"]["code"] == "forbidden"
+            async with keyed_client(url, owner) as client:
+                listed = (await client.call_tool("list_memories", {})).structured_content
+                assert [m["memory"] for m in listed["results"]] == ["The user likes jazz music"]
+                gone = await client.call_tool("delete_all_memories", {})
+                assert gone.structured_content["count"] == 1
+    with Memory.open(tmp_path / "m.db") as mem:
+        assert mem.stats(user_id="alice", tenant_id="acme").by_status == {"archived": 1}
+
+
+def test_the_cli_passes_mem0_names() -> None:
+    from jiyi.cli import build_parser
+
+    ns = build_parser().parse_args(["mcp", "--mem0-names", "--user", "alice"])
+    assert ns.mem0_names is True and ns.handler.__name__ == "cmd_mcp"

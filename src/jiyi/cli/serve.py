@@ -45,6 +45,12 @@ def register(sub: Subparsers) -> None:
         help="streamable HTTP: API key file; every request then needs a key, and acts in its "
         "tenant with its role (required unless bound to a loopback address)",
     )
+    p.add_argument(
+        "--mem0-names",
+        action="store_true",
+        help="also offer mem0 OpenMemory's tool names (add_memories, search_memory, list_memories, "
+        "delete_all_memories) as aliases of jiyi's tools",
+    )
     scope_args(p)
     p.set_defaults(handler=cmd_mcp)
 
@@ -148,6 +154,7 @@ def cmd_mcp(ns: argparse.Namespace) -> int:
         embedder=embedder_spec(ns),
         gate=GateConfig.from_env(),
         keys_file=ns.keys,
+        mem0_names=ns.mem0_names,
         **scope(ns),
     )
     return EXIT_OK

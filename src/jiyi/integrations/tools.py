@@ -25,6 +25,7 @@ library's sync or async driver, so the logic exists once.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import logging
 import math
@@ -40,6 +41,7 @@ from jiyi.errors import (
     NotFound,
     error_code,
 )
+from jiyi.integrations import mem0_tools
 from jiyi.memory import AsyncMemory, Memory
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, scope_key
 from jiyi.read import context as context_flows
@@ -672,6 +674,7 @@ class _ToolsBase:
         tenant_id: str | None = None,
         actor: str | None = "memory_tools",
         profile_tool: bool = False,
+        mem0_names: bool = False,
     ) -> None:
         # The edge builds who owns the memory and who calls once (jiyi.who); the loose
         # keywords are a shorthand for the same two values.
@@ -699,6 +702,8 @@ class _ToolsBase:
         self._profile_tool = bool(profile_tool and self._profile_scopes)
         # Learnings belong to a user, project or agent (never to a session).
         self._learn_scopes = [s for s in ("user", "project", "agent") if f"{s}_id" in bound]
+        # mem0 OpenMemory's tool names, as aliases (jiyi.integrations.mem0_tools)
+        self._mem0_names = mem0_names
         self._schemas = self._bind_schemas()
         self._parameters = {t["function"]["name"]: t["function"]["parameters"] for t in self._schemas}
         self._flows: dict[str, Callable[[dict[str, Any]], Flow[dict[str, Any]]]] = {
@@ -717,6 +722,9 @@ class _ToolsBase:
         self._flows["memory_get_document"] = self._get_document
         if "session_id" in bound:
             self._flows["memory_end_session"] = self._end_session
+        if mem0_names:
+            for name, flow in mem0_tools.FLOWS.items():
+                self._flows[name] = functools.partial(flow, self)
 
     def _bind_schemas(self) -> list[dict[str, Any]]:
         """The tools offered here (TOOLS, then those the binding allows), with the
@@ -740,6 +748,8 @@ class _ToolsBase:
         schemas += copy.deepcopy(DOCUMENT_TOOLS)
         if "session_id" in self.ids:
             schemas.append(copy.deepcopy(SESSION_TOOL))
+        if self._mem0_names:
+            schemas += copy.deepcopy(mem0_tools.MEM0_TOOLS)
         return schemas
 
     def schemas(self) -> list[dict[str, Any]]:
@@ -1061,6 +1071,7 @@ class MemoryTools(_ToolsBase):
         tenant_id: str | None = None,
         actor: str | None = "memory_tools",
         profile_tool: bool = False,
+        mem0_names: bool = False,
     ) -> None:
         super().__init__(
             memory,
@@ -1073,6 +1084,7 @@ class MemoryTools(_ToolsBase):
             tenant_id=tenant_id,
             actor=actor,
             profile_tool=profile_tool,
+            mem0_names=mem0_names,
         )
 
     def call(self, name: str, arguments: str | Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -1101,6 +1113,7 @@ class AsyncMemoryTools(_ToolsBase):
         tenant_id: str | None = None,
         actor: str | None = "memory_tools",
         profile_tool: bool = False,
+        mem0_names: bool = False,
     ) -> None:
         super().__init__(
             memory,
@@ -1113,6 +1126,7 @@ class AsyncMemoryTools(_ToolsBase):
             tenant_id=tenant_id,
             actor=actor,
             profile_tool=profile_tool,
+            mem0_names=mem0_names,
         )
 
     async def call(self, name: str, arguments: str | Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -56,6 +56,7 @@ from starlette.types import Scope as AsgiScope
 
 from jiyi.config import GateConfig
 from jiyi.errors import ConfigError, NotFound
+from jiyi.integrations import mem0_tools
 from jiyi.integrations.tools import AsyncMemoryTools, MemoryTools, error_result
 from jiyi.memory import AsyncMemory, Memory
 from jiyi.model import Scope, scope_key
@@ -74,6 +75,7 @@ PRINCIPAL = "jiyi.principal"
 """Where :class:`ApiKeyAuth` puts the caller (a :class:`Principal`) in the ASGI scope."""
 WRITE_TOOLS = frozenset(
     {"memory_save", "memory_delete", "memory_learn", "memory_add_document", "memory_end_session"}
+    | mem0_tools.WRITE
 )
 """The tools a ``viewer`` key may not call (they change memory)."""
 ToolSet = MemoryTools | AsyncMemoryTools
@@ -132,6 +134,20 @@ _ANNOTATIONS: dict[str, types.ToolAnnotations] = {
         idempotent_hint=True,
         open_world_hint=False,
     ),
+    # mem0 OpenMemory's names (jiyi mcp --mem0-names)
+    "add_memories": types.ToolAnnotations(
+        title="Save a memory (memory_save)",
+        read_only_hint=False,
+        destructive_hint=False,
+        open_world_hint=False,
+    ),
+    "search_memory": types.ToolAnnotations(
+        title="Search memories (memory_search)", read_only_hint=True, open_world_hint=False
+    ),
+    "list_memories": types.ToolAnnotations(title="List memories", read_only_hint=True, open_world_hint=False),
+    "delete_all_memories": types.ToolAnnotations(
+        title="Archive every memory", read_only_hint=False, destructive_hint=True, open_world_hint=False
+    ),
 }
 
 
@@ -145,6 +161,7 @@ def build_server(
     tenant_id: str | None = None,
     keys: ApiKeys | None = None,
     name: str = "jiyi",
+    mem0_names: bool = False,
 ) -> Server[Any]:
     """An MCP server whose tools act on ``memory`` for the given scope ids.
 
@@ -154,11 +171,15 @@ def build_server(
     With ``keys`` every call acts as the API key its HTTP request carried (see the module
     docstring; serve it with :func:`http_app`, which checks the key): the tenant is the
     key's, so ``tenant_id`` must not be given.
+
+    ``mem0_names=True`` also offers the tool names of mem0's OpenMemory server
+    (``add_memories``, ``search_memory``, ``list_memories``, ``delete_all_memories``) as
+    aliases of jiyi's tools (:mod:`jiyi.integrations.mem0_tools`).
     """
     if keys is not None and tenant_id is not None:
         raise ConfigError("with API keys the tenant comes from each key; do not pass tenant_id")
     scope = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
-    tools = _ToolServer(memory, scope, tenant_id, keys)
+    tools = _ToolServer(memory, scope, tenant_id, keys, mem0_names=mem0_names)
     return Server(
         name,
         version=_version(),
@@ -179,8 +200,11 @@ class _ToolServer:
         scope: dict[str, str | None],
         tenant_id: str | None,
         keys: ApiKeys | None,
+        *,
+        mem0_names: bool = False,
     ) -> None:
         self.memory = memory
+        self.mem0_names = mem0_names
         self.scope = scope
         self.keys = keys
         self.dispatcher = self.tools_for(Caller(tenant_id=tenant_id, actor="memory_tools"))
@@ -200,8 +224,12 @@ class _ToolServer:
     def tools_for(self, caller: Caller) -> ToolSet:
         owner = Owner(**self.scope)
         if isinstance(self.memory, AsyncMemory):
-            return AsyncMemoryTools(self.memory, owner=owner, caller=caller, profile_tool=True)
-        return MemoryTools(self.memory, owner=owner, caller=caller, profile_tool=True)
+            return AsyncMemoryTools(
+                self.memory, owner=owner, caller=caller, profile_tool=True, mem0_names=self.mem0_names
+            )
+        return MemoryTools(
+            self.memory, owner=owner, caller=caller, profile_tool=True, mem0_names=self.mem0_names
+        )
 
     def dispatcher_of(self, who: Principal) -> ToolSet:
         # Each key reads as itself: its tenant, and its viewer for project visibility.
@@ -246,6 +274,8 @@ class _ToolServer:
             return f"this key is not a member of project {project_id!r}"
         if tool in WRITE_TOOLS and not who.role.can_write:
             return f"a {who.role.value} key can only read; {tool} is not allowed"
+        if tool in mem0_tools.DESTRUCTIVE and not who.role.can_edit_any:
+            return f"an {who.role.value} key cannot archive every memory; {tool} needs an owner or admin key"
         memory_id = arguments.get("memory_id")
         if tool == "memory_delete" and not who.role.can_edit_any and isinstance(memory_id, str):
             found, made_by = await self.creator(acting, memory_id)
@@ -411,6 +441,7 @@ async def serve(
     log_level: str = "warning",
     keys_file: str | Path | None = None,
     redis: str | None = None,
+    mem0_names: bool = False,
 ) -> None:
     """:func:`run`, for callers that already have an event loop."""
     if transport not in ("stdio", "streamable-http"):
@@ -430,6 +461,7 @@ async def serve(
             agent_id=agent_id,
             tenant_id=tenant_id,
             keys=keys,
+            mem0_names=mem0_names,
         )
         if transport == "stdio":
             async with stdio_server() as (read_stream, write_stream):
@@ -459,6 +491,7 @@ def run(
     log_level: str = "warning",
     keys_file: str | Path | None = None,
     redis: str | None = None,
+    mem0_names: bool = False,
 ) -> None:
     """Serve the memory tools on the store ``db_path`` names until stopped.
 
@@ -477,6 +510,8 @@ def run(
     module docstring; ``tenant_id`` must then be None). Without it, HTTP is allowed on a
     loopback address only: any other ``host`` raises :class:`~jiyi.errors.ConfigError`
     before anything starts.
+
+    ``mem0_names`` adds mem0 OpenMemory's tool names as aliases (see :func:`build_server`).
     """
     anyio.run(
         functools.partial(
@@ -496,5 +531,6 @@ def run(
             log_level=log_level,
             keys_file=keys_file,
             redis=redis,
+            mem0_names=mem0_names,
         )
     )
