@@ -190,6 +190,20 @@ def build_server(
     )
 
 
+def advertised_tools(
+    memory: Memory | AsyncMemory,
+    *,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    mem0_names: bool = False,
+) -> list[types.Tool]:
+    """The tools a server built with these arguments lists (for the reference page)."""
+    scope = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
+    return list(_ToolServer(memory, scope, None, None, mem0_names=mem0_names).tools)
+
+
 class _ToolServer:
     """The MCP tools of one served scope: their schemas, and each call dispatched to the
     agent tools as the calling key (with keys) or as the server itself."""
