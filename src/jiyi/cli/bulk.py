@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jiyi.cli.common import EXIT_OK, emit, json_arg, memory_command, scope, scope_args
+from jiyi.cli.progress import Progress
 from jiyi.errors import InvalidInput
 from jiyi.jsonl import decode_jsonl
 
@@ -100,15 +101,13 @@ def read_records(ns: argparse.Namespace) -> list[dict[str, Any]]:
 
 def cmd_import(ns: argparse.Namespace, mem: Memory) -> int:
     records = read_records(ns)
-    show = sys.stderr.isatty() and not ns.json
-
-    def progress(done: int, total: int) -> None:
-        if show:
-            print(f"\rembedding {done}/{total}", end="", file=sys.stderr, flush=True)
-
-    result = mem.import_items(records, tenant_id=ns.tenant, progress=progress, trusted=ns.trusted)
-    if show:
-        print(file=sys.stderr)
+    with Progress(ns) as show:
+        result = mem.import_items(
+            records,
+            tenant_id=ns.tenant,
+            progress=lambda done, total: show("embedding", done, total),
+            trusted=ns.trusted,
+        )
     if ns.json:
         emit({"imported": result.imported})
     else:

@@ -18,6 +18,7 @@ from jiyi.cli.common import (
     scope_args,
     with_memory,
 )
+from jiyi.cli.progress import Progress
 from jiyi.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -84,7 +85,13 @@ def _print_report(report: SyncReport, dry_run: bool) -> None:
 
 
 def cmd_sync(ns: argparse.Namespace, mem: Memory) -> int:
-    report = mem.sync_files(prefer=ns.prefer, dry_run=ns.dry_run, **scope(ns))
+    with Progress(ns) as show:
+        report = mem.sync_files(
+            prefer=ns.prefer,
+            dry_run=ns.dry_run,
+            progress=lambda done, total: show("sync (scopes)", done, total),
+            **scope(ns),
+        )
     if ns.json:
         emit(report.to_json_dict())
     else:

@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from jiyi.cli.common import EXIT_OK, emit, json_arg, memory_command, scope, scope_args
+from jiyi.cli.progress import Progress
 
 if TYPE_CHECKING:
     from jiyi.cli.common import Subparsers
@@ -71,7 +72,13 @@ def cmd_maintain(ns: argparse.Namespace, mem: Memory) -> int:
     )
     # Compression first: it keeps what decay would otherwise archive, as core memories.
     compressed = mem.compress(dry_run=ns.dry_run, tenant_id=ns.tenant) if ns.compress else None
-    report = mem.maintain(policy=policy, dry_run=ns.dry_run, tenant_id=ns.tenant)
+    with Progress(ns) as show:
+        report = mem.maintain(
+            policy=policy,
+            dry_run=ns.dry_run,
+            tenant_id=ns.tenant,
+            progress=lambda done, total: show("maintain", done, total),
+        )
     data = report.to_json_dict()
     if ns.json:
         emit(data if compressed is None else {**data, "compression": compressed.to_json_dict()})

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from jiyi.cli.common import EXIT_OK, emit, json_arg, store_url
+from jiyi.cli.progress import Progress
 from jiyi.errors import ConfigError, InvalidInput
 
 if TYPE_CHECKING:
     from jiyi.cli.common import Subparsers
-    from jiyi.store.copy import Progress
 
 
 def register(sub: Subparsers) -> None:
@@ -166,38 +166,17 @@ def _check_copy(ns: argparse.Namespace) -> None:
         raise InvalidInput("--batch must be at least 1")
 
 
-def _progress_printer() -> Progress:
-    """Progress on stderr: a bar on a terminal, else one line per finished kind of row."""
-    tty = sys.stderr.isatty()
-    width = 30
-
-    def progress(kind: str, done: int, total: int | None) -> None:
-        if tty:
-            if total:
-                filled = min(width, done * width // total)
-                bar = "#" * filled + "." * (width - filled)
-                line = f"{kind:<16} [{bar}] {done}/{total}"
-            else:
-                line = f"{kind:<16} {done}"
-            end = "\n" if total is not None and done >= total else ""
-            print(f"\r{line}\x1b[K", end=end, file=sys.stderr, flush=True)
-        elif total is not None and done >= total:
-            print(f"{kind}: {done}", file=sys.stderr, flush=True)
-
-    return progress
-
-
 def cmd_copy(ns: argparse.Namespace) -> int:
     from jiyi.store.copy import copy_store
     from jiyi.store.open import open_store, redact_url
 
     _check_copy(ns)
-    progress = _progress_printer()
     source = open_store(ns.source)
     try:
         dest = open_store(ns.dest)
         try:
-            report = copy_store(source, dest, batch=ns.batch, progress=progress, overwrite=ns.overwrite)
+            with Progress(ns) as show:
+                report = copy_store(source, dest, batch=ns.batch, progress=show, overwrite=ns.overwrite)
         finally:
             dest.close()
     finally:

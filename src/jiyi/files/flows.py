@@ -76,6 +76,7 @@ def sync_files(
     tenant_id: str | None = None,
     prefer: Prefer = None,
     dry_run: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Flow[SyncReport]:
     """Merge each scope's memory.md / learnings.md with the database, three ways.
 
@@ -87,6 +88,7 @@ def sync_files(
     ``prefer="db"`` picks a side. Malformed lines are reported with line numbers and
     kept. Without scope ids, every scope of the tenant that has memories or files is
     synced. ``dry_run=True`` reports what would change and writes nothing.
+    ``progress(done, total)`` is called after each scope.
     """
     _check_files(rt)
     if prefer not in (None, "file", "db"):
@@ -106,8 +108,10 @@ def sync_files(
     report = ReportBuilder((yield from call(WorkspaceRoot())), dry_run)
     if not refs:
         refs = yield from _tenant_scopes(rt, tenant, report)
-    for ref in refs:
+    for done, ref in enumerate(refs, 1):
         yield from _sync_scope(rt, ref, prefer, dry_run, report)
+        if progress is not None:
+            progress(done, len(refs))
     return report.build()
 
 

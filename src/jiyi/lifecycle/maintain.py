@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -336,10 +336,16 @@ def maintain(
     policy: LifecyclePolicy | None = None,
     dry_run: bool = False,
     tenant_id: str | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> Flow[MaintenanceReport]:
     """Decay, expiry, retention: archive (or delete) what has faded, each change audited.
-    ``dry_run=True`` reports what would change and writes nothing."""
-    return (yield from maintain_flow(rt, now=rt.now(), policy=policy, dry_run=dry_run, tenant_id=tenant_id))
+    ``dry_run=True`` reports what would change and writes nothing. ``progress(done,
+    None)`` is called after each batch with the memories checked so far."""
+    return (
+        yield from maintain_flow(
+            rt, now=rt.now(), policy=policy, dry_run=dry_run, tenant_id=tenant_id, progress=progress
+        )
+    )
 
 
 def maintain_flow(
@@ -350,6 +356,7 @@ def maintain_flow(
     dry_run: bool = False,
     tenant_id: str | None = None,
     batch_size: int = 200,
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> Flow[MaintenanceReport]:
     """One lifecycle pass over a tenant's active memories and session messages.
 
@@ -369,8 +376,10 @@ def maintain_flow(
 
     flt = Filter(tenant_id=tenant, statuses=(Status.ACTIVE,), include_expired=True, now=now)
     cursor: str | None = None
+    checked = 0
     while True:
         page = yield from call(ListItems(flt, limit=batch_size, cursor=cursor))
+        checked += len(page.items)
         writes: list[Change] = []
         for item in page.items:
             decision = decide_item(item, now, policy)
@@ -383,6 +392,8 @@ def maintain_flow(
                 writes.append(change)
         if writes and not dry_run:
             yield from call(Write(tuple(writes)))
+        if progress is not None:
+            progress(checked, None)
         if page.next_cursor is None:
             break
         cursor = page.next_cursor
