@@ -328,3 +328,48 @@ def test_the_filter_helpers_put_the_tenant_first() -> None:
     assert pg_sql.startswith("i.tenant_id = %(f_tenant)s") and pg_params["f_tenant"] == "acme"
     lite_sql, lite_params = sqlite._filter_sql(flt, "i")
     assert lite_sql.startswith("i.tenant_id = ?") and lite_params[0] == "acme"
+
+
+def test_a_store_written_before_the_tenant_keys_is_upgraded_in_place(pg_dsn: str, pg_schema: str) -> None:  # noqa: F811
+    from jiyi.memory import Memory
+    from jiyi.store.postgres import MIGRATIONS, PostgresStore
+
+    s = f'"{pg_schema}"'
+
+    # Memory objects that are not closed: closing one closes the store they share.
+    def search(store: PostgresStore, tenant: str) -> list[tuple[str, float]]:
+        mem = Memory(store, embedder="hash:64", background=False, tenant_id=tenant)
+        return [(h.item.id, round(h.score, 6)) for h in mem.search("green tea", user_id="alice")]
+
+    with PostgresStore(pg_dsn, schema=pg_schema) as store:
+        for tenant in ("acme", "globex"):
+            mem = Memory(store, embedder="hash:64", background=False, tenant_id=tenant)
+            mem.add(f"{tenant}: Alice drinks green tea", user_id="alice", infer=False)
+            mem.add(f"{tenant}: Alice lives by the sea", user_id="alice", infer=False)
+        before = {t: search(store, t) for t in ("acme", "globex")}
+    assert all(len(hits) == 2 for hits in before.values())
+    # Back to the keys the migrations before "tenant_id leads every key" made.
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for statement in (
+            f"ALTER TABLE {s}.vectors DROP CONSTRAINT vectors_item_fkey",
+            f"ALTER TABLE {s}.vectors DROP CONSTRAINT vectors_pkey",
+            f"ALTER TABLE {s}.items DROP CONSTRAINT items_pkey",
+            f"ALTER TABLE {s}.items ADD PRIMARY KEY (pk)",
+            f"ALTER TABLE {s}.vectors DROP COLUMN tenant_id",
+            f"ALTER TABLE {s}.vectors ADD PRIMARY KEY (pk)",
+            f"ALTER TABLE {s}.vectors ADD FOREIGN KEY (pk) REFERENCES {s}.items (pk) ON DELETE CASCADE",
+            f"ALTER TABLE {s}.history DROP CONSTRAINT history_pkey",
+            f"ALTER TABLE {s}.history ADD PRIMARY KEY (seq)",
+        ):
+            conn.execute(statement)
+        version = next(v for v, (name, _) in enumerate(MIGRATIONS, 1) if name == "tenant_id leads every key")
+        conn.execute(f"DELETE FROM {s}.jiyi_schema_migrations WHERE version = %s", (version,))
+    with PostgresStore(pg_dsn, schema=pg_schema) as store:
+        assert store.pending_migrations() == []
+        assert {t: search(store, t) for t in ("acme", "globex")} == before
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        wrong = conn.execute(
+            f"SELECT count(*) FROM {s}.vectors v JOIN {s}.items i ON i.pk = v.pk WHERE v.tenant_id <> i.tenant_id"
+        ).fetchone()
+        assert wrong == (0,)
+        assert conn.execute(f"SELECT count(*) FROM {s}.vectors").fetchone() == (4,)
