@@ -233,3 +233,45 @@ def test_with_redis_the_cache_is_in_front_of_the_primary_only(urls: tuple[str, s
         assert not cache.client.exists(cache.item_key(item.tenant_id, marker))
         added = mem.add("Alice keeps her tea in a tin", user_id="alice", infer=False)
         assert mem.get(added.item.id).id == added.item.id  # the primary, through Redis
+
+
+def test_jiyi_serve_with_read_db_answers_gets_from_the_replica(urls: tuple[str, str, str]) -> None:
+    import socket
+
+    import httpx
+
+    primary, replica, _ = urls
+    marker = _replica_of(primary, replica)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ["--db", primary, "--read-db", replica, "--embedder", EMBEDDER, "serve", "--port", str(port)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jiyi.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ENV
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.2)
+        got = httpx.get(f"{base}/v1/memories/{marker}", timeout=10)
+        assert got.status_code == 200 and "oolong" in got.json()["content"]
+        added = httpx.post(
+            f"{base}/v1/memories", json={"content": "Alice bought a teapot", "user_id": "alice"}
+        )
+        assert added.status_code == 201, added.text
+        new_id = added.json()["item"]["id"]
+        assert httpx.get(f"{base}/v1/memories/{new_id}", timeout=10).status_code == 200  # read your writes
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        if proc.stdout:
+            proc.stdout.close()
+    assert _ids(primary, "default", [new_id, marker]) == {new_id}
