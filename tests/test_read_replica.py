@@ -28,7 +28,8 @@ from jiyi.store.base import GetItems
 from jiyi.store.open import open_store
 from jiyi.store.postgres import PostgresStore
 from jiyi.store.replica import ReplicaStore
-from tests.pg import drop_schema, new_schema, pg_dsn, with_params  # noqa: F401
+from jiyi.testing.conformance import StoreConformance
+from tests.pg import drop_schema, give_back, new_schema, pg_dsn, take_schema, with_params  # noqa: F401
 
 EMBEDDER = "hash:64"
 ENV = {**os.environ, "PYTHONIOENCODING": "utf-8"}
@@ -62,6 +63,21 @@ def urls(pg_dsn: str) -> Iterator[tuple[str, str, str]]:  # noqa: F811
         conn.execute(f'ALTER DATABASE "{dbname}" ALLOW_CONNECTIONS true')
         conn.execute(f'DROP DATABASE "{dbname}" WITH (FORCE)')
     drop_schema(pg_dsn, schema)
+
+
+@pytest.fixture
+def store(pg_dsn: str) -> Iterator[ReplicaStore]:  # noqa: F811
+    """A replica with no lag: a second store on the primary's own schema."""
+    name = take_schema()
+    s = ReplicaStore(PostgresStore(pg_dsn, schema=name), PostgresStore(pg_dsn, schema=name, migrate=False))
+    yield s
+    s.close()
+    give_back(pg_dsn, name)
+
+
+class TestReplicaConformance(StoreConformance):
+    """Every conformance test through the routing: each operation reaches a store that
+    answers it as the backend alone would."""
 
 
 def _replica_of(primary: str, replica: str) -> str:
