@@ -4,7 +4,8 @@ The "replica" is a second database on the test server holding a copy of the prim
 (made by ``jiyi copy``) plus one item the primary does not have, so each read shows which
 database answered it. Writes must land in the primary only; reads after this process's own
 write see it (read your writes); a replica that is down is refused at open and, once
-running, its reads fall back to the primary.
+running, its reads fall back to the primary. The last test does the same against a real
+streaming hot standby of the test server.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -291,3 +292,116 @@ def test_jiyi_serve_with_read_db_answers_gets_from_the_replica(urls: tuple[str, 
         if proc.stdout:
             proc.stdout.close()
     assert _ids(primary, "default", [new_id, marker]) == {new_id}
+
+
+# ---------------------------------------------------------------- a real streaming standby
+
+
+def _as_server_owner(data: Path, *cmd: object) -> None:
+    """Run a PostgreSQL tool as the owner of the test server's files (as root, the
+    server runs as another OS user; PostgreSQL refuses to run as root)."""
+    args = [str(c) for c in cmd]
+    if os.geteuid() == 0:
+        import pwd
+
+        args = ["runuser", "-u", pwd.getpwuid(data.stat().st_uid).pw_name, "--", *args]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture
+def standby(pg_dsn: str) -> Iterator[tuple[str, Callable[[], None]]]:  # noqa: F811
+    """A hot standby of the test server, streaming from it (pg_basebackup -R): its URL
+    without a schema, and a function that stops it."""
+    import shutil
+    import tempfile
+
+    import psutil
+
+    from tests.pg import ENV_DSN
+
+    if os.environ.get(ENV_DSN):
+        pytest.skip("a standby is made from the private test server only")
+    primary_dir = Path(psycopg.conninfo.conninfo_to_dict(pg_dsn)["host"])  # type: ignore[arg-type]
+    pid = int((primary_dir / "postmaster.pid").read_text().split()[0])
+    bin_dir = Path(psutil.Process(pid).exe()).parent
+    top = Path(tempfile.mkdtemp(prefix="jiyi-standby-"))
+    shutil.chown(top, primary_dir.stat().st_uid, primary_dir.stat().st_gid)
+    data = top / "data"
+    try:
+        _as_server_owner(
+            primary_dir,
+            bin_dir / "pg_basebackup",
+            "-h",
+            primary_dir,
+            "-U",
+            "postgres",
+            "-D",
+            data,
+            "-R",
+            "-c",
+            "fast",
+        )
+        with open(data / "postgresql.auto.conf", "a", encoding="utf-8") as conf:
+            conf.write(f"\nport = 5433\nunix_socket_directories = '{top}'\nlisten_addresses = ''\n")
+        _as_server_owner(primary_dir, bin_dir / "pg_ctl", "-D", data, "-l", top / "log", "-w", "start")
+
+        def stop() -> None:
+            if (data / "postmaster.pid").exists():
+                _as_server_owner(primary_dir, bin_dir / "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
+
+        yield f"postgresql://postgres:@/postgres?host={top}&port=5433", stop
+    finally:
+        stop()
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _replayed(primary: str, standby: str) -> None:
+    """Wait until the standby has replayed everything the primary committed (the insert
+    position: the test server commits asynchronously, so a commit may not be written yet)."""
+    with psycopg.connect(primary, autocommit=True) as conn:
+        lsn = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]  # type: ignore[index]
+    deadline = time.monotonic() + 30
+    with psycopg.connect(standby, autocommit=True) as conn:
+        while not conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0]:  # type: ignore[index]
+            assert time.monotonic() < deadline, "the standby did not catch up"
+            time.sleep(0.05)
+
+
+def test_a_streaming_hot_standby_answers_searches(
+    standby: tuple[str, Callable[[], None]],
+    pg_dsn: str,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    standby_dsn, stop_standby = standby
+    with psycopg.connect(standby_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT pg_is_in_recovery()").fetchone() == (True,)
+    schema = new_schema()
+    primary, replica = with_params(pg_dsn, schema=schema), with_params(standby_dsn, schema=schema)
+    try:
+        with Memory.open(primary, embedder=EMBEDDER, background=False) as mem:
+            first = mem.add("Alice drinks green tea", user_id="alice", infer=False)
+        _replayed(pg_dsn, standby_dsn)
+        with Memory.open(primary, read_url=replica, embedder=EMBEDDER, background=False) as mem:
+            store = mem.store
+            assert isinstance(store, ReplicaStore)
+            assert [h.item.id for h in mem.search("tea", user_id="alice")] == [first.item.id]
+            assert (store.replica_reads, store.primary_reads) == (1, 0)  # the standby answered
+            store.read_your_writes = store.decision_seconds = 0.3
+            second = mem.add("Alice drinks black tea too", user_id="alice")  # a write decision, then a write
+            assert second.item.id in {h.item.id for h in mem.search("tea", user_id="alice")}
+            assert store.primary_reads > 0  # read your writes: the primary answered
+            _replayed(pg_dsn, standby_dsn)
+            time.sleep(0.4)
+            replica_reads = store.replica_reads
+            assert mem.get(second.item.id).content == "Alice drinks black tea too"
+            assert store.replica_reads == replica_reads + 1  # replicated, and read from the standby
+            # The standby stops: reads fall back to the primary.
+            caplog.set_level(logging.WARNING, logger="jiyi.replica")
+            stop_standby()
+            before = store.primary_reads
+            assert {h.item.id for h in mem.search("tea", user_id="alice")} == {first.item.id, second.item.id}
+            assert store.primary_reads > before
+            assert "read replica failed" in caplog.text
+    finally:
+        drop_schema(pg_dsn, schema)

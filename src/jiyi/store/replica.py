@@ -99,7 +99,7 @@ REPLICA_READS: tuple[type, ...] = (
 """Reads the replica may answer: each names one tenant (``filter.tenant_id`` or ``tenant_id``)."""
 
 DECISION_SECONDS = 10.0
-"""How long a tenant's reads stay on the primary after a write decision reads its scope
+"""The default of ``ReplicaStore.decision_seconds``: how long a tenant's reads stay on the primary after a write decision reads its scope
 clock: the decision reads the nearest items right after (a model, if asked, comes later)."""
 _ALL = "\x00every tenant"  # the window key of a write that names no tenant
 
@@ -142,13 +142,15 @@ class ReplicaStore(Store):
         *,
         read_your_writes: float = 5.0,
         retry_seconds: float = 10.0,
+        decision_seconds: float = DECISION_SECONDS,
     ) -> None:
-        if read_your_writes < 0 or retry_seconds < 0:
-            raise ConfigError("read_your_writes and retry_seconds must be >= 0")
+        if min(read_your_writes, retry_seconds, decision_seconds) < 0:
+            raise ConfigError("read_your_writes, retry_seconds and decision_seconds must be >= 0")
         self.primary = primary
         self.replica = replica
         self.read_your_writes = float(read_your_writes)
         self.retry_seconds = float(retry_seconds)
+        self.decision_seconds = float(decision_seconds)
         self.replica_reads = 0
         """Reads the replica answered (for tests and metrics)."""
         self.primary_reads = 0
@@ -181,7 +183,7 @@ class ReplicaStore(Store):
     def _use_replica(self, op: Op[Any]) -> bool:
         if isinstance(op, ScopeClock):
             # A write decision starts: its reads of the nearest items follow at once.
-            self._open_window({op.tenant_id}, max(self.read_your_writes, DECISION_SECONDS))
+            self._open_window({op.tenant_id}, max(self.read_your_writes, self.decision_seconds))
             return False
         if not isinstance(op, REPLICA_READS):
             return False
