@@ -11,7 +11,9 @@ below with the reason.
 
 The second half reads the SQL of the store modules: every statement that touches a tenant
 table names ``tenant_id`` (or is built around a filter that does), but for the listed
-maintenance statements that work on every tenant by design.
+maintenance statements that work on every tenant by design. The last test runs one
+tenant's calls on PostgreSQL and checks every statement the server receives: each one on a
+tenant table binds that tenant, and none binds another.
 """
 
 from __future__ import annotations
@@ -373,3 +375,83 @@ def test_a_store_written_before_the_tenant_keys_is_upgraded_in_place(pg_dsn: str
         ).fetchone()
         assert wrong == (0,)
         assert conn.execute(f"SELECT count(*) FROM {s}.vectors").fetchone() == (4,)
+
+
+# ---------------------------------------------------------------- no cross-tenant statement, run
+
+
+_TABLE_IN_SQL = re.compile(r'\b(?:FROM|JOIN|INTO|UPDATE)\s+"[^"]+"\.([a-z_]+)\b')
+
+
+def _bound_values(params: object) -> set[str]:
+    """Every string a statement binds (lists flattened)."""
+    out: set[str] = set()
+    rows = params if isinstance(params, list | tuple) else [params]
+    for row in rows:
+        if isinstance(row, dict):
+            for value in row.values():
+                values = value if isinstance(value, list | tuple) else [value]
+                out.update(v for v in values if isinstance(v, str))
+    return out
+
+
+def test_every_statement_a_tenants_calls_run_binds_that_tenant_only(
+    pg_dsn: str,  # noqa: F811
+    pg_schema: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the static check reads, run: every statement PostgreSQL receives for tenant
+    ``acme``'s calls (writes, searches, sessions, jobs, profiles, history, export) that
+    touches a tenant table binds ``acme``, and no statement binds the other tenant."""
+    import io
+
+    from jiyi.memory import Memory
+    from jiyi.store import postgres
+    from jiyi.store.postgres import PostgresStore
+
+    store = PostgresStore(pg_dsn, schema=pg_schema)
+    other = Memory(store, embedder="hash:64", background=False, tenant_id="globex")
+    other.add("globex: Alice drinks green tea every morning", user_id="alice")
+    seen: list[tuple[str, set[str]]] = []
+    run = postgres._run_sync
+
+    def recording(conn: object, q: postgres._Query) -> object:
+        seen.append((q.sql, _bound_values(q.batch if q.batch is not None else q.params)))
+        return run(conn, q)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(postgres, "_run_sync", recording)
+    mem = Memory(store, embedder="hash:64", background=False, tenant_id="acme")
+    added = mem.add("Alice drinks green tea every morning", user_id="alice")
+    mem.add("Alice drinks green tea every morning.", user_id="alice")  # a reinforcement
+    mem.add("我们决定用 PostgreSQL，因为团队熟悉它", project_id="apollo", memory_type="decision")
+    mem.search("what does Alice drink?", user_id="alice", explain=True)
+    mem.search("数据库", project_id="apollo")
+    mem.list(user_id="alice")
+    mem.update(added.item.id, importance=0.9, reason="asked twice")
+    mem.history(added.item.id)
+    mem.stats()
+    mem.remember(
+        [("user", "remember that I am allergic to peanuts"), ("assistant", "noted")],
+        session_id="s1",
+        user_id="alice",
+    )
+    mem.process_jobs(worker="w")
+    mem.messages("s1")
+    mem.save_checkpoint("s1", agent_state={"todo": ["x"]})
+    mem.profile(user_id="alice")
+    mem.context("what should I eat?", user_id="alice", session_id="s1")
+    mem.export_jsonl(io.StringIO(), user_id="alice")
+    mem.delete(added.item.id)
+    mem.delete(added.item.id, hard=True)
+    monkeypatch.undo()
+    store.close()
+
+    assert len(seen) > 50  # 141 when written, 115 of them on tenant tables (every one of them)
+    problems = []
+    for sql, bound in seen:
+        tables = {t for t in _TABLE_IN_SQL.findall(sql) if t in TENANT_TABLES_PG}
+        if any("globex" in value for value in bound):
+            problems.append(f"binds the other tenant: {sql[:100]}")
+        elif tables and "acme" not in bound:
+            problems.append(f"does not bind the tenant: {' '.join(sql.split())[:140]}")
+    assert problems == []
