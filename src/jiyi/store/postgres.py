@@ -13,7 +13,7 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   come from a small per-event-loop pool without background tasks rather than
   ``AsyncConnectionPool``, whose worker tasks swallow cancellation and can hang the end
   of ``asyncio.run`` when the store outlives the loop (see :class:`_LoopPool`).
-* **Vectors** live in their own table keyed by the item's ``pk``, with the model id and
+* **Vectors** live in their own table keyed by the item's ``(tenant_id, pk)``, with the model id and
   the dimension, in an *untyped* ``vector`` column: the model, and so the dimension, is
   chosen at run time, and several may coexist. HNSW needs a fixed dimension, but the
   real reason there is no ANN index is exactness: every query is filtered by tenant and
@@ -62,6 +62,9 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   consecutive ``seq`` numbers as under SQLite's single writer; workers claim jobs with
   ``FOR UPDATE SKIP LOCKED``, so concurrent claims never hand out a job twice and never
   wait on each other.
+* **Distributable by tenant**: ``tenant_id`` leads every primary, unique and foreign key and
+  every btree index of the tables that hold a tenant's data, and every statement on them
+  names the tenant (tests/test_tenant_keys.py; docs/deploy.md says how to shard).
 * **Migrations**: an append-only list, each applied in its own transaction under
   ``pg_advisory_xact_lock`` and recorded in ``jiyi_schema_migrations``, so several
   processes starting at once apply each migration exactly once.
