@@ -405,3 +405,20 @@ def test_a_streaming_hot_standby_answers_searches(
             assert "read replica failed" in caplog.text
     finally:
         drop_schema(pg_dsn, schema)
+
+
+def test_one_tenants_write_leaves_other_tenants_on_the_replica(urls: tuple[str, str, str]) -> None:
+    primary, replica, _ = urls
+    marker = _replica_of(primary, replica)  # in tenant "default"
+    store = open_store(primary, read_url=replica)
+    assert isinstance(store, ReplicaStore)
+    mine = Memory(store, embedder=EMBEDDER, background=False)
+    theirs = Memory(store, embedder=EMBEDDER, background=False, tenant_id="globex")
+    theirs.add("Globex ships on Tuesdays", user_id="carol")  # a write decision, a write, an embedding cached
+    assert mine.get(marker).id == marker  # still the replica: only the primary lacks it
+    with pytest.raises(NotFound):
+        mine.get(marker, tenant_id="globex")  # (ids are per tenant)
+    mine.add("Alice likes jasmine tea", user_id="alice")
+    with pytest.raises(NotFound):
+        mine.get(marker)  # now "default" reads the primary, which never had the marker
+    store.close()

@@ -19,8 +19,8 @@ until ``read_your_writes`` seconds (default 5) after its last write ends:
 
 Per tenant, so one busy tenant does not move every tenant's reads to the primary. Usage
 counters (:class:`~jiyi.store.base.Touch`, written by every search) open no window: a
-stale ``access_count`` on the replica harms nothing. A write with no tenant (a store copy)
-opens it for every tenant. Across processes nothing is shared: a client that writes
+stale ``access_count`` on the replica harms nothing, and neither do the embedding cache and
+rate events (global tables the primary answers). A store copy opens it for every tenant. Across processes nothing is shared: a client that writes
 through one server and at once reads through another may read the replica before the
 write reaches it (pin such clients to one server, or give that server no replica).
 
@@ -51,6 +51,8 @@ from typing import Any, TypeVar
 from jiyi.errors import ConfigError, StoreUnavailable
 from jiyi.store.base import (
     AppendMessages,
+    CachePut,
+    ClearRows,
     DeleteCheckpoints,
     DeleteMessages,
     GetCheckpoint,
@@ -63,10 +65,12 @@ from jiyi.store.base import (
     ListCheckpoints,
     ListItems,
     LoadHits,
+    LoadRows,
     Op,
     Purge,
     PutCheckpoint,
     PutJob,
+    RecordEvent,
     Retrieve,
     ScopeClock,
     Store,
@@ -99,8 +103,9 @@ REPLICA_READS: tuple[type, ...] = (
 """Reads the replica may answer: each names one tenant (``filter.tenant_id`` or ``tenant_id``)."""
 
 DECISION_SECONDS = 10.0
-"""The default of ``ReplicaStore.decision_seconds``: how long a tenant's reads stay on the primary after a write decision reads its scope
-clock: the decision reads the nearest items right after (a model, if asked, comes later)."""
+"""The default of ``ReplicaStore.decision_seconds``: how long a tenant's reads stay on the
+primary after a write decision reads its scope clock (the decision reads the nearest items
+right after; a model, if asked, comes later)."""
 _ALL = "\x00every tenant"  # the window key of a write that names no tenant
 
 
@@ -110,11 +115,14 @@ def _read_tenant(op: Op[Any]) -> str:
 
 
 def _written_tenants(op: Write) -> set[str]:
-    """The tenants a write changes (Touch aside); ``_ALL`` when a change names none."""
+    """The tenants whose replica reads a write makes stale; ``_ALL`` for a store copy.
+
+    Usage counters (Touch) and the global tables (the embedding cache, rate events: read
+    from the primary only) make none stale."""
     tenants: set[str] = set()
     for change in op.changes:
         match change:
-            case Touch():
+            case Touch() | CachePut() | RecordEvent():
                 continue
             case Upsert():
                 tenants.add(change.item.tenant_id)
@@ -126,7 +134,7 @@ def _written_tenants(op: Write) -> set[str]:
                 tenants.add(change.checkpoint.tenant_id)
             case PutJob():
                 tenants.add(change.job.tenant_id)
-            case _:
+            case LoadRows() | ClearRows():
                 tenants.add(_ALL)
     return tenants
 
