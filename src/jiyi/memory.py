@@ -271,10 +271,14 @@ class Memory(_Facade):
     def open(cls, path: str | Path, **options: Any) -> Memory:
         """A Memory on the store at ``path``: a SQLite file (created if missing) or a store
         URL (``sqlite:///...``, ``postgresql://...``; see :func:`jiyi.store.open.open_store`).
-        ``redis="redis://host:6379/0"`` adds the shared Redis cache (it must answer)."""
+        ``redis="redis://host:6379/0"`` adds the shared Redis cache (it must answer);
+        ``read_url="postgresql://..."`` reads from that replica (:mod:`jiyi.store.replica`)."""
         from jiyi.store.open import open_store
 
-        mem = cls(open_store(str(path), redis=options.pop("redis", None)), **options)
+        store = open_store(
+            str(path), redis=options.pop("redis", None), read_url=options.pop("read_url", None)
+        )
+        mem = cls(store, **options)
         repair_files(mem.runtime)  # files (jiyi/files/): finish what a crash left half written
         return mem
 
@@ -396,10 +400,14 @@ class AsyncMemory(_Facade):
     @classmethod
     def open(cls, path: str | Path, **options: Any) -> AsyncMemory:
         """An AsyncMemory on the store at ``path`` (a SQLite file or a store URL), with
-        the shared Redis cache when ``redis=`` names one."""
+        the shared Redis cache when ``redis=`` names one, reading from the replica
+        ``read_url=`` names (PostgreSQL only)."""
         from jiyi.store.open import open_store
 
-        mem = cls(open_store(str(path), redis=options.pop("redis", None)), **options)
+        store = open_store(
+            str(path), redis=options.pop("redis", None), read_url=options.pop("read_url", None)
+        )
+        mem = cls(store, **options)
         repair_files(mem.runtime)
         return mem
 

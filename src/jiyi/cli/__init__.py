@@ -2,7 +2,8 @@
 
 Exit codes: 0 success, 1 refused or failed (one line on stderr says why), 2 usage error.
 Environment (read here, at the edge): ``JIYI_DB`` (store: a SQLite file or a store URL),
-``JIYI_REDIS_URL`` (an optional Redis every process shares),
+``JIYI_REDIS_URL`` (an optional Redis every process shares), ``JIYI_READ_DB`` (an optional
+PostgreSQL read replica for searches, lists and gets),
 ``JIYI_EMBEDDER`` (embedder spec), ``JIYI_LLM``, ``JIYI_FILES``, ``JIYI_TENANT`` and the
 seed's ``MEMORY_*`` gate settings.
 
@@ -80,6 +81,13 @@ def _global_options(parser: argparse.ArgumentParser, *, after_command: bool = Fa
         metavar="URL",
         help="Redis shared by every process on the store (cache, rate limits, maintenance lease), "
         "e.g. redis://127.0.0.1:6379/0; it must answer (default: $JIYI_REDIS_URL, else none)",
+    )
+    parser.add_argument(
+        "--read-db",
+        dest="read_db",
+        metavar="URL",
+        help="a read replica of a postgresql:// --db: searches, lists and gets read it, writes go to "
+        "--db; it must answer (default: $JIYI_READ_DB, else none; not for SQLite)",
     )
     parser.add_argument(
         "--llm",

@@ -1,8 +1,8 @@
 """What every command shares: exit codes, the parser class, option types and groups,
 output helpers, opening the store ``--db`` names, and mapping errors to exit codes.
 
-The CLI's environment variables (``JIYI_DB``, ``JIYI_REDIS_URL``, ``JIYI_EMBEDDER``, ``JIYI_LLM``, ``JIYI_FILES``,
-``JIYI_TENANT``) are read here, at the edge, and nowhere in the library.
+The CLI's environment variables (``JIYI_DB``, ``JIYI_REDIS_URL``, ``JIYI_READ_DB``, ``JIYI_EMBEDDER``,
+``JIYI_LLM``, ``JIYI_FILES``, ``JIYI_TENANT``) are read here, at the edge, and nowhere in the library.
 """
 
 from __future__ import annotations
@@ -218,11 +218,18 @@ def redis_url(ns: argparse.Namespace) -> str | None:
     return chosen
 
 
+def read_url(ns: argparse.Namespace) -> str | None:
+    """The read replica the global ``--read-db`` names, else ``$JIYI_READ_DB``, else None."""
+    chosen: str | None = getattr(ns, "read_db", None) or os.environ.get("JIYI_READ_DB") or None
+    return chosen
+
+
 def open_db(ns: argparse.Namespace) -> Store:
-    """Open (and migrate) the store the global ``--db`` names, behind ``--redis`` if given."""
+    """Open (and migrate) the store the global ``--db`` names, behind ``--redis`` if given,
+    reading from ``--read-db`` if given."""
     from jiyi.store.open import open_store
 
-    return open_store(store_target(ns), redis=redis_url(ns))
+    return open_store(store_target(ns), redis=redis_url(ns), read_url=read_url(ns))
 
 
 def sqlite_file(ns: argparse.Namespace) -> Path:

@@ -456,6 +456,7 @@ async def serve(
     keys_file: str | Path | None = None,
     redis: str | None = None,
     mem0_names: bool = False,
+    read_url: str | None = None,
 ) -> None:
     """:func:`run`, for callers that already have an event loop."""
     if transport not in ("stdio", "streamable-http"):
@@ -465,7 +466,9 @@ async def serve(
         raise ConfigError("with API keys the tenant comes from each key; do not pass a tenant")
     if user_id is None and project_id is None and session_id is None and agent_id is None:
         user_id = DEFAULT_USER
-    memory = open_memory(db_path, redis=redis, embedder=embedder, gate=gate or GateConfig.from_env())
+    memory = open_memory(
+        db_path, redis=redis, read_url=read_url, embedder=embedder, gate=gate or GateConfig.from_env()
+    )
     async with memory:
         server = build_server(
             memory,
@@ -506,12 +509,14 @@ def run(
     keys_file: str | Path | None = None,
     redis: str | None = None,
     mem0_names: bool = False,
+    read_url: str | None = None,
 ) -> None:
     """Serve the memory tools on the store ``db_path`` names until stopped.
 
     ``db_path`` is a SQLite file path, ``sqlite:///path.db`` or ``postgresql://user@host/db``
     (see :func:`jiyi.store.open.open_store`); ``redis`` an optional Redis URL shared with
-    the other processes on that store (it must answer).
+    the other processes on that store (it must answer); ``read_url`` a PostgreSQL read
+    replica for searches, lists and gets.
 
     ``transport="stdio"`` talks MCP over stdin/stdout (for desktop clients that spawn
     the server); ``"streamable-http"`` listens on ``http://{host}:{port}{path}``
@@ -546,5 +551,6 @@ def run(
             keys_file=keys_file,
             redis=redis,
             mem0_names=mem0_names,
+            read_url=read_url,
         )
     )

@@ -28,6 +28,7 @@ def serve(
     files: str | Path | None = None,
     watch_interval: float = 2.0,
     redis: str | None = None,
+    read_url: str | None = None,
 ) -> None:
     """Serve the store ``db_path`` names on ``host:port`` until interrupted.
 
@@ -48,6 +49,7 @@ def serve(
     the same store: the cache, the per-key rate limit and the maintenance lease are shared
     through it (see :mod:`jiyi.server.shared` and docs/deploy.md). SIGTERM or Ctrl-C stops
     taking requests, finishes (or puts back) the job in hand, and closes the store.
+    ``read_url`` (PostgreSQL only) sends searches, lists and gets to that read replica.
     """
     keys: ApiKeys | None = None
     if keys_file is None:
@@ -76,6 +78,7 @@ def serve(
             files=files,
             watch_interval=watch_interval,
             redis=redis,
+            read_url=read_url,
         )
     )
 
@@ -96,13 +99,20 @@ async def _serve(
     files: str | Path | None = None,
     watch_interval: float = 2.0,
     redis: str | None = None,
+    read_url: str | None = None,
 ) -> None:
     import uvicorn
 
     from jiyi.files import watch_files
 
     memory = open_memory(
-        db_path, redis=redis, embedder=embedder, llm=llm, gate=GateConfig.from_env(), files=files
+        db_path,
+        redis=redis,
+        read_url=read_url,
+        embedder=embedder,
+        llm=llm,
+        gate=GateConfig.from_env(),
+        files=files,
     )
     watcher = watch_files(memory, interval=watch_interval) if files is not None else None
     try:

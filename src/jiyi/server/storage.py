@@ -13,14 +13,17 @@ from jiyi.memory import AsyncMemory
 from jiyi.store.open import open_store
 
 
-def open_memory(url_or_path: str | Path, *, redis: str | None = None, **options: Any) -> AsyncMemory:
+def open_memory(
+    url_or_path: str | Path, *, redis: str | None = None, read_url: str | None = None, **options: Any
+) -> AsyncMemory:
     """An :class:`~jiyi.memory.AsyncMemory` on the store ``url_or_path`` names.
 
     ``sqlite:///path.db``, ``postgresql://user@host/db`` (see :func:`jiyi.store.open.open_store`)
     or a plain file path, which is a SQLite file as before. ``redis`` (a Redis URL, which
-    must answer) puts the shared Redis cache in front. ``options`` go to AsyncMemory.
+    must answer) puts the shared Redis cache in front; ``read_url`` a PostgreSQL read replica
+    (:mod:`jiyi.store.replica`). ``options`` go to AsyncMemory.
     """
-    store = open_store(os.fspath(url_or_path), redis=redis)
+    store = open_store(os.fspath(url_or_path), redis=redis, read_url=read_url)
     try:
         return AsyncMemory(store, **options)
     except BaseException:

@@ -13,6 +13,10 @@ PostgreSQL DSN (``postgresql://...``/``postgres://...``).
 
 Keyword ``options`` go to the backend's constructor (``read_only=``, ``migrate=``, ``timeout=`` ...).
 
+``read_url="postgresql://..."`` (PostgreSQL only) sends searches, lists and gets to that
+read replica and everything else to the primary (:class:`~jiyi.store.replica.ReplicaStore`,
+which says how reads see this process's own writes).
+
 ``redis="redis://host:6379/0"`` puts :class:`~jiyi.store.redis_cache.RedisCachedStore` in
 front of the store (hot sessions, items, the embedding cache and rate counters shared by
 every process). The Redis server must answer when the store is opened: a wrong URL or a
@@ -33,6 +37,8 @@ from jiyi.store.base import Store
 POSTGRES_HINT = "the PostgreSQL backend needs psycopg 3 and psycopg-pool: pip install 'jiyi[postgres]'"
 REDIS_HINT = "a Redis URL needs the redis client: pip install 'jiyi[redis]'"
 
+REPLICA_TIMEOUT = 2.0
+"""Seconds a read waits for a connection to the read replica before the primary answers it."""
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 
@@ -148,13 +154,23 @@ def check_redis(url: str, *, timeout: float = 2.0) -> str:
     return where
 
 
-def open_store(url: str, *, redis: str | None = None, **options: Any) -> Store:
+def open_store(url: str, *, redis: str | None = None, read_url: str | None = None, **options: Any) -> Store:
     """Open (and, unless ``migrate=False``, migrate) the store ``url`` names; with ``redis``
-    (a Redis URL) wrapped in the Redis cache, after checking that Redis answers."""
+    (a Redis URL) wrapped in the Redis cache, after checking that Redis answers; with
+    ``read_url`` (PostgreSQL only) reading from that replica (:mod:`jiyi.store.replica`).
+
+    With both, Redis sits in front of the primary only: a read the replica answers is never
+    cached in Redis, so a lagging replica cannot leave a stale copy there for every process."""
     if redis is not None:
         check_redis(redis)
     kind, target, url_options = _parse(url)
+    if read_url is not None and kind != "postgresql":
+        raise ConfigError(
+            "a read replica (--read-db, JIYI_READ_DB, read_url=) is for a postgresql:// store only; "
+            "a SQLite store has no replicas"
+        )
     store: Store
+    replica: Store | None = None
     if kind == "sqlite":
         from jiyi.store.sqlite import SQLiteStore
 
@@ -167,12 +183,51 @@ def open_store(url: str, *, redis: str | None = None, **options: Any) -> Store:
         except (ImportError, ConfigError) as exc:
             raise ConfigError(POSTGRES_HINT) from exc
         store = PostgresStore(target, **{**url_options, **options})
-    if redis is None:
-        return store
-    from jiyi.store.redis_cache import RedisCachedStore
-
+        if read_url is not None:
+            replica = _open_replica(store, read_url, options)
     try:
-        return RedisCachedStore(store, redis.strip())
+        if redis is not None:
+            from jiyi.store.redis_cache import RedisCachedStore
+
+            store = RedisCachedStore(store, redis.strip())
     except BaseException:
         store.close()
+        if replica is not None:
+            replica.close()
+        raise
+    if replica is None:
+        return store
+    from jiyi.store.replica import ReplicaStore
+
+    return ReplicaStore(store, replica)
+
+
+def _open_replica(primary: Any, read_url: str, options: dict[str, Any]) -> Store:
+    """The replica ``read_url`` names, which must answer and hold the schema version of
+    ``primary`` (a PostgresStore, closed on failure)."""
+    from jiyi.store.postgres import PostgresStore
+
+    try:
+        kind, target, url_options = _parse(read_url)
+        if kind != "postgresql":
+            raise ConfigError(f"the read replica must be a postgresql:// URL, not {redact_url(read_url)!r}")
+        # A replica is read as it is: a hot standby cannot be migrated (the primary's
+        # migrations reach it by replication). It waits at most REPLICA_TIMEOUT for a
+        # connection: past that the primary answers.
+        kept = {k: v for k, v in options.items() if k in ("dimensions", "schema", "max_size")}
+        timeout = min(float(options.get("timeout", REPLICA_TIMEOUT)), REPLICA_TIMEOUT)
+        replica = PostgresStore(target, **{**kept, **url_options, "timeout": timeout, "migrate": False})
+        try:
+            mine, theirs = primary.applied_migrations(), replica.applied_migrations()
+            if max(theirs, default=0) != max(mine, default=0):
+                raise ConfigError(
+                    f"the read replica {redact_url(read_url)!r} is at schema version {max(theirs, default=0)}, "
+                    f"the primary at {max(mine, default=0)}: wait for replication, or check --read-db"
+                )
+            return replica
+        except BaseException:
+            replica.close()
+            raise
+    except BaseException:
+        primary.close()
         raise

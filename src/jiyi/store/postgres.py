@@ -13,7 +13,7 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   come from a small per-event-loop pool without background tasks rather than
   ``AsyncConnectionPool``, whose worker tasks swallow cancellation and can hang the end
   of ``asyncio.run`` when the store outlives the loop (see :class:`_LoopPool`).
-* **Vectors** live in their own table keyed by the item's ``pk``, with the model id and
+* **Vectors** live in their own table keyed by the item's ``(tenant_id, pk)``, with the model id and
   the dimension, in an *untyped* ``vector`` column: the model, and so the dimension, is
   chosen at run time, and several may coexist. HNSW needs a fixed dimension, but the
   real reason there is no ANN index is exactness: every query is filtered by tenant and
@@ -62,6 +62,9 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   consecutive ``seq`` numbers as under SQLite's single writer; workers claim jobs with
   ``FOR UPDATE SKIP LOCKED``, so concurrent claims never hand out a job twice and never
   wait on each other.
+* **Distributable by tenant**: ``tenant_id`` leads every primary, unique and foreign key and
+  every btree index of the tables that hold a tenant's data, and every statement on them
+  names the tenant (tests/test_tenant_keys.py; docs/deploy.md says how to shard).
 * **Migrations**: an append-only list, each applied in its own transaction under
   ``pg_advisory_xact_lock`` and recorded in ``jiyi_schema_migrations``, so several
   processes starting at once apply each migration exactly once.
@@ -153,6 +156,7 @@ from jiyi.store.base import (
 )
 from jiyi.store.retrieve import retrieve_flow
 from jiyi.store.sqlcommon import (
+    DUMP_KEYS,
     DumpPage,
     claimed_job,
     decode_cursor,
@@ -371,6 +375,26 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "ALTER TABLE {s}.items ADD CONSTRAINT items_tenant_id_key UNIQUE (tenant_id, id)",
         ),
     ),
+    (
+        "tenant_id leads every key",
+        (
+            # So the schema can be distributed by tenant (e.g. Citus, distribution column
+            # tenant_id: a distributed table's primary and unique keys must hold it, and a
+            # foreign key must join on it). tests/test_tenant_keys.py checks every key.
+            'ALTER TABLE {s}.vectors ADD COLUMN tenant_id text COLLATE "C"',
+            "UPDATE {s}.vectors v SET tenant_id = i.tenant_id FROM {s}.items i WHERE i.pk = v.pk",
+            "ALTER TABLE {s}.vectors ALTER COLUMN tenant_id SET NOT NULL",
+            "ALTER TABLE {s}.vectors DROP CONSTRAINT vectors_pk_fkey",
+            "ALTER TABLE {s}.vectors DROP CONSTRAINT vectors_pkey",
+            "ALTER TABLE {s}.items DROP CONSTRAINT items_pkey",
+            "ALTER TABLE {s}.items ADD CONSTRAINT items_pkey PRIMARY KEY (tenant_id, pk)",
+            "ALTER TABLE {s}.vectors ADD CONSTRAINT vectors_pkey PRIMARY KEY (tenant_id, pk)",
+            "ALTER TABLE {s}.vectors ADD CONSTRAINT vectors_item_fkey FOREIGN KEY (tenant_id, pk) "
+            "REFERENCES {s}.items (tenant_id, pk) ON DELETE CASCADE",
+            "ALTER TABLE {s}.history DROP CONSTRAINT history_pkey",
+            "ALTER TABLE {s}.history ADD CONSTRAINT history_pkey PRIMARY KEY (tenant_id, seq)",
+        ),
+    ),
 ]
 
 MIGRATION_LOCK = 0x4A49594900000001  # pg_advisory_xact_lock key shared by every jiyi schema
@@ -382,8 +406,15 @@ BM25_B = 0.75
 # every column in a document's length; adding the same keeps the two backends' scores equal.
 FTS5_SCOPE_TOKENS = 2
 
-_VECTOR_ROW = "v.pk = i.pk AND v.model = %(model)s AND v.dim = %(dim)s"
+_VECTOR_ROW = "v.tenant_id = i.tenant_id AND v.pk = i.pk AND v.model = %(model)s AND v.dim = %(dim)s"
 """Joins ``vectors v`` to ``items i``: the row of the searched model and dimension."""
+
+_VECTOR_UPSERT = (
+    "INSERT INTO {s}.vectors (tenant_id, pk, model, dim, vec) "
+    "VALUES (%(tenant)s, %(pk)s, %(model)s, %(dim)s, %(vec)s) ON CONFLICT (tenant_id, pk) "
+    "DO UPDATE SET model = EXCLUDED.model, dim = EXCLUDED.dim, vec = EXCLUDED.vec"
+)
+"""An item's vector (one per item: a new model's replaces the old)."""
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -593,9 +624,10 @@ def _cursor_time(text: str, cursor: str) -> datetime:
 
 # DumpRows: the columns of every row kind.
 _DUMP_SQL = {
-    "items": "SELECT i.pk, i.id, i.doc::text, i.terms, v.model, v.dim, v.vec, i.access_count, i.last_used_at "
+    "items": "SELECT i.pk, i.id, i.doc::text, i.terms, v.model, v.dim, v.vec, i.access_count, i.last_used_at, "
+    "i.tenant_id "
     "FROM {s}.items i "
-    "LEFT JOIN {s}.vectors v ON v.pk = i.pk",
+    "LEFT JOIN {s}.vectors v ON v.tenant_id = i.tenant_id AND v.pk = i.pk",
     "history": "SELECT seq, item_id, tenant_id, action, at, version, reason, actor, before::text, after::text "
     "FROM {s}.history",
     "messages": "SELECT tenant_id, session_id, seq, doc::text FROM {s}.messages",
@@ -604,6 +636,11 @@ _DUMP_SQL = {
     "embedding_cache": "SELECT model, text_hash, vec FROM {s}.embedding_cache",
     "rate_events": "SELECT key, at FROM {s}.rate_events",
 }
+
+
+# Keyset cursors along the primary keys, which tenant_id leads (DUMP_KEYS has pk and seq
+# alone, SQLite's). Within a tenant, the order of items and of history is kept.
+_DUMP_KEYS = {**DUMP_KEYS, "items": ("tenant_id", "pk"), "history": ("tenant_id", "seq")}
 
 
 def _dump_row(kind: str, r: Sequence[Any]) -> dict[str, Any]:
@@ -1487,7 +1524,7 @@ class PostgresStore(Store):
             f"WITH scoped AS MATERIALIZED (SELECT i.pk, i.occurred_at, {dist} AS dist "
             f"FROM {s}.items i JOIN {s}.vectors v ON {_VECTOR_ROW} WHERE {where}) "
             f"SELECT i.id, x.dist FROM (SELECT pk, dist FROM scoped {window}ORDER BY dist, pk LIMIT %(k)s) x "
-            f"JOIN {s}.items i ON i.pk = x.pk ORDER BY x.dist, x.pk",
+            f"JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.dist, x.pk",
             params,
         )
         return lambda: _single(query, lambda rows: [Hit(r[0], 1.0 - float(r[1])) for r in rows])
@@ -1527,7 +1564,8 @@ class PostgresStore(Store):
             f"(k.n_terms + {FTS5_SCOPE_TOKENS}) / st.avgdl))) AS score "
             "FROM kw_hits k JOIN kw_terms t ON t.term = k.term CROSS JOIN kw_stats st "
             "WHERE k.wanted GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
-            f"SELECT i.id, kt.score FROM kw_top kt JOIN {s}.items i ON i.pk = kt.pk ORDER BY kt.score DESC, kt.pk",
+            f"SELECT i.id, kt.score FROM kw_top kt JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk "
+            "ORDER BY kt.score DESC, kt.pk",
             params,
         )
         return lambda: _single(query, lambda rows: [Hit(r[0], float(r[1])) for r in rows])
@@ -1699,7 +1737,8 @@ class PostgresStore(Store):
         if not op.ids:
             return lambda: _done({})
         query = _Query(
-            f"SELECT i.id, v.vec FROM {self._s}.items i JOIN {self._s}.vectors v ON v.pk = i.pk "
+            f"SELECT i.id, v.vec FROM {self._s}.items i JOIN {self._s}.vectors v "
+            "ON v.tenant_id = i.tenant_id AND v.pk = i.pk "
             "WHERE i.tenant_id = %(tenant)s AND v.model = %(model)s AND i.id = ANY(%(ids)s::text[])",
             {"tenant": op.tenant_id, "model": op.model_id, "ids": list(op.ids)},
         )
@@ -1917,7 +1956,8 @@ class PostgresStore(Store):
             if rows:
                 pk, old_scope, old_terms = rows[0]
                 yield _Query(
-                    f"UPDATE {self._s}.items SET {_ITEM_SETS} WHERE pk = %(pk)s", {**values, "pk": pk}
+                    f"UPDATE {self._s}.items SET {_ITEM_SETS} WHERE tenant_id = %(tenant_id)s AND pk = %(pk)s",
+                    {**values, "pk": pk},
                 )
                 _tally(stats, item.tenant_id, old_scope, -1, -int(old_terms))
                 break
@@ -1932,9 +1972,14 @@ class PostgresStore(Store):
         _tally(stats, item.tenant_id, item.scope_key, 1, values["n_terms"])
         if vector is not None:
             yield _Query(
-                f"INSERT INTO {self._s}.vectors (pk, model, dim, vec) VALUES (%(pk)s, %(model)s, %(dim)s, %(vec)s) "
-                "ON CONFLICT (pk) DO UPDATE SET model = EXCLUDED.model, dim = EXCLUDED.dim, vec = EXCLUDED.vec",
-                {"pk": pk, "model": change.model_id, "dim": int(vector.shape[0]), "vec": vector},
+                _VECTOR_UPSERT.format(s=self._s),
+                {
+                    "tenant": item.tenant_id,
+                    "pk": pk,
+                    "model": change.model_id,
+                    "dim": int(vector.shape[0]),
+                    "vec": vector,
+                },
             )
         yield self._record(change.event)
 
@@ -2038,7 +2083,7 @@ class PostgresStore(Store):
             f"l AS (SELECT i.pk, n.n FROM {self._s}.items i JOIN n ON n.id = i.id "
             "WHERE i.tenant_id = %(tenant)s ORDER BY i.pk FOR UPDATE OF i) "
             f"UPDATE {self._s}.items i SET last_used_at = %(at)s, access_count = i.access_count + l.n "
-            "FROM l WHERE i.pk = l.pk",
+            "FROM l WHERE i.tenant_id = %(tenant)s AND i.pk = l.pk",
             {"tenant": change.tenant_id, "ids": list(change.ids), "at": as_utc(change.at)},
         )
 
@@ -2063,7 +2108,7 @@ class PostgresStore(Store):
     # ------------------------------------------------------------ bulk copy
 
     def _dump_rows(self, op: DumpRows) -> Callable[[], Plan[RowPage]]:
-        page = DumpPage.of(op)
+        page = DumpPage.of(op, _DUMP_KEYS)
         order, params = page.order(lambda name: f"%({name})s")
         query = _Query(_DUMP_SQL[page.kind].format(s=self._s) + order, params)
         count = _Query(f"SELECT count(*) FROM {self._s}.{page.kind}") if op.after is None else None
@@ -2164,7 +2209,6 @@ class PostgresStore(Store):
         _tally(stats, item.tenant_id, item.scope_key, 1, values["n_terms"])
         for model, vec in vectors:
             yield _Query(
-                f"INSERT INTO {self._s}.vectors (pk, model, dim, vec) VALUES (%(pk)s, %(model)s, %(dim)s, %(vec)s) "
-                "ON CONFLICT (pk) DO UPDATE SET model = EXCLUDED.model, dim = EXCLUDED.dim, vec = EXCLUDED.vec",
-                {"pk": pk, "model": model, "dim": int(vec.shape[0]), "vec": vec},
+                _VECTOR_UPSERT.format(s=self._s),
+                {"tenant": item.tenant_id, "pk": pk, "model": model, "dim": int(vec.shape[0]), "vec": vec},
             )

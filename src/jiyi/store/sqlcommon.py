@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -178,9 +178,10 @@ class DumpPage:
     """The offset, for a kind without keys."""
 
     @classmethod
-    def of(cls, op: DumpRows) -> DumpPage:
+    def of(cls, op: DumpRows, keys_of: Mapping[str, tuple[str, ...] | None] = DUMP_KEYS) -> DumpPage:
+        """``keys_of`` overrides :data:`DUMP_KEYS` for a backend whose keys differ."""
         kind = check_row_kind(op.kind)
-        keys = DUMP_KEYS[kind]
+        keys = keys_of[kind]
         limit = max(1, op.limit)
         if keys is None:
             offset = _dump_cursor(None if op.after is None else f"[{op.after}]", 1)
@@ -206,7 +207,12 @@ class DumpPage:
             return None
         if self.keys is None:
             return str(self.start + len(rows))
-        values = [int(rows[-1][0])] if self.kind == "items" else [out[-1][k] for k in self.keys]
+        if self.kind == "items":
+            # An items row starts with its pk; keyed by tenant too, it ends with its tenant_id.
+            last = rows[-1]
+            values = [int(last[0])] if self.keys == ("pk",) else [last[-1], int(last[0])]
+        else:
+            values = [out[-1][k] for k in self.keys]
         return json.dumps(values, ensure_ascii=False)
 
 
