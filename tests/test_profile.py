@@ -98,6 +98,52 @@ def test_user_profile_from_chinese_items(mem: Memory, clock: Clock) -> None:
     assert "- Programming languages: TypeScript" in text and "Response format" not in text
 
 
+def test_user_profile_files_what_is_about_the_user_only(mem: Memory, clock: Clock) -> None:
+    """Issue 16: a project rule and an allergy were custom instructions, a team's framework a
+    frequently used tool, a Chinese speaker's language en. (Stored as given, infer=False:
+    this is about filing, not about one decision superseding another.)"""
+    remember(mem, clock, "项目必须支持 PostgreSQL 16", "constraint", user_id="zm", infer=False)
+    remember(mem, clock, "服务器不能用 root 账户登录", "constraint", user_id="zm", infer=False)
+    remember(
+        mem,
+        clock,
+        "我们决定用 Next.js 而不是 Remix，因为团队更熟悉 React",
+        "decision",
+        user_id="zm",
+        infer=False,
+    )
+    remember(mem, clock, "我女儿对花生过敏", "fact", user_id="zm", infer=False)
+    allergy = remember(mem, clock, "我对青霉素过敏", "constraint", user_id="zm", infer=False)
+    asthma = remember(mem, clock, "我有哮喘", "fact", user_id="zm", infer=False)
+    rule = remember(mem, clock, "以后给我写的代码都要加类型注解", "constraint", user_id="zm", infer=False)
+    mine = remember(mem, clock, "我决定以后用 Neovim 写代码", "decision", user_id="zm", infer=False)
+    tools = remember(
+        mem, clock, "我经常用 VS Code、Docker、Kubernetes 和 GitHub Actions", "habit", user_id="zm"
+    )
+
+    p = mem.profile(user_id="zm")
+    assert p["content"] == "以后给我写的代码都要加类型注解" and p.fields["content"].evidence == (rule.id,)
+    assert p["background"] == "我有哮喘; 我对青霉素过敏"  # both kept, newest first
+    assert set(p.fields["background"].evidence) == ids(allergy, asthma)
+    assert set(p["frequently_used_tools"]) == {"Neovim", "VS Code", "Docker", "Kubernetes", "GitHub Actions"}
+    assert set(p.fields["frequently_used_tools"].evidence) == ids(mine, tools)
+    assert p["characteristics"] == ()
+    # every item is Chinese, whatever the share of English names in it
+    assert p["language_preference"] == "zh-CN" and p.fields["language_preference"].source == "aggregated"
+
+    # said in the project, the same rules and decisions are the project's
+    for text, kind in (
+        ("项目必须支持 PostgreSQL 16", "constraint"),
+        ("我们决定用 Next.js 而不是 Remix", "decision"),
+    ):
+        remember(mem, clock, text, kind, project_id="web", infer=False)
+    remember(mem, clock, "我对花生过敏", "constraint", project_id="web", infer=False)
+    project = mem.profile(project_id="web")
+    assert project["constraints"] == ("项目必须支持 PostgreSQL 16",)
+    assert [d.decision for d in project["key_decisions"]] == ["我们决定用 Next.js 而不是 Remix"]
+    assert project["tech_stack"] == ("Next.js", "PostgreSQL")
+
+
 def test_user_profile_from_english_items_first_and_third_person(mem: Memory, clock: Clock) -> None:
     remember(mem, clock, "I work as a data scientist", "fact", user_id="al")
     remember(mem, clock, "My name is Alice", "fact", user_id="al")

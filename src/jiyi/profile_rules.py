@@ -350,8 +350,15 @@ _GROUP_SUBJECT = re.compile(
     r"^(?:we\b|we'|our\b|us\b|let's\b|let\s+us\b|everyone\b|the\s+(?:team|company|project)\b)",
     _I,
 )
-# "My daughter is allergic" / "我女儿…" is about someone else: "my"/"我的" are not the user.
-_SELF_SUBJECT = re.compile(r"^(?:我(?![们的])|用户(?![们的])|i\b|i'|im\b|(?:the\s+)?user(?!'s)\b)", _I)
+# "My daughter is allergic" / "我女儿…" is about someone else: "my"/"我的" and a person
+# named after 我 are not the user.
+_OTHERS_ZH = (
+    "女儿|儿子|孩子|小孩|宝宝|老婆|老公|妻子|丈夫|爱人|对象|男朋友|女朋友|妈妈|母亲|爸爸|父亲|父母|爷爷|奶奶|"
+    "外公|外婆|姐姐|妹妹|哥哥|弟弟|家人|家里人|朋友|同事|室友|老板|领导|客户|同学|邻居|猫|狗"
+)
+_SELF_SUBJECT = re.compile(
+    rf"^(?:我(?![们的]|家|{_OTHERS_ZH})|用户(?![们的])|i\b|i'|im\b|(?:the\s+)?user(?!'s)\b)", _I
+)
 # A standing instruction to the assistant: addressed to it, or an imperative.
 _ADDRESSED = re.compile(
     r"你|您|请|给我|帮我|替我|对我|跟我|和我|告诉我|回答|回复|以后|今后|从现在|之后都|"
@@ -635,7 +642,9 @@ def _preference_clues(reading: _Reading, negative: bool) -> Iterator[tuple[str, 
     yield from answers
     if kind == MemoryType.CONSTRAINT and not answers and _about_user(text):
         yield "content", _clean(text), ""
-    if not negative and kind != MemoryType.CONSTRAINT and _about_user(text):
+    # Preferences and habits are read in the first person ("平时用 Go" continues "我…"):
+    # only one said of a group ("we always deploy on Vercel") names no tool of the user's.
+    if not negative and kind != MemoryType.CONSTRAINT and not _GROUP_SUBJECT.match(_subject_text(text)):
         obj = _str(reading.parts.get("object")) or _str(reading.parts.get("habit")) or text
         yield from _used_names(obj)
 
