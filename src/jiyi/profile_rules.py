@@ -16,6 +16,12 @@ Combining clues:
   clue or two clues;
 * key decisions: newest first, one per distinct decision.
 
+Whose statement it is decides where it goes in a user's profile: custom instructions
+are the user's own rules (about them, or addressed to the assistant); a rule about a
+project, a system or a team, and a team's decision, are not the user's (they belong in
+the project's profile); allergies and health conditions are background; someone else's
+("我女儿…", "my sister ...") is nowhere.
+
 Nothing here is tuned to particular sentences: the rules are the extractor's, a lexicon
 of technical names (:mod:`jiyi.profile_lexicon`) and a few cue-word patterns per field.
 """
