@@ -9,9 +9,9 @@ the rest. Without a language model, the honest summary is a digest of what was *
 * de-duplicated: the same statement said twice is one line, and a later value of the same
   slot (a new city, a changed preference, with the extractor's key) replaces the earlier
   line;
-* the user's other statements (not small talk) that no rule read are kept as plain lines
-  while room is left, the most central first, then what they asked; then what the
-  assistant reports as done or resolved;
+* the user's other statements (not small talk) that no rule read, the most central
+  first, then what they asked, then what the assistant reports as done or resolved:
+  at most :data:`EXTRA_LINES` of each, while room is left;
 * bounded: lines are cut to :data:`LINE_TOKENS`, and when the whole is over the budget
   the lowest-priority lines go first (the assistant's, then the unread notes); stated
   lines are shortened before any of them is dropped.
@@ -30,11 +30,14 @@ from jiyi.text.tokens import count_tokens, truncate_to_tokens
 from jiyi.write.extract import Language, Turn
 from jiyi.write.extract_rules import RuleExtractor
 
-__all__ = ["LINE_TOKENS", "DigestLine", "covered", "fit_lines", "note_line", "stated_lines"]
+__all__ = ["EXTRA_LINES", "LINE_TOKENS", "DigestLine", "covered", "fit_lines", "note_line", "stated_lines"]
 
 LINE_TOKENS = 48
 """The longest line, in tokens, before the budget asks for shorter ones."""
 _MIN_LINE_TOKENS = 10
+EXTRA_LINES = 4
+"""At most this many lines of each other kind (the user's unread statements, their
+questions, what the assistant did)."""
 
 _LABELS: dict[Language, dict[str, str]] = {
     "en": {
@@ -126,7 +129,17 @@ def fit_lines(lines: Sequence[DigestLine], language: Language, max_lines: int, m
     Lower-ranked lines go first when over a limit; stated lines are shortened (down to
     a floor) before one of them is dropped, and the newest stated lines are the last to go.
     """
-    kept = sorted(lines, key=lambda x: (x.rank, -x.score, x.order))[:max_lines]
+    ranked = sorted(lines, key=lambda x: (x.rank, -x.score, x.order))
+    # Every stated line, but only the few most central of the rest: a chatty session
+    # is not pasted back whole.
+    taken: dict[str, int] = {}
+    kept = []
+    for line in ranked:
+        if line.rank > STATED and taken.get(line.kind, 0) >= EXTRA_LINES:
+            continue
+        taken[line.kind] = taken.get(line.kind, 0) + 1
+        kept.append(line)
+    kept = kept[:max_lines]
 
     def render(chosen: Sequence[DigestLine], cap: int) -> str:
         return "\n".join(x.render(language, cap) for x in sorted(chosen, key=lambda x: x.order))
