@@ -320,7 +320,9 @@ DRAIN_BATCH = 50
 _MAPPED_ACTIONS = frozenset(
     {"add", "keep_both", "reinforce", "update", "merge", "supersede", "episode", "resource"}
 )
-_ROLE_PREFIX = re.compile(r"^(?:user|assistant)\s*:\s*", re.IGNORECASE)
+# A summary line's prefix: "user: " (pasted sentences) or "- Fact: " / "- 决定：" (the
+# offline digest, jiyi.session.digest: a label, then the statement in the user's words).
+_ROLE_PREFIX = re.compile(r"^(?:-\s+)?(?:user|assistant|[^:：\s][^:：]{0,11})\s*[:：]\s*", re.IGNORECASE)
 _NON_WORD = re.compile(r"\W+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _QUOTED = re.compile(r"'[^']*'")

@@ -78,7 +78,9 @@ def test_user_profile_from_chinese_items(mem: Memory, clock: Clock) -> None:
     assert (p.scope, p.scope_id, p.item_id) == ("user", "zw", None)
     assert p["username"] == "张伟" and p.fields["username"].evidence == (name.id,)
     assert p["profession"] == "前端工程师" and p.fields["profession"].evidence == (job.id,)
-    assert p["background"] == "我住在杭州" and set(p.fields["background"].evidence) == ids(city)
+    # An allergy is the user's background (health), not a custom instruction.
+    assert p["background"] == "我住在杭州; 我对花生过敏"
+    assert set(p.fields["background"].evidence) == ids(city, rule)
     assert p["expertise_areas"] == ("React",)
     assert p["programming_languages"] == ("TypeScript",)  # Java was a dislike
     assert set(p.fields["programming_languages"].evidence) == ids(skill)
@@ -86,7 +88,7 @@ def test_user_profile_from_chinese_items(mem: Memory, clock: Clock) -> None:
     assert p.fields["frequently_used_tools"].evidence == (tools.id,)
     assert p["communication_style"] == "concise" and p.fields["communication_style"].evidence == (style.id,)
     assert p["language_preference"] == "zh-CN" and p.fields["language_preference"].evidence == (lang.id,)
-    assert p["content"] == "我对花生过敏" and p.fields["content"].evidence == (rule.id,)
+    assert p["content"] is None
     assert p["characteristics"] == ("急性子",) and p.fields["characteristics"].evidence == (trait.id,)
     assert p["response_format"] is None and p.fields["response_format"].evidence == ()
     assert all(f.source == "aggregated" for f in p.fields.values())
@@ -94,6 +96,52 @@ def test_user_profile_from_chinese_items(mem: Memory, clock: Clock) -> None:
     text = p.to_prompt()
     assert text.startswith("User profile:\n- Name: 张伟\n- Profession: 前端工程师")
     assert "- Programming languages: TypeScript" in text and "Response format" not in text
+
+
+def test_user_profile_files_what_is_about_the_user_only(mem: Memory, clock: Clock) -> None:
+    """Issue 16: a project rule and an allergy were custom instructions, a team's framework a
+    frequently used tool, a Chinese speaker's language en. (Stored as given, infer=False:
+    this is about filing, not about one decision superseding another.)"""
+    remember(mem, clock, "项目必须支持 PostgreSQL 16", "constraint", user_id="zm", infer=False)
+    remember(mem, clock, "服务器不能用 root 账户登录", "constraint", user_id="zm", infer=False)
+    remember(
+        mem,
+        clock,
+        "我们决定用 Next.js 而不是 Remix，因为团队更熟悉 React",
+        "decision",
+        user_id="zm",
+        infer=False,
+    )
+    remember(mem, clock, "我女儿对花生过敏", "fact", user_id="zm", infer=False)
+    allergy = remember(mem, clock, "我对青霉素过敏", "constraint", user_id="zm", infer=False)
+    asthma = remember(mem, clock, "我有哮喘", "fact", user_id="zm", infer=False)
+    rule = remember(mem, clock, "以后给我写的代码都要加类型注解", "constraint", user_id="zm", infer=False)
+    mine = remember(mem, clock, "我决定以后用 Neovim 写代码", "decision", user_id="zm", infer=False)
+    tools = remember(
+        mem, clock, "我经常用 VS Code、Docker、Kubernetes 和 GitHub Actions", "habit", user_id="zm"
+    )
+
+    p = mem.profile(user_id="zm")
+    assert p["content"] == "以后给我写的代码都要加类型注解" and p.fields["content"].evidence == (rule.id,)
+    assert p["background"] == "我有哮喘; 我对青霉素过敏"  # both kept, newest first
+    assert set(p.fields["background"].evidence) == ids(allergy, asthma)
+    assert set(p["frequently_used_tools"]) == {"Neovim", "VS Code", "Docker", "Kubernetes", "GitHub Actions"}
+    assert set(p.fields["frequently_used_tools"].evidence) == ids(mine, tools)
+    assert p["characteristics"] == ()
+    # every item is Chinese, whatever the share of English names in it
+    assert p["language_preference"] == "zh-CN" and p.fields["language_preference"].source == "aggregated"
+
+    # said in the project, the same rules and decisions are the project's
+    for text, kind in (
+        ("项目必须支持 PostgreSQL 16", "constraint"),
+        ("我们决定用 Next.js 而不是 Remix", "decision"),
+    ):
+        remember(mem, clock, text, kind, project_id="web", infer=False)
+    remember(mem, clock, "我对花生过敏", "constraint", project_id="web", infer=False)
+    project = mem.profile(project_id="web")
+    assert project["constraints"] == ("项目必须支持 PostgreSQL 16",)
+    assert [d.decision for d in project["key_decisions"]] == ["我们决定用 Next.js 而不是 Remix"]
+    assert project["tech_stack"] == ("Next.js", "PostgreSQL")
 
 
 def test_user_profile_from_english_items_first_and_third_person(mem: Memory, clock: Clock) -> None:
@@ -295,6 +343,31 @@ def test_explicit_edit_wins_and_clearing_restores_aggregation(mem: Memory, clock
     # setting what is already set writes nothing
     assert mem.set_profile(user_id="al", communication_style="technical") == back
     assert len(mem.history(p.item_id)) == 5
+
+
+def test_explicit_profile_is_no_visible_memory(mem: Memory, clock: Clock) -> None:
+    """set_profile keeps its fields in one audited item, but that item is not a
+    'context' memory a person lists, counts or finds: the profile is where it shows."""
+    fact = remember(mem, clock, "I work as a data scientist", "fact", user_id="al")
+    clock.now += timedelta(minutes=1)
+    p = mem.set_profile(user_id="al", profession="ML engineer", response_format="markdown")
+    assert p.item_id is not None
+
+    assert [i.id for i in mem.list(user_id="al").items] == [fact.id]
+    assert mem.list(user_id="al", memory_types=["context"]).items == []
+    assert mem.list().items == [fact] and mem.list(newest_first=True, limit=1).items == [fact]
+    stats = mem.stats(user_id="al")
+    assert stats.total == 1 and "context" not in stats.by_type
+    for query in ("ML engineer", "Profile of user al", "markdown"):
+        assert all(h.item.id != p.item_id for h in mem.search(query, user_id="al", limit=20))
+    ctx = mem.context("what does al do?", user_id="al", budget_tokens=400)
+    assert "Profile of user al (set explicitly)" not in ctx.text and "ML engineer" in ctx.text
+
+    # still reachable for provenance: by id, its history, by asking for its tag, in an export
+    assert mem.get(p.item_id).structured == {"profession": "ML engineer", "response_format": "markdown"}
+    assert [e.action.value for e in mem.history(p.item_id)] == ["add"]
+    assert [i.id for i in mem.list(user_id="al", tags=[PROFILE_TAG]).items] == [p.item_id]
+    assert p.item_id in {r["id"] for r in mem.export(user_id="al")}
 
 
 def test_project_explicit_decisions_and_archive_by_hand(mem: Memory, clock: Clock) -> None:

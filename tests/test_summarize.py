@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,10 +78,15 @@ def test_chinese_conversation() -> None:
     episode = summarize_extractive(ZH)
     assert episode.language == "zh"
     lines = episode.summary.splitlines()
-    assert 1 <= len(lines) <= 3
-    assert all(line.startswith(("user: ", "assistant: ")) for line in lines)
     assert count_tokens(episode.summary) <= 200
-    assert "user: 我们决定把连接池改成 50，并且给数据库加一个只读副本。" in lines
+    # one labelled line per statement, the problem the user described kept as their own line
+    assert lines == [
+        "- 用户：我们的订单服务部署到 Kubernetes 以后一直报错，数据库连接池总是耗尽。",
+        "- 事实：最大连接数是 10",
+        "- 决定：我们决定把连接池改成 50，并且给数据库加一个只读副本",
+        "- 用户：重新部署以后成功了，连接池不再耗尽，问题解决了。",
+    ]
+    assert "可以先看看" not in episode.summary  # the assistant's suggestion is not pasted
     assert "你好" not in episode.summary and "谢谢" not in episode.summary  # small talk is never kept
     assert {"连接池", "数据库"} <= set(episode.key_topics)
     assert all(len(t) >= 2 for t in episode.key_topics)
@@ -93,12 +100,13 @@ def test_english_conversation() -> None:
     episode = summarize_extractive(EN)
     assert episode.language == "en"
     assert count_tokens(episode.summary) <= 200
-    assert episode.summary.startswith("user: Our nightly backup job to S3")
-    assert (
-        "user: We decided to enable multipart uploads and raised the timeout to 10 minutes."
-        in episode.summary
-    )
-    assert "Hello" not in episode.summary
+    assert episode.summary.splitlines() == [
+        "- Fact: Our nightly backup job to S3 keeps failing with a timeout since we moved to the new cluster",
+        "- Decision: We decided to enable multipart uploads and raised the timeout to 10 minutes",
+        "- User: I also installed the new AWS CLI on the cluster.",
+        "- Fact: The backup finally worked, the S3 upload finished in 4 minutes",
+    ]
+    assert "Hello" not in episode.summary and "Hi there" not in episode.summary
     assert {"backup", "timeout"} <= set(episode.key_topics)
     assert "S3" in episode.key_topics  # surface form, not the lower-cased term
     assert episode.actions_taken == (
@@ -116,8 +124,13 @@ def test_budgets_are_respected() -> None:
             assert text and count_tokens(text) <= budget
         assert len(summarize_extractive(turns, max_sentences=1).summary.splitlines()) == 1
         assert len(summarize_extractive(turns, max_topics=2).key_topics) == 2
-    # The best sentence is cut rather than replaced by a worse one that fits.
-    assert summarize_extractive(ZH, max_tokens=20).summary.startswith("user: 我们决定把连接池改成")
+    # Over the budget, the user's notes go before any statement, and statements are
+    # shortened before one is dropped; the newest are kept longest.
+    tight = summarize_extractive(ZH, max_tokens=40).summary
+    assert (
+        "用户：" not in tight and "- 决定：我们决定把连接池" in tight and "- 事实：最大连接数是 10" in tight
+    )
+    assert summarize_extractive(ZH, max_tokens=12).summary.startswith("- 决定：我们决定")
 
 
 def test_nothing_to_summarise() -> None:
@@ -141,7 +154,7 @@ def test_dict_turns_and_bad_arguments() -> None:
     episode = summarize_extractive(
         [{"role": "human", "content": "I decided to use PostgreSQL for the billing service."}]
     )
-    assert episode.summary == "user: I decided to use PostgreSQL for the billing service."
+    assert episode.summary == "- Decision: I decided to use PostgreSQL for the billing service"
     assert episode.to_structured() == {
         "summary": episode.summary,
         "key_topics": list(episode.key_topics),
@@ -154,6 +167,59 @@ def test_dict_turns_and_bad_arguments() -> None:
         summarize_extractive(EN, max_tokens=0)
     with pytest.raises(InvalidInput, match="turns"):
         summarize_extractive("not turns")  # type: ignore[arg-type]
+
+
+SESSIONS = json.loads((Path(__file__).parent / "data" / "summary_sessions.json").read_text(encoding="utf-8"))
+
+
+def _session(data: dict[str, Any]) -> list[Turn]:
+    out: list[Turn] = []
+    for text in data["user_turns"]:
+        out += [Turn("user", text), Turn("assistant", data["assistant_reply"])]
+    return out
+
+
+@pytest.mark.parametrize("data", SESSIONS["sessions"], ids=lambda d: d["lang"])
+def test_twenty_turns_keep_every_statement_once(data: dict[str, Any]) -> None:
+    """No statement the user made is dropped, by the episode summary or by compaction;
+    each is one line, said-twice is one line, and small talk, questions and the
+    assistant's boilerplate are not there."""
+    turns = _session(data)
+    assert len(data["user_turns"]) == 20
+    total = sum(count_tokens(t.content) for t in turns)
+    episode = summarize_extractive(turns)
+    compacted = compaction_summary(turns)
+    for text in (episode.summary, compacted):
+        for stated in data["stated"]:
+            assert all(p in text for p in stated["keep"]), (stated, text)
+        lines = [line for line in text.splitlines() if line.startswith("- ")]
+        # a line per statement ("I'm Laura, a data engineer" is two); the repeated turn once
+        assert len(data["stated"]) + 1 <= len(lines) <= len(data["stated"]) + 2
+        first = data["stated"][0]["keep"][0]
+        assert sum(first in line for line in lines) == 1
+        assert count_tokens(text) <= min(400, total // 2)
+        reply = data["assistant_reply"]
+        assert reply[:12] not in text
+        for small in ("你好", "谢谢", "Hi!", "Thanks"):
+            assert small not in text
+        # the one question is kept as what was asked, after the statements
+        assert [line for line in text.splitlines() if line.startswith(("- 提问：", "- Asked: "))] == [
+            "- 提问：你能推荐一个监控工具吗？"
+            if data["lang"] == "zh"
+            else "- Asked: Can you suggest a good data catalog?"
+        ]
+    assert episode.language == data["lang"]
+
+
+def test_a_new_value_of_the_same_slot_replaces_the_line() -> None:
+    summary = summarize_extractive(
+        [
+            Turn("user", "I live in Berlin."),
+            Turn("user", "I live in Munich now."),
+            Turn("user", "I live in Munich now."),
+        ]
+    ).summary
+    assert summary == "- Fact: I live in Munich now"
 
 
 # -- compaction ---------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from jiyi.errors import InvalidInput, NotFound
 from jiyi.model import (
     DECOMPOSITION,
     FAILURE,
+    PROFILE_TAG,
     SKILL,
     TURN_TAG,
     MemoryItem,
@@ -113,7 +114,11 @@ def get(
 
 
 def _hidden_turns(include_turns: bool, tags: Sequence[str]) -> tuple[str, ...]:
-    return () if include_turns or TURN_TAG in tags else (TURN_TAG,)
+    """Tags left out of lists and counts unless asked for: raw turns (unless
+    ``include_turns``) and the profile items of explicit profile edits, which are how
+    :mod:`jiyi.profile` keeps its fields and history, not memories of their own."""
+    hidden = () if include_turns or TURN_TAG in tags else (TURN_TAG,)
+    return hidden if PROFILE_TAG in tags else (*hidden, PROFILE_TAG)
 
 
 def list_page(
@@ -140,7 +145,9 @@ def list_page(
     Without scope ids, every scope of the tenant is listed. All statuses unless given.
     ``viewer`` hides project memories it may not see. The raw turns ``remember()`` keeps
     (the resource layer) are left out unless ``include_turns`` or ``tags`` asks for them:
-    they are what was said, not what is known, and would drown the list.
+    they are what was said, not what is known, and would drown the list. So is the item
+    holding a user's or project's explicitly set profile fields (``tags=["profile"]``
+    lists it): read it with ``profile()``.
     """
     check_limit(limit)
     flt = Filter(

@@ -86,6 +86,9 @@ DEFAULT_TENANT = "default"
 MAX_ID_LENGTH = 200
 # The tag of the raw turns remember() keeps as resources (jiyi.write.resources).
 TURN_TAG = "turn"
+# The tag of the one item per user or project holding explicitly set profile fields
+# (jiyi.profile): kept for its audited history, left out of list() and stats().
+PROFILE_TAG = "profile"
 MAX_TAGS = 100
 MAX_TAG_LENGTH = 100
 MAX_JSON_DEPTH = 32

@@ -13,7 +13,9 @@ items that are its evidence.
 Explicit values are stored durably as one memory item per scope (memory_type
 ``context``, tagged ``profile`` and ``pinned``, ``structured`` = the explicit fields),
 changed through the normal audited history. That item is not embedded or keyword
-indexed (it is injected whole, never searched for) and is never aggregation input.
+indexed (it is injected whole, never searched for), is never aggregation input, and is
+not a memory a person sees: ``list()`` and ``stats()`` leave it out unless asked for by
+its tag (``tags=["profile"]``); ``get``, ``history`` and ``export`` still reach it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from jiyi.effects import Flow, call
 from jiyi.errors import InvalidInput, NotFound
 from jiyi.items import change_event
 from jiyi.lifecycle.maintain import PINNED_TAG
-from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, as_utc, scope_key
+from jiyi.model import PROFILE_TAG, MemoryItem, MemoryType, Scope, Source, Status, as_utc, scope_key
 from jiyi.profile_lexicon import natural_language
 from jiyi.profile_rules import (
     CHOICES,
@@ -59,7 +61,6 @@ __all__ = [
     "ProfileScope",
 ]
 
-PROFILE_TAG = "profile"
 FieldSource = Literal["explicit", "aggregated"]
 
 MAX_TEXT = 2000

@@ -299,6 +299,12 @@ _CASED: frozenset[str] = frozenset(
 _GO_VERB = re.compile(
     r"\s+(?:with|to|ahead|back|for|on|home|out|over|through|into|in|away|up|down|there|here|and)\b", re.I
 )
+# After these words "Go" is a thing written or known, whatever follows it.
+_GO_OBJECT = re.compile(
+    r"\b(?:write|writes|writing|wrote|code|codes|coding|program|programming|learn|learning|learned|know|knows|"
+    r"use|uses|using|used|in|with|and|or|like|love|prefer)\s+$",
+    re.I,
+)
 # A run of name characters ("Next.js", "C++", "k8s", ".NET"); names of up to three words
 # ("Visual Studio Code") are looked up word by word, longest first.
 _TOKEN = re.compile(r"(?<![A-Za-z0-9_])\.?[A-Za-z0-9_][A-Za-z0-9_.+#-]*")
@@ -367,8 +373,12 @@ def find_terms(text: str) -> list[Term]:
             term = _lookup(spelling)
             if term is None:
                 continue
-            if spelling in ("Go", "GO") and _GO_VERB.match(text, run[-1][1]):
-                continue  # "Go with Redis" is the verb
+            if (
+                spelling in ("Go", "GO")
+                and _GO_VERB.match(text, run[-1][1])
+                and not _GO_OBJECT.search(text, 0, run[0][0])
+            ):
+                continue  # "Go with Redis" is the verb; "write Go in GoLand" is the language
             found.append((run[0][0], term))
             i += n - 1
             break

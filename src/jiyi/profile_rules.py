@@ -16,6 +16,12 @@ Combining clues:
   clue or two clues;
 * key decisions: newest first, one per distinct decision.
 
+Whose statement it is decides where it goes in a user's profile: custom instructions
+are the user's own rules (about them, or addressed to the assistant); a rule about a
+project, a system or a team, and a team's decision, are not the user's (they belong in
+the project's profile); allergies and health conditions are background; someone else's
+("我女儿…", "my sister ...") is nowhere.
+
 Nothing here is tuned to particular sentences: the rules are the extractor's, a lexicon
 of technical names (:mod:`jiyi.profile_lexicon`) and a few cue-word patterns per field.
 """
@@ -215,7 +221,14 @@ _FACT_KEYS: dict[str, str] = {
         ("education", "school", "university", "degree", "major", "学校", "学历", "专业"), "education"
     ),
 }
-_BACKGROUND_SLOTS = ("employer", "location", "hometown", "education")
+_BACKGROUND_SLOTS = ("employer", "location", "hometown", "education", "health")
+_MANY_SLOTS = frozenset({"health"})
+"""Slots that hold every distinct value (two allergies are both kept), not the newest one."""
+_SELF_DESCRIBED = re.compile(
+    r"^(?:我(?:是|算是|属于|天生|性格|比较|很|挺|有点|特别)|用户(?:是|性格|比较)|"
+    r"(?:i'm|i\s+am|im|i\s+consider\s+myself|(?:the\s+)?user\s+is)\b)",
+    _I,
+)
 
 # What the extractor leaves to us: professions said without "I am a ...".
 _PROFESSION_EXTRA = (
@@ -328,11 +341,73 @@ _LANG_CUES = (
         rf"\b(?:prefers?|wants?)\s+(?:answers\s+in\s+|responses\s+in\s+)?(?P<lang>{_LANG_NAMES})\b", _I
     ),
 )
+_WRITING = re.compile(r"写|输出|\bwrit(?:e|ing)\b", _I)
 _NEGATIVE = re.compile(
     r"不能|不要|不许|不准|不允许|禁止|不得|严禁|千万别|别用|\b(?:never|must\s*n[o']t|cannot|can't|don't|do\s+not|"
     r"may\s+not|no\s+longer|avoid|forbidden|prohibited)\b",
     _I,
 )
+
+# Who a statement is about. A user's profile holds what is about the user; a rule for
+# a project, a system or a team ("项目必须支持 PG 16", "our API must ...") belongs in the
+# project's profile, and a team's choice of framework is not the user's tool.
+_GROUP_SUBJECT = re.compile(
+    r"^(?:我们|咱们|大家|团队|我们团队|公司|我们公司|项目|这个项目|本项目|小组|部门)|"
+    r"^(?:we\b|we'|our\b|us\b|let's\b|let\s+us\b|everyone\b|the\s+(?:team|company|project)\b)",
+    _I,
+)
+# "My daughter is allergic" / "我女儿…" is about someone else: "my"/"我的" and a person
+# named after 我 are not the user.
+_OTHERS_ZH = (
+    "女儿|儿子|孩子|小孩|宝宝|老婆|老公|妻子|丈夫|爱人|对象|男朋友|女朋友|妈妈|母亲|爸爸|父亲|父母|爷爷|奶奶|"
+    "外公|外婆|姐姐|妹妹|哥哥|弟弟|家人|家里人|朋友|同事|室友|老板|领导|客户|同学|邻居|猫|狗"
+)
+_SELF_SUBJECT = re.compile(
+    rf"^(?:我(?![们的]|家|{_OTHERS_ZH})|用户(?![们的])|i\b|i'|im\b|(?:the\s+)?user(?!'s)\b)", _I
+)
+# A standing instruction to the assistant: addressed to it, or an imperative.
+_ADDRESSED = re.compile(
+    r"你|您|请|给我|帮我|替我|对我|跟我|和我|告诉我|回答|回复|以后|今后|从现在|之后都|"
+    r"^(?:不要|别|永远不要|千万别|千万不要|务必|一定要|记得|每次)|"
+    r"\b(?:you|your|please|me|from\s+now\s+on|going\s+forward)\b|"
+    r"^(?:always|never|don't|do\s+not|avoid|stop|make\s+sure|remember\s+to)\b",
+    _I,
+)
+# Health: allergies, intolerances and conditions belong in the user's background.
+_HEALTH = re.compile(
+    r"过敏|不耐受|糖尿病|高血压|低血压|哮喘|心脏病|癫痫|痛风|乳糜泻|偏头痛|抑郁症|焦虑症|贫血|关节炎|色盲|"
+    r"\b(?:allerg\w*|intoleran\w*|diabet\w*|asthma\w*|celiac|coeliac|epilep\w*|hypertension|migraines?|"
+    r"gout|anaemi\w*|anemi\w*|arthritis|colou?r[-\s]?blind\w*|adhd|dyslexi\w*)\b",
+    _I,
+)
+_LEAD_WORDS = re.compile(
+    r"^(?:(?:其实|另外|还有|而且|但是|不过|对了|顺便|所以|嗯|哦|哎)[，,\s]*|"
+    r"(?:also|and|but|so|actually|btw|oh|well|honestly|fyi|note\s+that|remember\s+that)\b[,\s]*)+",
+    _I,
+)
+
+
+def _subject_text(text: str) -> str:
+    return _LEAD_WORDS.sub("", text.strip())
+
+
+def _about_user(text: str) -> bool:
+    """The statement is the user's own: about them ("I ...", "我…") or addressed by them to
+    the assistant ("以后请…", "Always ..."); not about a group, a project or a system."""
+    core = _subject_text(text)
+    if _GROUP_SUBJECT.match(core):
+        return False
+    return bool(_SELF_SUBJECT.match(core) or _ADDRESSED.search(core))
+
+
+def _personal(text: str) -> bool:
+    """Said of the user alone ("I switched to Neovim"), not of a team ("we chose Kafka")."""
+    return bool(_SELF_SUBJECT.match(_subject_text(text)))
+
+
+def _health(reading: _Reading) -> bool:
+    return bool(reading.parts.get("allergy")) or bool(_HEALTH.search(reading.text))
+
 
 _REASON_CUE = re.compile(
     r"[，,；;]?\s*(?:因为|由于|原因是|理由是|主要是因为|考虑到)|"
@@ -425,8 +500,11 @@ def _language(reading: _Reading, negative: bool) -> str | None:
         return None
     for pattern in _LANG_CUES:
         m = pattern.search(reading.text)
-        if m and not _NEGATION_BEFORE.search(reading.text[: m.start()]):
-            return natural_language(m.group("lang"))
+        if m is None or _NEGATION_BEFORE.search(reading.text[: m.start()]):
+            continue
+        if _WRITING.search(m.group()) and not _ADDRESSED.search(reading.text):
+            continue  # "我习惯用英文写代码注释": the language of the user's own writing, not of answers
+        return natural_language(m.group("lang"))
     return None
 
 
@@ -484,10 +562,12 @@ def _user_clues(item: MemoryItem, reading: _Reading) -> Iterator[tuple[str, str,
         yield from _skill_clues(reading)
     elif kind in (MemoryType.PREFERENCE, MemoryType.CONSTRAINT, MemoryType.HABIT):
         yield from _preference_clues(reading, negative)
-    elif kind == MemoryType.DECISION and not negative:
+    elif kind == MemoryType.DECISION and not negative and _personal(text):
+        # A decision is the user's tool only when the user decided it for themself:
+        # a team's or a project's choice of framework belongs in the project profile.
         _, choice = _decision(reading, item)
         yield from _used_names(choice)
-    elif kind == MemoryType.CONTEXT:
+    elif kind == MemoryType.CONTEXT and _about_user(text):
         yield from _used_names(text)
 
 
@@ -499,6 +579,15 @@ def _fact_clues(reading: _Reading) -> Iterator[tuple[str, str, str]]:
     if isinstance(raw_key, str):
         key = _FACT_KEYS.get(raw_key.removeprefix("my:").strip().lower())
     value = _str(parts.get("value"))
+    if _health(reading) and _personal(text) and not reading.hedged:
+        yield "background", _clean(text), "health"
+        return
+    if key is None and _about_user(text) and _RESPONSE_CUE.search(text):
+        # "我希望你解释得详细一点" read as a plain fact: still how the user wants answers.
+        answers = list(_answer_clues(reading, _negative(reading)))
+        if answers:
+            yield from answers
+            return
     if key == "name" and value:
         yield "username", value, ""
     elif key == "profession" and value:
@@ -509,9 +598,10 @@ def _fact_clues(reading: _Reading) -> Iterator[tuple[str, str, str]]:
         extra = _first(_PROFESSION_EXTRA, text)
         if extra:
             yield "profession", _clean(_PROFESSION_STOP.split(extra, maxsplit=1)[0]), ""
-        elif raw_key is None and value and not reading.hedged:
+        elif raw_key is None and value and not reading.hedged and _SELF_DESCRIBED.match(_subject_text(text)):
+            # Only "I am ..." is a trait: "my sister is a doctor" or "the standup is at 9" is not.
             yield "characteristics", value, ""
-        if raw_key is None:
+        if raw_key is None and _about_user(text):
             yield from _used_names(text)
 
 
@@ -531,21 +621,36 @@ def _skill_clues(reading: _Reading) -> Iterator[tuple[str, str, str]]:
     yield from _used_names(skill, languages_only=True)
 
 
-def _preference_clues(reading: _Reading, negative: bool) -> Iterator[tuple[str, str, str]]:
-    """A preference, constraint or habit: how the user wants answers, else its content."""
-    kind, text = reading.kind, reading.text
-    consumed = False
+def _answer_clues(reading: _Reading, negative: bool) -> Iterator[tuple[str, str, str]]:
+    """How the user wants answers: style, format, language."""
     for field, found in (
         ("communication_style", _style(reading, negative)),
         ("response_format", _format(reading, negative)),
         ("language_preference", _language(reading, negative)),
     ):
         if found:
-            consumed = True
             yield field, found, ""
-    if kind == MemoryType.CONSTRAINT and not consumed:
+
+
+def _preference_clues(reading: _Reading, negative: bool) -> Iterator[tuple[str, str, str]]:
+    """A preference, constraint or habit: how the user wants answers, else its content.
+
+    A constraint is a custom instruction only when it is the user's own (about them or
+    addressed to the assistant); an allergy or a condition is background (health); a
+    rule for a project or a system ("服务器不能用 root 登录") is not in the user's profile.
+    """
+    kind, text = reading.kind, reading.text
+    if _health(reading) and _personal(text):
+        if not reading.hedged:
+            yield "background", _clean(text), "health"
+        return
+    answers = list(_answer_clues(reading, negative))
+    yield from answers
+    if kind == MemoryType.CONSTRAINT and not answers and _about_user(text):
         yield "content", _clean(text), ""
-    if not negative and kind != MemoryType.CONSTRAINT:
+    # Preferences and habits are read in the first person ("平时用 Go" continues "我…"):
+    # only one said of a group ("we always deploy on Vercel") names no tool of the user's.
+    if not negative and kind != MemoryType.CONSTRAINT and not _GROUP_SUBJECT.match(_subject_text(text)):
         obj = _str(reading.parts.get("object")) or _str(reading.parts.get("habit")) or text
         yield from _used_names(obj)
 
@@ -573,6 +678,8 @@ def _project_clues(item: MemoryItem, reading: _Reading) -> Iterator[tuple[str, s
         yield from _stack(choice)
         return
     if kind == MemoryType.CONSTRAINT:
+        if _health(reading) and _personal(text):
+            return  # the user's allergy, said in a project's chat: not a rule of the project
         yield ("team_conventions" if _CONVENTION.search(text) else "constraints"), _clean(text), ""
         if not negative:
             yield from _stack(text)
@@ -661,7 +768,14 @@ def _composed(found: Sequence[Clue], slots: Sequence[str]) -> Aggregate | None:
     parts: list[str] = []
     evidence: list[str] = []
     for slot in slots:
-        won = _single([c for c in found if c.slot == slot])
+        these = [c for c in found if c.slot == slot]
+        if slot in _MANY_SLOTS:
+            listed = _listed(these, SENTENCE_LIST_CAP)
+            if listed is not None:
+                parts.extend(str(v) for v in listed.value)
+                evidence.extend(listed.evidence)
+            continue
+        won = _single(these)
         if won is not None:
             assert isinstance(won.value, str)
             parts.append(won.value)
@@ -724,9 +838,12 @@ def _written_language(items: Sequence[MemoryItem]) -> Aggregate | None:
     """The language the user's own items are written in, when most of them agree."""
     by_lang: dict[str, list[MemoryItem]] = {"zh-CN": [], "en": []}
     for item in items:
+        # English is never written with Chinese characters, while Chinese is often written
+        # with English names in it ("我常用 VS Code、Docker 和 GitHub Actions"): any run of
+        # Chinese makes the item Chinese, however many Latin letters the names bring.
         han = len(_HAN.findall(item.content))
         latin = len(_LATIN.findall(item.content))
-        if han * 3 >= latin and han:  # a Chinese sentence with an English name is still Chinese
+        if han >= 2:
             by_lang["zh-CN"].append(item)
         elif latin:
             by_lang["en"].append(item)

@@ -3,10 +3,12 @@
 An :class:`EpisodeSummary` holds what seed 001 stores for an episode: a short summary,
 key topics, actions taken, outcomes and an importance score. Two summarizers make one:
 
-* :func:`summarize_extractive` works offline. It splits the user and assistant turns
-  into sentences (Chinese and English), scores each sentence by term centrality, and
-  keeps the best few in their original order, each prefixed with its speaker
-  ("user: ...", "assistant: ..."), within a token budget.
+* :func:`summarize_extractive` works offline. Its summary is a digest of what the user
+  stated (:mod:`jiyi.session.digest`): one short labelled line per fact, preference,
+  decision, rule, skill or habit the rule extractor finds, de-duplicated; then, while
+  room is left, the user's other statements (most central first, by the scoring
+  below) and what the assistant reports done; within a token budget. Topics, actions,
+  outcomes and importance come from the sentence scoring.
 * :class:`LLMSummarizer` asks a chat model for the same fields as JSON, in the
   conversation's language; its logic is the chat flow :func:`summary_flow`.
 
@@ -47,6 +49,7 @@ from typing import Any
 from jiyi.errors import ConfigError, InvalidInput, LLMError
 from jiyi.llm.base import ChatFlow, ChatModel, Message, arun_chat, json_flow, resolve_chat_model, run_chat
 from jiyi.llm.jsonfix import repair_json
+from jiyi.session.digest import covered, fit_lines, note_line, stated_lines
 from jiyi.text.lowvalue import low_value_reason
 from jiyi.text.tokenize import terms
 from jiyi.text.tokens import count_tokens, truncate_to_tokens
@@ -163,6 +166,7 @@ class _Sentence:
     role: str
     text: str
     terms: tuple[str, ...]
+    turn: int = 0
 
 
 def _dialogue(turns: Turns) -> list[NumberedTurn]:
@@ -176,7 +180,7 @@ def _sentences(dialogue: Sequence[NumberedTurn]) -> list[_Sentence]:
         for text in split_sentences(turn.content):
             found = tuple(terms(text))
             if found and low_value_reason(text) is None:
-                out.append(_Sentence(len(out), turn.role, text, found))
+                out.append(_Sentence(len(out), turn.role, text, found, turn.index))
     return out
 
 
@@ -224,29 +228,38 @@ def _scores(sentences: Sequence[_Sentence], weights: Mapping[str, float]) -> lis
     return scores
 
 
-def _pick(
-    sentences: Sequence[_Sentence], scores: Sequence[float], max_sentences: int, max_tokens: int
+def _says_something(s: _Sentence) -> bool:
+    """Enough words that name something ("Hi there", "好的，明白了" do not)."""
+    stop = _topic_stop_terms()
+    return len({t for t in s.terms if t not in stop and len(t) > 1}) >= 2
+
+
+def _digest(
+    dialogue: Sequence[NumberedTurn],
+    sentences: Sequence[_Sentence],
+    scores: Sequence[float],
+    language: Language,
+    max_lines: int,
+    max_tokens: int,
 ) -> str:
-    """The best sentences in their original order, role-prefixed, within ``max_tokens``."""
-    order = sorted(sentences, key=lambda s: (-scores[s.position], s.position))
-    chosen: list[_Sentence] = []
+    """One line per statement the user made, then the user's other statements and what the
+    assistant reports done (see :mod:`jiyi.session.digest`), within the limits."""
+    stated, statements = stated_lines([(t.index, t.content) for t in dialogue if t.role == "user"])
+    lines = list(stated)
     seen: set[str] = set()
-
-    def render(picked: Sequence[_Sentence]) -> str:
-        return "\n".join(f"{s.role}: {s.text}" for s in sorted(picked, key=lambda s: s.position))
-
-    for s in order:
-        if len(chosen) >= max_sentences:
-            break
+    for s in sentences:
         key = re.sub(r"\W+", "", s.text.casefold())
         if key in seen:
             continue
-        if count_tokens(render([*chosen, s])) <= max_tokens:
-            chosen.append(s)
-            seen.add(key)
-        elif not chosen:  # the best sentence alone is over the budget: keep its beginning
-            return truncate_to_tokens(render([s]), max_tokens)
-    return render(chosen)
+        seen.add(key)
+        question = bool(_QUESTION.search(s.text))
+        if s.role == "user" and _says_something(s) and not covered(s.text, statements):
+            # What the user asked says what the session was about, after what they stated.
+            kind, score = ("asked", scores[s.position] - 1.0) if question else ("note", scores[s.position])
+            lines.append(note_line(kind, s.text, (s.turn, s.position), score))
+        elif s.role == "assistant" and not question and (_ACTION.search(s.text) or _OUTCOME.search(s.text)):
+            lines.append(note_line("assistant", s.text, (s.turn, s.position), scores[s.position]))
+    return fit_lines(lines, language, max_lines, max_tokens)
 
 
 def _topics(
@@ -315,13 +328,14 @@ def _importance(dialogue: Sequence[NumberedTurn], actions: bool, outcomes: bool)
 
 
 def summarize_extractive(
-    turns: Turns, *, max_sentences: int = 3, max_tokens: int = 200, max_topics: int = 5
+    turns: Turns, *, max_sentences: int = 40, max_tokens: int = 400, max_topics: int = 5
 ) -> EpisodeSummary:
-    """Summarise ``turns`` offline (see the module docstring for the scoring).
+    """Summarise ``turns`` offline (see the module docstring).
 
     Only user and assistant turns are read. The summary is at most ``max_sentences``
-    role-prefixed lines and ``max_tokens`` tokens. A conversation with nothing to
-    summarise gives an empty summary with importance 0.
+    lines and ``max_tokens`` tokens: one line per statement the user made, then their
+    other statements and what the assistant reports done, while room is left. A
+    conversation with nothing to summarise gives an empty summary with importance 0.
     """
     for name, value in (
         ("max_sentences", max_sentences),
@@ -338,13 +352,14 @@ def summarize_extractive(
     scores = _scores(sentences, weights)
     actions = _cued(sentences, _ACTION, 5)
     outcomes = _cued(sentences, _OUTCOME, 5)
+    language = _language(dialogue)
     return EpisodeSummary(
-        summary=_pick(sentences, scores, max_sentences, max_tokens),
+        summary=_digest(dialogue, sentences, scores, language, max_sentences, max_tokens),
         key_topics=_topics(sentences, weights, dialogue, max_topics),
         actions_taken=actions,
         outcomes=outcomes,
         importance=_importance(dialogue, bool(actions), bool(outcomes)),
-        language=_language(dialogue),
+        language=language,
     )
 
 
@@ -372,7 +387,7 @@ def compaction_summary(
     turns: Turns,
     previous_summary: str | None = None,
     *,
-    max_sentences: int = 6,
+    max_sentences: int = 40,
     max_tokens: int = 600,
 ) -> str:
     """The text of the one system message that replaces ``turns`` when a session is compacted.

@@ -458,7 +458,10 @@ _FROM_NOW_ON = re.compile(
     r"(?:please\s+)?(?P<rest_en>.+)$",
     _I,
 )
-_ALLERGY_ZH = re.compile(r"^我(?:对|吃)(?P<x>.+?)(?:严重|非常|很|有点|都)?过敏$")
+# "我对海鲜过敏，吃了会起疹子": what follows the allergy is its detail.
+_ALLERGY_ZH = re.compile(
+    r"^我(?:对|吃)(?P<x>[^，,]+?)(?:会|就|也)?(?:严重|非常|很|有点|都)?过敏(?:[，,].*)?$"
+)
 _ALLERGY_EN = re.compile(
     r"^(?:i'm|i\s+am|im)\s+(?:severely\s+|very\s+|highly\s+)?allergic\s+to\s+(?P<x>.+)$", _I
 )
@@ -723,6 +726,8 @@ _PROFESSION_ZH = re.compile(
     r"CEO|CTO|CFO|PM|负责人|老师|教授|司机|厨师|记者|编辑|主播|运营|产品|前端|后端|全栈|实习生|打工人)$",
     _I,
 )
+# Believers and fans are not occupations: 完美主义者, 素食主义者, 摄影爱好者, 咖啡控.
+_TRAIT_ZH = re.compile(r"(?:主义者|爱好者|控|迷|党)$")
 _SURNAMES = (
     "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢"
     "姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤欧上司诸"
@@ -816,7 +821,7 @@ def _iam_zh(rule: str, m: re.Match[str]) -> _Hit | None:
         return None
     if value.endswith(("的人", "的")):
         return _fact(rule, None, value)
-    if _PROFESSION_ZH.search(value):
+    if _PROFESSION_ZH.search(value) and not _TRAIT_ZH.search(value):
         return _fact(rule, "profession", value)
     if m.group("mw") in {"一名", "名"}:  # the measure word of occupations
         return _fact(rule, "profession", value)
@@ -922,14 +927,52 @@ _SWITCHED_ZH = re.compile(
 )
 
 
+# A health condition of the user's: "我有二型糖尿病", "我乳糖不耐受", "I have asthma".
+_CONDITION = (
+    r"(?:[^，,。]{1,8}?(?:病|症|炎)|[^，,。]{0,8}?(?:过敏|不耐受|哮喘|高血压|低血压|癫痫|痛风|贫血|色盲)|"
+    r"(?:\w+\s+){0,2}(?:disease|disorder|syndrome|asthma|diabetes|epilepsy|hypertension|migraines?|gout|"
+    r"anaemia|anemia|arthritis|allergy|allergies|intolerance|adhd|dyslexia|colou?r\s+blindness))"
+)
+_HEALTH_ZH = re.compile(
+    rf"^我(?:从小|一直|本身)?(?:有|患有|得了|得过|确诊了?)(?P<v>{_CONDITION})$|^我(?P<v2>[^，,。]{{1,6}}不耐受)$"
+)
+_HEALTH_EN = re.compile(
+    rf"^i(?:\s+have|'ve\s+got|\s+suffer\s+from|\s+was\s+diagnosed\s+with|\s+live\s+with)\s+"
+    rf"(?:a\s+|an\s+|mild\s+|severe\s+|chronic\s+|type\s+[12]\s+)*(?P<v>{_CONDITION})\b"
+    r"|^(?:i'm|i\s+am)\s+(?P<v2>(?:lactose|gluten)\s+intolerant|diabetic|asthmatic|epileptic|colou?r[-\s]blind)\b",
+    _I,
+)
+
+
+def _condition(core: str, zh: bool) -> _Hit | None:
+    m = (_HEALTH_ZH if zh else _HEALTH_EN).match(core)
+    if not m:
+        return None
+    value = _value(m.group("v") or m.group("v2") or "")
+    if not value:
+        return None
+    rule = "rule:self-zh" if zh else "rule:self-en"
+    # One key per condition: a second condition is another fact, not a new value of the first.
+    return _Hit(
+        MemoryType.FACT,
+        rule,
+        CONFIDENCE_FACT,
+        f"health:{' '.join(value.lower().split())}",
+        {"key": "health", "value": value},
+    )
+
+
 def _personal(core: str) -> _Hit | None:
-    """What the self-description rules leave out: an age, a state ("I am vegetarian"),
-    a family member's fact, "my X is Y", a habit given up or switched."""
+    """What the self-description rules leave out: an age, a health condition, a state ("I am
+    vegetarian"), a family member's fact, "my X is Y", a habit given up or switched."""
     zh = bool(_HAN.search(core))
     rule = "rule:self-zh" if zh else "rule:self-en"
     m = _AGE_ZH.match(core) if zh else _AGE_EN.match(core)
     if m:
         return _fact(rule, "age", m.group("v"))
+    health = _condition(core, zh)
+    if health is not None:
+        return health
     hit = _changed_habit(core, zh)
     if hit is not None:
         return hit
