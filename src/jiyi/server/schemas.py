@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from jiyi.model import MAX_ID_LENGTH, MemoryItem, MemoryType, Scope, Source, Status, Visibility
-from jiyi.read.rank import RECOMMENDED_MIN_RELEVANCE
+from jiyi.read.rank import DEFAULT_MIN_RELEVANCE
 from jiyi.session.model import Message
 from jiyi.who import Owner
 
@@ -116,11 +116,12 @@ class SearchRequest(_Scopes):
     limit: Int = Field(default=10, ge=1, le=1000)
     threshold: Float | None = Field(default=None, ge=0.0, le=1.0)
     min_relevance: Float | None = Field(
-        default=RECOMMENDED_MIN_RELEVANCE,
+        default=DEFAULT_MIN_RELEVANCE,
         ge=0.0,
         le=1.0,
-        description=f"Drop hits less relevant than this (default {RECOMMENDED_MIN_RELEVANCE}, the "
-        "calibrated cut; no hits then means nothing relevant is remembered). 0 returns every match.",
+        description=f"Drop hits less relevant than this (default {DEFAULT_MIN_RELEVANCE}: only "
+        "near-certain non-matches go; 0.5 is the strict cut, below which a hit probably does not answer "
+        "the query). 0 or null returns every match.",
     )
     include_expired: Bool = False
     explain: Bool = False
@@ -204,10 +205,10 @@ class ContextRequest(_Scopes):
     summaries: Int = Field(default=2, ge=0, le=1000)
     profile: str | None = None
     min_relevance: Float | None = Field(
-        default=RECOMMENDED_MIN_RELEVANCE,
+        default=DEFAULT_MIN_RELEVANCE,
         ge=0.0,
         le=1.0,
-        description=f"Leave out memories less relevant than this (default {RECOMMENDED_MIN_RELEVANCE}); "
+        description=f"Leave out memories less relevant than this (default {DEFAULT_MIN_RELEVANCE}); "
         "0 keeps every match.",
     )
 

@@ -412,7 +412,7 @@
       limit: Number($("f-limit").value),
       explain: true,
     };
-    body.min_relevance = everything ? 0 : MIN_RELEVANCE;  // the server cuts at MIN_RELEVANCE unless told 0
+    body.min_relevance = everything ? 0 : MIN_RELEVANCE;  // the API alone would cut milder (0.05)
     say("Searching…");
     const latest = ticket("list");
     const res = await api("POST", "v1/memories/search", { body });
