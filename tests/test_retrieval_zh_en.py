@@ -45,10 +45,10 @@ CROSS_LINGUAL_FLOORS: dict[str, tuple[float, float]] = {
 }
 
 # The similarity floor that answers "nothing relevant" (see test_similarity_floor).
-NEGATIVE_FLOOR = 0.10
-NEGATIVES_REJECTED_AT_LEAST = 0.40  # measured 0.47 (8 of 17 negatives return nothing)
-POSITIVES_KEEP_GOLD_AT_LEAST = 0.75  # measured 0.82 (a gold memory survives the floor)
-POSITIVES_NON_EMPTY_AT_LEAST = 0.86  # measured 0.91 (something survives the floor)
+NEGATIVE_FLOOR = 0.01
+NEGATIVES_REJECTED_AT_LEAST = 0.64  # measured 0.71 (12 of 17 negatives return nothing)
+POSITIVES_KEEP_GOLD_AT_LEAST = 0.65  # measured 0.72 (a gold memory survives the floor)
+POSITIVES_NON_EMPTY_AT_LEAST = 0.75  # measured 0.81 (something survives the floor)
 
 # The relevance cut (see test_min_relevance). Its weights were fitted on the queries of
 # lin and emma only; chen and sofia are the held-out half.
@@ -250,10 +250,10 @@ def test_latest_value_outranks_what_it_replaced(mem: Memory, data: dict[str, Any
 def test_similarity_floor(mem: Memory, data: dict[str, Any], runs: list[Run]) -> None:
     """With ``threshold=NEGATIVE_FLOOR`` most negatives return nothing, most positives keep a gold.
 
-    The fused similarity separates the two groups poorly: a query answered only by
-    meaning (cross-lingual, paraphrase) has a top-1 similarity of 0.01-0.05, while a
-    negative that shares a single word with some memory (a name, "team", "Luma 2")
-    reaches 0.13-0.28. The floor is the best trade-off found, not a clean cut.
+    Similarity separates the two groups poorly: the learned fusion's scale depends on
+    the store (short one-sentence memories, as here, sit low: a query answered only by
+    meaning has a top-1 similarity of 0.01-0.05), so no floor is a clean cut; the
+    relevance cut (test_min_relevance) is the one to use.
     """
     positives = [r for r in runs if r.gold]
     negatives = [r for r in runs if not r.gold]
@@ -338,7 +338,8 @@ def test_min_relevance(mem: Memory, data: dict[str, Any]) -> None:
     (rejected, kept), (sim_rejected, sim_kept) = measured["all"]
     assert rejected >= RELEVANCE_NEGATIVES_REJECTED_AT_LEAST
     assert kept >= RELEVANCE_POSITIVES_KEEP_GOLD_AT_LEAST
-    assert rejected > sim_rejected and kept >= sim_kept - 0.03
+    # Relevance rejects as many negatives as the similarity floor and keeps more gold.
+    assert rejected >= sim_rejected and kept > sim_kept
     for q in queries:
         hits = mem.search(q["query"], user_id=q["user_id"], limit=LIMIT, touch=False, min_relevance=0.3)
         assert all(h.relevance is not None and h.relevance >= 0.3 for h in hits), q["id"]

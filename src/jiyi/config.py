@@ -188,6 +188,11 @@ class RankConfig:
     w2_importance: float = 0.2
     decay_days: float = 30.0
     scope_priority: Mapping[Scope, float] = field(default_factory=lambda: dict(DEFAULT_SCOPE_PRIORITY))
+    fusion: Literal["learned", "fixed"] = "learned"
+    """How the signals are fused into similarity (jiyi.read.rank): ``"learned"`` weights
+    fitted on three benchmarks' development halves that adapt to the query and the store
+    (jiyi.read.fusion), or ``"fixed"``, the earlier hand-tuned formula below
+    (``keyword_weight`` ... ``similarity_scale`` and ``cross_language_fill`` apply to it only)."""
     keyword_weight: float = 0.7
     """Share of the keyword (BM25) evidence in similarity; the rest is cosine. Tuned on
     LoCoMo; 0.5 does better on LongMemEval_S and across languages but moves the
@@ -266,6 +271,8 @@ class RankConfig:
             raise ConfigError(f"threshold must be within 0..1, got {self.threshold}")
         if self.formula not in ("seed000", "seed002"):
             raise ConfigError(f"formula must be 'seed000' or 'seed002', got {self.formula!r}")
+        if self.fusion not in ("learned", "fixed"):
+            raise ConfigError(f"fusion must be 'learned' or 'fixed', got {self.fusion!r}")
         if self.pool_factor < 1 or self.min_pool < 1 or self.neighbours < 0:
             raise ConfigError("pool_factor and min_pool must be >= 1 and neighbours >= 0")
         if min(self.keyword_saturation, self.decay_days, self.recency_days, self.similarity_scale) <= 0:

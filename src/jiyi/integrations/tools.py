@@ -47,6 +47,7 @@ from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, scope_key
 from jiyi.read import context as context_flows
 from jiyi.read import search as search_flows
 from jiyi.read.context import Context
+from jiyi.read.rank import DEFAULT_MIN_RELEVANCE
 from jiyi.runtime import Runtime
 from jiyi.session import flows as session_flows
 from jiyi.who import Caller, Owner
@@ -154,6 +155,13 @@ TOOLS: Final[list[dict[str, Any]]] = [
                 "type": "string",
                 "enum": list(SCOPES),
                 "description": "Only this scope (default: every scope of this conversation). " + _SCOPE_HELP,
+            },
+            "min_relevance": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "description": "Leave out matches less likely than this to answer the query "
+                f"(default {DEFAULT_MIN_RELEVANCE}; 0 returns every match).",
             },
         },
         ["query"],
@@ -832,8 +840,11 @@ class _ToolsBase:
             project_id=ids.get("project_id"),
             session_id=ids.get("session_id"),
             agent_id=ids.get("agent_id"),
+            min_relevance=args.get("min_relevance", DEFAULT_MIN_RELEVANCE),
         )
-        results = [{**_item_brief(h.item), "score": _round(h.score)} for h in hits]
+        results = [
+            {**_item_brief(h.item), "score": _round(h.score), "relevance": _round(h.relevance)} for h in hits
+        ]
         return {"count": len(results), "results": results}
 
     def _delete(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:

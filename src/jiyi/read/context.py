@@ -15,6 +15,7 @@ from jiyi.effects import Flow, call
 from jiyi.errors import InvalidInput
 from jiyi.model import MemoryItem, MemoryType
 from jiyi.profile import profile_prompt
+from jiyi.read.rank import DEFAULT_MIN_RELEVANCE
 from jiyi.read.search import search
 from jiyi.runtime import Runtime
 from jiyi.session.flows import is_summary, readable_messages
@@ -93,6 +94,7 @@ def context(
     profile: str | None = None,
     viewer: Viewer | None = None,
     include_profile: bool = True,
+    min_relevance: float | None = DEFAULT_MIN_RELEVANCE,
 ) -> Flow[Context]:
     """Recent turns + related memories + session summaries, each tagged with its
     source, de-duplicated, capped at ``max_items``, fitted to ``budget_tokens`` and
@@ -102,7 +104,11 @@ def context(
 
     Unless ``profile`` text is given or ``include_profile=False``, the user's and the
     project's profiles (:func:`jiyi.profile.profile`) lead the section, taking at most
-    half of ``budget_tokens``."""
+    half of ``budget_tokens``.
+
+    Memories less likely than ``min_relevance`` to answer ``query`` are left out
+    (:data:`jiyi.read.rank.DEFAULT_MIN_RELEVANCE` by default, so a prompt does not fill
+    with what merely shares a word); ``min_relevance=None`` keeps every match."""
     if not isinstance(budget_tokens, int) or budget_tokens < 1:
         raise InvalidInput("budget_tokens must be a positive integer", field="budget_tokens")
     if not isinstance(include_profile, bool):
@@ -128,6 +134,7 @@ def context(
         "agent_id": agent_id,
         "tenant_id": tenant,
         "viewer": viewer,
+        "min_relevance": min_relevance,
     }
     fresh = _Fresh()
     entries: list[ContextEntry] = []

@@ -5,23 +5,24 @@ Pure functions over :class:`~jiyi.store.base.Candidate` values; no I/O. Every nu
 that goes into a score is kept in a breakdown, so ``search(..., explain=True)`` can show
 each signal's contribution.
 
-Similarity (0..1) is built in two stages, weights chosen by measurement (docs/benchmarks.md):
+Similarity (0..1) comes from one of two fusions (``RankConfig.fusion``):
 
-1. Each candidate's own evidence, widened by its thread neighbours (a turn is often
-   understood through the turn before or after it):
-   ``vec = (cos + c*max(cos of neighbours)) / (1 + c)`` and
-   ``kw = saturate(bm25 + a*max(bm25 of neighbours))``;
-   ``base = (1 - w)*vec + w*kw``.
-2. ``fused = (base + g*max(base of neighbours) + t*in_time_window) / (1 + g + t)``.
-
-The fused evidence lives on a compressed scale (a clear match is ~0.2-0.5), so it is
-mapped to ``similarity = 1 - exp(-fused / similarity_scale)``: monotone (the order of
-matches is unchanged) but spread over 0..1, so that in the seed formula a better match
-outweighs a small difference in confidence or scope, as the seed intends.
+* ``"learned"`` (default, :mod:`jiyi.read.fusion`): features of each candidate and of its
+  pool (cosine, BM25, term coverage, thread neighbours, time, language; the pool's text
+  length and how far cosine and BM25 agree) combined by weights fitted on the development
+  halves of LoCoMo, LongMemEval_S and the Chinese/English set (``bench/fusion.py``), so
+  the weight of each signal adapts to the query and the store;
+* ``"fixed"`` (the earlier hand-tuned formula, kept for comparison): each candidate's own
+  evidence widened by its thread neighbours,
+  ``vec = (cos + c*max(cos of neighbours)) / (1 + c)``,
+  ``kw = saturate(bm25 + a*max(bm25 of neighbours))``, ``base = (1 - w)*vec + w*kw``,
+  ``fused = (base + g*max(base of neighbours) + t*in_time_window) / (1 + g + t)`` and
+  ``similarity = 1 - exp(-fused / similarity_scale)``.
 
 Similarity ranks; it does not tell whether anything relevant was found at all (a query
-that shares only a name with a memory gets a high keyword score). :func:`relevances`
-gives each hit a separate ``relevance`` in 0..1 for that question, used by
+that shares only a name with a memory gets a high keyword score, and the learned fused
+value is on a scale that depends on the store). :func:`relevances` gives each hit a
+separate ``relevance`` in 0..1 on absolute evidence, used by
 ``search(..., min_relevance=...)``::
 
     semantic = max(cos, RELEVANCE_NEIGHBOUR * max(cos of neighbours))
@@ -30,11 +31,11 @@ gives each hit a separate ``relevance`` in 0..1 for that question, used by
                                                  + RELEVANCE_TIME * in_time_window
                                                  - RELEVANCE_CENTRE)))
 
-IDF is taken over the candidate pool of the search, so a word most candidates share (the
-user's own name) counts little and a word no candidate has counts most. The weights are a
-logistic fit on half of the Chinese/English retrieval set (docs/benchmarks.md); 0.5 is the
-recommended cut (:data:`RECOMMENDED_MIN_RELEVANCE`). They are calibrated for the default
-embedder's cosine scale.
+IDF is taken over the candidate pool of the search. The weights are a logistic fit on half
+of the Chinese/English retrieval set (docs/benchmarks.md); :data:`RECOMMENDED_MIN_RELEVANCE`
+(0.5) is the strict cut the web page applies; :data:`DEFAULT_MIN_RELEVANCE` is the
+mild one (0.05) ``context()``, the agent tools, MCP and REST apply by default. Both are
+calibrated for the default embedder's cosine scale.
 """
 
 from __future__ import annotations
@@ -50,8 +51,12 @@ import numpy as np
 
 from jiyi.config import RankConfig
 from jiyi.model import MemoryItem, RelationType, Status
+from jiyi.read import fusion
+from jiyi.read.fusion import han_share as han_share  # re-exported: tests and callers use it here
+from jiyi.read.fusion import neighbour_index
+from jiyi.read.fusion import other_language as other_language_of
 from jiyi.store.base import Candidate
-from jiyi.text.tokenize import normalise
+from jiyi.text.tokenize import normalise, query_terms
 
 
 @dataclass(frozen=True)
@@ -88,14 +93,6 @@ def keyword_evidence(score: float, saturation: float) -> float:
     return score / (score + saturation)
 
 
-def _neighbour_index(cands: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray]:
-    """Positions of each candidate's previous and next item among the candidates (-1: absent)."""
-    pos = {c.item.id: i for i, c in enumerate(cands)}
-    prev = np.array([pos.get(c.prev_id, -1) if c.prev_id else -1 for c in cands], dtype=np.int64)
-    nxt = np.array([pos.get(c.next_id, -1) if c.next_id else -1 for c in cands], dtype=np.int64)
-    return prev, nxt
-
-
 def _at(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return np.where(idx >= 0, values[np.maximum(idx, 0)], 0.0)
 
@@ -112,33 +109,14 @@ def _arr(values: list[float | None]) -> np.ndarray:
     return np.maximum(np.array([v or 0.0 for v in values], dtype=np.float64), 0.0)
 
 
-_LATIN = re.compile(r"[a-z\u00c0-\u024f]+")
-
-
-def han_share(text: str) -> float:
-    """How Chinese a text is, 0..1: Han characters against Latin letters (three letters
-    counting as one character, about one syllable each); 0.5 when it has neither."""
-    low = text.lower()
-    han = len(_HAN.findall(low))
-    latin = sum(len(w) for w in _LATIN.findall(low)) / 3.0
-    return han / (han + latin) if han + latin else 0.5
-
-
 def other_language(query: str, cands: Sequence[Candidate]) -> np.ndarray:
     """0..1 per candidate: how far its language is from the query's (Chinese vs English).
 
     Keywords cannot meet across languages, so for such a candidate a missing keyword
-    match is no evidence against it; the score fills that slot with part of its vector
-    evidence above the pool's median (``RankConfig.cross_language_fill``).
-    Code-switched text sits in between and gets part of the fill.
+    match is no evidence against it; the fixed fusion fills that slot with part of its
+    vector evidence above the pool's median (``RankConfig.cross_language_fill``).
     """
-    q = han_share(query)
-    gap = np.abs(np.array([han_share(c.item.content) for c in cands]) - q)
-    return np.asarray(np.clip((gap - _SAME_LANGUAGE_GAP) / _LANGUAGE_SPAN, 0.0, 1.0), dtype=np.float64)
-
-
-_SAME_LANGUAGE_GAP = 0.2
-_LANGUAGE_SPAN = 0.6
+    return other_language_of(query, [c.item.content for c in cands])
 
 
 def similarities(
@@ -150,6 +128,8 @@ def similarities(
     """Similarity of every candidate (0..1) and the parts it is made of."""
     if not cands:
         return []
+    if cfg.fusion == "learned":
+        return _learned(cands, in_time, query)
     cos = _arr([c.cosine for c in cands])
     bm25 = _arr([c.keyword for c in cands])
     cos_n = np.maximum(_arr([c.prev_cosine for c in cands]), _arr([c.next_cosine for c in cands]))
@@ -165,7 +145,7 @@ def similarities(
         lift = np.maximum(vec - np.median(vec), 0.0)
         kw = (1.0 - across) * kw + across * cfg.cross_language_fill * lift
     base = (1.0 - w) * vec + w * kw
-    prev, nxt = _neighbour_index(cands)
+    prev, nxt = neighbour_index(cands)
     base_n = np.maximum(_at(base, prev), _at(base, nxt))
     g, t = cfg.context_score, cfg.time_weight
     norm = 1.0 + g + t
@@ -188,6 +168,28 @@ def similarities(
     return [(float(similarity[i]), {k: float(v[i]) for k, v in columns.items()}) for i in range(len(cands))]
 
 
+def _learned(
+    cands: Sequence[Candidate], in_time: Callable[[MemoryItem], bool], query: str
+) -> list[tuple[float, dict[str, float]]]:
+    """The learned fusion (:mod:`jiyi.read.fusion`): features, fused value, similarity."""
+    coverage = term_coverage(cands, query_terms(query), neighbours=False)
+    cols = fusion.features(cands, query, coverage, in_time)
+    s = fusion.fused(cols)
+    similarity = fusion.similarity(s)
+    columns = {
+        "cosine": cols["cos"],
+        "cosine.neighbours": cols["cos_n"],
+        "keyword_bm25": _arr([c.keyword for c in cands]),
+        "keyword_bm25.neighbours": np.maximum(
+            _arr([c.prev_keyword for c in cands]), _arr([c.next_keyword for c in cands])
+        ),
+        "keyword_coverage": coverage,
+        **{f"similarity.{k}": v for k, v in fusion.signal_parts(cols).items()},
+        "fused": s,
+    }
+    return [(float(similarity[i]), {k: float(v[i]) for k, v in columns.items()}) for i in range(len(cands))]
+
+
 # ---------------------------------------------------------------- relevance
 
 RELEVANCE_SLOPE = 23.0
@@ -201,7 +203,15 @@ RELEVANCE_TIME = 0.22
 RELEVANCE_NEIGHBOUR = 0.7
 """Share of a thread neighbour's cosine that counts as the hit's own."""
 RECOMMENDED_MIN_RELEVANCE = 0.5
-"""The cut chosen on the tuning half of the Chinese/English set (docs/benchmarks.md)."""
+"""The strict cut chosen on the tuning half of the Chinese/English set: below it a hit
+probably does not answer the query (docs/benchmarks.md); the web page lists hits above it."""
+DEFAULT_MIN_RELEVANCE = 0.05
+"""The cut ``context()``, the agent tools, MCP and REST apply unless told otherwise: it drops
+only what is almost surely unrelated ("weather tomorrow" against a user's facts sits at
+0.01-0.02) and on the zh/en set keeps every gold hit of the top 5 (9% of the others go),
+as on LoCoMo and LongMemEval_S. Stricter cuts cost real matches: a one-word or
+cross-lingual query that does match often sits at 0.1-0.5 ("job" against "works as a
+nurse": 0.10), so 0.5 is for callers who prefer silence to a weak match."""
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
@@ -254,8 +264,9 @@ def term_presence(terms: Sequence[str], texts: Sequence[str]) -> np.ndarray:
     return found
 
 
-def term_coverage(cands: Sequence[Candidate], terms: Sequence[str]) -> np.ndarray:
-    """IDF-weighted share of ``terms`` found in each candidate or its thread neighbours.
+def term_coverage(cands: Sequence[Candidate], terms: Sequence[str], neighbours: bool = True) -> np.ndarray:
+    """IDF-weighted share of ``terms`` found in each candidate (and, with ``neighbours``,
+    in its thread neighbours).
 
     IDF is taken over the candidates themselves (the search's pool), so a term that most
     of them contain counts little and a term none contains counts most.
@@ -267,8 +278,9 @@ def term_coverage(cands: Sequence[Candidate], terms: Sequence[str]) -> np.ndarra
     df = present.sum(axis=0)
     idf = np.log1p((n - df + 0.5) / (df + 0.5))
     seen = present.copy()
-    for idx in _neighbour_index(cands):
-        seen |= np.where(idx[:, None] >= 0, present[np.maximum(idx, 0)], False)
+    if neighbours:
+        for idx in neighbour_index(cands):
+            seen |= np.where(idx[:, None] >= 0, present[np.maximum(idx, 0)], False)
     return np.asarray(seen @ idf / idf.sum(), dtype=np.float64)
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from jiyi.model import MAX_ID_LENGTH, MemoryItem, MemoryType, Scope, Source, Status, Visibility
+from jiyi.read.rank import DEFAULT_MIN_RELEVANCE
 from jiyi.session.model import Message
 from jiyi.who import Owner
 
@@ -115,11 +116,12 @@ class SearchRequest(_Scopes):
     limit: Int = Field(default=10, ge=1, le=1000)
     threshold: Float | None = Field(default=None, ge=0.0, le=1.0)
     min_relevance: Float | None = Field(
-        default=None,
+        default=DEFAULT_MIN_RELEVANCE,
         ge=0.0,
         le=1.0,
-        description="Drop hits less relevant than this (0.5 is the calibrated cut); "
-        "no hits then means nothing relevant is remembered.",
+        description=f"Drop hits less relevant than this (default {DEFAULT_MIN_RELEVANCE}: only "
+        "near-certain non-matches go; 0.5 is the strict cut, below which a hit probably does not answer "
+        "the query). 0 or null returns every match.",
     )
     include_expired: Bool = False
     explain: Bool = False
@@ -202,6 +204,13 @@ class ContextRequest(_Scopes):
     semantic: Int = Field(default=5, ge=0, le=1000)
     summaries: Int = Field(default=2, ge=0, le=1000)
     profile: str | None = None
+    min_relevance: Float | None = Field(
+        default=DEFAULT_MIN_RELEVANCE,
+        ge=0.0,
+        le=1.0,
+        description=f"Leave out memories less relevant than this (default {DEFAULT_MIN_RELEVANCE}); "
+        "0 keeps every match.",
+    )
 
 
 class ContextEntryOut(BaseModel):

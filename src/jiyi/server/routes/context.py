@@ -22,6 +22,7 @@ async def build_context(body: ContextRequest, who: Reader, memory: Mine) -> Cont
         semantic=body.semantic,
         summaries=body.summaries,
         profile=body.profile,
+        min_relevance=body.min_relevance,
     )
     entries = [
         ContextEntryOut(

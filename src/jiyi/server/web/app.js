@@ -412,7 +412,7 @@
       limit: Number($("f-limit").value),
       explain: true,
     };
-    if (!everything) body.min_relevance = MIN_RELEVANCE;
+    body.min_relevance = everything ? 0 : MIN_RELEVANCE;  // the API alone would cut milder (0.05)
     say("Searching…");
     const latest = ticket("list");
     const res = await api("POST", "v1/memories/search", { body });

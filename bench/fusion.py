@@ -1,0 +1,327 @@
+"""Fit the learned fusion of ``src/jiyi/read/fusion.py`` on the development halves of
+LoCoMo, LongMemEval_S and the Chinese/English set together, and report the other halves.
+
+Two steps, because the first runs the three raw-mode benchmarks (~20-30 minutes here) and
+the second takes seconds:
+
+    python bench/fusion.py capture pools.pkl [--lme DATA] [--locomo DATA] [--cache VEC.npz]
+    python bench/fusion.py fit pools.pkl
+
+``capture`` runs ``bench/locomo.py``, ``bench/longmemeval.py`` and ``bench/zh_en.py`` in
+raw mode and keeps, for every question's search, the feature columns of its candidate pool
+(:func:`jiyi.read.fusion.features`, the code the search runs), the candidates' source ids,
+their vectors (for MMR) and the question's gold ids; also each benchmark's part figures
+(cosine, BM25, RRF) from the same run.
+
+``fit`` fits the weights by a listwise softmax loss (each question's gold items against
+its pool; the three sets weigh the same whatever their size) on the development halves
+(LongMemEval even lines, LoCoMo conversations 1-5, zh/en personas lin and emma) and the
+similarity centre, and prints them as Python to paste into ``jiyi/read/fusion.py`` with
+the figures of both halves, re-ranked as the search does (seed-000 score, MMR), beside the
+parts' figures from the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import pickle
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from common import REPO_ROOT
+from jiyi.config import RankConfig
+from jiyi.model import MemoryItem
+from jiyi.read import fusion
+from jiyi.read import search as search_module
+from jiyi.read.rank import Scored, mmr_select, term_coverage
+from jiyi.store.base import Candidate
+from jiyi.text.tokenize import query_terms
+
+LIMITS = {"lme": 50, "locomo": 20, "zhen": 10}
+"""Each benchmark's search limit (the pool and MMR window follow from it)."""
+SETS = tuple(LIMITS)
+DEFAULT_LME = REPO_ROOT.parent / "shared" / "data" / "lme_s_dev.jsonl.gz"
+DEFAULT_LOCOMO = REPO_ROOT.parent / "shared" / "data" / "locomo10.json"
+ZH_EN = REPO_ROOT / "tests" / "data" / "zh_en_retrieval.json"
+
+
+# ---------------------------------------------------------------- capture
+
+
+class Recorder:
+    """Wraps the search's scoring step and keeps every pool's feature columns."""
+
+    def __init__(self) -> None:
+        self.pools: list[dict[str, Any]] = []
+        self.inner = search_module.score_candidates
+
+    def __call__(
+        self,
+        cands: Sequence[Candidate],
+        cfg: RankConfig,
+        now: datetime,
+        in_time: Callable[[MemoryItem], bool],
+        query: str = "",
+    ) -> list[Scored]:
+        coverage = term_coverage(cands, query_terms(query), neighbours=False)
+        cols = fusion.features(cands, query, coverage, in_time)
+        dim = next((c.vector.shape[0] for c in cands if c.vector is not None), 1)
+        vectors = np.zeros((len(cands), dim), dtype=np.float16)
+        for i, c in enumerate(cands):
+            if c.vector is not None:
+                vectors[i] = c.vector
+        self.pools.append(
+            {
+                "query": query,
+                "cols": {k: v.astype(np.float32) for k, v in cols.items()},
+                "ids": [c.item.id for c in cands],
+                "src": [c.item.source_id or "" for c in cands],
+                "vectors": vectors,
+            }
+        )
+        return self.inner(cands, cfg, now, in_time, query)
+
+
+def _run(recorder: Recorder, main: Callable[[list[str]], int], argv: list[str]) -> list[dict[str, Any]]:
+    start = len(recorder.pools)
+    if main(argv) != 0:
+        raise SystemExit(f"benchmark failed: {argv}")
+    return recorder.pools[start:]
+
+
+def capture(args: argparse.Namespace) -> None:
+    import locomo
+    import longmemeval
+    import zh_en
+
+    recorder = Recorder()
+    search_module.score_candidates = recorder  # type: ignore[assignment]
+    locomo.WARMUP_SEARCHES = 0  # every search is then a question, in order
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        pools = _run(recorder, zh_en.main, ["--json", str(t / "zhen.json")])
+        queries = [q for q in json.loads(ZH_EN.read_text(encoding="utf-8"))["queries"] if q["gold"]]
+        gold = [
+            {"gold": q["gold"], "tune": q["user_id"] in zh_en.TUNING_USERS, "kind": q["kind"]}
+            for q in queries
+        ]
+        out["zhen"] = {"pools": pools, "gold": gold, "parts": json.loads((t / "zhen.json").read_text())}
+        argv = ["--data", str(args.locomo), "--half-report", "--details", str(t / "loc.jsonl")]
+        pools = _run(recorder, locomo.main, [*argv, "--json", str(t / "loc.json")])
+        rows = [json.loads(line) for line in (t / "loc.jsonl").read_text().splitlines()]
+        convs = list(dict.fromkeys(r["sample_id"] for r in rows))
+        gold = [
+            {"gold": r["evidence"], "tune": convs.index(r["sample_id"]) < 5, "scored": r["category"] != 5}
+            for r in rows
+        ]
+        out["locomo"] = {"pools": pools, "gold": gold, "parts": json.loads((t / "loc.json").read_text())}
+        argv = [str(args.lme), "--json", str(t / "lme.json")] + (
+            ["--cache", str(args.cache)] if args.cache else []
+        )
+        pools = _run(recorder, longmemeval.main, argv)
+        with gzip.open(args.lme, "rt", encoding="utf-8") as fh:
+            lines = [json.loads(line) for line in fh if line.strip()]
+        gold = [
+            {
+                "gold": r["gold_turn_ids_user"],
+                "sessions": r["gold_session_ids"],
+                "tune": i % 2 == 0,
+                "scored": bool(r.get("in_paper_retrieval_eval")),
+            }
+            for i, r in enumerate(lines)
+        ]
+        out["lme"] = {"pools": pools, "gold": gold, "parts": json.loads((t / "lme.json").read_text())}
+    for name in SETS:
+        if len(out[name]["pools"]) != len(out[name]["gold"]):
+            raise SystemExit(
+                f"{name}: {len(out[name]['pools'])} searches for {len(out[name]['gold'])} questions"
+            )
+    with open(args.out, "wb") as fh:
+        pickle.dump(out, fh)
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- fit
+
+
+def matrix(pool: dict[str, Any]) -> np.ndarray:
+    return np.stack([pool["cols"][name].astype(np.float64) for name in fusion.FEATURES], axis=1)
+
+
+def labels(name: str, pool: dict[str, Any], gold: dict[str, Any]) -> np.ndarray:
+    wanted = set(gold["gold"])
+    keys = pool["ids"] if name == "zhen" else pool["src"]
+    return np.array([k in wanted for k in keys], dtype=np.float64)
+
+
+def scored(gold: dict[str, Any]) -> bool:
+    return bool(gold.get("scored", True)) and bool(gold["gold"])
+
+
+def training(data: dict[str, Any], tune: bool) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
+    out: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for name in SETS:
+        rows = []
+        for pool, gold in zip(data[name]["pools"], data[name]["gold"], strict=True):
+            if gold["tune"] != tune or not scored(gold):
+                continue
+            y = labels(name, pool, gold)
+            if y.sum() > 0:
+                rows.append((matrix(pool), y))
+        out[name] = rows
+    return out
+
+
+def fit_weights(train: dict[str, list[tuple[np.ndarray, np.ndarray]]], epochs: int = 1000) -> np.ndarray:
+    """Listwise softmax (gold share of each pool's probability), Adam, a little L2."""
+    w = np.zeros(len(fusion.FEATURES))
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+    lr, l2, b1, b2 = 0.05, 1e-3, 0.9, 0.999
+    for epoch in range(1, epochs + 1):
+        grad = l2 * w
+        for rows in train.values():
+            for x, y in rows:
+                s = x @ w
+                p = np.exp(s - s.max())
+                p /= p.sum()
+                grad = grad + x.T @ (p - y / y.sum()) / len(rows)
+        m = b1 * m + (1 - b1) * grad
+        v = b2 * v + (1 - b2) * grad**2
+        w -= lr * (m / (1 - b1**epoch)) / (np.sqrt(v / (1 - b2**epoch)) + 1e-8)
+    return w
+
+
+def sim_centre(train: dict[str, list[tuple[np.ndarray, np.ndarray]]], w: np.ndarray) -> float:
+    """The mean over development pools of the 10th best fused value: a typical top-10
+    result then has similarity above 0.5."""
+    tenth = [np.sort(x @ w)[::-1][min(9, len(x) - 1)] for rows in train.values() for x, _ in rows]
+    return float(statistics.fmean(tenth))
+
+
+def ranked(pool: dict[str, Any], w: np.ndarray, centre: float, limit: int) -> list[int]:
+    """The search's order: seed-000 score (similarity weight 0.5; confidence and scope are
+    the same for every raw-mode memory), then MMR over the best 3 x limit."""
+    s = matrix(pool) @ w
+    score = 0.5 / (1.0 + np.exp(-(s - centre)))
+    order = np.argsort(-score, kind="stable")
+    cfg = RankConfig()
+    if len(order) > limit:
+        window = order[: cfg.pool_factor * limit]
+        vectors = [pool["vectors"][i].astype(np.float32) for i in window]
+        picked = mmr_select(
+            [float(score[i]) for i in window], vectors, limit, cfg.mmr_lambda, cfg.mmr_redundancy_floor
+        )
+        order = np.array([window[i] for i in picked])
+    return [int(i) for i in order[:limit]]
+
+
+def figures(name: str, data: dict[str, Any], w: np.ndarray, centre: float) -> dict[str, str]:
+    halves: dict[str, list[float | tuple[float, float]]] = {"tuning": [], "report": [], "all": []}
+    for pool, gold in zip(data[name]["pools"], data[name]["gold"], strict=True):
+        if not scored(gold):
+            continue
+        order = ranked(pool, w, centre, LIMITS[name])
+        value = _question_figure(name, pool, gold, order)
+        if value is None:
+            continue
+        halves["tuning" if gold["tune"] else "report"].append(value)
+        halves["all"].append(value)
+    return {half: _mean(name, values) for half, values in halves.items()}
+
+
+def _question_figure(
+    name: str, pool: dict[str, Any], gold: dict[str, Any], order: list[int]
+) -> float | tuple[float, float] | None:
+    if name == "zhen":
+        top = {pool["ids"][i] for i in order[:5]}
+        return len(top & set(gold["gold"])) / len(gold["gold"])
+    turns = [pool["src"][i] for i in order]
+    if name == "locomo":
+        top = set(turns[:10])
+        return sum(1 for e in gold["gold"] if e in top) / len(gold["gold"])
+    sessions = list(dict.fromkeys(t.rsplit("_", 1)[0] for t in turns))
+    s_all = float(set(gold["sessions"]) <= set(sessions[:5]))
+    t_all = float(set(gold["gold"]) <= set(turns[:10])) if gold["gold"] else math.nan
+    return (s_all, t_all)
+
+
+def _mean(name: str, values: list[Any]) -> str:
+    if not values:
+        return "-"
+    if name == "lme":
+        s_all = statistics.fmean(v[0] for v in values)
+        t_all = statistics.fmean(v[1] for v in values if not math.isnan(v[1]))
+        return f"{s_all:.4f} / {t_all:.4f}"
+    return f"{statistics.fmean(values):.4f}"
+
+
+def fit(args: argparse.Namespace) -> None:
+    with open(args.pools, "rb") as fh:
+        data = pickle.load(fh)
+    train = training(data, tune=True)
+    w = fit_weights(train, args.epochs)
+    centre = sim_centre(train, w)
+    print(
+        "WEIGHTS = np.array(\n    [\n"
+        + "".join(f"        {x:.4f},  # {n}\n" for n, x in zip(fusion.FEATURES, w, strict=True))
+    )
+    print("    ]\n)")
+    print(f"SIM_CENTRE = {centre:.4f}\n")
+    current = (fusion.WEIGHTS, fusion.SIM_CENTRE)
+    for name in SETS:
+        print(f"{name} (LME: session recall_all@5 / turn recall_all@10; LoCoMo: recall@10; zh/en: recall@5)")
+        print(f"  fitted   {figures(name, data, w, centre)}")
+        if current[0].any():
+            print(f"  in code  {figures(name, data, *current)}")
+        print(f"  parts    {json.dumps(_parts(name, data[name]['parts']))}")
+
+
+def _parts(name: str, summary: dict[str, Any]) -> dict[str, Any]:
+    if name == "lme":
+        return {
+            half: {k: (v["s_all@5"], v["t_all@10"]) for k, v in summary[key].items()}
+            for half, key in (("all", "overall"), ("tuning", "half:even"), ("report", "half:odd"))
+        }
+    if name == "locomo":
+        return {
+            half: {k: v["recall@10"] for k, v in block.items()} for half, block in summary["parts"].items()
+        }
+    return {
+        half: {k: v["recall@5"] for k, v in summary["table"][key].items()}
+        for half, key in (("all", "overall"), ("tuning", "half tuning"), ("report", "half held-out"))
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    sub = p.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("capture", help="run the three benchmarks and keep every search's pool")
+    c.add_argument("out", type=Path)
+    c.add_argument("--lme", type=Path, default=DEFAULT_LME)
+    c.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
+    c.add_argument("--cache", type=Path, default=None, help="LongMemEval embedding cache (.npz)")
+    f = sub.add_parser("fit", help="fit the weights on the development halves")
+    f.add_argument("pools", type=Path)
+    f.add_argument("--epochs", type=int, default=1000)
+    args = p.parse_args(argv)
+    if args.command == "capture":
+        capture(args)
+    else:
+        fit(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
