@@ -832,6 +832,8 @@ class _ToolsBase:
             project_id=ids.get("project_id"),
             session_id=ids.get("session_id"),
             agent_id=ids.get("agent_id"),
+            actor=self.actor,
+            log_as="tool",
         )
         results = [{**_item_brief(h.item), "score": _round(h.score)} for h in hits]
         return {"count": len(results), "results": results}
@@ -886,6 +888,8 @@ class _ToolsBase:
             project_id=self.ids.get("project_id"),
             session_id=self.ids.get("session_id"),
             agent_id=self.ids.get("agent_id"),
+            actor=self.actor,
+            log_as="tool",
         )
         return {
             "text": ctx.text,

@@ -45,6 +45,7 @@ from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreReadOnly, W
 from jiyi.model import MemoryItem, load_stored
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
+    AccessPage,
     AppendMessages,
     CacheGet,
     CachePut,
@@ -56,6 +57,7 @@ from jiyi.store.base import (
     DeleteMessages,
     DumpRows,
     Filter,
+    ForgetAccesses,
     GetCheckpoint,
     GetHistory,
     GetItems,
@@ -66,6 +68,7 @@ from jiyi.store.base import (
     Hit,
     KeywordHits,
     Link,
+    ListAccesses,
     ListCheckpoints,
     ListItems,
     ListJobs,
@@ -77,6 +80,7 @@ from jiyi.store.base import (
     Purge,
     PutCheckpoint,
     PutJob,
+    RecordAccess,
     RecordEvent,
     Retrieve,
     RowPage,
@@ -96,7 +100,12 @@ from jiyi.store.base import (
 )
 from jiyi.store.retrieve import retrieve_flow
 from jiyi.store.sqlcommon import (
+    ACCESS_COLUMNS,
+    SERVED_COLUMNS,
     DumpPage,
+    access_conditions,
+    access_of,
+    access_params,
     claimed_job,
     decode_cursor,
     dumped_time,
@@ -106,6 +115,7 @@ from jiyi.store.sqlcommon import (
     load_item,
     pending,
     scope_token,
+    served_params,
     tenant_token,
     to_blob,
     ts,
@@ -381,6 +391,38 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "CREATE INDEX item_tags_tag ON item_tags(tag)",
             *_CHANGE_TRIGGERS,
             "UPDATE meta SET value = value + 1 WHERE key = 'index_version'",
+        ),
+    ),
+    (
+        "retrieval log",
+        (
+            # Seed 002's context graph: one row per search / context / tool call and one per
+            # memory it served. Append-only; tenant_id leads every key and index.
+            """CREATE TABLE memory_access (
+                tenant_id TEXT NOT NULL,
+                id TEXT NOT NULL,
+                at TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                query TEXT NOT NULL,
+                user_id TEXT, project_id TEXT, session_id TEXT, agent_id TEXT,
+                actor TEXT,
+                PRIMARY KEY (tenant_id, id)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX memory_access_at ON memory_access(tenant_id, at, id)",
+            "CREATE INDEX memory_access_user ON memory_access(tenant_id, user_id, at)",
+            """CREATE TABLE memory_access_items (
+                tenant_id TEXT NOT NULL,
+                access_id TEXT NOT NULL,
+                rank INTEGER NOT NULL,
+                item_id TEXT NOT NULL,
+                at TEXT NOT NULL,
+                score REAL NOT NULL,
+                similarity REAL,
+                relevance REAL,
+                PRIMARY KEY (tenant_id, access_id, rank)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX memory_access_items_item ON memory_access_items(tenant_id, item_id, at)",
+            "CREATE INDEX memory_access_items_at ON memory_access_items(tenant_id, at)",
         ),
     ),
 ]
@@ -1431,6 +1473,7 @@ class SQLiteStore(Store):
             ClaimJobs: self._claim_jobs,
             DumpRows: self._dump_rows,
             ScopeClock: self._scope_clock,
+            ListAccesses: self._list_accesses,
         }
 
     def _scope_clock(self, op: ScopeClock) -> int:
@@ -1488,6 +1531,39 @@ class SQLiteStore(Store):
         rows = rows[:limit]
         cursor = encode_cursor(rows[-1][1], rows[-1][2]) if more and rows else None
         return Page(items=[load_item(r[0]) for r in rows], next_cursor=cursor)
+
+    def _list_accesses(self, op: ListAccesses) -> AccessPage:
+        where, params = access_conditions(op, lambda name: f":{name}", ts)
+        if op.item_id is not None:
+            where.append(
+                "a.id IN (SELECT access_id FROM memory_access_items WHERE tenant_id = :tenant AND item_id = :item)"
+            )
+            params["item"] = op.item_id
+        limit = max(1, op.limit)
+        params["limit"] = limit + 1
+        with self._read() as conn, _snapshot(conn):
+            rows = conn.execute(
+                f"SELECT {', '.join('a.' + c for c in ACCESS_COLUMNS.split(', '))} FROM memory_access a "
+                f"WHERE {' AND '.join(where)} ORDER BY a.at DESC, a.id DESC LIMIT :limit",
+                params,
+            ).fetchall()
+            more = len(rows) > limit
+            rows = rows[:limit]
+            ids = [r[1] for r in rows]
+            served = (
+                conn.execute(
+                    f"SELECT {SERVED_COLUMNS} FROM memory_access_items WHERE tenant_id = ? "
+                    f"AND access_id IN ({','.join('?' * len(ids))})",
+                    (op.tenant_id, *ids),
+                ).fetchall()
+                if ids
+                else []
+            )
+        by_access: dict[str, list[tuple[Any, ...]]] = {}
+        for r in served:
+            by_access.setdefault(r[0], []).append(r)
+        cursor = encode_cursor(rows[-1][2], rows[-1][1]) if more and rows else None
+        return AccessPage([access_of(r, by_access.get(r[1], [])) for r in rows], cursor)
 
     def _search(self, flow: Flow[R]) -> R:
         """Run a search flow on one read snapshot, over this thread's scope caches."""
@@ -1574,6 +1650,8 @@ class SQLiteStore(Store):
                 self._purge(conn, change)
             case Touch():
                 self._touch(conn, change)
+            case RecordAccess() | ForgetAccesses():
+                self._access_log(conn, change)
             case RecordEvent():
                 conn.execute("INSERT INTO rate_events VALUES (?, ?)", (change.key, ts(change.at)))
             case CachePut():
@@ -1784,7 +1862,39 @@ class SQLiteStore(Store):
         _bump_scope(conn, change.tenant_id, row[1])
         conn.execute("DELETE FROM items_fts WHERE rowid = ?", (row[0],))
         conn.execute("DELETE FROM items WHERE pk = ?", (row[0],))
+        conn.execute(
+            "DELETE FROM memory_access_items WHERE tenant_id = ? AND item_id = ?",
+            (change.tenant_id, change.item_id),
+        )
         self._record(conn, change.event)
+
+    @staticmethod
+    def _access_log(conn: sqlite3.Connection, change: RecordAccess | ForgetAccesses) -> None:
+        if isinstance(change, RecordAccess):
+            conn.execute(
+                f"INSERT OR IGNORE INTO memory_access ({ACCESS_COLUMNS}) VALUES (:tenant_id, :id, :at, :kind, "
+                ":query, :user_id, :project_id, :session_id, :agent_id, :actor)",
+                access_params(change.access),
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO memory_access_items (tenant_id, access_id, rank, item_id, at, score, "
+                "similarity, relevance) VALUES (:tenant_id, :access_id, :rank, :item_id, :at, :score, "
+                ":similarity, :relevance)",
+                served_params(change.access),
+            )
+            return
+        t = change.tenant_id
+        if change.user_id is not None:
+            conn.execute(
+                "DELETE FROM memory_access_items WHERE tenant_id = ? AND access_id IN "
+                "(SELECT id FROM memory_access WHERE tenant_id = ? AND user_id = ?)",
+                (t, t, change.user_id),
+            )
+            conn.execute("DELETE FROM memory_access WHERE tenant_id = ? AND user_id = ?", (t, change.user_id))
+        if change.before is not None:
+            cutoff = ts(change.before)
+            conn.execute("DELETE FROM memory_access_items WHERE tenant_id = ? AND at < ?", (t, cutoff))
+            conn.execute("DELETE FROM memory_access WHERE tenant_id = ? AND at < ?", (t, cutoff))
 
     def _touch(self, conn: sqlite3.Connection, change: Touch) -> None:
         when = ts(change.at)
