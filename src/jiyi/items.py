@@ -376,6 +376,7 @@ def export(
         from jiyi.read.retrievals import retrievals as log_page
 
         cursor: str | None = None
+        logged: list[MemoryAccess] = []
         while True:
             page = yield from log_page(
                 rt,
@@ -388,10 +389,11 @@ def export(
                 limit=MAX_LIMIT,
                 cursor=cursor,
             )
-            rows += [{RETRIEVAL_RECORD: a.to_json_dict()} for a in reversed(page.accesses)]
+            logged += page.accesses
             if page.next_cursor is None:
-                return rows
+                break
             cursor = page.next_cursor
+        rows += [{RETRIEVAL_RECORD: a.to_json_dict()} for a in reversed(logged)]  # oldest first
     return rows
 
 

@@ -115,7 +115,7 @@ def cmd_import(ns: argparse.Namespace, mem: Memory) -> int:
             trusted=ns.trusted,
         )
     if ns.json:
-        emit({"imported": result.imported, "retrievals": result.retrievals})
+        emit({"imported": result.imported} | ({"retrievals": result.retrievals} if result.retrievals else {}))
     else:
         log = f" and {result.retrievals} retrieval log entries" if result.retrievals else ""
         print(f"imported {result.imported} memories{log}")

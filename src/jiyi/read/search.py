@@ -75,17 +75,16 @@ def search(
     :func:`jiyi.read.rank.relevances`) is set on each hit when ``min_relevance`` is
     given or ``explain=True``; it never changes the order.
     ``explain=True`` adds a ``why`` line per signal to each hit's breakdown.
-    Retrieval updates ``last_used_at`` and ``access_count`` and is written to the
-    retrieval log (:mod:`jiyi.read.retrievals`: the query, redacted, whose memory was
-    searched, ``actor``, and every hit with its rank and scores, as a ``log_as`` call:
-    ``search``, ``context`` or ``tool``) unless ``touch=False``.
+    Unless ``touch=False``, the hits' ``last_used_at`` and ``access_count`` are updated and
+    the call is written to the retrieval log (:mod:`jiyi.read.retrievals`) as a ``log_as``
+    access (``search``, ``context`` or ``tool``) by ``actor``, with every hit's scores.
     ``viewer`` hides project memories it may not see (see :class:`Viewer`).
     ``as_of`` answers for a past moment: what jiyi knew then and was true then (a value
     superseded later counts; one learned later does not); it never touches usage.
     """
-    _check_options(query, limit, threshold, min_relevance)
-    kind = check_kind(log_as)
-    keys = _searched_scopes(user_id, project_id, session_id, agent_id)
+    kind = _check_options(query, limit, threshold, min_relevance, log_as)
+    owner = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
+    keys = _searched_scopes(*owner.values())
     flt, wanted = _filter(
         rt,
         keys,
@@ -114,17 +113,17 @@ def search(
     if rt.reranker is not None and scored:
         scored = yield from _reranked(rt, query, scored, limit)
     scored = one_per_statement(scored)
-    hits = [
-        SearchHit(s.candidate.item, s.score, s.similarity, s.breakdown) for s in _diverse(scored, rt, limit)
-    ]
-    if rel is not None:
-        hits = rel.annotate(hits)
+    hits = _hits(_diverse(scored, rt, limit), rel)
     if explain:
         _explain(hits, floor, min_relevance, query_)
     if touch:
-        owner = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
         yield from record_access(rt, flt.tenant_id, kind, query, served(hits), now, owner=owner, actor=actor)
     return hits
+
+
+def _hits(scored: list[Scored], rel: _Relevance | None) -> list[SearchHit]:
+    hits = [SearchHit(s.candidate.item, s.score, s.similarity, s.breakdown) for s in scored]
+    return hits if rel is None else rel.annotate(hits)
 
 
 def served(hits: Sequence[SearchHit]) -> list[Retrieved]:
@@ -203,7 +202,9 @@ def _searched_scopes(*ids: str | None) -> tuple[str, ...]:
     return keys
 
 
-def _check_options(query: str, limit: int, threshold: float | None, min_relevance: float | None) -> None:
+def _check_options(
+    query: str, limit: int, threshold: float | None, min_relevance: float | None, log_as: str
+) -> AccessKind:
     check_text(query, "query")
     check_limit(limit)
     if threshold is not None and not 0.0 <= threshold <= 1.0:
@@ -217,6 +218,7 @@ def _check_options(query: str, limit: int, threshold: float | None, min_relevanc
             f"min_relevance must be a number within 0..1 (or None for no cut), got {min_relevance!r}",
             field="min_relevance",
         )
+    return check_kind(log_as)
 
 
 @dataclass(frozen=True)
