@@ -421,8 +421,9 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
                 relevance REAL,
                 PRIMARY KEY (tenant_id, access_id, rank)
             ) WITHOUT ROWID""",
+            # Every index costs each search's log write (one row per hit): the served rows
+            # have only this one; retention finds them through their accesses.
             "CREATE INDEX memory_access_items_item ON memory_access_items(tenant_id, item_id, at)",
-            "CREATE INDEX memory_access_items_at ON memory_access_items(tenant_id, at)",
         ),
     ),
 ]
@@ -1893,7 +1894,11 @@ class SQLiteStore(Store):
             conn.execute("DELETE FROM memory_access WHERE tenant_id = ? AND user_id = ?", (t, change.user_id))
         if change.before is not None:
             cutoff = ts(change.before)
-            conn.execute("DELETE FROM memory_access_items WHERE tenant_id = ? AND at < ?", (t, cutoff))
+            conn.execute(
+                "DELETE FROM memory_access_items WHERE tenant_id = ? AND access_id IN "
+                "(SELECT id FROM memory_access WHERE tenant_id = ? AND at < ?)",
+                (t, t, cutoff),
+            )
             conn.execute("DELETE FROM memory_access WHERE tenant_id = ? AND at < ?", (t, cutoff))
 
     def _touch(self, conn: sqlite3.Connection, change: Touch) -> None:
