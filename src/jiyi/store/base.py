@@ -608,6 +608,7 @@ ROW_KINDS: tuple[str, ...] = (
     "jobs",
     "embedding_cache",
     "rate_events",
+    "retrievals",
 )
 """What :class:`DumpRows`/:class:`LoadRows` move, in the order a copy moves them."""
 
@@ -661,6 +662,8 @@ class DumpRows(Op[RowPage]):
     * ``jobs``: ``id``, ``doc``.
     * ``embedding_cache``: ``model``, ``text_hash``, ``vec``.
     * ``rate_events``: ``key``, ``at``.
+    * ``retrievals``: ``tenant_id``, ``id``, ``doc`` (the retrieval log entry as JSON text,
+      :meth:`MemoryAccess.to_json_dict`, with everything it served); by tenant and id.
     """
 
     kind: str

@@ -134,6 +134,7 @@ from jiyi.store.base import (
     Loaded,
     LoadHits,
     LoadRows,
+    MemoryAccess,
     Op,
     Page,
     Purge,
@@ -162,16 +163,19 @@ from jiyi.store.retrieve import retrieve_flow
 from jiyi.store.sqlcommon import (
     DUMP_KEYS,
     ACCESS_COLUMNS,
+    ACCESS_TABLES,
     DumpPage,
     access_conditions,
     access_of,
     access_params,
     claimed_job,
     decode_cursor,
+    dumped_access,
     dumped_time,
     encode_cursor,
     history_event,
     load_item,
+    loaded_access,
     pending,
     served_params,
     ts,
@@ -689,6 +693,11 @@ _DUMP_SQL = {
     "jobs": "SELECT id, doc::text FROM {s}.jobs",
     "embedding_cache": "SELECT model, text_hash, vec FROM {s}.embedding_cache",
     "rate_events": "SELECT key, at FROM {s}.rate_events",
+    # Each access with its served rows as JSON (float8 in JSON is exact: shortest round trip).
+    "retrievals": f"SELECT {', '.join('a.' + c for c in ACCESS_COLUMNS.split(', '))}, "
+    "(SELECT coalesce(json_agg(json_build_array(h.access_id, h.rank, h.item_id, h.score, h.similarity, "
+    "h.relevance)), '[]') FROM {s}.memory_access_items h WHERE h.tenant_id = a.tenant_id "
+    "AND h.access_id = a.id)::text FROM {s}.memory_access a",
 }
 
 
@@ -727,6 +736,8 @@ def _dump_row(kind: str, r: Sequence[Any]) -> dict[str, Any]:
             return {"id": r[0], "doc": r[1]}
         case "embedding_cache":
             return {"model": r[0], "text_hash": r[1], "vec": vector_to_text(r[2])}
+        case "retrievals":
+            return dumped_access(access_of(r[:10], json.loads(r[10])))
     return {"key": r[0], "at": ts(r[1])}
 
 
@@ -1872,18 +1883,22 @@ class PostgresStore(Store):
                 case LoadRows():
                     yield from self._load_rows(change, stats)
                 case ClearRows():
-                    for kind in change.kinds:
-                        check_row_kind(kind)
-                        yield _Query(f"DELETE FROM {self._s}.{kind}")
-                        if kind == "items":
-                            yield _Query(f"DELETE FROM {self._s}.keyword_stats")
-                            yield _Query(f"DELETE FROM {self._s}.keyword_scopes")
-                            stats.clear()
+                    yield from self._clear_rows(change, stats)
                 case _:
                     statement = self._statement(change)
                     if statement is not None:
                         yield statement
         yield from self._keyword_stats(stats)
+
+    def _clear_rows(self, change: ClearRows, stats: _Tally) -> Generator[_Query, Rows, None]:
+        for kind in change.kinds:
+            check_row_kind(kind)
+            for table in ACCESS_TABLES if kind == "retrievals" else (kind,):
+                yield _Query(f"DELETE FROM {self._s}.{table}")
+            if kind == "items":
+                yield _Query(f"DELETE FROM {self._s}.keyword_stats")
+                yield _Query(f"DELETE FROM {self._s}.keyword_scopes")
+                stats.clear()
 
     def _guard(self, g: Guard) -> Generator[_Query, Rows, None]:
         """Advance the scope's clock from ``g.seen``, or refuse the write. Under READ COMMITTED
@@ -2263,7 +2278,8 @@ class PostgresStore(Store):
         page = DumpPage.of(op, _DUMP_KEYS)
         order, params = page.order(lambda name: f"%({name})s")
         query = _Query(_DUMP_SQL[page.kind].format(s=self._s) + order, params)
-        count = _Query(f"SELECT count(*) FROM {self._s}.{page.kind}") if op.after is None else None
+        table = ACCESS_TABLES[0] if page.kind == "retrievals" else page.kind
+        count = _Query(f"SELECT count(*) FROM {self._s}.{table}") if op.after is None else None
 
         def plan() -> Plan[RowPage]:
             rows = yield query
@@ -2284,6 +2300,10 @@ class PostgresStore(Store):
                 for row in change.rows:
                     yield from self._load_item(row, stats)
                 return
+            if kind == "retrievals":
+                for row in change.rows:
+                    yield from self._load_access(loaded_access(row))
+                return
             batch = [self._load_params(kind, r) for r in change.rows]
         except KeyError as exc:
             raise InvalidInput(f"a dumped {kind} row lacks {exc.args[0]!r}", field=str(exc.args[0])) from None
@@ -2294,6 +2314,24 @@ class PostgresStore(Store):
                 f"SELECT setval(pg_get_serial_sequence(%(table)s, 'seq'), "
                 f"(SELECT coalesce(max(seq), 0) + 1 FROM {self._s}.history), false)",
                 {"table": f"{self._s}.history"},
+            )
+
+    def _load_access(self, access: MemoryAccess) -> Generator[_Query, Rows, None]:
+        """A dumped access as it was (an id already logged is refused, as for other kinds)."""
+        s = self._s
+        params = access_params(access) | {"at": as_utc(access.at)}
+        yield _Query(
+            f"INSERT INTO {s}.memory_access ({ACCESS_COLUMNS}) VALUES (%(tenant_id)s, %(id)s, %(at)s, "
+            "%(kind)s, %(query)s, %(user_id)s, %(project_id)s, %(session_id)s, %(agent_id)s, %(actor)s)",
+            params,
+        )
+        served = [r | {"at": params["at"]} for r in served_params(access)]
+        if served:
+            yield _Query(
+                f"INSERT INTO {s}.memory_access_items (tenant_id, access_id, rank, item_id, at, score, "
+                "similarity, relevance) VALUES (%(tenant_id)s, %(access_id)s, %(rank)s, %(item_id)s, %(at)s, "
+                "%(score)s, %(similarity)s, %(relevance)s)",
+                batch=served,
             )
 
     def _load_params(self, kind: str, r: Mapping[str, Any]) -> dict[str, Any]:

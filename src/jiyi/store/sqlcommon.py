@@ -232,6 +232,25 @@ def access_of(row: Sequence[Any], served: Sequence[Sequence[Any]]) -> MemoryAcce
     )
 
 
+ACCESS_TABLES = ("memory_access", "memory_access_items")
+"""The tables of the ``retrievals`` row kind (:class:`~jiyi.store.base.DumpRows`)."""
+
+
+def dumped_access(access: MemoryAccess) -> dict[str, Any]:
+    """A ``retrievals`` row of :class:`~jiyi.store.base.DumpRows`."""
+    doc = json.dumps(access.to_json_dict(), ensure_ascii=False)
+    return {"tenant_id": access.tenant_id, "id": access.id, "doc": doc}
+
+
+def loaded_access(row: Mapping[str, Any]) -> MemoryAccess:
+    """The access of a dumped ``retrievals`` row."""
+    try:
+        data = json.loads(row["doc"])
+    except (TypeError, ValueError):
+        raise InvalidInput("a dumped retrievals row's doc is not JSON", field="doc") from None
+    return MemoryAccess.from_json_dict(data)
+
+
 def access_conditions(
     op: ListAccesses, mark: Callable[[str], str], time: Callable[[datetime], Any]
 ) -> tuple[list[str], dict[str, Any]]:
@@ -268,6 +287,7 @@ DUMP_KEYS: dict[str, tuple[str, ...] | None] = {
     "jobs": ("id",),
     "embedding_cache": ("model", "text_hash"),
     "rate_events": None,
+    "retrievals": ("tenant_id", "id"),
 }
 """Per row kind, the key columns of its keyset cursor (None: an offset cursor)."""
 

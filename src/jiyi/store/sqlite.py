@@ -75,6 +75,7 @@ from jiyi.store.base import (
     Loaded,
     LoadHits,
     LoadRows,
+    MemoryAccess,
     Op,
     Page,
     Purge,
@@ -101,6 +102,7 @@ from jiyi.store.base import (
 from jiyi.store.retrieve import retrieve_flow
 from jiyi.store.sqlcommon import (
     ACCESS_COLUMNS,
+    ACCESS_TABLES,
     SERVED_COLUMNS,
     DumpPage,
     access_conditions,
@@ -108,11 +110,13 @@ from jiyi.store.sqlcommon import (
     access_params,
     claimed_job,
     decode_cursor,
+    dumped_access,
     dumped_time,
     encode_cursor,
     from_blob,
     history_event,
     load_item,
+    loaded_access,
     pending,
     scope_token,
     served_params,
@@ -617,6 +621,7 @@ _DUMP_SQL = {
     "jobs": "SELECT id, doc FROM jobs",
     "embedding_cache": "SELECT model, text_hash, vec FROM embedding_cache",
     "rate_events": "SELECT key, at FROM rate_events",
+    "retrievals": f"SELECT {ACCESS_COLUMNS} FROM memory_access",
 }
 
 
@@ -1533,6 +1538,20 @@ class SQLiteStore(Store):
         cursor = encode_cursor(rows[-1][1], rows[-1][2]) if more and rows else None
         return Page(items=[load_item(r[0]) for r in rows], next_cursor=cursor)
 
+    @staticmethod
+    def _with_served(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> list[MemoryAccess]:
+        """``memory_access`` rows (:data:`ACCESS_COLUMNS`) with what each served."""
+        by_access: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
+        for tenant in {r[0] for r in rows}:
+            ids = [r[1] for r in rows if r[0] == tenant]
+            for r in conn.execute(
+                f"SELECT {SERVED_COLUMNS} FROM memory_access_items WHERE tenant_id = ? "
+                f"AND access_id IN ({','.join('?' * len(ids))})",
+                (tenant, *ids),
+            ):
+                by_access.setdefault((tenant, r[0]), []).append(r)
+        return [access_of(r, by_access.get((r[0], r[1]), [])) for r in rows]
+
     def _list_accesses(self, op: ListAccesses) -> AccessPage:
         where, params = access_conditions(op, lambda name: f":{name}", ts)
         if op.item_id is not None:
@@ -1550,21 +1569,9 @@ class SQLiteStore(Store):
             ).fetchall()
             more = len(rows) > limit
             rows = rows[:limit]
-            ids = [r[1] for r in rows]
-            served = (
-                conn.execute(
-                    f"SELECT {SERVED_COLUMNS} FROM memory_access_items WHERE tenant_id = ? "
-                    f"AND access_id IN ({','.join('?' * len(ids))})",
-                    (op.tenant_id, *ids),
-                ).fetchall()
-                if ids
-                else []
-            )
-        by_access: dict[str, list[tuple[Any, ...]]] = {}
-        for r in served:
-            by_access.setdefault(r[0], []).append(r)
+            found = self._with_served(conn, rows)
         cursor = encode_cursor(rows[-1][2], rows[-1][1]) if more and rows else None
-        return AccessPage([access_of(r, by_access.get(r[1], [])) for r in rows], cursor)
+        return AccessPage(found, cursor)
 
     def _search(self, flow: Flow[R]) -> R:
         """Run a search flow on one read snapshot, over this thread's scope caches."""
@@ -1669,11 +1676,16 @@ class SQLiteStore(Store):
             case LoadRows():
                 self._load_rows(conn, change)
             case ClearRows():
-                for kind in change.kinds:
-                    check_row_kind(kind)
-                    if kind == "items":
-                        conn.execute("DELETE FROM items_fts")
-                    conn.execute(f"DELETE FROM {kind}")
+                self._clear_rows(conn, change)
+
+    @staticmethod
+    def _clear_rows(conn: sqlite3.Connection, change: ClearRows) -> None:
+        for kind in change.kinds:
+            check_row_kind(kind)
+            if kind == "items":
+                conn.execute("DELETE FROM items_fts")
+            for table in ACCESS_TABLES if kind == "retrievals" else (kind,):
+                conn.execute(f"DELETE FROM {table}")
 
     @staticmethod
     def _session_change(
@@ -1870,19 +1882,24 @@ class SQLiteStore(Store):
         self._record(conn, change.event)
 
     @staticmethod
-    def _access_log(conn: sqlite3.Connection, change: RecordAccess | ForgetAccesses) -> None:
+    def _load_access(conn: sqlite3.Connection, access: MemoryAccess, ignore: str = "") -> None:
+        """Insert one access and what it served (``ignore="OR IGNORE"``: keep one already there)."""
+        conn.execute(
+            f"INSERT {ignore} INTO memory_access ({ACCESS_COLUMNS}) VALUES (:tenant_id, :id, :at, :kind, "
+            ":query, :user_id, :project_id, :session_id, :agent_id, :actor)",
+            access_params(access),
+        )
+        conn.executemany(
+            f"INSERT {ignore} INTO memory_access_items (tenant_id, access_id, rank, item_id, at, score, "
+            "similarity, relevance) VALUES (:tenant_id, :access_id, :rank, :item_id, :at, :score, "
+            ":similarity, :relevance)",
+            served_params(access),
+        )
+
+    @classmethod
+    def _access_log(cls, conn: sqlite3.Connection, change: RecordAccess | ForgetAccesses) -> None:
         if isinstance(change, RecordAccess):
-            conn.execute(
-                f"INSERT OR IGNORE INTO memory_access ({ACCESS_COLUMNS}) VALUES (:tenant_id, :id, :at, :kind, "
-                ":query, :user_id, :project_id, :session_id, :agent_id, :actor)",
-                access_params(change.access),
-            )
-            conn.executemany(
-                "INSERT OR IGNORE INTO memory_access_items (tenant_id, access_id, rank, item_id, at, score, "
-                "similarity, relevance) VALUES (:tenant_id, :access_id, :rank, :item_id, :at, :score, "
-                ":similarity, :relevance)",
-                served_params(change.access),
-            )
+            cls._load_access(conn, change.access, "OR IGNORE")
             return
         t = change.tenant_id
         if change.user_id is not None:
@@ -1933,11 +1950,15 @@ class SQLiteStore(Store):
     def _dump_rows(self, op: DumpRows) -> RowPage:
         page = DumpPage.of(op)
         order, params = page.order(lambda name: "?")
-        with self._read() as conn:
+        table = ACCESS_TABLES[0] if page.kind == "retrievals" else page.kind
+        with self._read() as conn, _snapshot(conn):
             rows = conn.execute(_DUMP_SQL[page.kind] + order, list(params.values())).fetchall()
             total = None
             if op.after is None:
-                total = int(conn.execute(f"SELECT count(*) FROM {page.kind}").fetchone()[0])
+                total = int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+            if page.kind == "retrievals":
+                out = [dumped_access(a) for a in self._with_served(conn, rows)]
+                return RowPage(rows=out, next_after=page.next_after(rows, out), total=total)
         out = [_dump_row(page.kind, r) for r in rows]
         return RowPage(rows=out, next_after=page.next_after(rows, out), total=total)
 
@@ -2009,6 +2030,8 @@ class SQLiteStore(Store):
                         conn.execute(
                             "INSERT INTO rate_events VALUES (?, ?)", (row["key"], ts(dumped_time(row["at"])))
                         )
+                    case "retrievals":
+                        self._load_access(conn, loaded_access(row))
             except KeyError as exc:
                 raise InvalidInput(
                     f"a dumped {kind} row lacks {exc.args[0]!r}", field=str(exc.args[0])

@@ -1925,6 +1925,9 @@ class StoreConformance:
                     RecordEvent("rate:a", T0),
                     RecordEvent("rate:a", T0),
                     RecordEvent("rate:b", NOW),
+                    RecordAccess(access((a.id, 0.1 + 0.2), (full.id, 1 / 3), at=T0, actor="键 1")),
+                    RecordAccess(access(at=NOW, kind="context", query="nothing served")),
+                    RecordAccess(access((a.id, 0.5), tenant_id=OTHER_TENANT, project_id="p 1")),
                 )
             )
         )
@@ -1975,6 +1978,7 @@ class StoreConformance:
             "jobs": 2,
             "embedding_cache": 2,
             "rate_events": 3,
+            "retrievals": 3,
         }
         assert store.execute(DumpRows("history", limit=1)).total == 6
         by_id = {r["id"]: r for r in whole["items"]}
@@ -1998,6 +2002,9 @@ class StoreConformance:
         assert sorted((r["key"], r["at"]) for r in whole["rate_events"]) == [
             (r["key"], r["at"]) for r in whole["rate_events"]
         ]
+        logged = accesses(store) + accesses(store, OTHER_TENANT)
+        dumped = [MemoryAccess.from_json_dict(json.loads(r["doc"])) for r in whole["retrievals"]]
+        assert dumped == sorted(logged, key=lambda e: (e.tenant_id, e.id))
         with pytest.raises(InvalidInput):
             store.execute(DumpRows("items", after="not a cursor"))
 
@@ -2013,6 +2020,7 @@ class StoreConformance:
         )
         found = [(c.item.id, c.cosine, c.keyword) for c in store.execute(search)]
         history = store.execute(GetHistory(TENANT, items[2].id))
+        logged = accesses(store)
         store.execute(Write((ClearRows(ROW_KINDS),)))
         assert self._dump_all(store) == {k: [] for k in ROW_KINDS}
         assert store.execute(GetItems(TENANT, tuple(i.id for i in items))) == []
@@ -2030,6 +2038,7 @@ class StoreConformance:
             assert k1 == pytest.approx(k2, rel=1e-9) if k2 is not None else k1 is None
         assert store.execute(GetMessages(TENANT, "s1")) == data["messages"]
         assert store.execute(CountEvents("rate:a", T0)) == 2
+        assert accesses(store) == logged
         # New writes continue after the loaded history and message positions.
         new = make_item("after the load")
         put(store, new)
