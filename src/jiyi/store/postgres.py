@@ -161,9 +161,9 @@ from jiyi.store.base import (
 )
 from jiyi.store.retrieve import retrieve_flow
 from jiyi.store.sqlcommon import (
-    DUMP_KEYS,
     ACCESS_COLUMNS,
     ACCESS_TABLES,
+    DUMP_KEYS,
     DumpPage,
     access_conditions,
     access_of,
@@ -2165,7 +2165,8 @@ class PostgresStore(Store):
             a = access.access
             params |= {f"a_{k}": v for k, v in access_params(a).items()} | {"a_at": as_utc(a.at)}
             ctes.append(
-                f"e AS (INSERT INTO {s}.memory_access ({ACCESS_COLUMNS}) VALUES (%(a_tenant_id)s, %(a_id)s, "
+                f"e AS (INSERT INTO {s}.memory_access (tenant_id, id, at, kind, query, user_id, project_id, session_id, agent_id, actor) "
+                "VALUES (%(a_tenant_id)s, %(a_id)s, "
                 "%(a_at)s, %(a_kind)s, %(a_query)s, %(a_user_id)s, %(a_project_id)s, %(a_session_id)s, "
                 "%(a_agent_id)s, %(a_actor)s) ON CONFLICT DO NOTHING)"
             )
@@ -2226,13 +2227,14 @@ class PostgresStore(Store):
 
     def _list_accesses(self, op: ListAccesses) -> Callable[[], Plan[AccessPage]]:
         s = self._s
-        where, params = access_conditions(op, lambda name: f"%({name})s", lambda t: t)
+        conditions, params = access_conditions(op, lambda name: f"%({name})s", lambda t: t)
         if op.item_id is not None:
-            where.append(
+            conditions.append(
                 f"a.id IN (SELECT access_id FROM {s}.memory_access_items WHERE tenant_id = %(tenant)s "
                 "AND item_id = %(item)s)"
             )
             params["item"] = op.item_id
+        where = "".join(f" AND {c}" for c in conditions)
         limit = max(1, op.limit)
         params["limit"] = limit + 1
         # One statement (so one snapshot): each access with its served rows as JSON.
@@ -2241,7 +2243,7 @@ class PostgresStore(Store):
             "(SELECT coalesce(json_agg(json_build_array(h.access_id, h.rank, h.item_id, h.score, "
             f"h.similarity, h.relevance)), '[]') FROM {s}.memory_access_items h "
             "WHERE h.tenant_id = a.tenant_id AND h.access_id = a.id)::text "
-            f"FROM {s}.memory_access a WHERE {' AND '.join(where)} "
+            f"FROM {s}.memory_access a WHERE a.tenant_id = %(tenant)s{where} "
             "ORDER BY a.at DESC, a.id DESC LIMIT %(limit)s",
             params,
         )
@@ -2321,7 +2323,8 @@ class PostgresStore(Store):
         s = self._s
         params = access_params(access) | {"at": as_utc(access.at)}
         yield _Query(
-            f"INSERT INTO {s}.memory_access ({ACCESS_COLUMNS}) VALUES (%(tenant_id)s, %(id)s, %(at)s, "
+            f"INSERT INTO {s}.memory_access (tenant_id, id, at, kind, query, user_id, project_id, session_id, agent_id, actor) "
+            "VALUES (%(tenant_id)s, %(id)s, %(at)s, "
             "%(kind)s, %(query)s, %(user_id)s, %(project_id)s, %(session_id)s, %(agent_id)s, %(actor)s)",
             params,
         )

@@ -254,10 +254,11 @@ def loaded_access(row: Mapping[str, Any]) -> MemoryAccess:
 def access_conditions(
     op: ListAccesses, mark: Callable[[str], str], time: Callable[[datetime], Any]
 ) -> tuple[list[str], dict[str, Any]]:
-    """The conditions of a :class:`ListAccesses` over ``memory_access a`` but the item's
-    (the caller joins the served rows its own way), with the backend's placeholders
+    """The conditions of a :class:`ListAccesses` over ``memory_access a`` but the tenant's
+    (``a.tenant_id`` = the parameter ``tenant``, written by the caller's SQL) and the
+    item's (the caller joins the served rows its own way), with the backend's placeholders
     (``mark(name)``) and their values; times as ``time(utc datetime)`` gives them."""
-    where = [f"a.tenant_id = {mark('tenant')}"]
+    where: list[str] = []
     params: dict[str, Any] = {"tenant": op.tenant_id}
     for name in OWNER_FIELDS:
         value = getattr(op, name)

@@ -1553,18 +1553,19 @@ class SQLiteStore(Store):
         return [access_of(r, by_access.get((r[0], r[1]), [])) for r in rows]
 
     def _list_accesses(self, op: ListAccesses) -> AccessPage:
-        where, params = access_conditions(op, lambda name: f":{name}", ts)
+        conditions, params = access_conditions(op, lambda name: f":{name}", ts)
         if op.item_id is not None:
-            where.append(
+            conditions.append(
                 "a.id IN (SELECT access_id FROM memory_access_items WHERE tenant_id = :tenant AND item_id = :item)"
             )
             params["item"] = op.item_id
+        where = "".join(f" AND {c}" for c in conditions)
         limit = max(1, op.limit)
         params["limit"] = limit + 1
         with self._read() as conn, _snapshot(conn):
             rows = conn.execute(
                 f"SELECT {', '.join('a.' + c for c in ACCESS_COLUMNS.split(', '))} FROM memory_access a "
-                f"WHERE {' AND '.join(where)} ORDER BY a.at DESC, a.id DESC LIMIT :limit",
+                f"WHERE a.tenant_id = :tenant{where} ORDER BY a.at DESC, a.id DESC LIMIT :limit",
                 params,
             ).fetchall()
             more = len(rows) > limit
@@ -1883,23 +1884,24 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _load_access(conn: sqlite3.Connection, access: MemoryAccess, ignore: str = "") -> None:
-        """Insert one access and what it served (``ignore="OR IGNORE"``: keep one already there)."""
+        """Insert one access and what it served (``ignore=" ON CONFLICT DO NOTHING"``: keep one
+        already there; without it a copy's duplicate is refused)."""
         conn.execute(
-            f"INSERT {ignore} INTO memory_access ({ACCESS_COLUMNS}) VALUES (:tenant_id, :id, :at, :kind, "
-            ":query, :user_id, :project_id, :session_id, :agent_id, :actor)",
+            f"INSERT INTO memory_access (tenant_id, id, at, kind, query, user_id, project_id, session_id, agent_id, actor) VALUES (:tenant_id, "
+            f":id, :at, :kind, :query, :user_id, :project_id, :session_id, :agent_id, :actor){ignore}",
             access_params(access),
         )
         conn.executemany(
-            f"INSERT {ignore} INTO memory_access_items (tenant_id, access_id, rank, item_id, at, score, "
+            "INSERT INTO memory_access_items (tenant_id, access_id, rank, item_id, at, score, "
             "similarity, relevance) VALUES (:tenant_id, :access_id, :rank, :item_id, :at, :score, "
-            ":similarity, :relevance)",
+            f":similarity, :relevance){ignore}",
             served_params(access),
         )
 
     @classmethod
     def _access_log(cls, conn: sqlite3.Connection, change: RecordAccess | ForgetAccesses) -> None:
         if isinstance(change, RecordAccess):
-            cls._load_access(conn, change.access, "OR IGNORE")
+            cls._load_access(conn, change.access, " ON CONFLICT DO NOTHING")
             return
         t = change.tenant_id
         if change.user_id is not None:
