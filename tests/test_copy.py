@@ -83,6 +83,8 @@ def _fill(path: Path) -> dict[str, Any]:
         mem.store.execute(
             Write((RecordEvent("extract:default:s2", T0), RecordEvent("extract:default:s2", T0)))
         )
+        mem.search("where does Alice live?", user_id="alice", actor="key-1", explain=True)  # the log
+        mem.context("编程", user_id="alice", project_id="网站")
         return {"ids": [a.id, b.id, c.id], "gone": gone.id}
     finally:
         mem.close()
@@ -102,6 +104,7 @@ def _snapshot(store: Store, ids: list[str]) -> dict[str, Any]:
         ],
         "counts": row_counts(store),
         "rate": store.execute(CountEvents("extract:default:s2", T0)),
+        "retrievals": [a.to_json_dict() for a in mem.retrievals().accesses],
     }
 
 
@@ -135,7 +138,7 @@ def test_sqlite_to_postgres_and_back_is_lossless(tmp_path: Path, pg_url: str) ->
         report = copy_store(source, pg, batch=2, progress=lambda k, d, t: seen.append((k, d, t)))
         assert report.counts == original["counts"]
         assert [k for k, d, _t in seen if d == 0] == list(ROW_KINDS)  # a start call per kind
-        assert seen[-1] == ("rate_events", 2, 2)
+        assert seen[-1] == ("retrievals", 2, 2)
         copy_store(pg, back, batch=500)
         in_pg, in_back = _snapshot(pg, ids), _snapshot(back, ids)
         assert in_pg == original

@@ -282,7 +282,7 @@ async def test_export_import_round_trip(env: Env) -> None:
     ).status_code == 200
     mine = next(x for x in lines if x["id"] == a["id"])
     r = await env.call(env.admin, "POST", "/v1/import", content=json.dumps(mine, ensure_ascii=False).encode())
-    assert r.status_code == 200 and r.json() == {"imported": 1, "embedded": 1}, r.text
+    assert r.status_code == 200 and r.json() == {"imported": 1, "embedded": 1, "retrievals": 0}, r.text
     assert (await env.call(env.owner, "GET", f"/v1/memories/{a['id']}")).json() == mine
 
     # into tenant B (here without ids): the records' tenant is replaced by the key's

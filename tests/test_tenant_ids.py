@@ -93,7 +93,9 @@ async def test_rest_import_of_another_tenants_ids_keeps_them_apart(tmp_path: Pat
                 )
                 for i in (taken, "fresh-id-1")
             ]
-            assert [(r.status_code, r.json()) for r in replies] == [(200, {"imported": 1, "embedded": 1})] * 2
+            assert [(r.status_code, r.json()) for r in replies] == [
+                (200, {"imported": 1, "embedded": 1, "retrievals": 0})
+            ] * 2
             got = (await c.get(f"/v1/memories/{taken}", headers={"X-API-Key": acme})).json()
             assert got["content"] == "acme secret plan"
             got = (await c.get(f"/v1/memories/{taken}", headers={"X-API-Key": evil})).json()

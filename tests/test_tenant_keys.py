@@ -55,6 +55,8 @@ TENANT_TABLES_PG = {
     "keyword_stats",
     "keyword_scopes",
     "scope_clock",
+    "memory_access",
+    "memory_access_items",
 }
 
 NON_BTREE = {
@@ -220,10 +222,10 @@ _NAMES_TENANT = re.compile(
 # without naming a tenant. MIGRATIONS (schema changes of every tenant at once) are skipped.
 CROSS_TENANT_ALLOWED = {
     ("postgres.py", "_DUMP_SQL"): "DumpRows: a whole-store copy (jiyi copy), every tenant by design",
-    ("postgres.py", "_write"): "ClearRows: a copy that overwrites the whole store",
+    ("postgres.py", "_clear_rows"): "ClearRows: a copy that overwrites the whole store",
     ("postgres.py", "_load_rows"): "LoadRows: a copy's history sequence moves past the loaded rows",
     ("sqlite.py", "_DUMP_SQL"): "DumpRows: a whole-store copy (jiyi copy), every tenant by design",
-    ("sqlite.py", "_apply"): "ClearRows: a copy that overwrites the whole store",
+    ("sqlite.py", "_clear_rows"): "ClearRows: a copy that overwrites the whole store",
     ("sqlite.py", "_scope_state"): "the change log's position (one number for the file's search caches)",
     ("sqlite.py", "_prune_changes"): "trims the change log of the whole file (maintenance)",
     ("sqlite.py", "_bring_up_to_date"): "reads the change log of the scopes a cache holds (named by key)",

@@ -927,3 +927,23 @@ def test_profile_panel_shows_sources_and_sets_fields(ui: UI, seeded: Seeded) -> 
     assert p.inner_text("#profile-caption") == "Profile of project plat"
     decision, source = _profile_row(p, "key_decisions")
     assert "We decided to use SQLite because it needs no server" in decision and source == "aggregated"
+
+
+def test_detail_shows_the_queries_it_was_served_for(ui: UI, seeded: Seeded) -> None:
+    p = ui.page
+    ui.goto("/ui/#/memories?user_id=alice")
+    ui.wait_idle()
+    p.fill("#q", "green tea")
+    p.press("#q", "Enter")
+    ui.wait_idle()
+    p.locator("#result-list .item-link").first.click()
+    ui.wait_idle()
+    served = p.locator("#served li")
+    served.first.wait_for()
+    # the search just made is the newest entry: this memory was first, with its scores
+    first = served.first.inner_text()
+    assert "green tea" in first and "#1 · score 0." in first and "relevance " in first
+    assert "user alice, by local" in first  # whose memory, and who asked (the key; here the local owner)
+    assert served.first.get_attribute("data-kind") == "search"
+    assert "Served " in p.inner_text("#served-summary")
+    ui.shot("served-for")

@@ -4,7 +4,8 @@ export and import, as flows over a :class:`~jiyi.runtime.Runtime`."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,14 +27,17 @@ from jiyi.model import (
 from jiyi.runtime import Runtime
 from jiyi.store.base import (
     Filter,
+    ForgetAccesses,
     GetHistory,
     GetItems,
     GetStats,
     HistoryAction,
     HistoryEvent,
     ListItems,
+    MemoryAccess,
     Page,
     Purge,
+    RecordAccess,
     StoreStats,
     Upsert,
     Viewer,
@@ -50,10 +54,16 @@ SELF_DESCRIBED = frozenset({SKILL, FAILURE, DECOMPOSITION})
 workflow, counts), not something read off the text, so a wording change keeps it."""
 
 
+RETRIEVAL_RECORD = "retrieval"
+"""The key of an exported retrieval log entry (``export(retrievals=True)``)."""
+
+
 @dataclass(frozen=True)
 class ImportResult:
     imported: int
     embedded: int
+    retrievals: int = 0
+    """Retrieval log entries put back (records ``{"retrieval": {...}}``)."""
 
 
 def last_snapshot(events: Sequence[HistoryEvent]) -> MemoryItem | None:
@@ -318,20 +328,26 @@ def reset(
     tenant_id: str | None = None,
     actor: str | None = None,
 ) -> Flow[int]:
-    """Purge every memory in the given scopes (at least one is required). Audited."""
+    """Purge every memory in the given scopes (at least one is required). Audited.
+
+    The retrieval log forgets them too: a purged memory's served rows go, and with
+    ``user_id`` every access made for that user (the right to be forgotten)."""
     keys = scope_keys(user_id, project_id, session_id, agent_id)
     if not keys:
         raise InvalidInput("reset needs at least one scope id; it never wipes a whole tenant by accident")
     flt = Filter(tenant_id=rt.tenant(tenant_id), scope_keys=keys, statuses=(), include_expired=True)
     reason = f"scoped reset of {', '.join(keys)}"
     items = yield from all_items(rt, flt)
-    purges = [
+    changes: list[Purge | ForgetAccesses] = [
         Purge(item.tenant_id, item.id, change_event(rt, HistoryAction.RESET, item, None, reason, actor))
         for item in items
     ]
-    if purges:
-        yield from call(Write(tuple(purges)))
-    return len(purges)
+    purged = len(changes)
+    if user_id is not None:
+        changes.append(ForgetAccesses(flt.tenant_id, user_id=user_id))
+    if changes:
+        yield from call(Write(tuple(changes)))
+    return purged
 
 
 def export(
@@ -344,9 +360,15 @@ def export(
     agent_id: str | None = None,
     tenant_id: str | None = None,
     viewer: Viewer | None = None,
+    retrievals: bool = False,
 ) -> Flow[list[dict[str, Any]]]:
     """Every memory (all statuses) as JSON-ready dicts with every field (only those
-    ``viewer`` may see, when given)."""
+    ``viewer`` may see, when given).
+
+    With ``retrievals=True`` the retrieval log follows the memories, one record per
+    access, ``{"retrieval": {...}}`` (:meth:`~jiyi.store.base.MemoryAccess.to_json_dict`;
+    the accesses made for the given owner ids, as ``viewer`` may see them);
+    :func:`import_items` puts such records back into the log."""
     flt = Filter(
         tenant_id=rt.tenant(tenant_id),
         scope_keys=scope_keys(user_id, project_id, session_id, agent_id),
@@ -355,7 +377,31 @@ def export(
         viewer=viewer,
     )
     items = yield from all_items(rt, flt)
-    return [item.to_json_dict() for item in items]
+    rows = [item.to_json_dict() for item in items]
+    if retrievals:
+        # Imported here: the retrieval log's flows use this module's require().
+        from jiyi.read.retrievals import retrievals as log_page
+
+        cursor: str | None = None
+        logged: list[MemoryAccess] = []
+        while True:
+            page = yield from log_page(
+                rt,
+                user_id=user_id,
+                project_id=project_id,
+                session_id=session_id,
+                agent_id=agent_id,
+                tenant_id=flt.tenant_id,
+                viewer=viewer,
+                limit=MAX_LIMIT,
+                cursor=cursor,
+            )
+            logged += page.accesses
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        rows += [{RETRIEVAL_RECORD: a.to_json_dict()} for a in reversed(logged)]  # oldest first
+    return rows
 
 
 def import_items(
@@ -378,40 +424,20 @@ def import_items(
     in one transaction: a bad record or a failure leaves the store unchanged.
     Records need ``content``, ``memory_type`` and a scope id (``user_id`` ...);
     the other fields are optional and kept when present (an export round-trips).
+    Records ``{"retrieval": {...}}`` (``export(retrievals=True)``) go back into the
+    retrieval log; an access already logged is left as it is.
     ``progress(done, total)`` is called as embedding proceeds.
     """
     items: list[MemoryItem] = []
+    accesses: list[MemoryAccess] = []
     now = rt.now()
     for number, record in enumerate(records, start=1):
         if not isinstance(record, Mapping):
             raise InvalidInput(f"record {number}: expected an object, got {type(record).__name__}")
-        data = dict(record)
-        # An explicit tenant wins over what the records say (imports cross tenants safely).
-        if tenant_id is not None:
-            data["tenant_id"] = tenant_id
+        if RETRIEVAL_RECORD in record:
+            accesses.append(_imported_access(rt, number, record[RETRIEVAL_RECORD], tenant_id, trusted))
         else:
-            data.setdefault("tenant_id", rt.tenant_id)
-        data.setdefault("created_at", now)
-        data.setdefault("updated_at", data["created_at"])
-        if not trusted:
-            data = scrub_fields(rt.gate, str(data["tenant_id"]), data)
-        if "scope" not in data:
-            try:
-                data["scope"] = infer_scope(
-                    None,
-                    data.get("user_id"),
-                    data.get("project_id"),
-                    data.get("session_id"),
-                    data.get("agent_id"),
-                )
-            except InvalidInput as exc:
-                raise InvalidInput(f"record {number}: {exc}", field=exc.field) from None
-        try:
-            items.append(MemoryItem.model_validate(data))
-        except ValidationError as exc:
-            err = invalid_from_pydantic(exc)
-            problems = tuple(f"record {number}: {p}" for p in err.problems)
-            raise InvalidInput(f"record {number}: {err}", field=err.field, problems=problems) from None
+            items.append(_imported_item(rt, number, record, tenant_id, now, trusted))
     ids = [i.id for i in items]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
@@ -431,6 +457,53 @@ def import_items(
             )
         if progress:
             progress(embedded, len(items))
+    changes += [RecordAccess(a) for a in accesses]
     if changes:
         yield from call(Write(tuple(changes)))
-    return ImportResult(imported=len(items), embedded=embedded)
+    return ImportResult(imported=len(items), embedded=embedded, retrievals=len(accesses))
+
+
+def _imported_item(
+    rt: Runtime, number: int, record: Mapping[str, Any], tenant_id: str | None, now: datetime, trusted: bool
+) -> MemoryItem:
+    data = dict(record)
+    # An explicit tenant wins over what the records say (imports cross tenants safely).
+    if tenant_id is not None:
+        data["tenant_id"] = tenant_id
+    else:
+        data.setdefault("tenant_id", rt.tenant_id)
+    data.setdefault("created_at", now)
+    data.setdefault("updated_at", data["created_at"])
+    if not trusted:
+        data = scrub_fields(rt.gate, str(data["tenant_id"]), data)
+    if "scope" not in data:
+        try:
+            data["scope"] = infer_scope(
+                None,
+                data.get("user_id"),
+                data.get("project_id"),
+                data.get("session_id"),
+                data.get("agent_id"),
+            )
+        except InvalidInput as exc:
+            raise InvalidInput(f"record {number}: {exc}", field=exc.field) from None
+    try:
+        return MemoryItem.model_validate(data)
+    except ValidationError as exc:
+        err = invalid_from_pydantic(exc)
+        problems = tuple(f"record {number}: {p}" for p in err.problems)
+        raise InvalidInput(f"record {number}: {err}", field=err.field, problems=problems) from None
+
+
+def _imported_access(
+    rt: Runtime, number: int, value: Any, tenant_id: str | None, trusted: bool
+) -> MemoryAccess:
+    """A retrieval log entry of an export, in the import's tenant (its query redacted as
+    the tenant's policy says, unless ``trusted``)."""
+    try:
+        access = MemoryAccess.from_json_dict(value)
+    except InvalidInput as exc:
+        raise InvalidInput(f"record {number}: {exc}", field=exc.field) from None
+    tenant = tenant_id if tenant_id is not None else (access.tenant_id or rt.tenant_id)
+    query = access.query if trusted else scrub(rt.gate, tenant, access.query)
+    return replace(access, tenant_id=tenant, query=query)

@@ -36,6 +36,7 @@ from jiyi.lifecycle import compress as compress_flows
 from jiyi.lifecycle import maintain as maintain_flows
 from jiyi.llm.base import ChatModel
 from jiyi.read import context as context_flows
+from jiyi.read import retrievals as retrieval_flows
 from jiyi.read import search as search_flows
 from jiyi.runtime import Runtime
 from jiyi.session import flows as session
@@ -117,6 +118,10 @@ class _Operations:
     add_document = Operation(session.add_document)
     get_document = Operation(session.get_document)
     context = Operation(context_flows.context)
+
+    # the retrieval log (read/retrievals.py)
+    retrievals = Operation(retrieval_flows.retrievals)
+    why_retrieved = Operation(retrieval_flows.why_retrieved)
 
     # lifecycle (lifecycle/)
     maintain = Operation(maintain_flows.maintain)
@@ -380,7 +385,8 @@ class Memory(_Facade):
         self.close()
 
     def export_jsonl(self, out: IO[str], **scope: Any) -> int:
-        """Write every memory as one JSON line; returns the count."""
+        """Write every memory (with ``retrievals=True``, then the retrieval log) as one JSON
+        line each; returns the count of lines."""
         rows = self.export(**scope)
         for row in rows:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")

@@ -11,6 +11,7 @@ One module per group of commands; each has a ``register(subparsers)`` that adds 
 commands, each command's options beside its handler (``set_defaults(handler=...)``):
 
 * :mod:`~jiyi.cli.memories` add, search, list, show, update, delete, history, stats
+* :mod:`~jiyi.cli.retrievals` retrievals (the retrieval log)
 * :mod:`~jiyi.cli.bulk` export, import, reset
 * :mod:`~jiyi.cli.sessions` remember, worker, jobs, context
 * :mod:`~jiyi.cli.profile` profile
@@ -34,7 +35,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jiyi import __version__
-from jiyi.cli import bulk, demo, files, learn, lifecycle, memories, profile, serve, sessions, stores
+from jiyi.cli import (
+    bulk,
+    demo,
+    files,
+    learn,
+    lifecycle,
+    memories,
+    profile,
+    retrievals,
+    serve,
+    sessions,
+    stores,
+)
 from jiyi.cli.common import EXIT_USAGE, LOG_LEVELS, Handler, Parser, run, setup_logging
 
 if TYPE_CHECKING:
@@ -45,6 +58,7 @@ __all__ = ["build_parser", "main"]
 # Each group's commands, in this order in ``jiyi --help``.
 _GROUPS: tuple[Callable[[Subparsers], None], ...] = (
     memories.register,
+    retrievals.register,
     bulk.register,
     sessions.register,
     profile.register,

@@ -22,6 +22,12 @@ def register(sub: Subparsers) -> None:
     p = sub.add_parser("export", help="write memories as JSON lines")
     scope_args(p)
     p.add_argument("--output", "-o", metavar="FILE", help="file to write (default: stdout)")
+    p.add_argument(
+        "--retrievals",
+        action="store_true",
+        help='also write the retrieval log, one {"retrieval": ...} line per access, after the '
+        "memories ('jiyi import' puts them back)",
+    )
     p.set_defaults(handler=memory_command(cmd_export))
 
     p = sub.add_parser(
@@ -61,10 +67,10 @@ def register(sub: Subparsers) -> None:
 def cmd_export(ns: argparse.Namespace, mem: Memory) -> int:
     if ns.output:
         with open(ns.output, "w", encoding="utf-8") as fh:
-            count = mem.export_jsonl(fh, **scope(ns))
-        print(f"exported {count} memories to {ns.output}", file=sys.stderr)
+            count = mem.export_jsonl(fh, retrievals=ns.retrievals, **scope(ns))
+        print(f"exported {count} records to {ns.output}", file=sys.stderr)
     else:
-        mem.export_jsonl(sys.stdout, **scope(ns))
+        mem.export_jsonl(sys.stdout, retrievals=ns.retrievals, **scope(ns))
     return EXIT_OK
 
 
@@ -109,9 +115,10 @@ def cmd_import(ns: argparse.Namespace, mem: Memory) -> int:
             trusted=ns.trusted,
         )
     if ns.json:
-        emit({"imported": result.imported})
+        emit({"imported": result.imported} | ({"retrievals": result.retrievals} if result.retrievals else {}))
     else:
-        print(f"imported {result.imported} memories")
+        log = f" and {result.retrievals} retrieval log entries" if result.retrievals else ""
+        print(f"imported {result.imported} memories{log}")
     return EXIT_OK
 
 

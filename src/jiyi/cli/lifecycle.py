@@ -36,6 +36,13 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="first compress old, rarely used memories (see 'jiyi compress')",
     )
+    p.add_argument(
+        "--keep-retrievals",
+        type=int,
+        default=90,
+        metavar="DAYS",
+        help="delete retrieval log entries older than this many days (default 90; -1 keeps them all)",
+    )
     p.add_argument("--tenant", metavar="ID", help="only this tenant (default: every tenant)")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_maintain))
@@ -67,8 +74,11 @@ def _register_compress(sub: Subparsers) -> None:
 def cmd_maintain(ns: argparse.Namespace, mem: Memory) -> int:
     from jiyi.lifecycle import LifecyclePolicy
 
+    keep = LifecyclePolicy().retention_days
     policy = LifecyclePolicy(
-        action_below_floor="delete" if ns.delete else "archive", archive_idle=ns.archive_idle
+        action_below_floor="delete" if ns.delete else "archive",
+        archive_idle=ns.archive_idle,
+        retention_days={**keep, "retrievals": None if ns.keep_retrievals < 0 else ns.keep_retrievals},
     )
     # Compression first: it keeps what decay would otherwise archive, as core memories.
     compressed = mem.compress(dry_run=ns.dry_run, tenant_id=ns.tenant) if ns.compress else None
@@ -90,6 +100,9 @@ def cmd_maintain(ns: argparse.Namespace, mem: Memory) -> int:
     for change in data["changes"]:
         print(f"  {change['action']:<8} {change['id']}  {change['reason']}")
     print(f"session messages past retention: {data['messages_removed']}")
+    if data["retrievals_before"]:
+        done = "would be removed" if ns.dry_run else "removed"
+        print(f"retrieval log entries before {data['retrievals_before']}: {done}")
     return EXIT_OK
 
 

@@ -841,6 +841,8 @@ class _ToolsBase:
             session_id=ids.get("session_id"),
             agent_id=ids.get("agent_id"),
             min_relevance=args.get("min_relevance", DEFAULT_MIN_RELEVANCE),
+            actor=self.actor,
+            log_as="tool",
         )
         results = [
             {**_item_brief(h.item), "score": _round(h.score), "relevance": _round(h.relevance)} for h in hits
@@ -897,6 +899,8 @@ class _ToolsBase:
             project_id=self.ids.get("project_id"),
             session_id=self.ids.get("session_id"),
             agent_id=self.ids.get("agent_id"),
+            actor=self.actor,
+            log_as="tool",
         )
         return {
             "text": ctx.text,

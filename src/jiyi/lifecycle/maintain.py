@@ -38,7 +38,11 @@ Deleting purges the item; its history stays (the audit log is kept forever, seed
 Every change is written with a :class:`~jiyi.store.base.HistoryEvent` whose reason says
 why, actor ``"lifecycle"``.
 
-Session messages older than ``retention_days["messages"]`` (30) days are deleted.
+Session messages older than ``retention_days["messages"]`` (30) days are deleted, and
+retrieval log entries (:mod:`jiyi.read.retrievals`) older than
+``retention_days["retrievals"]`` (90) days. Decay never reads the log itself: it reads
+the usage summary kept on each item (``last_used_at``, ``access_count``), which the log's
+writes keep and its retention leaves alone.
 
 The pass is a flow (see :mod:`jiyi.effects`), so sync and async drivers both run it::
 
@@ -64,6 +68,7 @@ from jiyi.store.base import (
     DeleteMessages,
     DumpRows,
     Filter,
+    ForgetAccesses,
     HistoryAction,
     HistoryEvent,
     ListItems,
@@ -83,7 +88,7 @@ _DAY = 86400.0
 
 
 def _default_retention() -> dict[str, int | None]:
-    return {"messages": 30, "pattern": 90, "turns": None}
+    return {"messages": 30, "pattern": 90, "turns": None, "retrievals": 90}
 
 
 @dataclass(frozen=True)
@@ -93,8 +98,9 @@ class LifecyclePolicy:
     ``retention_days``: ``"messages"`` — session messages older than this are deleted;
     ``"pattern"`` — pattern memories unused for longer are archived; ``"turns"`` — raw
     turns kept as resources (:mod:`jiyi.write.resources`) older than this are archived
-    (default None: kept, like the memories they support). ``None`` (or a missing key)
-    disables that rule.
+    (default None: kept, like the memories they support); ``"retrievals"`` — entries of
+    the retrieval log older than this are deleted (default 90). ``None`` (or a missing
+    key) disables that rule.
     """
 
     episode_half_life_days: float = 90.0
@@ -164,6 +170,9 @@ class MaintenanceReport:
     changes: list[ItemChange]
     messages_removed: int
     sessions_touched: int
+    retrievals_before: datetime | None = None
+    """The retrieval log's retention cut: entries older than this were (or, in a dry run,
+    would be) deleted; None when the policy keeps them."""
 
     @property
     def scanned(self) -> int:
@@ -178,6 +187,9 @@ class MaintenanceReport:
             "changes": [{"id": c.item_id, "action": c.action, "reason": c.reason} for c in self.changes],
             "messages_removed": self.messages_removed,
             "sessions_touched": self.sessions_touched,
+            "retrievals_before": None
+            if self.retrievals_before is None
+            else self.retrievals_before.isoformat(),
         }
 
 
@@ -399,6 +411,10 @@ def maintain_flow(
         cursor = page.next_cursor
 
     removed, sessions = yield from _expire_messages(tenant, now, policy, dry_run, batch_size)
+    keep_log = policy.retention("retrievals")
+    log_cut = None if keep_log is None else now - timedelta(days=keep_log)
+    if log_cut is not None and not dry_run:
+        yield from call(Write((ForgetAccesses(tenant, before=log_cut),)))
     return MaintenanceReport(
         dry_run=dry_run,
         now=now,
@@ -406,6 +422,7 @@ def maintain_flow(
         changes=changes,
         messages_removed=removed,
         sessions_touched=sessions,
+        retrievals_before=log_cut,
     )
 
 

@@ -15,12 +15,13 @@ from jiyi.effects import Flow, call
 from jiyi.errors import InvalidInput
 from jiyi.model import MemoryItem, MemoryType
 from jiyi.profile import profile_prompt
-from jiyi.read.rank import DEFAULT_MIN_RELEVANCE
+from jiyi.read.rank import DEFAULT_MIN_RELEVANCE, SearchHit
+from jiyi.read.retrievals import check_kind, record_access
 from jiyi.read.search import search
 from jiyi.runtime import Runtime
 from jiyi.session.flows import is_summary, readable_messages
 from jiyi.session.model import Message
-from jiyi.store.base import GetMessages, Viewer
+from jiyi.store.base import AccessKind, GetMessages, Retrieved, Viewer
 from jiyi.text.tokens import count_tokens
 from jiyi.validate import MAX_LIMIT
 
@@ -35,6 +36,8 @@ class ContextEntry:
     item: MemoryItem | None = None
     message: Message | None = None
     score: float | None = None
+    similarity: float | None = None
+    relevance: float | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,9 @@ def context(
     viewer: Viewer | None = None,
     include_profile: bool = True,
     min_relevance: float | None = DEFAULT_MIN_RELEVANCE,
+    actor: str | None = None,
+    log_as: AccessKind = "context",
+    touch: bool = True,
 ) -> Flow[Context]:
     """Recent turns + related memories + session summaries, each tagged with its
     source, de-duplicated, capped at ``max_items``, fitted to ``budget_tokens`` and
@@ -108,11 +114,16 @@ def context(
 
     Memories less likely than ``min_relevance`` to answer ``query`` are left out
     (:data:`jiyi.read.rank.DEFAULT_MIN_RELEVANCE` by default, so a prompt does not fill
-    with what merely shares a word); ``min_relevance=None`` keeps every match."""
+    with what is almost surely unrelated); ``min_relevance=None`` keeps every match.
+
+    The memories that made it into the section (not those the budget dropped) are
+    marked as used and written to the retrieval log as one ``log_as`` access by
+    ``actor`` (:mod:`jiyi.read.retrievals`), unless ``touch=False``."""
     if not isinstance(budget_tokens, int) or budget_tokens < 1:
         raise InvalidInput("budget_tokens must be a positive integer", field="budget_tokens")
     if not isinstance(include_profile, bool):
         raise InvalidInput("include_profile must be true or false", field="include_profile")
+    kind = check_kind(log_as)
     tenant = rt.tenant(tenant_id)
     if session_id is not None and viewer is not None:
         yield from readable_messages(tenant, session_id, viewer)
@@ -145,6 +156,9 @@ def context(
     if summaries > 0:
         entries += yield from _past_sessions(rt, query, summaries, scopes, fresh)
     kept = _fit(entries, max_items, budget_tokens - (count_tokens(profile) if profile else 0))
+    if touch:
+        owner = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
+        yield from record_access(rt, tenant, kind, query, _served(kept), rt.now(), owner=owner, actor=actor)
     text = format_context(kept, profile)
     by_source: dict[str, int] = {}
     for e in kept:
@@ -173,25 +187,42 @@ def _related_memories(
 ) -> Flow[list[ContextEntry]]:
     # Episodes are searched separately; ask for enough to fill ``semantic`` without them,
     # but never for more than search gives (semantic may itself be search's maximum).
-    hits = yield from search(rt, query, limit=min(semantic + max(summaries, 5), MAX_LIMIT), **scopes)
+    hits = yield from search(
+        rt, query, limit=min(semantic + max(summaries, 5), MAX_LIMIT), touch=False, **scopes
+    )
     # The stored profile item is shown as the profile section, not as a memory.
     hits = [h for h in hits if not {"episode", "profile"} & set(h.item.tags)][:semantic]
+    return [_entry("semantic", h) for h in hits if fresh(h.item.content)]
+
+
+def _entry(source: ContextSource, hit: SearchHit) -> ContextEntry:
+    content = hit.item.content
+    return ContextEntry(
+        source,
+        content,
+        count_tokens(content),
+        item=hit.item,
+        score=hit.score,
+        similarity=hit.similarity,
+        relevance=hit.relevance,
+    )
+
+
+def _served(kept: Sequence[ContextEntry]) -> list[Retrieved]:
+    """The memories in the section, in its order, as the retrieval log keeps them."""
+    memories = [e for e in kept if e.item is not None]
     return [
-        ContextEntry("semantic", h.item.content, count_tokens(h.item.content), item=h.item, score=h.score)
-        for h in hits
-        if fresh(h.item.content)
+        Retrieved(e.item.id, rank, e.score or 0.0, e.similarity, e.relevance)
+        for rank, e in enumerate(memories, start=1)
+        if e.item is not None
     ]
 
 
 def _past_sessions(
     rt: Runtime, query: str, summaries: int, scopes: dict[str, Any], fresh: Callable[[str], bool]
 ) -> Flow[list[ContextEntry]]:
-    hits = yield from search(rt, query, limit=summaries, tags=["episode"], **scopes)
-    entries = [
-        ContextEntry("summary", h.item.content, count_tokens(h.item.content), item=h.item, score=h.score)
-        for h in hits
-        if fresh(h.item.content)
-    ]
+    hits = yield from search(rt, query, limit=summaries, tags=["episode"], touch=False, **scopes)
+    entries = [_entry("summary", h) for h in hits if fresh(h.item.content)]
     session_id = scopes["session_id"]
     if session_id is not None:
         msgs = yield from call(GetMessages(scopes["tenant_id"], session_id))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -12,7 +11,7 @@ import numpy as np
 
 from jiyi.effects import Flow, call, rerank_scores
 from jiyi.embed.cached import query_vector
-from jiyi.errors import InvalidInput, StoreReadOnly
+from jiyi.errors import InvalidInput
 from jiyi.model import (
     MemoryItem,
     MemoryType,
@@ -23,16 +22,17 @@ from jiyi.model import (
 )
 from jiyi.read.rank import Scored, SearchHit, mmr_select, relevances, score_candidates
 from jiyi.read.rerank import apply_rerank, rerank_texts
+from jiyi.read.retrievals import check_kind, record_access
 from jiyi.read.sources import doubled, one_per_statement
 from jiyi.runtime import Runtime
 from jiyi.store.base import (
+    AccessKind,
     Candidate,
     Filter,
     GetItems,
     Retrieve,
-    Touch,
+    Retrieved,
     Viewer,
-    Write,
 )
 from jiyi.text.timeparse import TimeWindows, time_windows
 from jiyi.text.tokenize import query_terms
@@ -62,6 +62,8 @@ def search(
     touch: bool = True,
     viewer: Viewer | None = None,
     as_of: datetime | None = None,
+    actor: str | None = None,
+    log_as: AccessKind = "search",
 ) -> Flow[list[SearchHit]]:
     """Search one or several scopes (give any of the ids) by meaning and by words.
 
@@ -73,13 +75,16 @@ def search(
     :func:`jiyi.read.rank.relevances`) is set on each hit when ``min_relevance`` is
     given or ``explain=True``; it never changes the order.
     ``explain=True`` adds a ``why`` line per signal to each hit's breakdown.
-    Retrieval updates ``last_used_at`` and ``access_count`` unless ``touch=False``.
+    Unless ``touch=False``, the hits' ``last_used_at`` and ``access_count`` are updated and
+    the call is written to the retrieval log (:mod:`jiyi.read.retrievals`) as a ``log_as``
+    access (``search``, ``context`` or ``tool``) by ``actor``, with every hit's scores.
     ``viewer`` hides project memories it may not see (see :class:`Viewer`).
     ``as_of`` answers for a past moment: what jiyi knew then and was true then (a value
     superseded later counts; one learned later does not); it never touches usage.
     """
-    _check_options(query, limit, threshold, min_relevance)
-    keys = _searched_scopes(user_id, project_id, session_id, agent_id)
+    kind = _check_options(query, limit, threshold, min_relevance, log_as)
+    owner = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
+    keys = _searched_scopes(*owner.values())
     flt, wanted = _filter(
         rt,
         keys,
@@ -108,16 +113,24 @@ def search(
     if rt.reranker is not None and scored:
         scored = yield from _reranked(rt, query, scored, limit)
     scored = one_per_statement(scored)
-    hits = [
-        SearchHit(s.candidate.item, s.score, s.similarity, s.breakdown) for s in _diverse(scored, rt, limit)
-    ]
-    if rel is not None:
-        hits = rel.annotate(hits)
+    hits = _hits(_diverse(scored, rt, limit), rel)
     if explain:
         _explain(hits, floor, min_relevance, query_)
-    if touch and hits:
-        yield from _touch(flt.tenant_id, hits, now)
+    if touch:
+        yield from record_access(rt, flt.tenant_id, kind, query, served(hits), now, owner=owner, actor=actor)
     return hits
+
+
+def _hits(scored: list[Scored], rel: _Relevance | None) -> list[SearchHit]:
+    hits = [SearchHit(s.candidate.item, s.score, s.similarity, s.breakdown) for s in scored]
+    return hits if rel is None else rel.annotate(hits)
+
+
+def served(hits: Sequence[SearchHit]) -> list[Retrieved]:
+    """What the retrieval log keeps of search hits: rank (1 = first) and scores."""
+    return [
+        Retrieved(h.item.id, rank, h.score, h.similarity, h.relevance) for rank, h in enumerate(hits, start=1)
+    ]
 
 
 def _cut(
@@ -144,13 +157,6 @@ def _explain(hits: list[SearchHit], floor: float | None, min_relevance: float | 
         hit.breakdown["threshold"] = floor if floor is not None else 0.0
         hit.breakdown["min_relevance"] = min_relevance if min_relevance is not None else 0.0
         hit.breakdown["query.time_windows"] = float(len(query.windows.ranges) + len(query.windows.months))
-
-
-def _touch(tenant_id: str, hits: list[SearchHit], now: datetime) -> Flow[None]:
-    """Reading updates ``last_used_at`` and access counts; on a read-only store searching
-    still works, usage is just not kept."""
-    with contextlib.suppress(StoreReadOnly):
-        yield from call(Write((Touch(tenant_id, tuple(h.item.id for h in hits), now),)))
 
 
 def _filter(
@@ -196,7 +202,9 @@ def _searched_scopes(*ids: str | None) -> tuple[str, ...]:
     return keys
 
 
-def _check_options(query: str, limit: int, threshold: float | None, min_relevance: float | None) -> None:
+def _check_options(
+    query: str, limit: int, threshold: float | None, min_relevance: float | None, log_as: str
+) -> AccessKind:
     check_text(query, "query")
     check_limit(limit)
     if threshold is not None and not 0.0 <= threshold <= 1.0:
@@ -210,6 +218,7 @@ def _check_options(query: str, limit: int, threshold: float | None, min_relevanc
             f"min_relevance must be a number within 0..1 (or None for no cut), got {min_relevance!r}",
             field="min_relevance",
         )
+    return check_kind(log_as)
 
 
 @dataclass(frozen=True)

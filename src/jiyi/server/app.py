@@ -36,7 +36,17 @@ from jiyi.server.auth import LOOPBACK, ApiKeys
 from jiyi.server.deps import ServerState, known_tenants
 from jiyi.server.limits import BodySizeLimit, Limiter, RateLimiter
 from jiyi.server.metrics import Metrics, RequestMetrics
-from jiyi.server.routes import context, mem0, memories, probes, procedural, profile, sessions, tenant
+from jiyi.server.routes import (
+    context,
+    mem0,
+    memories,
+    probes,
+    procedural,
+    profile,
+    retrievals,
+    sessions,
+    tenant,
+)
 from jiyi.server.schedule import MaintenanceScheduler
 from jiyi.server.worker import JobWorker
 
@@ -148,7 +158,7 @@ def _include_routes(app: FastAPI, *, metrics: bool) -> None:
     app.include_router(probes.router)
     if metrics:
         app.include_router(probes.metrics_router)
-    for area in (memories, context, procedural, profile, sessions, tenant, mem0):
+    for area in (memories, retrievals, context, procedural, profile, sessions, tenant, mem0):
         app.include_router(area.router)
     web.install(app)  # GET / and /ui/: the web page, not in OpenAPI
     docs.install(app)  # GET /docs and /redoc, offline

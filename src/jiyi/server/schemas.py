@@ -147,6 +147,64 @@ class PageResponse(BaseModel):
     next_cursor: str | None = Field(description="Pass as ?cursor= for the next page; null at the end.")
 
 
+class RetrievedOut(BaseModel):
+    """One memory an access served: its place in the answer (1 = first) and its scores."""
+
+    item_id: str
+    rank: int
+    score: float
+    similarity: float | None = None
+    relevance: float | None = None
+
+
+class MemoryAccessOut(BaseModel):
+    """One entry of the retrieval log: a search, context assembly or agent tool call."""
+
+    id: str
+    at: datetime
+    kind: Literal["search", "context", "tool"]
+    query: str = Field(description="As stored: sensitive data redacted.")
+    user_id: str | None = None
+    project_id: str | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+    actor: str | None = Field(default=None, description="Who asked: an API key's id, an agent's tools.")
+    retrieved: list[RetrievedOut]
+
+
+class RetrievalsResponse(BaseModel):
+    accesses: list[MemoryAccessOut]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page; null at the end.")
+
+
+class ServedForOut(BaseModel):
+    """One query that served the memory, with the memory's rank and scores in its answer."""
+
+    access_id: str
+    at: datetime
+    kind: Literal["search", "context", "tool"]
+    query: str
+    rank: int
+    score: float
+    similarity: float | None = None
+    relevance: float | None = None
+    user_id: str | None = None
+    project_id: str | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+    actor: str | None = None
+
+
+class WhyRetrievedResponse(BaseModel):
+    """Why a memory was retrieved: the queries that served it, newest first."""
+
+    item_id: str
+    access_count: int
+    last_used_at: datetime | None
+    served: list[ServedForOut]
+    next_cursor: str | None
+
+
 class UpdateRequest(_Request):
     """Only the fields present are changed; the version goes up and history keeps the old one."""
 
@@ -191,6 +249,7 @@ class StatsResponse(BaseModel):
 class ImportResponse(BaseModel):
     imported: int
     embedded: int
+    retrievals: int = Field(default=0, description="Retrieval log entries put back.")
 
 
 # ---------------------------------------------------------------- context and sessions

@@ -8,13 +8,14 @@ reconciliation — lives above it and is shared by all backends.
 Reads: :class:`GetItems`, :class:`ListItems`, :class:`GetHistory`, :class:`GetStats`,
 :class:`CountEvents`, :class:`CacheGet`, :class:`VectorsFor`, :class:`GetMessages`,
 :class:`GetCheckpoint`, :class:`ListCheckpoints`, :class:`ListJobs`, :class:`DumpRows`,
-:class:`ScopeClock`.
+:class:`ScopeClock`, :class:`ListAccesses` (the retrieval log).
 Search: the primitives :class:`VectorHits`, :class:`KeywordHits`, :class:`ThreadLinks` and
 :class:`LoadHits` return raw evidence; :class:`Retrieve` (what callers ask) is answered
 from them by shared code, :func:`jiyi.store.retrieve.retrieve`, written once for every
 backend.
 Writes: :class:`Write` — one transaction holding any number of :class:`Guard`, :class:`Upsert`,
-:class:`Purge`, :class:`Touch`, :class:`RecordEvent`, :class:`CachePut`,
+:class:`Purge`, :class:`Touch`, :class:`RecordAccess`, :class:`ForgetAccesses`,
+:class:`RecordEvent`, :class:`CachePut`,
 :class:`AppendMessages`, :class:`DeleteMessages`, :class:`PutCheckpoint`,
 :class:`DeleteCheckpoints`, :class:`PutJob`; all of it lands or none of it does.
 A :class:`Guard` in a write makes it conditional on a scope's :class:`ScopeClock`: the
@@ -30,7 +31,7 @@ import base64
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -38,7 +39,7 @@ from pydantic import BaseModel, ConfigDict
 
 from jiyi.effects import Ask
 from jiyi.errors import InvalidInput
-from jiyi.model import MAX_ID_LENGTH, MemoryItem, MemoryType, Scope, Status, Visibility
+from jiyi.model import MAX_ID_LENGTH, MemoryItem, MemoryType, Scope, Status, Visibility, as_utc
 from jiyi.session.model import Checkpoint, Job, Message
 
 R = TypeVar("R")
@@ -257,6 +258,112 @@ class Page:
     next_cursor: str | None
 
 
+AccessKind = Literal["search", "context", "tool"]
+ACCESS_KINDS: tuple[AccessKind, ...] = ("search", "context", "tool")
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One memory a :class:`MemoryAccess` served: its place (1 = first) and its scores as
+    the caller got them (``relevance`` when it was worked out, else None)."""
+
+    item_id: str
+    rank: int
+    score: float
+    similarity: float | None = None
+    relevance: float | None = None
+
+
+@dataclass(frozen=True)
+class MemoryAccess:
+    """One entry of the retrieval log, seed 002's context graph
+    (``context_graph.record_memory_access(query, retrieved_memory_ids)``): which memories
+    served which query, for whom (the searched owner ids), by whom (``actor``: an API
+    key's id, an agent's tools), when, and how (``kind``: a search, a context assembly or
+    an agent's tool call). ``query`` is stored redacted, like every text jiyi keeps."""
+
+    id: str
+    tenant_id: str
+    at: datetime
+    kind: AccessKind
+    query: str
+    retrieved: tuple[Retrieved, ...] = ()
+    user_id: str | None = None
+    project_id: str | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+    actor: str | None = None
+
+    @property
+    def retrieved_memory_ids(self) -> tuple[str, ...]:
+        return tuple(r.item_id for r in self.retrieved)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The access as JSON-ready values (``at`` in ISO 8601), as exports write it."""
+        return {
+            "id": self.id,
+            "tenant_id": self.tenant_id,
+            "at": self.at.isoformat(),
+            "kind": self.kind,
+            "query": self.query,
+            "user_id": self.user_id,
+            "project_id": self.project_id,
+            "session_id": self.session_id,
+            "agent_id": self.agent_id,
+            "actor": self.actor,
+            "retrieved": [
+                {
+                    "item_id": r.item_id,
+                    "rank": r.rank,
+                    "score": r.score,
+                    "similarity": r.similarity,
+                    "relevance": r.relevance,
+                }
+                for r in self.retrieved
+            ],
+        }
+
+    @classmethod
+    def from_json_dict(cls, data: Any) -> MemoryAccess:
+        """An access as :meth:`to_json_dict` wrote it; :class:`InvalidInput` names what is wrong."""
+        try:
+            served = data.get("retrieved") or []
+            kind = data["kind"]
+            if kind not in ACCESS_KINDS or not isinstance(served, list):
+                raise ValueError(f"kind {kind!r} or its retrieved list")
+            texts = ("user_id", "project_id", "session_id", "agent_id", "actor")
+            for name in ("id", "tenant_id", "query", *texts):
+                value = data.get(name)
+                if value is not None and not isinstance(value, str):
+                    raise ValueError(f"{name} must be a string")
+            return cls(
+                id=data["id"],
+                tenant_id=data["tenant_id"],
+                at=as_utc(datetime.fromisoformat(data["at"])),
+                kind=kind,
+                query=data["query"],
+                retrieved=tuple(
+                    Retrieved(
+                        item_id=str(r["item_id"]),
+                        rank=int(r["rank"]),
+                        score=float(r["score"]),
+                        similarity=None if r.get("similarity") is None else float(r["similarity"]),
+                        relevance=None if r.get("relevance") is None else float(r["relevance"]),
+                    )
+                    for r in served
+                ),
+                **{name: data.get(name) for name in texts},
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InvalidInput(f"not a retrieval log entry: {exc}", field="retrieval") from None
+
+
+@dataclass(frozen=True)
+class AccessPage:
+    accesses: list[MemoryAccess]
+    next_cursor: str | None
+
+
 # ---------------------------------------------------------------- reads
 
 
@@ -396,6 +503,26 @@ class GetHistory(Op[list[HistoryEvent]]):
 
 
 @dataclass(frozen=True)
+class ListAccesses(Op[AccessPage]):
+    """The tenant's retrieval log, newest first (by ``at``, then ``id``), ``limit`` at a
+    time, resuming after ``cursor``. Each filter given narrows it: accesses that served
+    ``item_id``, accesses made for that ``user_id`` / ``project_id`` / ``session_id`` /
+    ``agent_id``, at or after ``since``, before ``until``. Every access comes with all it
+    served, in rank order."""
+
+    tenant_id: str
+    item_id: str | None = None
+    user_id: str | None = None
+    project_id: str | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int = 50
+    cursor: str | None = None
+
+
+@dataclass(frozen=True)
 class GetStats(Op[StoreStats]):
     filter: Filter
 
@@ -481,6 +608,7 @@ ROW_KINDS: tuple[str, ...] = (
     "jobs",
     "embedding_cache",
     "rate_events",
+    "retrievals",
 )
 """What :class:`DumpRows`/:class:`LoadRows` move, in the order a copy moves them."""
 
@@ -534,6 +662,8 @@ class DumpRows(Op[RowPage]):
     * ``jobs``: ``id``, ``doc``.
     * ``embedding_cache``: ``model``, ``text_hash``, ``vec``.
     * ``rate_events``: ``key``, ``at``.
+    * ``retrievals``: ``tenant_id``, ``id``, ``doc`` (the retrieval log entry as JSON text,
+      :meth:`MemoryAccess.to_json_dict`, with everything it served); by tenant and id.
     """
 
     kind: str
@@ -570,7 +700,7 @@ class Upsert:
 
 @dataclass(frozen=True)
 class Purge:
-    """Remove an item for good (its history stays)."""
+    """Remove an item for good (its history stays; its rows in the retrieval log go)."""
 
     tenant_id: str
     item_id: str
@@ -584,6 +714,26 @@ class Touch:
     tenant_id: str
     ids: tuple[str, ...]
     at: datetime
+
+
+@dataclass(frozen=True)
+class RecordAccess:
+    """Append one access to the retrieval log (with a search's :class:`Touch`, in the same
+    write, so the usage counters and the log agree). An access whose id the tenant's log
+    already holds is left as it is (a restore may run twice)."""
+
+    access: MemoryAccess
+
+
+@dataclass(frozen=True)
+class ForgetAccesses:
+    """Remove accesses of one tenant from the retrieval log, with what they served: every
+    access made for ``user_id`` (a user's right to be forgotten) and every access older
+    than ``before`` (retention). (:class:`Purge` removes a purged item's served rows.)"""
+
+    tenant_id: str
+    user_id: str | None = None
+    before: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -676,6 +826,8 @@ Change = (
     | Upsert
     | Purge
     | Touch
+    | RecordAccess
+    | ForgetAccesses
     | RecordEvent
     | CachePut
     | AppendMessages

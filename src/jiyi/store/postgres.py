@@ -104,6 +104,7 @@ from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreUnavailable
 from jiyi.model import MemoryItem, as_utc, load_stored
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
+    AccessPage,
     AppendMessages,
     CacheGet,
     CachePut,
@@ -115,6 +116,7 @@ from jiyi.store.base import (
     DeleteMessages,
     DumpRows,
     Filter,
+    ForgetAccesses,
     GetCheckpoint,
     GetHistory,
     GetItems,
@@ -125,17 +127,20 @@ from jiyi.store.base import (
     Hit,
     KeywordHits,
     Link,
+    ListAccesses,
     ListCheckpoints,
     ListItems,
     ListJobs,
     Loaded,
     LoadHits,
     LoadRows,
+    MemoryAccess,
     Op,
     Page,
     Purge,
     PutCheckpoint,
     PutJob,
+    RecordAccess,
     RecordEvent,
     Retrieve,
     RowPage,
@@ -156,15 +161,23 @@ from jiyi.store.base import (
 )
 from jiyi.store.retrieve import retrieve_flow
 from jiyi.store.sqlcommon import (
+    ACCESS_COLUMNS,
+    ACCESS_TABLES,
     DUMP_KEYS,
     DumpPage,
+    access_conditions,
+    access_of,
+    access_params,
     claimed_job,
     decode_cursor,
+    dumped_access,
     dumped_time,
     encode_cursor,
     history_event,
     load_item,
+    loaded_access,
     pending,
+    served_params,
     ts,
     viewer_clause,
 )
@@ -395,6 +408,41 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "ALTER TABLE {s}.history ADD CONSTRAINT history_pkey PRIMARY KEY (tenant_id, seq)",
         ),
     ),
+    (
+        "retrieval log",
+        (
+            # Seed 002's context graph: one row per search / context / tool call and one per
+            # memory it served. Append-only; tenant_id leads every key and index.
+            """CREATE TABLE {s}.memory_access (
+                tenant_id text COLLATE "C" NOT NULL,
+                id text COLLATE "C" NOT NULL,
+                at timestamptz NOT NULL,
+                kind text NOT NULL,
+                query text NOT NULL,
+                user_id text COLLATE "C",
+                project_id text COLLATE "C",
+                session_id text COLLATE "C",
+                agent_id text COLLATE "C",
+                actor text,
+                PRIMARY KEY (tenant_id, id)
+            )""",
+            "CREATE INDEX memory_access_at ON {s}.memory_access (tenant_id, at, id)",
+            "CREATE INDEX memory_access_user ON {s}.memory_access (tenant_id, user_id, at)",
+            """CREATE TABLE {s}.memory_access_items (
+                tenant_id text COLLATE "C" NOT NULL,
+                access_id text COLLATE "C" NOT NULL,
+                rank integer NOT NULL,
+                item_id text COLLATE "C" NOT NULL,
+                at timestamptz NOT NULL,
+                score double precision NOT NULL,
+                similarity double precision,
+                relevance double precision,
+                PRIMARY KEY (tenant_id, access_id, rank)
+            )""",
+            # Each index costs every search's log write; retention finds served rows by access.
+            "CREATE INDEX memory_access_items_item ON {s}.memory_access_items (tenant_id, item_id, at)",
+        ),
+    ),
 ]
 
 MIGRATION_LOCK = 0x4A49594900000001  # pg_advisory_xact_lock key shared by every jiyi schema
@@ -455,6 +503,16 @@ _ITEM_SETS = ", ".join(f"{c} = %({c})s{_ITEM_CASTS.get(c, '')}" for c in _ITEM_C
 
 
 # ---------------------------------------------------------------- small helpers
+
+
+def _usage_write(op: Write) -> tuple[Touch | None, RecordAccess | None] | None:
+    """A search's usage write, which runs as one statement: a :class:`Touch` and at most
+    one :class:`RecordAccess` (either alone too). None for any other write."""
+    touches = [c for c in op.changes if isinstance(c, Touch)]
+    logs = [c for c in op.changes if isinstance(c, RecordAccess)]
+    if len(touches) > 1 or len(logs) > 1 or len(touches) + len(logs) != len(op.changes) or not op.changes:
+        return None
+    return (touches[0] if touches else None), (logs[0] if logs else None)
 
 
 def quote_ident(name: str) -> str:
@@ -635,6 +693,11 @@ _DUMP_SQL = {
     "jobs": "SELECT id, doc::text FROM {s}.jobs",
     "embedding_cache": "SELECT model, text_hash, vec FROM {s}.embedding_cache",
     "rate_events": "SELECT key, at FROM {s}.rate_events",
+    # Each access with its served rows as JSON (float8 in JSON is exact: shortest round trip).
+    "retrievals": f"SELECT {', '.join('a.' + c for c in ACCESS_COLUMNS.split(', '))}, "
+    "(SELECT coalesce(json_agg(json_build_array(h.access_id, h.rank, h.item_id, h.score, h.similarity, "
+    "h.relevance)), '[]') FROM {s}.memory_access_items h WHERE h.tenant_id = a.tenant_id "
+    "AND h.access_id = a.id)::text FROM {s}.memory_access a",
 }
 
 
@@ -673,6 +736,8 @@ def _dump_row(kind: str, r: Sequence[Any]) -> dict[str, Any]:
             return {"id": r[0], "doc": r[1]}
         case "embedding_cache":
             return {"model": r[0], "text_hash": r[1], "vec": vector_to_text(r[2])}
+        case "retrievals":
+            return dumped_access(access_of(r[:10], json.loads(r[10])))
     return {"key": r[0], "at": ts(r[1])}
 
 
@@ -1374,8 +1439,9 @@ class PostgresStore(Store):
         ``Retrieve`` is the shared flow over the search primitives, on one snapshot."""
         match op:
             case Write():
-                # A search's usage write is one Touch: one UPDATE, so autocommit suffices.
-                single = len(op.changes) == 1 and isinstance(op.changes[0], Touch)
+                # A search's usage write (a Touch and its RecordAccess) is one statement
+                # (see _write), so autocommit suffices.
+                single = _usage_write(op) is not None
                 return (lambda: cast(Plan[R], self._write(op))), True, single
             case ClaimJobs():
                 return (lambda: cast(Plan[R], self._claim_jobs(op))), True, False
@@ -1407,6 +1473,7 @@ class PostgresStore(Store):
             ListJobs: self._list_jobs,
             DumpRows: self._dump_rows,
             ScopeClock: self._scope_clock,
+            ListAccesses: self._list_accesses,
         }
 
     def explain(self, op: Op[Any], *, analyze: bool = False) -> str:
@@ -1789,6 +1856,10 @@ class PostgresStore(Store):
     # ------------------------------------------------------------ writes
 
     def _write(self, op: Write) -> Plan[None]:
+        usage = _usage_write(op)
+        if usage is not None:
+            yield from self._touch(*usage)
+            return
         stats: _Tally = {}
         # Guards first, in key order (so two writers never wait on each other's clocks).
         for guard in sorted(
@@ -1805,23 +1876,29 @@ class PostgresStore(Store):
                     yield from self._purge(change, stats)
                 case Touch():
                     yield from self._touch(change)
+                case RecordAccess():
+                    yield from self._touch(None, change)
                 case AppendMessages():
                     yield from self._append_messages(change)
                 case LoadRows():
                     yield from self._load_rows(change, stats)
                 case ClearRows():
-                    for kind in change.kinds:
-                        check_row_kind(kind)
-                        yield _Query(f"DELETE FROM {self._s}.{kind}")
-                        if kind == "items":
-                            yield _Query(f"DELETE FROM {self._s}.keyword_stats")
-                            yield _Query(f"DELETE FROM {self._s}.keyword_scopes")
-                            stats.clear()
+                    yield from self._clear_rows(change, stats)
                 case _:
                     statement = self._statement(change)
                     if statement is not None:
                         yield statement
         yield from self._keyword_stats(stats)
+
+    def _clear_rows(self, change: ClearRows, stats: _Tally) -> Generator[_Query, Rows, None]:
+        for kind in change.kinds:
+            check_row_kind(kind)
+            for table in ACCESS_TABLES if kind == "retrievals" else (kind,):
+                yield _Query(f"DELETE FROM {self._s}.{table}")
+            if kind == "items":
+                yield _Query(f"DELETE FROM {self._s}.keyword_stats")
+                yield _Query(f"DELETE FROM {self._s}.keyword_scopes")
+                stats.clear()
 
     def _guard(self, g: Guard) -> Generator[_Query, Rows, None]:
         """Advance the scope's clock from ``g.seen``, or refuse the write. Under READ COMMITTED
@@ -1896,7 +1973,9 @@ class PostgresStore(Store):
                 )
             case PutJob():
                 return self._put_jobs([change.job])
-            case CachePut() | DeleteMessages() | DeleteCheckpoints():
+            case ForgetAccesses() if change.user_id is not None or change.before is not None:
+                return self._forget_accesses(change)
+            case CachePut() | DeleteMessages() | DeleteCheckpoints() | ForgetAccesses():
                 return None  # nothing to put or delete
         raise InvalidInput(f"PostgresStore cannot write {type(change).__name__}")
 
@@ -1991,6 +2070,10 @@ class PostgresStore(Store):
         if not rows:
             return  # nothing of this tenant's to purge: nothing to record either
         _tally(stats, change.tenant_id, rows[0][0], -1, -int(rows[0][1]))
+        yield _Query(
+            f"DELETE FROM {self._s}.memory_access_items WHERE tenant_id = %(tenant)s AND item_id = %(id)s",
+            {"id": change.item_id, "tenant": change.tenant_id},
+        )
         yield self._record(change.event)
 
     def _append_messages(self, change: AppendMessages) -> Generator[_Query, Rows, None]:
@@ -2070,22 +2153,108 @@ class PostgresStore(Store):
             yield self._put_jobs(claimed)
         return claimed
 
-    def _touch(self, change: Touch) -> Generator[_Query, Rows, None]:
-        if not change.ids:
+    def _touch(
+        self, change: Touch | None, access: RecordAccess | None = None
+    ) -> Generator[_Query, Rows, None]:
+        """A search's usage write: the counters of ``change`` and the log entry ``access``,
+        in one statement (the log's inserts are CTEs of the counters' UPDATE)."""
+        s = self._s
+        ctes: list[str] = []
+        params: dict[str, Any] = {}
+        if access is not None:
+            a = access.access
+            params |= {f"a_{k}": v for k, v in access_params(a).items()} | {"a_at": as_utc(a.at)}
+            ctes.append(
+                f"e AS (INSERT INTO {s}.memory_access (tenant_id, id, at, kind, query, user_id, project_id, session_id, agent_id, actor) "
+                "VALUES (%(a_tenant_id)s, %(a_id)s, "
+                "%(a_at)s, %(a_kind)s, %(a_query)s, %(a_user_id)s, %(a_project_id)s, %(a_session_id)s, "
+                "%(a_agent_id)s, %(a_actor)s) ON CONFLICT DO NOTHING)"
+            )
+            served = served_params(a)
+            if served:
+                params |= {
+                    "h_items": [r["item_id"] for r in served],
+                    "h_ranks": [r["rank"] for r in served],
+                    "h_scores": [r["score"] for r in served],
+                    "h_sims": [r["similarity"] for r in served],
+                    "h_rels": [r["relevance"] for r in served],
+                }
+                ctes.append(
+                    f"h AS (INSERT INTO {s}.memory_access_items (tenant_id, access_id, rank, item_id, at, "
+                    "score, similarity, relevance) SELECT %(a_tenant_id)s, %(a_id)s, u.rank, u.item_id, "
+                    "%(a_at)s, u.score, u.similarity, u.relevance FROM unnest(%(h_items)s::text[], "
+                    "%(h_ranks)s::int[], %(h_scores)s::float8[], %(h_sims)s::float8[], %(h_rels)s::float8[]) "
+                    "AS u(item_id, rank, score, similarity, relevance) ON CONFLICT DO NOTHING)"
+                )
+        if change is None or not change.ids:
+            if ctes:
+                yield _Query(f"WITH {', '.join(ctes)} SELECT 1", params)
             return
         # One statement: the columns are the truth for these two fields (the document's
         # copies are overlaid on reading, see _read_item), so the document is not rewritten
-        # and a search's Touch alone runs in autocommit: one round trip, no BEGIN/COMMIT.
+        # and a search's usage write runs in autocommit: one round trip, no BEGIN/COMMIT.
         # Rows are locked in pk order, so concurrent touches cannot deadlock; an id listed
         # twice counts twice, as in SQLite; "+" on the newest row version loses no count.
+        ctes += [
+            "n AS (SELECT id, count(*) AS n FROM unnest(%(ids)s::text[]) AS u(id) GROUP BY id)",
+            f"l AS (SELECT i.pk, n.n FROM {s}.items i JOIN n ON n.id = i.id "
+            "WHERE i.tenant_id = %(tenant)s ORDER BY i.pk FOR UPDATE OF i)",
+        ]
         yield _Query(
-            f"WITH n AS (SELECT id, count(*) AS n FROM unnest(%(ids)s::text[]) AS u(id) GROUP BY id), "
-            f"l AS (SELECT i.pk, n.n FROM {self._s}.items i JOIN n ON n.id = i.id "
-            "WHERE i.tenant_id = %(tenant)s ORDER BY i.pk FOR UPDATE OF i) "
-            f"UPDATE {self._s}.items i SET last_used_at = %(at)s, access_count = i.access_count + l.n "
+            f"WITH {', '.join(ctes)} "
+            f"UPDATE {s}.items i SET last_used_at = %(at)s, access_count = i.access_count + l.n "
             "FROM l WHERE i.tenant_id = %(tenant)s AND i.pk = l.pk",
-            {"tenant": change.tenant_id, "ids": list(change.ids), "at": as_utc(change.at)},
+            params | {"tenant": change.tenant_id, "ids": list(change.ids), "at": as_utc(change.at)},
         )
+
+    def _forget_accesses(self, change: ForgetAccesses) -> _Query:
+        s = self._s
+        who = []
+        if change.user_id is not None:
+            who.append("user_id = %(user)s")
+        if change.before is not None:
+            who.append("at < %(before)s")
+        return _Query(
+            f"WITH gone AS (DELETE FROM {s}.memory_access WHERE tenant_id = %(tenant)s "
+            f"AND ({' OR '.join(who)}) RETURNING id) DELETE FROM {s}.memory_access_items h "
+            "USING gone WHERE h.tenant_id = %(tenant)s AND h.access_id = gone.id",
+            {
+                "tenant": change.tenant_id,
+                "user": change.user_id,
+                "before": None if change.before is None else as_utc(change.before),
+            },
+        )
+
+    def _list_accesses(self, op: ListAccesses) -> Callable[[], Plan[AccessPage]]:
+        s = self._s
+        conditions, params = access_conditions(op, lambda name: f"%({name})s", lambda t: t)
+        if op.item_id is not None:
+            conditions.append(
+                f"a.id IN (SELECT access_id FROM {s}.memory_access_items WHERE tenant_id = %(tenant)s "
+                "AND item_id = %(item)s)"
+            )
+            params["item"] = op.item_id
+        where = "".join(f" AND {c}" for c in conditions)
+        limit = max(1, op.limit)
+        params["limit"] = limit + 1
+        # One statement (so one snapshot): each access with its served rows as JSON.
+        query = _Query(
+            f"SELECT {', '.join('a.' + c for c in ACCESS_COLUMNS.split(', '))}, "
+            "(SELECT coalesce(json_agg(json_build_array(h.access_id, h.rank, h.item_id, h.score, "
+            f"h.similarity, h.relevance)), '[]') FROM {s}.memory_access_items h "
+            "WHERE h.tenant_id = a.tenant_id AND h.access_id = a.id)::text "
+            f"FROM {s}.memory_access a WHERE a.tenant_id = %(tenant)s{where} "
+            "ORDER BY a.at DESC, a.id DESC LIMIT %(limit)s",
+            params,
+        )
+
+        def convert(rows: Rows) -> AccessPage:
+            more = len(rows) > limit
+            rows = rows[:limit]
+            cursor = encode_cursor(cast(str, ts(rows[-1][2])), rows[-1][1]) if more and rows else None
+            return AccessPage([access_of(r[:10], json.loads(r[10])) for r in rows], cursor)
+
+        return lambda: _single(query, convert)
 
     def _record(self, e: HistoryEvent) -> _Query:
         return _Query(
@@ -2111,7 +2280,8 @@ class PostgresStore(Store):
         page = DumpPage.of(op, _DUMP_KEYS)
         order, params = page.order(lambda name: f"%({name})s")
         query = _Query(_DUMP_SQL[page.kind].format(s=self._s) + order, params)
-        count = _Query(f"SELECT count(*) FROM {self._s}.{page.kind}") if op.after is None else None
+        table = ACCESS_TABLES[0] if page.kind == "retrievals" else page.kind
+        count = _Query(f"SELECT count(*) FROM {self._s}.{table}") if op.after is None else None
 
         def plan() -> Plan[RowPage]:
             rows = yield query
@@ -2132,6 +2302,10 @@ class PostgresStore(Store):
                 for row in change.rows:
                     yield from self._load_item(row, stats)
                 return
+            if kind == "retrievals":
+                for row in change.rows:
+                    yield from self._load_access(loaded_access(row))
+                return
             batch = [self._load_params(kind, r) for r in change.rows]
         except KeyError as exc:
             raise InvalidInput(f"a dumped {kind} row lacks {exc.args[0]!r}", field=str(exc.args[0])) from None
@@ -2142,6 +2316,25 @@ class PostgresStore(Store):
                 f"SELECT setval(pg_get_serial_sequence(%(table)s, 'seq'), "
                 f"(SELECT coalesce(max(seq), 0) + 1 FROM {self._s}.history), false)",
                 {"table": f"{self._s}.history"},
+            )
+
+    def _load_access(self, access: MemoryAccess) -> Generator[_Query, Rows, None]:
+        """A dumped access as it was (an id already logged is refused, as for other kinds)."""
+        s = self._s
+        params = access_params(access) | {"at": as_utc(access.at)}
+        yield _Query(
+            f"INSERT INTO {s}.memory_access (tenant_id, id, at, kind, query, user_id, project_id, session_id, agent_id, actor) "
+            "VALUES (%(tenant_id)s, %(id)s, %(at)s, "
+            "%(kind)s, %(query)s, %(user_id)s, %(project_id)s, %(session_id)s, %(agent_id)s, %(actor)s)",
+            params,
+        )
+        served = [r | {"at": params["at"]} for r in served_params(access)]
+        if served:
+            yield _Query(
+                f"INSERT INTO {s}.memory_access_items (tenant_id, access_id, rank, item_id, at, score, "
+                "similarity, relevance) VALUES (%(tenant_id)s, %(access_id)s, %(rank)s, %(item_id)s, %(at)s, "
+                "%(score)s, %(similarity)s, %(relevance)s)",
+                batch=served,
             )
 
     def _load_params(self, kind: str, r: Mapping[str, Any]) -> dict[str, Any]:

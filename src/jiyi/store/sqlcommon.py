@@ -1,5 +1,6 @@
 """Helpers shared by the SQL backends: time format, cursors, scope tokens, vector blobs,
-the viewer condition, item documents, and the paging of :class:`~jiyi.store.base.DumpRows`."""
+the viewer condition, item documents, rows of the retrieval log, and the paging of
+:class:`~jiyi.store.base.DumpRows`."""
 
 from __future__ import annotations
 
@@ -16,7 +17,16 @@ import numpy as np
 from jiyi.errors import InvalidInput
 from jiyi.model import MemoryItem, as_utc, load_stored, stored_snapshot
 from jiyi.session.model import Job
-from jiyi.store.base import DumpRows, HistoryEvent, Vector, Viewer, check_row_kind
+from jiyi.store.base import (
+    DumpRows,
+    HistoryEvent,
+    ListAccesses,
+    MemoryAccess,
+    Retrieved,
+    Vector,
+    Viewer,
+    check_row_kind,
+)
 
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
@@ -150,6 +160,124 @@ def dumped_time(value: Any) -> datetime | None:
         raise InvalidInput(f"{value!r} is not a time", field="at") from None
 
 
+# ---------------------------------------------------------------- the retrieval log
+
+ACCESS_COLUMNS = "tenant_id, id, at, kind, query, user_id, project_id, session_id, agent_id, actor"
+"""The columns of ``memory_access`` in the order :func:`access_of` reads them."""
+SERVED_COLUMNS = "access_id, rank, item_id, score, similarity, relevance"
+"""The columns of ``memory_access_items`` read back, in the order :func:`access_of` reads them."""
+OWNER_FIELDS = ("user_id", "project_id", "session_id", "agent_id")
+
+
+def access_params(access: MemoryAccess) -> dict[str, Any]:
+    """An access as named parameters (``at`` as fixed-width UTC text)."""
+    return {
+        "tenant_id": access.tenant_id,
+        "id": access.id,
+        "at": ts(access.at),
+        "kind": access.kind,
+        "query": access.query,
+        "user_id": access.user_id,
+        "project_id": access.project_id,
+        "session_id": access.session_id,
+        "agent_id": access.agent_id,
+        "actor": access.actor,
+    }
+
+
+def served_params(access: MemoryAccess) -> list[dict[str, Any]]:
+    """One parameter set per served memory of ``access``."""
+    return [
+        {
+            "tenant_id": access.tenant_id,
+            "access_id": access.id,
+            "rank": r.rank,
+            "item_id": r.item_id,
+            "at": ts(access.at),
+            "score": float(r.score),
+            "similarity": None if r.similarity is None else float(r.similarity),
+            "relevance": None if r.relevance is None else float(r.relevance),
+        }
+        for r in access.retrieved
+    ]
+
+
+def access_of(row: Sequence[Any], served: Sequence[Sequence[Any]]) -> MemoryAccess:
+    """A ``memory_access`` row (:data:`ACCESS_COLUMNS`) with its served rows
+    (:data:`SERVED_COLUMNS`, any order)."""
+    tenant_id, access_id, at, kind, query, user_id, project_id, session_id, agent_id, actor = row
+    retrieved = tuple(
+        Retrieved(
+            item_id=str(r[2]),
+            rank=int(r[1]),
+            score=float(r[3]),
+            similarity=None if r[4] is None else float(r[4]),
+            relevance=None if r[5] is None else float(r[5]),
+        )
+        for r in sorted(served, key=lambda r: int(r[1]))
+    )
+    when = at if isinstance(at, datetime) else datetime.fromisoformat(str(at))
+    return MemoryAccess(
+        id=access_id,
+        tenant_id=tenant_id,
+        at=as_utc(when),
+        kind=kind,
+        query=query,
+        retrieved=retrieved,
+        user_id=user_id,
+        project_id=project_id,
+        session_id=session_id,
+        agent_id=agent_id,
+        actor=actor,
+    )
+
+
+ACCESS_TABLES = ("memory_access", "memory_access_items")
+"""The tables of the ``retrievals`` row kind (:class:`~jiyi.store.base.DumpRows`)."""
+
+
+def dumped_access(access: MemoryAccess) -> dict[str, Any]:
+    """A ``retrievals`` row of :class:`~jiyi.store.base.DumpRows`."""
+    doc = json.dumps(access.to_json_dict(), ensure_ascii=False)
+    return {"tenant_id": access.tenant_id, "id": access.id, "doc": doc}
+
+
+def loaded_access(row: Mapping[str, Any]) -> MemoryAccess:
+    """The access of a dumped ``retrievals`` row."""
+    try:
+        data = json.loads(row["doc"])
+    except (TypeError, ValueError):
+        raise InvalidInput("a dumped retrievals row's doc is not JSON", field="doc") from None
+    return MemoryAccess.from_json_dict(data)
+
+
+def access_conditions(
+    op: ListAccesses, mark: Callable[[str], str], time: Callable[[datetime], Any]
+) -> tuple[list[str], dict[str, Any]]:
+    """The conditions of a :class:`ListAccesses` over ``memory_access a`` but the tenant's
+    (``a.tenant_id`` = the parameter ``tenant``, written by the caller's SQL) and the
+    item's (the caller joins the served rows its own way), with the backend's placeholders
+    (``mark(name)``) and their values; times as ``time(utc datetime)`` gives them."""
+    where: list[str] = []
+    params: dict[str, Any] = {"tenant": op.tenant_id}
+    for name in OWNER_FIELDS:
+        value = getattr(op, name)
+        if value is not None:
+            where.append(f"a.{name} = {mark(name)}")
+            params[name] = value
+    if op.since is not None:
+        where.append(f"a.at >= {mark('since')}")
+        params["since"] = time(as_utc(op.since))
+    if op.until is not None:
+        where.append(f"a.at < {mark('until')}")
+        params["until"] = time(as_utc(op.until))
+    if op.cursor:
+        at, access_id = decode_cursor(op.cursor)
+        where.append(f"(a.at, a.id) < ({mark('c_at')}, {mark('c_id')})")
+        params |= {"c_at": time(as_utc(datetime.fromisoformat(at))), "c_id": access_id}
+    return where, params
+
+
 # ---------------------------------------------------------------- DumpRows pages
 
 DUMP_KEYS: dict[str, tuple[str, ...] | None] = {
@@ -160,6 +288,7 @@ DUMP_KEYS: dict[str, tuple[str, ...] | None] = {
     "jobs": ("id",),
     "embedding_cache": ("model", "text_hash"),
     "rate_events": None,
+    "retrievals": ("tenant_id", "id"),
 }
 """Per row kind, the key columns of its keyset cursor (None: an offset cursor)."""
 

@@ -45,6 +45,7 @@ from jiyi.errors import InvalidInput, StoreCorrupt, StoreError, StoreReadOnly, W
 from jiyi.model import MemoryItem, load_stored
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
+    AccessPage,
     AppendMessages,
     CacheGet,
     CachePut,
@@ -56,6 +57,7 @@ from jiyi.store.base import (
     DeleteMessages,
     DumpRows,
     Filter,
+    ForgetAccesses,
     GetCheckpoint,
     GetHistory,
     GetItems,
@@ -66,17 +68,20 @@ from jiyi.store.base import (
     Hit,
     KeywordHits,
     Link,
+    ListAccesses,
     ListCheckpoints,
     ListItems,
     ListJobs,
     Loaded,
     LoadHits,
     LoadRows,
+    MemoryAccess,
     Op,
     Page,
     Purge,
     PutCheckpoint,
     PutJob,
+    RecordAccess,
     RecordEvent,
     Retrieve,
     RowPage,
@@ -96,16 +101,25 @@ from jiyi.store.base import (
 )
 from jiyi.store.retrieve import retrieve_flow
 from jiyi.store.sqlcommon import (
+    ACCESS_COLUMNS,
+    ACCESS_TABLES,
+    SERVED_COLUMNS,
     DumpPage,
+    access_conditions,
+    access_of,
+    access_params,
     claimed_job,
     decode_cursor,
+    dumped_access,
     dumped_time,
     encode_cursor,
     from_blob,
     history_event,
     load_item,
+    loaded_access,
     pending,
     scope_token,
+    served_params,
     tenant_token,
     to_blob,
     ts,
@@ -383,6 +397,39 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "UPDATE meta SET value = value + 1 WHERE key = 'index_version'",
         ),
     ),
+    (
+        "retrieval log",
+        (
+            # Seed 002's context graph: one row per search / context / tool call and one per
+            # memory it served. Append-only; tenant_id leads every key and index.
+            """CREATE TABLE memory_access (
+                tenant_id TEXT NOT NULL,
+                id TEXT NOT NULL,
+                at TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                query TEXT NOT NULL,
+                user_id TEXT, project_id TEXT, session_id TEXT, agent_id TEXT,
+                actor TEXT,
+                PRIMARY KEY (tenant_id, id)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX memory_access_at ON memory_access(tenant_id, at, id)",
+            "CREATE INDEX memory_access_user ON memory_access(tenant_id, user_id, at)",
+            """CREATE TABLE memory_access_items (
+                tenant_id TEXT NOT NULL,
+                access_id TEXT NOT NULL,
+                rank INTEGER NOT NULL,
+                item_id TEXT NOT NULL,
+                at TEXT NOT NULL,
+                score REAL NOT NULL,
+                similarity REAL,
+                relevance REAL,
+                PRIMARY KEY (tenant_id, access_id, rank)
+            ) WITHOUT ROWID""",
+            # Every index costs each search's log write (one row per hit): the served rows
+            # have only this one; retention finds them through their accesses.
+            "CREATE INDEX memory_access_items_item ON memory_access_items(tenant_id, item_id, at)",
+        ),
+    ),
 ]
 # A migration that changes items rows without going through the triggers above (or that
 # changes what a cached scope holds) must bump 'index_version', so caches are rebuilt.
@@ -574,6 +621,7 @@ _DUMP_SQL = {
     "jobs": "SELECT id, doc FROM jobs",
     "embedding_cache": "SELECT model, text_hash, vec FROM embedding_cache",
     "rate_events": "SELECT key, at FROM rate_events",
+    "retrievals": f"SELECT {ACCESS_COLUMNS} FROM memory_access",
 }
 
 
@@ -1431,6 +1479,7 @@ class SQLiteStore(Store):
             ClaimJobs: self._claim_jobs,
             DumpRows: self._dump_rows,
             ScopeClock: self._scope_clock,
+            ListAccesses: self._list_accesses,
         }
 
     def _scope_clock(self, op: ScopeClock) -> int:
@@ -1488,6 +1537,42 @@ class SQLiteStore(Store):
         rows = rows[:limit]
         cursor = encode_cursor(rows[-1][1], rows[-1][2]) if more and rows else None
         return Page(items=[load_item(r[0]) for r in rows], next_cursor=cursor)
+
+    @staticmethod
+    def _with_served(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> list[MemoryAccess]:
+        """``memory_access`` rows (:data:`ACCESS_COLUMNS`) with what each served."""
+        by_access: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
+        for tenant in {r[0] for r in rows}:
+            ids = [r[1] for r in rows if r[0] == tenant]
+            for r in conn.execute(
+                f"SELECT {SERVED_COLUMNS} FROM memory_access_items WHERE tenant_id = ? "
+                f"AND access_id IN ({','.join('?' * len(ids))})",
+                (tenant, *ids),
+            ):
+                by_access.setdefault((tenant, r[0]), []).append(r)
+        return [access_of(r, by_access.get((r[0], r[1]), [])) for r in rows]
+
+    def _list_accesses(self, op: ListAccesses) -> AccessPage:
+        conditions, params = access_conditions(op, lambda name: f":{name}", ts)
+        if op.item_id is not None:
+            conditions.append(
+                "a.id IN (SELECT access_id FROM memory_access_items WHERE tenant_id = :tenant AND item_id = :item)"
+            )
+            params["item"] = op.item_id
+        where = "".join(f" AND {c}" for c in conditions)
+        limit = max(1, op.limit)
+        params["limit"] = limit + 1
+        with self._read() as conn, _snapshot(conn):
+            rows = conn.execute(
+                f"SELECT {', '.join('a.' + c for c in ACCESS_COLUMNS.split(', '))} FROM memory_access a "
+                f"WHERE a.tenant_id = :tenant{where} ORDER BY a.at DESC, a.id DESC LIMIT :limit",
+                params,
+            ).fetchall()
+            more = len(rows) > limit
+            rows = rows[:limit]
+            found = self._with_served(conn, rows)
+        cursor = encode_cursor(rows[-1][2], rows[-1][1]) if more and rows else None
+        return AccessPage(found, cursor)
 
     def _search(self, flow: Flow[R]) -> R:
         """Run a search flow on one read snapshot, over this thread's scope caches."""
@@ -1574,6 +1659,8 @@ class SQLiteStore(Store):
                 self._purge(conn, change)
             case Touch():
                 self._touch(conn, change)
+            case RecordAccess() | ForgetAccesses():
+                self._access_log(conn, change)
             case RecordEvent():
                 conn.execute("INSERT INTO rate_events VALUES (?, ?)", (change.key, ts(change.at)))
             case CachePut():
@@ -1590,11 +1677,16 @@ class SQLiteStore(Store):
             case LoadRows():
                 self._load_rows(conn, change)
             case ClearRows():
-                for kind in change.kinds:
-                    check_row_kind(kind)
-                    if kind == "items":
-                        conn.execute("DELETE FROM items_fts")
-                    conn.execute(f"DELETE FROM {kind}")
+                self._clear_rows(conn, change)
+
+    @staticmethod
+    def _clear_rows(conn: sqlite3.Connection, change: ClearRows) -> None:
+        for kind in change.kinds:
+            check_row_kind(kind)
+            if kind == "items":
+                conn.execute("DELETE FROM items_fts")
+            for table in ACCESS_TABLES if kind == "retrievals" else (kind,):
+                conn.execute(f"DELETE FROM {table}")
 
     @staticmethod
     def _session_change(
@@ -1784,7 +1876,49 @@ class SQLiteStore(Store):
         _bump_scope(conn, change.tenant_id, row[1])
         conn.execute("DELETE FROM items_fts WHERE rowid = ?", (row[0],))
         conn.execute("DELETE FROM items WHERE pk = ?", (row[0],))
+        conn.execute(
+            "DELETE FROM memory_access_items WHERE tenant_id = ? AND item_id = ?",
+            (change.tenant_id, change.item_id),
+        )
         self._record(conn, change.event)
+
+    @staticmethod
+    def _load_access(conn: sqlite3.Connection, access: MemoryAccess, ignore: str = "") -> None:
+        """Insert one access and what it served (``ignore=" ON CONFLICT DO NOTHING"``: keep one
+        already there; without it a copy's duplicate is refused)."""
+        conn.execute(
+            f"INSERT INTO memory_access (tenant_id, id, at, kind, query, user_id, project_id, session_id, agent_id, actor) VALUES (:tenant_id, "
+            f":id, :at, :kind, :query, :user_id, :project_id, :session_id, :agent_id, :actor){ignore}",
+            access_params(access),
+        )
+        conn.executemany(
+            "INSERT INTO memory_access_items (tenant_id, access_id, rank, item_id, at, score, "
+            "similarity, relevance) VALUES (:tenant_id, :access_id, :rank, :item_id, :at, :score, "
+            f":similarity, :relevance){ignore}",
+            served_params(access),
+        )
+
+    @classmethod
+    def _access_log(cls, conn: sqlite3.Connection, change: RecordAccess | ForgetAccesses) -> None:
+        if isinstance(change, RecordAccess):
+            cls._load_access(conn, change.access, " ON CONFLICT DO NOTHING")
+            return
+        t = change.tenant_id
+        if change.user_id is not None:
+            conn.execute(
+                "DELETE FROM memory_access_items WHERE tenant_id = ? AND access_id IN "
+                "(SELECT id FROM memory_access WHERE tenant_id = ? AND user_id = ?)",
+                (t, t, change.user_id),
+            )
+            conn.execute("DELETE FROM memory_access WHERE tenant_id = ? AND user_id = ?", (t, change.user_id))
+        if change.before is not None:
+            cutoff = ts(change.before)
+            conn.execute(
+                "DELETE FROM memory_access_items WHERE tenant_id = ? AND access_id IN "
+                "(SELECT id FROM memory_access WHERE tenant_id = ? AND at < ?)",
+                (t, t, cutoff),
+            )
+            conn.execute("DELETE FROM memory_access WHERE tenant_id = ? AND at < ?", (t, cutoff))
 
     def _touch(self, conn: sqlite3.Connection, change: Touch) -> None:
         when = ts(change.at)
@@ -1818,11 +1952,15 @@ class SQLiteStore(Store):
     def _dump_rows(self, op: DumpRows) -> RowPage:
         page = DumpPage.of(op)
         order, params = page.order(lambda name: "?")
-        with self._read() as conn:
+        table = ACCESS_TABLES[0] if page.kind == "retrievals" else page.kind
+        with self._read() as conn, _snapshot(conn):
             rows = conn.execute(_DUMP_SQL[page.kind] + order, list(params.values())).fetchall()
             total = None
             if op.after is None:
-                total = int(conn.execute(f"SELECT count(*) FROM {page.kind}").fetchone()[0])
+                total = int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+            if page.kind == "retrievals":
+                out = [dumped_access(a) for a in self._with_served(conn, rows)]
+                return RowPage(rows=out, next_after=page.next_after(rows, out), total=total)
         out = [_dump_row(page.kind, r) for r in rows]
         return RowPage(rows=out, next_after=page.next_after(rows, out), total=total)
 
@@ -1894,6 +2032,8 @@ class SQLiteStore(Store):
                         conn.execute(
                             "INSERT INTO rate_events VALUES (?, ?)", (row["key"], ts(dumped_time(row["at"])))
                         )
+                    case "retrievals":
+                        self._load_access(conn, loaded_access(row))
             except KeyError as exc:
                 raise InvalidInput(
                     f"a dumped {kind} row lacks {exc.args[0]!r}", field=str(exc.args[0])

@@ -69,6 +69,7 @@ import base64
 import itertools
 import threading
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -79,6 +80,7 @@ from jiyi.errors import InvalidInput, StoreError, WriteConflict
 from jiyi.model import MemoryItem, MemoryType, Relation, RelationType, Scope, Source, Status, Visibility
 from jiyi.session.model import Checkpoint, Job, Message
 from jiyi.store.base import (
+    AccessPage,
     AppendMessages,
     CacheGet,
     CachePut,
@@ -88,6 +90,7 @@ from jiyi.store.base import (
     DeleteCheckpoints,
     DeleteMessages,
     Filter,
+    ForgetAccesses,
     GetCheckpoint,
     GetHistory,
     GetItems,
@@ -98,17 +101,21 @@ from jiyi.store.base import (
     HistoryEvent,
     KeywordHits,
     Link,
+    ListAccesses,
     ListCheckpoints,
     ListItems,
     ListJobs,
     Loaded,
     LoadHits,
+    MemoryAccess,
     Op,
     Purge,
     PutCheckpoint,
     PutJob,
+    RecordAccess,
     RecordEvent,
     Retrieve,
+    Retrieved,
     ScopeClock,
     Store,
     ThreadLinks,
@@ -131,6 +138,8 @@ __all__ = [
     "T0",
     "TENANT",
     "StoreConformance",
+    "access",
+    "accesses",
     "all_ids",
     "answer",
     "event_for",
@@ -350,6 +359,7 @@ def sample_ops(item: MemoryItem) -> dict[str, Op[Any]]:
         "CountEvents": CountEvents("k", T0),
         "CacheGet": CacheGet(MODEL, ("h",)),
         "VectorsFor": VectorsFor(item.tenant_id, MODEL, (item.id,)),
+        "ListAccesses": ListAccesses(item.tenant_id),
         "Write": Write((upsert(make_item()),)),
     }
 
@@ -363,8 +373,45 @@ OP_NAMES = (
     "CountEvents",
     "CacheGet",
     "VectorsFor",
+    "ListAccesses",
     "Write",
 )
+
+
+def access(
+    *served: tuple[str, float],
+    at: datetime = T0,
+    tenant_id: str = TENANT,
+    user_id: str | None = "alice",
+    **fields: Any,
+) -> MemoryAccess:
+    """A retrieval log entry serving ``(item_id, score)`` pairs in that order."""
+    return MemoryAccess(
+        id=fields.pop("id", f"access-{next(_ids):06d}"),
+        tenant_id=tenant_id,
+        at=at,
+        kind=fields.pop("kind", "search"),
+        query=fields.pop("query", "what does alice like?"),
+        retrieved=tuple(
+            Retrieved(item_id, rank, score, similarity=score / 2, relevance=None if rank > 1 else 0.75)
+            for rank, (item_id, score) in enumerate(served, start=1)
+        ),
+        user_id=user_id,
+        **fields,
+    )
+
+
+def accesses(store: Store, tenant_id: str = TENANT, **kw: Any) -> list[MemoryAccess]:
+    """Every access ListAccesses yields, following cursors."""
+    out: list[MemoryAccess] = []
+    cursor: str | None = None
+    for _ in range(10_000):
+        page: AccessPage = store.execute(ListAccesses(tenant_id, cursor=cursor, **kw))
+        out.extend(page.accesses)
+        cursor = page.next_cursor
+        if cursor is None:
+            return out
+    raise AssertionError("ListAccesses never stopped issuing cursors")
 
 
 def _b64(text: str) -> str:
@@ -624,6 +671,7 @@ class StoreConformance:
         assert len(store.execute(GetHistory(TENANT, doomed.id))) == 1
         assert store.execute(CountEvents("rate", T0 - timedelta(days=1))) == 0
         assert store.execute(CacheGet(MODEL, ("h1",))) == {}
+        assert accesses(store) == []
         assert sorted(all_ids(store)) == sorted([existing.id, doomed.id])
 
     def _atomicity_setup(self, store: Store) -> tuple[MemoryItem, MemoryItem, MemoryItem, list[Any]]:
@@ -637,6 +685,7 @@ class StoreConformance:
             Touch(TENANT, (existing.id,), NOW),
             RecordEvent("rate", T0),
             CachePut(MODEL, (("h1", unit(rng)),)),
+            RecordAccess(access((existing.id, 0.5))),
             upsert(existing.evolve(content="rewritten words", version=2), unit(rng)),
             purge(doomed),
         ]
@@ -1405,6 +1454,95 @@ class StoreConformance:
         assert item.mention_count == 16
         assert store.execute(ScopeClock(TENANT, "user:alice")) == 16
 
+    # ------------------------------------------------------------ the retrieval log
+
+    def test_record_access_round_trips_newest_first_per_tenant(self, store: Store) -> None:
+        a, b = make_item("green tea"), make_item("black coffee")
+        put(store, a, b)
+        first = access((a.id, 0.9), (b.id, 0.125), at=T0, project_id="网站", actor="key-1", kind="tool")
+        second = access(at=T0 + timedelta(minutes=1), query="空的 query 🎉", user_id=None, agent_id="a1")
+        third = access((b.id, 0.5), at=T0 + timedelta(minutes=2), kind="context", session_id="s 1")
+        other = access((a.id, 1.0), at=T0 + timedelta(minutes=3), tenant_id=OTHER_TENANT, id=first.id)
+        for entry in (first, second, third, other):
+            store.execute(Write((RecordAccess(entry),)))
+        assert accesses(store) == [third, second, first]
+        assert accesses(store, OTHER_TENANT) == [other]
+        assert first.retrieved_memory_ids == (a.id, b.id)
+        # A restore may run twice: an id already logged is left as it is.
+        store.execute(Write((RecordAccess(replace_query(first, "changed")),)))
+        assert accesses(store)[-1] == first
+
+    def test_list_accesses_filters_and_pages(self, store: Store) -> None:
+        a, b = make_item("green tea"), make_item("black coffee")
+        put(store, a, b)
+        log = [
+            access(
+                (a.id, 0.9), (b.id, 0.1), at=T0 + timedelta(seconds=i), user_id="alice" if i % 2 else "bob"
+            )
+            if i % 3
+            else access((b.id, 0.3), at=T0 + timedelta(seconds=i), project_id="p1")
+            for i in range(12)
+        ]
+        log.append(access((a.id, 0.2), at=log[5].at, id="zz-same-time"))  # ties order by id
+        store.execute(Write(tuple(RecordAccess(e) for e in log)))
+        newest = sorted(log, key=lambda e: (e.at, e.id), reverse=True)
+        assert accesses(store) == newest
+        for size in (1, 2, 5):
+            assert [e.id for e in accesses(store, limit=size)] == [e.id for e in newest]
+        assert accesses(store, item_id=a.id) == [e for e in newest if a.id in e.retrieved_memory_ids]
+        assert accesses(store, item_id="unknown") == []
+        assert accesses(store, user_id="bob", limit=2) == [e for e in newest if e.user_id == "bob"]
+        assert accesses(store, project_id="p1") == [e for e in newest if e.project_id == "p1"]
+        since, until = T0 + timedelta(seconds=3), T0 + timedelta(seconds=7)
+        window = accesses(store, since=since, until=until, item_id=b.id, limit=3)
+        assert window == [e for e in newest if since <= e.at < until and b.id in e.retrieved_memory_ids]
+        with pytest.raises(InvalidInput):
+            store.execute(ListAccesses(TENANT, cursor="not-a-cursor"))
+
+    def test_touch_and_its_access_land_together(self, store: Store) -> None:
+        item = make_item("touched and logged")
+        put(store, item)
+        at = NOW - timedelta(hours=1)
+        entry = access((item.id, 0.5), at=at)
+        store.execute(Write((Touch(TENANT, (item.id,), at), RecordAccess(entry))))
+        got = get(store, item)
+        assert got is not None
+        assert (got.access_count, got.last_used_at) == (1, at)
+        assert accesses(store, item_id=item.id) == [entry]
+        # An access that served nothing is logged alone.
+        empty = access(at=NOW)
+        store.execute(Write((RecordAccess(empty),)))
+        assert accesses(store) == [empty, entry]
+
+    def test_purge_forgets_the_item_in_the_log(self, store: Store) -> None:
+        a, b = make_item("forget me"), make_item("keep me")
+        put(store, a, b)
+        entry = access((a.id, 0.9), (b.id, 0.5))
+        store.execute(Write((RecordAccess(entry),)))
+        store.execute(Write((purge(a),)))
+        (left,) = accesses(store)
+        assert left.retrieved_memory_ids == (b.id,)
+        assert left.retrieved[0] == entry.retrieved[1]  # rank and scores as logged
+        assert accesses(store, item_id=a.id) == []
+
+    def test_forget_accesses_by_user_and_by_age(self, store: Store) -> None:
+        item = make_item("logged")
+        put(store, item)
+        old_alice = access((item.id, 0.1), at=T0, user_id="alice")
+        new_alice = access((item.id, 0.2), at=T0 + timedelta(days=2), user_id="alice")
+        old_bob = access((item.id, 0.3), at=T0, user_id="bob")
+        new_bob = access((item.id, 0.4), at=T0 + timedelta(days=2), user_id="bob")
+        elsewhere = access((item.id, 0.5), at=T0, user_id="alice", tenant_id=OTHER_TENANT)
+        store.execute(
+            Write(tuple(RecordAccess(e) for e in (old_alice, new_alice, old_bob, new_bob, elsewhere)))
+        )
+        store.execute(Write((ForgetAccesses(TENANT, user_id="alice"),)))
+        assert accesses(store) == [new_bob, old_bob]
+        store.execute(Write((ForgetAccesses(TENANT, before=T0 + timedelta(days=1)),)))
+        assert accesses(store) == [new_bob]
+        assert accesses(store, item_id=item.id) == [new_bob]
+        assert accesses(store, OTHER_TENANT) == [elsewhere]
+
     # ------------------------------------------------------------ close
 
     def test_close_is_idempotent(self, store: Store) -> None:
@@ -1787,6 +1925,9 @@ class StoreConformance:
                     RecordEvent("rate:a", T0),
                     RecordEvent("rate:a", T0),
                     RecordEvent("rate:b", NOW),
+                    RecordAccess(access((a.id, 0.1 + 0.2), (full.id, 1 / 3), at=T0, actor="键 1")),
+                    RecordAccess(access(at=NOW, kind="context", query="nothing served")),
+                    RecordAccess(access((a.id, 0.5), tenant_id=OTHER_TENANT, project_id="p 1")),
                 )
             )
         )
@@ -1837,6 +1978,7 @@ class StoreConformance:
             "jobs": 2,
             "embedding_cache": 2,
             "rate_events": 3,
+            "retrievals": 3,
         }
         assert store.execute(DumpRows("history", limit=1)).total == 6
         by_id = {r["id"]: r for r in whole["items"]}
@@ -1860,6 +2002,9 @@ class StoreConformance:
         assert sorted((r["key"], r["at"]) for r in whole["rate_events"]) == [
             (r["key"], r["at"]) for r in whole["rate_events"]
         ]
+        logged = accesses(store) + accesses(store, OTHER_TENANT)
+        dumped = [MemoryAccess.from_json_dict(json.loads(r["doc"])) for r in whole["retrievals"]]
+        assert dumped == sorted(logged, key=lambda e: (e.tenant_id, e.id))
         with pytest.raises(InvalidInput):
             store.execute(DumpRows("items", after="not a cursor"))
 
@@ -1875,6 +2020,7 @@ class StoreConformance:
         )
         found = [(c.item.id, c.cosine, c.keyword) for c in store.execute(search)]
         history = store.execute(GetHistory(TENANT, items[2].id))
+        logged = accesses(store)
         store.execute(Write((ClearRows(ROW_KINDS),)))
         assert self._dump_all(store) == {k: [] for k in ROW_KINDS}
         assert store.execute(GetItems(TENANT, tuple(i.id for i in items))) == []
@@ -1892,6 +2038,7 @@ class StoreConformance:
             assert k1 == pytest.approx(k2, rel=1e-9) if k2 is not None else k1 is None
         assert store.execute(GetMessages(TENANT, "s1")) == data["messages"]
         assert store.execute(CountEvents("rate:a", T0)) == 2
+        assert accesses(store) == logged
         # New writes continue after the loaded history and message positions.
         new = make_item("after the load")
         put(store, new)
@@ -2062,6 +2209,10 @@ class StoreConformance:
             )
         )
         assert {c.item.id for c in owner} == {turns[0].id, turns[1].id}
+
+
+def replace_query(entry: MemoryAccess, query: str) -> MemoryAccess:
+    return replace(entry, query=query)
 
 
 def _join(threads: Iterable[threading.Thread]) -> None:

@@ -87,12 +87,19 @@ async def export(
     project_id: ScopeQuery = None,
     session_id: ScopeQuery = None,
     agent_id: ScopeQuery = None,
+    retrievals: Annotated[
+        bool,
+        Query(
+            description='Also the retrieval log: one {"retrieval": ...} line per access, after the memories.'
+        ),
+    ] = False,
 ) -> StreamingResponse:
     rows = await memory.export(
         user_id=user_id,
         project_id=project_id,
         session_id=session_id,
         agent_id=agent_id,
+        retrievals=retrievals,
     )
 
     def lines() -> Iterator[str]:
@@ -128,7 +135,7 @@ async def import_memories(
     for record in records:
         record["tenant_id"] = who.tenant  # a key imports into its own tenant only
     result = await memory.import_items(records, trusted=trusted)
-    return ImportResponse(imported=result.imported, embedded=result.embedded)
+    return ImportResponse(imported=result.imported, embedded=result.embedded, retrievals=result.retrievals)
 
 
 @router.get("/v1/jobs", summary="Background jobs of this tenant", responses=READ)

@@ -672,13 +672,39 @@
     }
   }
 
+  /** "Served for": the queries that retrieved this memory (the retrieval log), newest first. */
+  async function renderServed(item) {
+    const why = await api("GET", `v1/memories/${encodeURIComponent(item.id)}/retrievals?limit=20`);
+    const last = why.last_used_at ? when(why.last_used_at) : "never";
+    $("served-summary").textContent = why.served.length
+      ? `Served ${why.access_count} time(s), last ${last}.` + (why.next_cursor ? " Showing the latest 20." : "")
+      : "Not served by any logged query yet.";
+    const ol = clear($("served"));
+    for (const s of why.served) {
+      const scores = [`#${s.rank}`, `score ${s.score.toFixed(3)}`];
+      if (s.similarity !== null) scores.push(`similarity ${s.similarity.toFixed(3)}`);
+      if (s.relevance !== null) scores.push(`relevance ${s.relevance.toFixed(3)}`);
+      const whom = [s.user_id && `user ${s.user_id}`, s.project_id && `project ${s.project_id}`, s.actor && `by ${s.actor}`];
+      ol.append(
+        el(
+          "li",
+          { dataset: { kind: s.kind } },
+          el("span", { className: "badge" }, s.kind),
+          " ",
+          el("q", {}, s.query),
+          el("p", { className: "muted" }, `${when(s.at)} · ${scores.join(" · ")} · ${whom.filter(Boolean).join(", ") || "—"}`),
+        ),
+      );
+    }
+  }
+
   async function openMemory(id) {
     say("Loading memory…");
     const latest = ticket("detail");
     const item = await api("GET", "v1/memories/" + encodeURIComponent(id));
     if (!latest()) return;
     showItem(item);
-    await Promise.all([renderHistory(item), renderRelations(item)]);
+    await Promise.all([renderHistory(item), renderRelations(item), renderServed(item)]);
     say(`Showing memory ${item.id}.`);
   }
 
