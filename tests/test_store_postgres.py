@@ -348,6 +348,26 @@ def test_the_hnsw_migration_indexes_each_common_dimension(store: PostgresStore, 
         assert f"vector({dim})" in definition and f"WHERE (dim = {dim})" in definition
 
 
+def test_the_hnsw_migration_builds_over_an_existing_store(pg_dsn: str, schema: str) -> None:  # noqa: F811
+    rng = np.random.default_rng(3)
+    vecs = np.stack([unit(rng, HNSW_DIM) for _ in range(40)])
+    items = [make_item(f"old {k}") for k in range(40)]
+    with PostgresStore(pg_dsn, schema=schema) as store:
+        store.execute(Write(tuple(upsert(i, v) for i, v in zip(items, vecs, strict=True))))
+    # Back to the schema as the migrations before this one left it.
+    version = next(v for v, (name, _) in enumerate(MIGRATIONS, 1) if name.startswith("approximate vector"))
+    for dim in HNSW_DIMENSIONS:
+        _sql(pg_dsn, f'DROP INDEX "{schema}".vectors_hnsw_{dim}')
+    _sql(pg_dsn, f'DELETE FROM "{schema}".jiyi_schema_migrations WHERE version = %s', version)
+    with PostgresStore(pg_dsn, schema=schema, approximate_from=0) as upgraded:
+        assert upgraded.pending_migrations() == []
+        q = unit(rng, HNSW_DIM)
+        op = VectorHits(flt(scope_keys=("user:alice",)), MODEL, q, 10)
+        assert f"vectors_hnsw_{HNSW_DIM}" in upgraded.explain(op)
+        # 40 vectors, a candidate list of 100: the graph walk sees them all.
+        assert [h.id for h in upgraded.execute(op)] == [items[i].id for i in np.argsort(-(vecs @ q))[:10]]
+
+
 def test_a_large_scope_is_searched_through_hnsw_and_finds_the_nearest(ann: Any) -> None:
     store, scopes, toward = ann
     ids, vecs = scopes["many"]

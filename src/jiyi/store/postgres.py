@@ -15,18 +15,23 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   of ``asyncio.run`` when the store outlives the loop (see :class:`_LoopPool`).
 * **Vectors** live in their own table keyed by the item's ``pk``, with the model id and
   the dimension, in an *untyped* ``vector`` column: the model, and so the dimension, is
-  chosen at run time, and several may coexist. HNSW needs a fixed dimension, but the
-  real reason there is no ANN index is exactness: every query is filtered by tenant and
-  usually by scope, and a filtered HNSW scan without iterative scan was measured to
-  return 3% recall, while a btree on ``(tenant_id, scope_key, status)`` (covering ``pk``,
-  expiry and time, so the scan does not read the wide item rows) reaches a user's few
-  hundred rows in well under a millisecond. So a search materialises the filter's live
-  rows that have a vector, with their cosine distance (``<=>``), in a narrow
-  ``MATERIALIZED`` CTE and sorts that: a top-N heap sort over a CTE scan, which no index
-  can turn approximate — not even a per-dimension expression HNSW index added later by
-  an operator (:meth:`PostgresStore.explain` shows the plan). Results equal numpy brute
-  force, as with SQLite. ``dimensions=`` pins one dimension and refuses vectors of any
-  other.
+  chosen at run time, and several may coexist. Every query is filtered by tenant and
+  usually by scope, and a btree on ``(tenant_id, scope_key, status)`` (covering ``pk``,
+  expiry and time, so the scan does not read the wide item rows) reaches a user's rows
+  directly. So a search of a scope under ``approximate_from`` items (default 20,000)
+  materialises the filter's live rows that have a vector, with their cosine distance
+  (``<=>``), in a narrow ``MATERIALIZED`` CTE and sorts that: a top-N heap sort, exact,
+  equal to numpy brute force as with SQLite. Larger scopes cost a read and a distance
+  per row (100k rows: hundreds of ms), so they go through an HNSW index instead: one
+  partial expression index per common dimension (``vec::vector(d)`` where ``dim = d``,
+  :data:`HNSW_DIMENSIONS`), walked with pgvector's iterative scan (>= 0.8), which keeps
+  going while the tenant, scope and status filters reject rows, so a scope that is a
+  small part of the index still gets its k nearest. Approximate, measured recall in
+  docs/benchmarks.md; the hits are ordered by the exact distance. The scope's size
+  comes from ``keyword_scopes`` in the same transaction (:meth:`PostgresStore.explain`
+  shows the chosen plan). The cost: every insert of an indexed dimension also inserts
+  into the graph (docs/deploy.md). ``dimensions=`` pins one dimension and refuses
+  vectors of any other.
 * **Search** answers the four primitives of :mod:`jiyi.store.base` (vector hits, keyword
   hits, thread links, loading hits), one statement each; ``Retrieve`` is the shared flow
   of :mod:`jiyi.store.retrieve` over them, run on one connection in a repeatable-read,
@@ -376,10 +381,11 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
         # HNSW needs a fixed dimension and the column is untyped: one partial expression
         # index per common embedding size (searched as ``vec::vector(d)`` with ``dim = d``).
         # Only scopes of APPROXIMATE_FROM items or more are searched through them (see
-        # PostgresStore._vector_hits); building them over an existing store takes minutes
-        # per million vectors (docs/deploy.md).
+        # PostgresStore._vector_hits). Building them over an existing store takes minutes
+        # per million vectors, and blocks writes meanwhile; IF NOT EXISTS lets an operator
+        # build them beforehand with CREATE INDEX CONCURRENTLY (docs/deploy.md).
         tuple(
-            f"CREATE INDEX vectors_hnsw_{d} ON {{s}}.vectors "
+            f"CREATE INDEX IF NOT EXISTS vectors_hnsw_{d} ON {{s}}.vectors "
             f"USING hnsw ((vec::{{vector}}({d})) {{vector_schema}}.vector_cosine_ops) WHERE dim = {d}"
             for d in (384, 512, 768, 1024, 1536)
         ),
