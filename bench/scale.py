@@ -56,7 +56,8 @@ from typing import Any, Protocol, TypeVar
 from common import git_commit, machine_info, now_iso, peak_rss_mb, percentiles_ms, write_json
 from jiyi.embed.base import Embedder, Vectors, resolve_embedder
 from jiyi.memory import Memory
-from jiyi.store.base import Filter, Op, Retrieve, Store, Touch, VectorHits, Write
+from jiyi.store.base import Filter, KeywordHits, Op, Retrieve, Store, Touch, VectorHits, Write
+from jiyi.text.tokenize import query_terms
 
 R = TypeVar("R")
 
@@ -766,14 +767,15 @@ def add_calls(world: World, n: int, rng: random.Random, budget: Budget) -> dict[
 
 
 def vector_paths(world: World, store: Any, n: int, rng: random.Random, budget: Budget) -> dict[str, Any]:
-    """PostgreSQL: the same per-user vector searches (``VectorHits``, k = 10 and the
-    search's pool of 30) exactly and through the HNSW index, each timed; recall@k of the
-    index against the exact answer. The store's own choice between them is by scope size
-    (``approximate_from``); here both are forced."""
+    """PostgreSQL: the same per-user vector searches (``VectorHits``, the search's pool of
+    30) exactly and through the HNSW index, each timed, and the query's keyword hits;
+    recall@10 and @30 of the index against the exact answer. The store's own choice
+    between the two is by scope size (``approximate_from``); here both are forced."""
     chosen = store.approximate_from
     embedder = world.mem.embedder
     exact_ms: list[float] = []
     approx_ms: list[float] = []
+    keyword_ms: list[float] = []  # the other half of a search's Retrieve, for comparison
     # By id, and by distance: an HNSW hit as near as the exact k-th counts (synthetic
     # memories repeat templates, so many vectors tie and ids alone undercount).
     recall: dict[int, list[float]] = {10: [], 30: []}
@@ -783,7 +785,8 @@ def vector_paths(world: World, store: Any, n: int, rng: random.Random, budget: B
             if budget.spent(done):
                 break
             user = rng.choice(world.users)
-            vec = embedder.embed([world.gen.query()])[0]
+            text = world.gen.query()
+            vec = embedder.embed([text])[0]
             flt = Filter(TENANT, scope_keys=(f"user:{user}",), now=NOW)
             answers: dict[str, list[Any]] = {}
             for mode, sink in ((None, exact_ms), (0, approx_ms)):
@@ -792,6 +795,9 @@ def vector_paths(world: World, store: Any, n: int, rng: random.Random, budget: B
                 hits = store.execute(VectorHits(flt, embedder.model_id, vec, 30))
                 sink.append((time.perf_counter() - t0) * 1000)
                 answers[str(mode)] = hits
+            t0 = time.perf_counter()
+            store.execute(KeywordHits(flt, tuple(query_terms(text)), 30))
+            keyword_ms.append((time.perf_counter() - t0) * 1000)
             truth, got = answers["None"], answers["0"]
             for k in recall:
                 if len(truth) >= k:
@@ -804,6 +810,7 @@ def vector_paths(world: World, store: Any, n: int, rng: random.Random, budget: B
         "n": len(exact_ms),
         "exact": stats_ms(exact_ms),
         "hnsw": stats_ms(approx_ms),
+        "keyword": stats_ms(keyword_ms),
         **{f"recall@{k}": round(sum(v) / len(v), 4) if v else None for k, v in recall.items()},
         **{f"recall@{k}_dist": round(sum(v) / len(v), 4) if v else None for k, v in recall_dist.items()},
         "approximate_from": chosen,
@@ -892,7 +899,8 @@ def format_size(r: dict[str, Any], head: dict[str, Any]) -> str:
     if vp and vp.get("n"):
         lines.append(
             f"vector search (k=30, {vp['n']} queries): exact p50/p95 {vp['exact']['p50']:.2f} / "
-            f"{vp['exact']['p95']:.1f} ms, HNSW {vp['hnsw']['p50']:.2f} / {vp['hnsw']['p95']:.1f} ms; "
+            f"{vp['exact']['p95']:.1f} ms, HNSW {vp['hnsw']['p50']:.2f} / {vp['hnsw']['p95']:.1f} ms "
+            f"(keyword hits, k=30: {vp['keyword']['p50']:.2f} / {vp['keyword']['p95']:.1f} ms); "
             f"HNSW recall@10 {vp['recall@10']} (by distance {vp['recall@10_dist']}), "
             f"recall@30 {vp['recall@30']} (by distance {vp['recall@30_dist']}) "
             f"(the store searches scopes of >= {vp['approximate_from']} items through HNSW)"
@@ -1102,6 +1110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(result)
             print(format_size(result, head), flush=True)
             print(flush=True)
+            if args.json:  # after every size, so a long run stopped later still leaves its figures
+                write_json(args.json, {**head, "sizes": results, "partial": True})
         if isinstance(backend, PostgresBackend) and args.rebuild_index:
             print("rebuilding the HNSW index", file=sys.stderr)
             dim = len(inner.embed(["dimension"])[0])
