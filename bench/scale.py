@@ -770,7 +770,8 @@ def vector_paths(world: World, store: Any, n: int, rng: random.Random, budget: B
     """PostgreSQL: the same per-user vector searches (``VectorHits``, the search's pool of
     30) exactly and through the HNSW index, each timed, and the query's keyword hits;
     recall@10 and @30 of the index against the exact answer. The store's own choice
-    between the two is by scope size (``approximate_from``); here both are forced."""
+    between the two is by scope size (``approximate_from``); here it is told to walk the
+    index whenever it may (a scope too small a part of the index is still exact)."""
     chosen = store.approximate_from
     embedder = world.mem.embedder
     exact_ms: list[float] = []

@@ -359,10 +359,13 @@ def test_the_hnsw_migration_builds_over_an_existing_store(pg_dsn: str, schema: s
     for dim in HNSW_DIMENSIONS:
         _sql(pg_dsn, f'DROP INDEX "{schema}".vectors_hnsw_{dim}')
     _sql(pg_dsn, f'DELETE FROM "{schema}".jiyi_schema_migrations WHERE version = %s', version)
+    q = unit(rng, HNSW_DIM)
+    op = VectorHits(flt(scope_keys=("user:alice",)), MODEL, q, 10)
+    with PostgresStore(pg_dsn, schema=schema, approximate_from=0, migrate=False) as before:
+        assert "CTE scoped" in before.explain(op)  # no index (yet): exact, whatever the size
+        assert len(before.execute(op)) == 10
     with PostgresStore(pg_dsn, schema=schema, approximate_from=0) as upgraded:
         assert upgraded.pending_migrations() == []
-        q = unit(rng, HNSW_DIM)
-        op = VectorHits(flt(scope_keys=("user:alice",)), MODEL, q, 10)
         assert f"vectors_hnsw_{HNSW_DIM}" in upgraded.explain(op)
         # 40 vectors, a candidate list of 100: the graph walk sees them all.
         assert [h.id for h in upgraded.execute(op)] == [items[i].id for i in np.argsort(-(vecs @ q))[:10]]
@@ -408,6 +411,11 @@ def test_a_small_scope_stays_exact_and_iterative_scan_fills_a_filtered_one(ann: 
         hits = store.execute(op)
         assert len(hits) == 10 and {h.id for h in hits} <= set(ids)
         assert len({h.id for h in hits} & set(exact)) >= 9
+        # Asked for more than a walk of hnsw.max_scan_tuples rows would find of a scope
+        # this small a part of the index: exact instead.
+        many = VectorHits(flt(scope_keys=("user:few",)), MODEL, q, 1000)
+        assert "CTE scoped" in store.explain(many)
+        assert [h.id for h in store.execute(many)] == [ids[i] for i in np.argsort(-(vecs @ q))]
     finally:
         store.approximate_from = 300
 

@@ -25,8 +25,9 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   per row (100k rows: hundreds of ms), so they go through an HNSW index instead: one
   partial expression index per common dimension (``vec::vector(d)`` where ``dim = d``,
   :data:`HNSW_DIMENSIONS`), walked with pgvector's iterative scan (>= 0.8), which keeps
-  going while the tenant, scope and status filters reject rows, so a scope that is a
-  small part of the index still gets its k nearest. Approximate, measured recall in
+  going while the tenant, scope and status filters reject rows. A scope too small a part
+  of the index to yield k rows within ``hnsw.max_scan_tuples`` is searched exactly, as is
+  any scope when the index is missing. Approximate, measured recall in
   docs/benchmarks.md; the hits are ordered by the exact distance. The scope's size
   comes from ``keyword_scopes`` in the same transaction (:meth:`PostgresStore.explain`
   shows the chosen plan). The cost: every insert of an indexed dimension also inserts
@@ -400,6 +401,9 @@ APPROXIMATE_FROM = 20_000
 ones exactly (docs/benchmarks.md, PostgreSQL at scale: where the two cost the same)."""
 HNSW_EF_SEARCH = 100
 """The HNSW candidate list per search (pgvector's default is 40); at least the k asked."""
+HNSW_MAX_SCAN = 20_000
+"""At most this many index rows per walk (pgvector's default): bounds a search's time. A
+scope too small a part of the index to yield k rows within it is searched exactly."""
 
 MIGRATION_LOCK = 0x4A49594900000001  # pg_advisory_xact_lock key shared by every jiyi schema
 SESSION_LOCKS = 0x4A4959  # two-key advisory locks (this, hashtext(session)) serialise appends
@@ -1451,8 +1455,7 @@ class PostgresStore(Store):
         def run(conn: Conn) -> Rows:  # in one transaction (_admin), so the scan's options hold
             chosen = query
             if sized is not None:  # the path a search of this scope takes
-                size = _run_sync(conn, sized[0])[0][0]
-                chosen = sized[1] if int(size) >= cast(int, self.approximate_from) else query
+                chosen = sized[1] if _run_sync(conn, sized[0])[0][-1] else query
             return _run_sync(conn, _Query(f"EXPLAIN ({options}) {chosen.sql}", chosen.params))
 
         return "\n".join(str(r[0]) for r in self._admin(run))
@@ -1541,11 +1544,10 @@ class PostgresStore(Store):
         if sized is None:
             return lambda: _single(exact, convert)
         size, approximate = sized
-        threshold = cast(int, self.approximate_from)
 
         def plan() -> Plan[list[Hit]]:
             rows = yield size
-            if int(rows[0][0]) < threshold:
+            if not rows[0][-1]:
                 return convert((yield exact))
             hits = convert((yield approximate))
             yield _ANY_SORT
@@ -1582,13 +1584,16 @@ class PostgresStore(Store):
             return exact, None
         if windowed:
             where += " AND " + _in_windows("i.occurred_at")
-        return exact, (self._scope_size(op.filter, op.k), self._approximate(where, dist, dim, params))
+        return exact, (self._scope_size(op.filter, op.k, dim), self._approximate(where, dist, dim, params))
 
-    def _scope_size(self, f: Filter, k: int) -> _Query:
-        """How many items the searched scopes hold (all statuses: an upper bound on the rows
-        with a vector), and the HNSW scan's options for the rest of the transaction.
-        Iterative scan: when the filter rejects the nearest rows (other scopes, archived
-        items, other models), the scan goes on instead of returning fewer than k."""
+    def _scope_size(self, f: Filter, k: int, dim: int) -> _Query:
+        """Whether to walk the HNSW index (its last column), and the walk's options for the
+        rest of the transaction. Yes when the searched scopes hold ``approximate_from``
+        items or more (all statuses: an upper bound on the rows with a vector) and they are
+        a large enough part of the index for the walk to find k of them within
+        ``hnsw.max_scan_tuples`` (4x margin); no when the index is missing. Iterative scan:
+        while the filter rejects the nearest rows (other scopes, archived items, other
+        models), the walk goes on instead of returning fewer than k."""
         if f.scope_keys:
             count = (
                 f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_scopes "
@@ -1596,18 +1601,22 @@ class PostgresStore(Store):
             )
         else:
             count = f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_stats WHERE tenant_id = %(t)s"
-        # For a large scope, sorting is turned off until _ANY_SORT: the decision is made, and
-        # the planner would otherwise cost a sort of the scope below a graph walk.
+        # With the walk chosen, sorting is off until _ANY_SORT: the planner would otherwise
+        # cost a sort of the scope below the walk (it cannot know the decision is made).
         return _Query(
-            f"SELECT n, set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-            "set_config('hnsw.ef_search', %(ef)s, true), "
-            "set_config('enable_sort', CASE WHEN n >= %(from)s THEN 'off' ELSE current_setting('enable_sort') END, true) "
-            f"FROM ({count}) c(n)",
+            "SELECT n, set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            f"set_config('hnsw.ef_search', %(ef)s, true), set_config('hnsw.max_scan_tuples', '{HNSW_MAX_SCAN}', true), "
+            "set_config('enable_sort', CASE WHEN walk THEN 'off' ELSE current_setting('enable_sort') END, true), "
+            "walk FROM (SELECT n, n >= %(from)s AND rows IS NOT NULL "
+            f"AND n * {HNSW_MAX_SCAN}.0 >= greatest(rows, 0) * %(need)s AS walk "
+            f"FROM ({count}) c(n), (SELECT (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s))) r(rows)) d",
             {
                 "t": f.tenant_id,
                 "scopes": list(f.scope_keys),
                 "ef": str(min(1000, max(HNSW_EF_SEARCH, k))),
+                "need": 4 * k,
                 "from": self.approximate_from,
+                "index": f"{self._s}.vectors_hnsw_{dim}",
             },
         )
 
