@@ -48,6 +48,7 @@ from jiyi.store.postgres import (
     MIGRATION_LOCK,
     MIGRATIONS,
     PostgresStore,
+    _version,
     fold_term,
     tsquery_operand,
 )
@@ -346,6 +347,12 @@ def test_the_hnsw_migration_indexes_each_common_dimension(store: PostgresStore, 
         dim = name.removeprefix("vectors_hnsw_")
         assert "USING hnsw" in definition and "vector_cosine_ops" in definition
         assert f"vector({dim})" in definition and f"WHERE (dim = {dim})" in definition
+
+
+def test_index_walks_need_pgvector_0_8() -> None:
+    assert _version("0.8.5") == (0, 8, 5) >= (0, 8)
+    assert _version("0.10.0") >= (0, 8) > _version("0.7.4")
+    assert _version("0.8.0-beta") == (0, 8)
 
 
 def test_the_hnsw_migration_builds_over_an_existing_store(pg_dsn: str, schema: str) -> None:  # noqa: F811

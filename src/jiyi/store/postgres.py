@@ -385,9 +385,12 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
         # PostgresStore._vector_hits). Building them over an existing store takes minutes
         # per million vectors, and blocks writes meanwhile; IF NOT EXISTS lets an operator
         # build them beforehand with CREATE INDEX CONCURRENTLY (docs/deploy.md).
+        # pgvector before 0.5 has no HNSW: the store then stays exact (and so before 0.8).
         tuple(
-            f"CREATE INDEX IF NOT EXISTS vectors_hnsw_{d} ON {{s}}.vectors "
-            f"USING hnsw ((vec::{{vector}}({d})) {{vector_schema}}.vector_cosine_ops) WHERE dim = {d}"
+            "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_am WHERE amname = 'hnsw') THEN EXECUTE "
+            f"'CREATE INDEX IF NOT EXISTS vectors_hnsw_{d} ON {{s}}.vectors "
+            f"USING hnsw ((vec::{{vector}}({d})) {{vector_schema}}.vector_cosine_ops) WHERE dim = {d}'; "
+            "END IF; END $$"
             for d in (384, 512, 768, 1024, 1536)
         ),
     ),
@@ -542,6 +545,16 @@ def _filter_sql(f: Filter, a: str) -> tuple[str, dict[str, Any]]:
 
 _Tally = dict[tuple[str, str], list[int]]
 """A write's keyword statistics changes: (tenant, scope key) -> [documents, tokens]."""
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """``"0.8.5"`` -> (0, 8, 5); a part that is not a number ends it."""
+    parts: list[int] = []
+    for part in text.split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)
 
 
 def _in_windows(column: str) -> str:
@@ -1075,6 +1088,7 @@ class PostgresStore(Store):
         self._loop_pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
         # Set by _bootstrap: where pgvector lives, and our adapters for its type.
         self._vector_schema = ""
+        self._can_walk = False
         self._vector_type = ""
         self._cosine = ""
         self._vector_oid = 0
@@ -1268,7 +1282,7 @@ class PostgresStore(Store):
                     "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
                 )
             row = conn.execute(
-                "SELECT t.oid, n.nspname FROM pg_extension e JOIN pg_type t ON t.typnamespace = e.extnamespace "
+                "SELECT t.oid, n.nspname, e.extversion FROM pg_extension e JOIN pg_type t ON t.typnamespace = e.extnamespace "
                 "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector' AND t.typname = 'vector'"
             ).fetchone()
         if row is None and not create:
@@ -1282,6 +1296,9 @@ class PostgresStore(Store):
         self._cosine = f"OPERATOR({vs}.<=>)"
         self._vector_oid = oid
         self._dumper = cast(type[Dumper], type("VectorDumper", (_VectorDumper,), {"oid": oid}))
+        # Iterative index scans (and the hnsw.* settings a walk uses) came in pgvector 0.8:
+        # older servers search every scope exactly.
+        self._can_walk = _version(str(row[2])) >= (0, 8)
         return self._migrate(conn) if create else []
 
     def _applied(self, conn: Conn) -> list[int]:
@@ -1406,7 +1423,11 @@ class PostgresStore(Store):
         return cast(Callable[[], Plan[R]], build(op)), False, single
 
     def _may_approximate(self, vector: Vector) -> bool:
-        return self.approximate_from is not None and int(np.shape(vector)[0]) in HNSW_DIMENSIONS
+        return (
+            self._can_walk
+            and self.approximate_from is not None
+            and int(np.shape(vector)[0]) in HNSW_DIMENSIONS
+        )
 
     @cached_property
     def _reads(self) -> dict[type, Callable[[Any], Callable[[], Plan[Any]]]]:
