@@ -318,7 +318,7 @@ def ann(pg_dsn: str) -> Iterator[tuple[PostgresStore, dict[str, tuple[list[str],
     scopes: dict[str, tuple[list[str], np.ndarray]] = {}
     for user, n in (("many", 600), ("few", 40)):
         vecs = np.stack([unit(rng, HNSW_DIM) for _ in range(n)])
-        items = [make_item(f"{user} {k}", user_id=user) for k in range(n)]
+        items = [make_item(f"{user} {k}", user_id=user, occurred_at=T0 + timedelta(days=k)) for k in range(n)]
         store.execute(Write(tuple(upsert(i, v) for i, v in zip(items, vecs, strict=True))))
         scopes[user] = ([i.id for i in items], vecs)
 
@@ -399,6 +399,14 @@ def test_a_large_scope_is_searched_through_hnsw_and_finds_the_nearest(ann: Any) 
     assert found / 100 >= 0.9  # HNSW is approximate; on 600 vectors it misses next to nothing
     plan = store.explain(op, analyze=True)
     assert f"vectors_hnsw_{HNSW_DIM}" in plan and "CTE scoped" not in plan
+    # Inside a time window (one month of the 600 days) the walk filters on it as it goes.
+    in_month = np.array([(T0 + timedelta(days=k)).month == T0.month for k in range(len(ids))])
+    windowed = VectorHits(flt(scope_keys=("user:many",)), MODEL, q, 10, time_months=(T0.month,))
+    hits = store.execute(windowed)
+    month_ids = {ids[k] for k in np.flatnonzero(in_month)}
+    assert len(hits) == 10 and {h.id for h in hits} <= month_ids
+    top = {ids[k] for k in np.flatnonzero(in_month)[np.argsort(-(vecs[in_month] @ q))[:10]]}
+    assert len(top & {h.id for h in hits}) >= 8
 
 
 def test_a_small_scope_stays_exact_and_iterative_scan_fills_a_filtered_one(ann: Any) -> None:
