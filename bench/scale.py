@@ -56,7 +56,8 @@ from typing import Any, Protocol, TypeVar
 from common import git_commit, machine_info, now_iso, peak_rss_mb, percentiles_ms, write_json
 from jiyi.embed.base import Embedder, Vectors, resolve_embedder
 from jiyi.memory import Memory
-from jiyi.store.base import Op, Retrieve, Store, Touch, Write
+from jiyi.store.base import Filter, KeywordHits, Op, Retrieve, Store, Touch, VectorHits, Write
+from jiyi.text.tokenize import query_terms
 
 R = TypeVar("R")
 
@@ -436,7 +437,7 @@ class PostgresBackend:
 
     name = "postgres"
 
-    def __init__(self, dsn: str | None, keep: bool) -> None:
+    def __init__(self, dsn: str | None, keep: bool, approximate_from: int | None) -> None:
         self._server: Any = None
         self._tmp: Path | None = None
         if dsn is None:
@@ -444,6 +445,7 @@ class PostgresBackend:
         self.dsn = dsn
         self.schema = f"jiyi_scale_{uuid.uuid4().hex[:8]}"
         self._keep = keep
+        self.approximate_from = approximate_from
 
     def _start_server(self) -> str:
         with warnings.catch_warnings():
@@ -463,7 +465,55 @@ class PostgresBackend:
     def open(self) -> Store:
         from jiyi.store.postgres import PostgresStore
 
-        return PostgresStore(self.dsn, schema=self.schema)
+        return PostgresStore(self.dsn, schema=self.schema, approximate_from=self.approximate_from)
+
+    def drop_vector_indexes(self) -> list[str]:
+        """Drop the HNSW indexes (before a bulk load); their definitions, to build them again."""
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND indexname LIKE 'vectors_hnsw_%%'",
+                (self.schema,),
+            ).fetchall()
+            for name, _ in rows:
+                conn.execute(f'DROP INDEX "{self.schema}"."{name}"')
+        return [str(definition) for _, definition in rows]
+
+    def build_vector_indexes(self, definitions: Sequence[str], work_mem: str) -> float:
+        """Build the dropped indexes again (after a bulk load), ``maintenance_work_mem`` set
+        for this session only; seconds taken."""
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute(f"SET maintenance_work_mem = '{work_mem}'")
+            t0 = time.perf_counter()
+            for definition in definitions:
+                conn.execute(definition)
+            return time.perf_counter() - t0
+
+    def rebuild_index(self, dim: int, work_mem: str) -> dict[str, Any]:
+        """Time a rebuild of the dimension's HNSW index from scratch, as the migration
+        builds it over an existing store, with ``maintenance_work_mem`` set for this
+        session only (the graph should fit in it, or the build slows down)."""
+        import psycopg
+
+        name = f'"{self.schema}".vectors_hnsw_{dim}'
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute(f"SET maintenance_work_mem = '{work_mem}'")
+            t0 = time.perf_counter()
+            conn.execute(f"REINDEX INDEX {name}")
+            took = time.perf_counter() - t0
+            row = conn.execute(
+                f"SELECT pg_relation_size('{name}'), current_setting('max_parallel_maintenance_workers')"
+            ).fetchone()
+        assert row is not None
+        return {
+            "seconds": round(took, 1),
+            "index_bytes": int(row[0]),
+            "maintenance_work_mem": work_mem,
+            "parallel_workers": int(row[1]),
+        }
 
     def size(self) -> tuple[int, dict[str, int]]:
         import psycopg
@@ -716,6 +766,58 @@ def add_calls(world: World, n: int, rng: random.Random, budget: Budget) -> dict[
     return {**samples.summary(), "asked": n, "actions": dict(actions)}
 
 
+def vector_paths(world: World, store: Any, n: int, rng: random.Random, budget: Budget) -> dict[str, Any]:
+    """PostgreSQL: the same per-user vector searches (``VectorHits``, the search's pool of
+    30) exactly and through the HNSW index, each timed, and the query's keyword hits;
+    recall@10 and @30 of the index against the exact answer. The store's own choice
+    between the two is by scope size (``approximate_from``); here it is told to walk the
+    index whenever it may (a scope too small a part of the index is still exact)."""
+    chosen = store.approximate_from
+    embedder = world.mem.embedder
+    exact_ms: list[float] = []
+    approx_ms: list[float] = []
+    keyword_ms: list[float] = []  # the other half of a search's Retrieve, for comparison
+    # By id, and by distance: an HNSW hit as near as the exact k-th counts (synthetic
+    # memories repeat templates, so many vectors tie and ids alone undercount).
+    recall: dict[int, list[float]] = {10: [], 30: []}
+    recall_dist: dict[int, list[float]] = {10: [], 30: []}
+    try:
+        for done in range(n):
+            if budget.spent(done):
+                break
+            user = rng.choice(world.users)
+            text = world.gen.query()
+            vec = embedder.embed([text])[0]
+            flt = Filter(TENANT, scope_keys=(f"user:{user}",), now=NOW)
+            answers: dict[str, list[Any]] = {}
+            for mode, sink in ((None, exact_ms), (0, approx_ms)):
+                store.approximate_from = mode
+                t0 = time.perf_counter()
+                hits = store.execute(VectorHits(flt, embedder.model_id, vec, 30))
+                sink.append((time.perf_counter() - t0) * 1000)
+                answers[str(mode)] = hits
+            t0 = time.perf_counter()
+            store.execute(KeywordHits(flt, tuple(query_terms(text)), 30))
+            keyword_ms.append((time.perf_counter() - t0) * 1000)
+            truth, got = answers["None"], answers["0"]
+            for k in recall:
+                if len(truth) >= k:
+                    recall[k].append(len({h.id for h in truth[:k]} & {h.id for h in got[:k]}) / k)
+                    kth = truth[k - 1].score - 1e-6
+                    recall_dist[k].append(sum(h.score >= kth for h in got[:k]) / k)
+    finally:
+        store.approximate_from = chosen
+    return {
+        "n": len(exact_ms),
+        "exact": stats_ms(exact_ms),
+        "hnsw": stats_ms(approx_ms),
+        "keyword": stats_ms(keyword_ms),
+        **{f"recall@{k}": round(sum(v) / len(v), 4) if v else None for k, v in recall.items()},
+        **{f"recall@{k}_dist": round(sum(v) / len(v), 4) if v else None for k, v in recall_dist.items()},
+        "approximate_from": chosen,
+    }
+
+
 def default_embedder_timing(gen: TextGen, queries: int) -> dict[str, Any]:
     """The default embedder on its own: per-query latency (one text per call, as search
     embeds) and batch throughput on memory texts (as import embeds)."""
@@ -772,6 +874,11 @@ def format_size(r: dict[str, Any], head: dict[str, Any]) -> str:
             f"(embed {ing['embed_seconds']:.1f} s; store {ing['store_seconds']:.1f} s "
             f"= {ing['store_per_second']:,.0f}/s; CPU {ing['cpu_seconds']:.1f} s), batches of {ing['batch']}"
         )
+    if "index_build_seconds" in ing:
+        lines.append(
+            f"loaded without the HNSW indexes, then built them in {ing['index_build_seconds']:.1f} s "
+            f"(maintenance_work_mem {ing['maintenance_work_mem']})"
+        )
     cols = ("total", "cpu", "embed", "store", "retrieve", "write", "other")
     lines.append(f"{'ms (p50 / p95)':<16}" + "".join(f"{c:>16}" for c in cols))
     rows: list[tuple[str, dict[str, Any]]] = [
@@ -789,6 +896,16 @@ def format_size(r: dict[str, Any], head: dict[str, Any]) -> str:
         f"search: {sr['rounds']} of {sr['rounds_asked']} rounds, {sr['mean_hits']} hits/query; "
         f"add: {r['add'].get('n', 0)} of {r['add'].get('asked', 0)} ({acts})"
     )
+    vp = r.get("vector_paths")
+    if vp and vp.get("n"):
+        lines.append(
+            f"vector search (k=30, {vp['n']} queries): exact p50/p95 {vp['exact']['p50']:.2f} / "
+            f"{vp['exact']['p95']:.1f} ms, HNSW {vp['hnsw']['p50']:.2f} / {vp['hnsw']['p95']:.1f} ms "
+            f"(keyword hits, k=30: {vp['keyword']['p50']:.2f} / {vp['keyword']['p95']:.1f} ms); "
+            f"HNSW recall@10 {vp['recall@10']} (by distance {vp['recall@10_dist']}), "
+            f"recall@30 {vp['recall@30']} (by distance {vp['recall@30_dist']}) "
+            f"(the store searches scopes of >= {vp['approximate_from']} items through HNSW)"
+        )
     per_table = ", ".join(f"{k} {fmt_bytes(v)}" for k, v in list(r["db_tables"].items())[:6])
     lines.append(f"peak RSS {r['peak_rss_mb']:.0f} MB; DB {fmt_bytes(r['db_bytes'])} ({per_table})")
     if r.get("loadavg"):
@@ -844,6 +961,31 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--keep", action="store_true", help="keep the database afterwards")
     p.add_argument("--profile", default=None, metavar="PREFIX", help="cProfile search and add per size")
     p.add_argument("--allow-large", action="store_true", help=f"allow sizes above {LARGE:,}")
+    p.add_argument(
+        "--approximate-from",
+        default=None,
+        metavar="N|exact",
+        help="PostgreSQL: search scopes of N items or more through HNSW ('exact': never; default: the store's)",
+    )
+    p.add_argument(
+        "--vector-queries",
+        type=int,
+        default=50,
+        help="PostgreSQL: per size, time N per-user vector searches exact and through HNSW, with recall (0 skips)",
+    )
+    p.add_argument(
+        "--index-after-load",
+        default=None,
+        metavar="MAINTENANCE_WORK_MEM",
+        help="PostgreSQL: bulk-load each size without the HNSW indexes, then build them (timed) "
+        "with this maintenance_work_mem (e.g. 4GB)",
+    )
+    p.add_argument(
+        "--rebuild-index",
+        default=None,
+        metavar="MAINTENANCE_WORK_MEM",
+        help="PostgreSQL: at the end, time a rebuild of the HNSW index with this maintenance_work_mem (e.g. 1GB)",
+    )
     args = p.parse_args(argv)
     try:
         args.sizes = parse_sizes(args.sizes)
@@ -859,14 +1001,25 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--dsn goes with --backend postgres")
     if args.default_embed_queries is None:
         args.default_embed_queries = args.queries
+    if args.approximate_from not in (None, "exact") and not args.approximate_from.isdigit():
+        p.error("--approximate-from takes a number of items or 'exact'")
     return args
+
+
+def approximate_from(arg: str | None) -> int | None:
+    """The PostgreSQL store's threshold: its default, a number, or None for 'exact'."""
+    from jiyi.store.postgres import APPROXIMATE_FROM
+
+    if arg is None:
+        return APPROXIMATE_FROM
+    return None if arg == "exact" else int(arg)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
     backend: Backend = (
-        PostgresBackend(args.dsn, args.keep)
+        PostgresBackend(args.dsn, args.keep, approximate_from(args.approximate_from))
         if args.backend == "postgres"
         else SQLiteBackend(args.db_dir, args.keep)
     )
@@ -912,7 +1065,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             mem.search(q, user_id=SENTINEL_USER)
         for size in args.sizes:
             print(f"size {size:,}: ingesting", file=sys.stderr)
+            dropped = (
+                backend.drop_vector_indexes()
+                if isinstance(backend, PostgresBackend) and args.index_after_load
+                else []
+            )
             ing = ingest(world, size, args.batch)
+            if dropped:
+                assert isinstance(backend, PostgresBackend)
+                print(f"size {size:,}: building {len(dropped)} HNSW indexes", file=sys.stderr)
+                ing["index_build_seconds"] = round(
+                    backend.build_vector_indexes(dropped, args.index_after_load), 1
+                )
+                ing["maintenance_work_mem"] = args.index_after_load
             print(f"size {size:,}: {args.queries} search rounds", file=sys.stderr)
             with maybe_profile(args.profile, f"search-{size}"):
                 search = search_rounds(world, args.queries, seen, rng, Budget(args.phase_seconds))
@@ -920,6 +1085,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"size {size:,}: {args.adds} adds", file=sys.stderr)
             with maybe_profile(args.profile, f"add-{size}"):
                 adds = add_calls(world, args.adds, rng, Budget(args.phase_seconds)) if args.adds else {}
+            vectors: dict[str, Any] = {}
+            if isinstance(backend, PostgresBackend) and args.vector_queries:
+                print(
+                    f"size {size:,}: {args.vector_queries} vector searches, exact and HNSW", file=sys.stderr
+                )
+                vectors = vector_paths(
+                    world, store.inner, args.vector_queries, rng, Budget(args.phase_seconds)
+                )
             db_bytes, db_tables = backend.size()
             result = {
                 "items": at_search,
@@ -928,6 +1101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "ingest": ing,
                 "search": search,
                 "add": adds,
+                "vector_paths": vectors,
                 "peak_rss_mb": peak_rss_mb(),
                 "db_bytes": db_bytes,
                 "db_tables": db_tables,
@@ -937,6 +1111,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(result)
             print(format_size(result, head), flush=True)
             print(flush=True)
+            if args.json:  # after every size, so a long run stopped later still leaves its figures
+                write_json(args.json, {**head, "sizes": results, "partial": True})
+        if isinstance(backend, PostgresBackend) and args.rebuild_index:
+            print("rebuilding the HNSW index", file=sys.stderr)
+            dim = len(inner.embed(["dimension"])[0])
+            head["index_rebuild"] = rebuilt = backend.rebuild_index(dim, args.rebuild_index)
+            print(
+                f"HNSW index over {world.count:,} vectors rebuilt in {rebuilt['seconds']:.1f} s "
+                f"({fmt_bytes(rebuilt['index_bytes'])}; maintenance_work_mem {rebuilt['maintenance_work_mem']}, "
+                f"{rebuilt['parallel_workers']} parallel workers)",
+                flush=True,
+            )
     finally:
         mem.close()
         backend.cleanup()

@@ -39,10 +39,19 @@ from jiyi.store.base import (
     RecordEvent,
     Retrieve,
     Touch,
+    VectorHits,
     Viewer,
     Write,
 )
-from jiyi.store.postgres import MIGRATION_LOCK, MIGRATIONS, PostgresStore, fold_term, tsquery_operand
+from jiyi.store.postgres import (
+    HNSW_DIMENSIONS,
+    MIGRATION_LOCK,
+    MIGRATIONS,
+    PostgresStore,
+    _version,
+    fold_term,
+    tsquery_operand,
+)
 from jiyi.store.sqlite import SQLiteStore
 from jiyi.testing.conformance import (
     MODEL,
@@ -289,6 +298,141 @@ def test_explain_shows_an_exact_scoped_plan_even_with_an_hnsw_index(big: Any, pg
         assert [(c.item.id, c.cosine) for c in store.execute(op)] == before
     finally:
         _sql(pg_dsn, f"DROP INDEX {index}")
+
+
+# ---------------------------------------------------------------- approximate search of large scopes
+
+HNSW_DIM = 384
+
+
+@pytest.fixture(scope="module")
+def ann(pg_dsn: str) -> Iterator[tuple[PostgresStore, dict[str, tuple[list[str], np.ndarray]], np.ndarray]]:  # noqa: F811
+    """A store that searches scopes of 300 items or more through HNSW: user "many" holds
+    600 live items, "few" 40; "many" also has 60 archived items placed right around the
+    queries' direction, and the other tenant decoys there too, so a filtered scan must go
+    past them."""
+    schema = new_schema()
+    store = PostgresStore(pg_dsn, schema=schema, approximate_from=300)
+    rng = np.random.default_rng(11)
+    toward = unit(rng, HNSW_DIM)
+    scopes: dict[str, tuple[list[str], np.ndarray]] = {}
+    for user, n in (("many", 600), ("few", 40)):
+        vecs = np.stack([unit(rng, HNSW_DIM) for _ in range(n)])
+        items = [make_item(f"{user} {k}", user_id=user, occurred_at=T0 + timedelta(days=k)) for k in range(n)]
+        store.execute(Write(tuple(upsert(i, v) for i, v in zip(items, vecs, strict=True))))
+        scopes[user] = ([i.id for i in items], vecs)
+
+    def near() -> np.ndarray:
+        v = toward + 0.05 * unit(rng, HNSW_DIM)
+        return (v / np.linalg.norm(v)).astype(np.float32)
+
+    hidden = [make_item("archived", user_id="many", status=Status.ARCHIVED) for _ in range(60)]
+    decoys = [make_item("decoy", tenant_id="other", user_id="many") for _ in range(60)]
+    store.execute(Write(tuple(upsert(i, near()) for i in (*hidden, *decoys))))
+    _sql(pg_dsn, f'ANALYZE "{schema}".items, "{schema}".vectors')
+    yield store, scopes, toward
+    store.close()
+    drop_schema(pg_dsn, schema)
+
+
+def test_the_hnsw_migration_indexes_each_common_dimension(store: PostgresStore, pg_dsn: str) -> None:  # noqa: F811
+    rows = _sql(
+        pg_dsn,
+        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = 'vectors' "
+        "AND indexname LIKE 'vectors_hnsw_%%'",
+        store.schema,
+    )
+    assert {int(name.removeprefix("vectors_hnsw_")) for name, _ in rows} == HNSW_DIMENSIONS
+    for name, definition in rows:
+        dim = name.removeprefix("vectors_hnsw_")
+        assert "USING hnsw" in definition and "vector_cosine_ops" in definition
+        assert f"vector({dim})" in definition and f"WHERE (dim = {dim})" in definition
+
+
+def test_index_walks_need_pgvector_0_8() -> None:
+    assert _version("0.8.5") == (0, 8, 5) >= (0, 8)
+    assert _version("0.10.0") >= (0, 8) > _version("0.7.4")
+    assert _version("0.8.0-beta") == (0, 8)
+
+
+def test_the_hnsw_migration_builds_over_an_existing_store(pg_dsn: str, schema: str) -> None:  # noqa: F811
+    rng = np.random.default_rng(3)
+    vecs = np.stack([unit(rng, HNSW_DIM) for _ in range(40)])
+    items = [make_item(f"old {k}") for k in range(40)]
+    with PostgresStore(pg_dsn, schema=schema) as store:
+        store.execute(Write(tuple(upsert(i, v) for i, v in zip(items, vecs, strict=True))))
+    # Back to the schema as the migrations before this one left it.
+    version = next(v for v, (name, _) in enumerate(MIGRATIONS, 1) if name.startswith("approximate vector"))
+    for dim in HNSW_DIMENSIONS:
+        _sql(pg_dsn, f'DROP INDEX "{schema}".vectors_hnsw_{dim}')
+    _sql(pg_dsn, f'DELETE FROM "{schema}".jiyi_schema_migrations WHERE version = %s', version)
+    q = unit(rng, HNSW_DIM)
+    op = VectorHits(flt(scope_keys=("user:alice",)), MODEL, q, 10)
+    with PostgresStore(pg_dsn, schema=schema, approximate_from=0, migrate=False) as before:
+        assert "CTE scoped" in before.explain(op)  # no index (yet): exact, whatever the size
+        assert len(before.execute(op)) == 10
+    with PostgresStore(pg_dsn, schema=schema, approximate_from=0) as upgraded:
+        assert upgraded.pending_migrations() == []
+        assert f"vectors_hnsw_{HNSW_DIM}" in upgraded.explain(op)
+        # 40 vectors, a candidate list of 100: the graph walk sees them all.
+        assert [h.id for h in upgraded.execute(op)] == [items[i].id for i in np.argsort(-(vecs @ q))[:10]]
+
+
+def test_a_large_scope_is_searched_through_hnsw_and_finds_the_nearest(ann: Any) -> None:
+    store, scopes, toward = ann
+    ids, vecs = scopes["many"]
+    rng = np.random.default_rng(5)
+    found = 0
+    for n in range(10):
+        # Half the queries point where the archived items and the decoys are.
+        q = toward if n % 2 else unit(rng, HNSW_DIM)
+        op = VectorHits(flt(scope_keys=("user:many",)), MODEL, q, 10)
+        hits = store.execute(op)
+        assert len(hits) == 10
+        by_id = dict(zip(ids, vecs, strict=True))
+        assert all(h.id in by_id for h in hits)  # never an archived item, never the other tenant
+        for h in hits:  # the same cosine as the exact path, nearest first
+            assert h.score == pytest.approx(float(by_id[h.id] @ q), abs=1e-5)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        top = {ids[i] for i in np.argsort(-(vecs @ q))[:10]}
+        found += len(top & {h.id for h in hits})
+    assert found / 100 >= 0.9  # HNSW is approximate; on 600 vectors it misses next to nothing
+    plan = store.explain(op, analyze=True)
+    assert f"vectors_hnsw_{HNSW_DIM}" in plan and "CTE scoped" not in plan
+    # Inside a time window (one month of the 600 days) the walk filters on it as it goes.
+    in_month = np.array([(T0 + timedelta(days=k)).month == T0.month for k in range(len(ids))])
+    windowed = VectorHits(flt(scope_keys=("user:many",)), MODEL, q, 10, time_months=(T0.month,))
+    hits = store.execute(windowed)
+    month_ids = {ids[k] for k in np.flatnonzero(in_month)}
+    assert len(hits) == 10 and {h.id for h in hits} <= month_ids
+    top = {ids[k] for k in np.flatnonzero(in_month)[np.argsort(-(vecs[in_month] @ q))[:10]]}
+    assert len(top & {h.id for h in hits}) >= 8
+
+
+def test_a_small_scope_stays_exact_and_iterative_scan_fills_a_filtered_one(ann: Any) -> None:
+    store, scopes, _ = ann
+    ids, vecs = scopes["few"]
+    q = unit(np.random.default_rng(9), HNSW_DIM)
+    op = VectorHits(flt(scope_keys=("user:few",)), MODEL, q, 10)
+    exact = [ids[i] for i in np.argsort(-(vecs @ q))[:10]]
+    assert [h.id for h in store.execute(op)] == exact
+    plan = store.explain(op)
+    assert "CTE scoped" in plan and "hnsw" not in plan
+    # Forced through the index, 40 of 760 indexed rows: pgvector's iterative scan goes on
+    # past the other scopes' rows until it has k of this one.
+    store.approximate_from = 0
+    try:
+        assert f"vectors_hnsw_{HNSW_DIM}" in store.explain(op)
+        hits = store.execute(op)
+        assert len(hits) == 10 and {h.id for h in hits} <= set(ids)
+        assert len({h.id for h in hits} & set(exact)) >= 9
+        # Asked for more than a walk of hnsw.max_scan_tuples rows would find of a scope
+        # this small a part of the index: exact instead.
+        many = VectorHits(flt(scope_keys=("user:few",)), MODEL, q, 1000)
+        assert "CTE scoped" in store.explain(many)
+        assert [h.id for h in store.execute(many)] == [ids[i] for i in np.argsort(-(vecs @ q))]
+    finally:
+        store.approximate_from = 300
 
 
 # ---------------------------------------------------------------- keywords

@@ -15,18 +15,24 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   of ``asyncio.run`` when the store outlives the loop (see :class:`_LoopPool`).
 * **Vectors** live in their own table keyed by the item's ``(tenant_id, pk)``, with the model id and
   the dimension, in an *untyped* ``vector`` column: the model, and so the dimension, is
-  chosen at run time, and several may coexist. HNSW needs a fixed dimension, but the
-  real reason there is no ANN index is exactness: every query is filtered by tenant and
-  usually by scope, and a filtered HNSW scan without iterative scan was measured to
-  return 3% recall, while a btree on ``(tenant_id, scope_key, status)`` (covering ``pk``,
-  expiry and time, so the scan does not read the wide item rows) reaches a user's few
-  hundred rows in well under a millisecond. So a search materialises the filter's live
-  rows that have a vector, with their cosine distance (``<=>``), in a narrow
-  ``MATERIALIZED`` CTE and sorts that: a top-N heap sort over a CTE scan, which no index
-  can turn approximate — not even a per-dimension expression HNSW index added later by
-  an operator (:meth:`PostgresStore.explain` shows the plan). Results equal numpy brute
-  force, as with SQLite. ``dimensions=`` pins one dimension and refuses vectors of any
-  other.
+  chosen at run time, and several may coexist. Every query is filtered by tenant and
+  usually by scope, and a btree on ``(tenant_id, scope_key, status)`` (covering ``pk``,
+  expiry and time, so the scan does not read the wide item rows) reaches a user's rows
+  directly. So a search of a scope under ``approximate_from`` items (default 20,000)
+  materialises the filter's live rows that have a vector, with their cosine distance
+  (``<=>``), in a narrow ``MATERIALIZED`` CTE and sorts that: a top-N heap sort, exact,
+  equal to numpy brute force as with SQLite. Larger scopes cost a read and a distance
+  per row (100k rows: hundreds of ms), so they go through an HNSW index instead: one
+  partial expression index per common dimension (``vec::vector(d)`` where ``dim = d``,
+  :data:`HNSW_DIMENSIONS`), walked with pgvector's iterative scan (>= 0.8), which keeps
+  going while the tenant, scope and status filters reject rows. A scope too small a part
+  of the index to yield k rows within ``hnsw.max_scan_tuples`` is searched exactly, as is
+  any scope when the index is missing. Approximate, measured recall in
+  docs/benchmarks.md; the hits are ordered by the exact distance. The scope's size
+  comes from ``keyword_scopes`` in the same transaction (:meth:`PostgresStore.explain`
+  shows the chosen plan). The cost: every insert of an indexed dimension also inserts
+  into the graph (docs/deploy.md). ``dimensions=`` pins one dimension and refuses
+  vectors of any other.
 * **Search** answers the four primitives of :mod:`jiyi.store.base` (vector hits, keyword
   hits, thread links, loading hits), one statement each; ``Retrieve`` is the shared flow
   of :mod:`jiyi.store.retrieve` over them, run on one connection in a repeatable-read,
@@ -443,7 +449,36 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "CREATE INDEX memory_access_items_item ON {s}.memory_access_items (tenant_id, item_id, at)",
         ),
     ),
+    (
+        "approximate vector indexes for large scopes",
+        # HNSW needs a fixed dimension and the column is untyped: one partial expression
+        # index per common embedding size (searched as ``vec::vector(d)`` with ``dim = d``).
+        # Only scopes of APPROXIMATE_FROM items or more are searched through them (see
+        # PostgresStore._vector_hits). Building them over an existing store takes minutes
+        # per million vectors, and blocks writes meanwhile; IF NOT EXISTS lets an operator
+        # build them beforehand with CREATE INDEX CONCURRENTLY (docs/deploy.md).
+        # pgvector before 0.5 has no HNSW: the store then stays exact (and so before 0.8).
+        tuple(
+            "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_am WHERE amname = 'hnsw') THEN EXECUTE "
+            f"'CREATE INDEX IF NOT EXISTS vectors_hnsw_{d} ON {{s}}.vectors "
+            f"USING hnsw ((vec::{{vector}}({d})) {{vector_schema}}.vector_cosine_ops) WHERE dim = {d}'; "
+            "END IF; END $$"
+            for d in (384, 512, 768, 1024, 1536)
+        ),
+    ),
 ]
+HNSW_DIMENSIONS = frozenset((384, 512, 768, 1024, 1536))
+"""The vector sizes with an HNSW index (the last migration): all-MiniLM/bge-small, USE-m3
+and hash:512, bge-base/mpnet, bge-m3/bge-large, OpenAI text-embedding-3-small/ada-002.
+Other sizes are always searched exactly."""
+APPROXIMATE_FROM = 20_000
+"""Scopes holding this many items or more are searched through the HNSW index; smaller
+ones exactly (docs/benchmarks.md, PostgreSQL at scale: where the two cost the same)."""
+HNSW_EF_SEARCH = 100
+"""The HNSW candidate list per search (pgvector's default is 40); at least the k asked."""
+HNSW_MAX_SCAN = 20_000
+"""At most this many index rows per walk (pgvector's default): bounds a search's time. A
+scope too small a part of the index to yield k rows within it is searched exactly."""
 
 MIGRATION_LOCK = 0x4A49594900000001  # pg_advisory_xact_lock key shared by every jiyi schema
 SESSION_LOCKS = 0x4A4959  # two-key advisory locks (this, hashtext(session)) serialise appends
@@ -599,6 +634,27 @@ def _filter_sql(f: Filter, a: str) -> tuple[str, dict[str, Any]]:
 
 _Tally = dict[tuple[str, str], list[int]]
 """A write's keyword statistics changes: (tenant, scope key) -> [documents, tokens]."""
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """``"0.8.5"`` -> (0, 8, 5); a part that is not a number ends it."""
+    parts: list[int] = []
+    for part in text.split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)
+
+
+def _in_windows(column: str) -> str:
+    """``column`` (an occurred time) falls inside one of the ranges or months of a
+    ``VectorHits``' time windows (parameters t_from, t_to, t_months)."""
+    return (
+        f"{column} IS NOT NULL "
+        "AND (EXISTS (SELECT 1 FROM unnest(%(t_from)s::timestamptz[], %(t_to)s::timestamptz[]) "
+        f"AS r(a, b) WHERE {column} >= r.a AND {column} < r.b) "
+        f"OR extract(month FROM {column} AT TIME ZONE 'UTC')::int = ANY(%(t_months)s::int[]))"
+    )
 
 
 def _tally(stats: _Tally, tenant: str, scope_key: str, docs: int, tokens: int) -> None:
@@ -997,6 +1053,9 @@ def _done(value: R) -> Plan[R]:
     return value
 
 
+_ANY_SORT = _Query("SET LOCAL enable_sort TO DEFAULT")
+"""After an HNSW search (see PostgresStore._scope_size): the rest of the transaction plans as usual."""
+
 _SNAPSHOT_SQL = _Query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 """The first statement of a read of several statements (a ``Retrieve``'s primitives): they
 all see one state, as one statement would."""
@@ -1103,6 +1162,7 @@ class PostgresStore(Store):
         schema: str = "jiyi",
         timeout: float = 10.0,
         migrate: bool = True,
+        approximate_from: int | None = APPROXIMATE_FROM,
     ) -> None:
         if (dsn is None) == (pool is None):
             raise InvalidInput("give exactly one of dsn= or pool= to PostgresStore", field="dsn")
@@ -1120,6 +1180,7 @@ class PostgresStore(Store):
             )
         self.schema = schema
         self.dimensions = dimensions
+        self.approximate_from = approximate_from  # None: every vector search is exact
         self._s = quote_ident(schema)
         self._timeout = timeout
         self._max_size = max_size
@@ -1128,6 +1189,8 @@ class PostgresStore(Store):
         self._lock = threading.Lock()
         self._loop_pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
         # Set by _bootstrap: where pgvector lives, and our adapters for its type.
+        self._vector_schema = ""
+        self._can_walk = False
         self._vector_type = ""
         self._cosine = ""
         self._vector_oid = 0
@@ -1321,7 +1384,7 @@ class PostgresStore(Store):
                     "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
                 )
             row = conn.execute(
-                "SELECT t.oid, n.nspname FROM pg_extension e JOIN pg_type t ON t.typnamespace = e.extnamespace "
+                "SELECT t.oid, n.nspname, e.extversion FROM pg_extension e JOIN pg_type t ON t.typnamespace = e.extnamespace "
                 "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector' AND t.typname = 'vector'"
             ).fetchone()
         if row is None and not create:
@@ -1330,10 +1393,14 @@ class PostgresStore(Store):
             raise StoreError(f"pgvector's vector type is missing at {self._target.where}")
         oid, vector_schema = int(row[0]), str(row[1])
         vs = quote_ident(vector_schema)
+        self._vector_schema = vs
         self._vector_type = f"{vs}.vector"
         self._cosine = f"OPERATOR({vs}.<=>)"
         self._vector_oid = oid
         self._dumper = cast(type[Dumper], type("VectorDumper", (_VectorDumper,), {"oid": oid}))
+        # Iterative index scans (and the hnsw.* settings a walk uses) came in pgvector 0.8:
+        # older servers search every scope exactly.
+        self._can_walk = _version(str(row[2])) >= (0, 8)
         return self._migrate(conn) if create else []
 
     def _applied(self, conn: Conn) -> list[int]:
@@ -1360,7 +1427,11 @@ class PostgresStore(Store):
                 ).fetchone():
                     continue
                 for statement in statements:
-                    conn.execute(statement.format(s=self._s, vector=self._vector_type))
+                    conn.execute(
+                        statement.format(
+                            s=self._s, vector=self._vector_type, vector_schema=self._vector_schema
+                        )
+                    )
                 conn.execute(
                     f"INSERT INTO {self._s}.jiyi_schema_migrations (version, name) VALUES (%s, %s)",
                     (version, name),
@@ -1450,7 +1521,16 @@ class PostgresStore(Store):
         build = self._reads.get(type(op))
         if build is None:
             raise InvalidInput(f"PostgresStore does not know operation {type(op).__name__}")
-        return cast(Callable[[], Plan[R]], build(op)), False, True
+        # A vector search that may go through HNSW sets the scan's options for its transaction.
+        single = not (isinstance(op, VectorHits) and self._may_approximate(op.vector))
+        return cast(Callable[[], Plan[R]], build(op)), False, single
+
+    def _may_approximate(self, vector: Vector) -> bool:
+        return (
+            self._can_walk
+            and self.approximate_from is not None
+            and int(np.shape(vector)[0]) in HNSW_DIMENSIONS
+        )
 
     @cached_property
     def _reads(self) -> dict[type, Callable[[Any], Callable[[], Plan[Any]]]]:
@@ -1485,15 +1565,25 @@ class PostgresStore(Store):
                 op = VectorHits(op.filter, op.model_id, op.vector, op.vector_k)
             else:
                 op = KeywordHits(op.filter, op.terms, op.keyword_k)
-        plan = cast(Plan[Any], self._plan(op)[0]())
-        query = next(plan, None)
-        plan.close()
+        options = "ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF" if analyze else "COSTS OFF"
+        sized: tuple[_Query, _Query] | None = None
+        if isinstance(op, VectorHits):
+            queries = self._vector_queries(op)
+            query, sized = queries if queries is not None else (None, None)
+        else:
+            plan = cast(Plan[Any], self._plan(op)[0]())
+            query = next(plan, None)
+            plan.close()
         if query is None:
             return ""
-        options = "ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF" if analyze else "COSTS OFF"
-        explain = _Query(f"EXPLAIN ({options}) {query.sql}", query.params)
-        rows = self._admin(lambda conn: _run_sync(conn, explain))
-        return "\n".join(str(r[0]) for r in rows)
+
+        def run(conn: Conn) -> Rows:  # in one transaction (_admin), so the scan's options hold
+            chosen = query
+            if sized is not None:  # the path a search of this scope takes
+                chosen = sized[1] if _run_sync(conn, sized[0])[0][-1] else query
+            return _run_sync(conn, _Query(f"EXPLAIN ({options}) {chosen.sql}", chosen.params))
+
+        return "\n".join(str(r[0]) for r in self._admin(run))
 
     # ------------------------------------------------------------ reads
 
@@ -1564,37 +1654,112 @@ class PostgresStore(Store):
         return f"coalesce(nullif(v.vec {self._cosine} %(qvec)s, 'NaN'::float8), 1.0::float8)", params
 
     def _vector_hits(self, op: VectorHits) -> Callable[[], Plan[list[Hit]]]:
-        """``scoped`` holds the filter's live rows that have a vector, with their cosine
-        distance, MATERIALIZED so that the top-k sort is an exact sort of the scope's rows
-        (narrow rows: a top-N heap sort, nothing spills); documents are joined to the k
-        rows only."""
+        """Exact for scopes under ``approximate_from`` items; larger ones through the HNSW
+        index of the vector's dimension, when it has one. The scope's size comes from
+        ``keyword_scopes`` (kept by every write), in a first statement that also sets the
+        index scan's options for this transaction."""
+        queries = self._vector_queries(op)
+        if queries is None:
+            return lambda: _done([])
+        exact, sized = queries
+
+        def convert(rows: Rows) -> list[Hit]:
+            return [Hit(r[0], 1.0 - float(r[1])) for r in rows]
+
+        if sized is None:
+            return lambda: _single(exact, convert)
+        size, approximate = sized
+
+        def plan() -> Plan[list[Hit]]:
+            rows = yield size
+            if not rows[0][-1]:
+                return convert((yield exact))
+            hits = convert((yield approximate))
+            yield _ANY_SORT
+            return hits
+
+        return plan
+
+    def _vector_queries(self, op: VectorHits) -> tuple[_Query, tuple[_Query, _Query] | None] | None:
+        """The exact statement, and when the store may search approximately the scope-size
+        statement and the approximate one (None when there is nothing to search)."""
         s = self._s
         where, params = _filter_sql(op.filter, "i")
         dist, more = self._query_vector(op.model_id, op.vector)
         params |= more | {"k": op.k}
         if op.k <= 0:
-            return lambda: _done([])
-        window = ""
-        if op.time_ranges or op.time_months:
+            return None
+        windowed = bool(op.time_ranges or op.time_months)
+        if windowed:
             params |= {
                 "t_from": [as_utc(a) for a, _ in op.time_ranges],
                 "t_to": [as_utc(b) for _, b in op.time_ranges],
                 "t_months": list(op.time_months),
             }
-            window = (
-                "WHERE occurred_at IS NOT NULL "
-                "AND (EXISTS (SELECT 1 FROM unnest(%(t_from)s::timestamptz[], %(t_to)s::timestamptz[]) "
-                "AS r(a, b) WHERE occurred_at >= r.a AND occurred_at < r.b) "
-                "OR extract(month FROM occurred_at AT TIME ZONE 'UTC')::int = ANY(%(t_months)s::int[])) "
-            )
-        query = _Query(
+        exact = _Query(
             f"WITH scoped AS MATERIALIZED (SELECT i.pk, i.occurred_at, {dist} AS dist "
             f"FROM {s}.items i JOIN {s}.vectors v ON {_VECTOR_ROW} WHERE {where}) "
-            f"SELECT i.id, x.dist FROM (SELECT pk, dist FROM scoped {window}ORDER BY dist, pk LIMIT %(k)s) x "
+            f"SELECT i.id, x.dist FROM (SELECT pk, dist FROM scoped "
+            f"{'WHERE ' + _in_windows('occurred_at') + ' ' if windowed else ''}ORDER BY dist, pk LIMIT %(k)s) x "
             f"JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.dist, x.pk",
             params,
         )
-        return lambda: _single(query, lambda rows: [Hit(r[0], 1.0 - float(r[1])) for r in rows])
+        dim = int(op.vector.shape[0])
+        if not self._may_approximate(op.vector):
+            return exact, None
+        if windowed:
+            where += " AND " + _in_windows("i.occurred_at")
+        return exact, (self._scope_size(op.filter, op.k, dim), self._approximate(where, dist, dim, params))
+
+    def _scope_size(self, f: Filter, k: int, dim: int) -> _Query:
+        """Whether to walk the HNSW index (its last column), and the walk's options for the
+        rest of the transaction. Yes when the searched scopes hold ``approximate_from``
+        items or more (all statuses: an upper bound on the rows with a vector) and they are
+        a large enough part of the index for the walk to find k of them within
+        ``hnsw.max_scan_tuples`` (4x margin); no when the index is missing. Iterative scan:
+        while the filter rejects the nearest rows (other scopes, archived items, other
+        models), the walk goes on instead of returning fewer than k."""
+        if f.scope_keys:
+            count = (
+                f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_scopes "
+                "WHERE tenant_id = %(t)s AND scope_key = ANY(%(scopes)s::text[])"
+            )
+        else:
+            count = f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_stats WHERE tenant_id = %(t)s"
+        # With the walk chosen, sorting is off until _ANY_SORT: the planner would otherwise
+        # cost a sort of the scope below the walk (it cannot know the decision is made).
+        return _Query(
+            "SELECT n, set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            f"set_config('hnsw.ef_search', %(ef)s, true), set_config('hnsw.max_scan_tuples', '{HNSW_MAX_SCAN}', true), "
+            "set_config('enable_sort', CASE WHEN walk THEN 'off' ELSE current_setting('enable_sort') END, true), "
+            "walk FROM (SELECT n, n >= %(from)s AND rows IS NOT NULL "
+            f"AND n * {HNSW_MAX_SCAN}.0 >= greatest(rows, 0) * %(need)s AS walk "
+            f"FROM ({count}) c(n), (SELECT (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s))) r(rows)) d",
+            {
+                "t": f.tenant_id,
+                "scopes": list(f.scope_keys),
+                "ef": str(min(1000, max(HNSW_EF_SEARCH, k))),
+                "need": 4 * k,
+                "from": self.approximate_from,
+                "index": f"{self._s}.vectors_hnsw_{dim}",
+            },
+        )
+
+    def _approximate(self, where: str, dist: str, dim: int, params: dict[str, Any]) -> _Query:
+        """The k nearest rows in HNSW order (``dim = d`` and the cast spelled as the
+        partial index is, so the planner can use it), filtered as the scan goes, then
+        ordered by the same distance the exact path computes."""
+        s = self._s
+        return _Query(
+            f"WITH near AS MATERIALIZED (SELECT i.pk, {dist} AS dist FROM {s}.vectors v "
+            f"JOIN {s}.items i ON i.tenant_id = v.tenant_id AND i.pk = v.pk "
+            f"WHERE v.dim = {dim} AND v.model = %(model)s "
+            f"AND {where} "
+            f"ORDER BY v.vec::{self._vector_type}({dim}) {self._cosine} %(qvec)s LIMIT %(k)s) "
+            f"SELECT i.id, x.dist FROM near x JOIN {s}.items i "
+            f"ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.dist, x.pk",
+            params,
+        )
 
     def _keyword_hits(self, op: KeywordHits) -> Callable[[], Plan[list[Hit]]]:
         """BM25's collection is the searched scopes (the tenant when none is named), whatever
