@@ -89,7 +89,11 @@ def load(
 
 
 def active(mem: Memory, user: str = "u") -> list[MemoryItem]:
-    return mem.list(user_id=user, statuses="active", limit=1000).items
+    # The stored profile item is left out of a plain list (it is shown as the profile);
+    # asking for its tag reaches it.
+    items = mem.list(user_id=user, statuses="active", limit=1000).items
+    profile = mem.list(user_id=user, statuses="active", tags=["profile"], limit=1000).items
+    return items + [p for p in profile if p.id not in {i.id for i in items}]
 
 
 def tokens(items: list[MemoryItem]) -> int:
