@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from jiyi.errors import JiyiError
@@ -190,7 +190,11 @@ def test_rest_import_never_answers_5xx_and_refuses_whole(tmp_path: Path) -> None
         database=None,
         derandomize=True,
     )
+    # One body known to be valid, so the "200 in seen" below never rests on luck: the
+    # generated bodies differed after tests/test_mcp.py ran in the same process, and then
+    # none of the 80 was a fully valid import.
     @given(body=bodies)
+    @example(body=b'{"content": "I like green tea", "user_id": "u1"}')
     def check(body: bytes) -> None:
         loop.run_until_complete(one(body))
 

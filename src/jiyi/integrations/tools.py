@@ -591,25 +591,23 @@ def _checked_array(name: str, schema: Mapping[str, Any], value: list[Any]) -> tu
     if "maxItems" in schema and len(value) > schema["maxItems"]:
         return value, f"{name} must have at most {schema['maxItems']} items"
     items: Mapping[str, Any] = schema.get("items", {})
-    out: list[Any] = []
-    for i, entry in enumerate(value):
-        checked, problem = _checked(f"{name}[{i}]", items, entry)
-        if problem:
-            return value, problem
-        out.append(checked)
-    return out, None
+    checked = [_checked(f"{name}[{i}]", items, entry) for i, entry in enumerate(value)]
+    problems = [problem for _, problem in checked if problem]
+    if problems:  # every bad item, as jsonschema lists them, so one retry can fix all
+        return value, "; ".join(problems)
+    return [entry for entry, _ in checked], None
 
 
 def _checked_object(name: str, schema: Mapping[str, Any], value: Mapping[str, Any]) -> tuple[Any, str | None]:
-    for key in schema.get("required", []):
-        if key not in value:
-            return value, f"{name} needs {key!r}"
+    problems = [f"{name} needs {key!r}" for key in schema.get("required", []) if key not in value]
     out = dict(value)
     for key, sub in schema.get("properties", {}).items():
         if key in value:
             out[key], problem = _checked(f"{name}.{key}", sub, value[key])
             if problem:
-                return value, problem
+                problems.append(problem)
+    if problems:
+        return value, "; ".join(problems)
     return out, None
 
 
