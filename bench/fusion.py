@@ -15,8 +15,8 @@ their vectors (for MMR) and the question's gold ids; also each benchmark's part 
 
 ``fit`` fits the weights by a listwise softmax loss (each question's gold items against
 its pool; the three sets weigh the same whatever their size) on the development halves
-(LongMemEval even lines, LoCoMo conversations 1-5, zh/en personas lin and emma) and the
-similarity centre, and prints them as Python to paste into ``jiyi/read/fusion.py`` with
+(LongMemEval even lines, LoCoMo conversations 1-5, zh/en personas lin and emma), every
+weight kept >= 0, and prints them as Python to paste into ``jiyi/read/fusion.py`` with
 the figures of both halves, re-ranked as the search does (seed-000 score, MMR), beside the
 parts' figures from the same run.
 """
@@ -184,7 +184,8 @@ def training(data: dict[str, Any], tune: bool) -> dict[str, list[tuple[np.ndarra
 
 
 def fit_weights(train: dict[str, list[tuple[np.ndarray, np.ndarray]]], epochs: int = 1000) -> np.ndarray:
-    """Listwise softmax (gold share of each pool's probability), Adam, a little L2."""
+    """Listwise softmax (gold share of each pool's probability), Adam, a little L2,
+    weights projected onto >= 0 after each step."""
     w = np.zeros(len(fusion.FEATURES))
     m = np.zeros_like(w)
     v = np.zeros_like(w)
@@ -200,21 +201,14 @@ def fit_weights(train: dict[str, list[tuple[np.ndarray, np.ndarray]]], epochs: i
         m = b1 * m + (1 - b1) * grad
         v = b2 * v + (1 - b2) * grad**2
         w -= lr * (m / (1 - b1**epoch)) / (np.sqrt(v / (1 - b2**epoch)) + 1e-8)
+        w = np.maximum(w, 0.0)  # every weight >= 0: more evidence never lowers the score
     return w
 
 
-def sim_centre(train: dict[str, list[tuple[np.ndarray, np.ndarray]]], w: np.ndarray) -> float:
-    """The mean over development pools of the 10th best fused value: a typical top-10
-    result then has similarity above 0.5."""
-    tenth = [np.sort(x @ w)[::-1][min(9, len(x) - 1)] for rows in train.values() for x, _ in rows]
-    return float(statistics.fmean(tenth))
-
-
-def ranked(pool: dict[str, Any], w: np.ndarray, centre: float, limit: int) -> list[int]:
+def ranked(pool: dict[str, Any], w: np.ndarray, limit: int) -> list[int]:
     """The search's order: seed-000 score (similarity weight 0.5; confidence and scope are
     the same for every raw-mode memory), then MMR over the best 3 x limit."""
-    s = matrix(pool) @ w
-    score = 0.5 / (1.0 + np.exp(-(s - centre)))
+    score = 0.5 * fusion.similarity(matrix(pool) @ w)
     order = np.argsort(-score, kind="stable")
     cfg = RankConfig()
     if len(order) > limit:
@@ -227,12 +221,12 @@ def ranked(pool: dict[str, Any], w: np.ndarray, centre: float, limit: int) -> li
     return [int(i) for i in order[:limit]]
 
 
-def figures(name: str, data: dict[str, Any], w: np.ndarray, centre: float) -> dict[str, str]:
+def figures(name: str, data: dict[str, Any], w: np.ndarray) -> dict[str, str]:
     halves: dict[str, list[float | tuple[float, float]]] = {"tuning": [], "report": [], "all": []}
     for pool, gold in zip(data[name]["pools"], data[name]["gold"], strict=True):
         if not scored(gold):
             continue
-        order = ranked(pool, w, centre, LIMITS[name])
+        order = ranked(pool, w, LIMITS[name])
         value = _question_figure(name, pool, gold, order)
         if value is None:
             continue
@@ -272,19 +266,17 @@ def fit(args: argparse.Namespace) -> None:
         data = pickle.load(fh)
     train = training(data, tune=True)
     w = fit_weights(train, args.epochs)
-    centre = sim_centre(train, w)
     print(
         "WEIGHTS = np.array(\n    [\n"
         + "".join(f"        {x:.4f},  # {n}\n" for n, x in zip(fusion.FEATURES, w, strict=True))
     )
     print("    ]\n)")
-    print(f"SIM_CENTRE = {centre:.4f}\n")
-    current = (fusion.WEIGHTS, fusion.SIM_CENTRE)
+    current = fusion.WEIGHTS
     for name in SETS:
         print(f"{name} (LME: session recall_all@5 / turn recall_all@10; LoCoMo: recall@10; zh/en: recall@5)")
-        print(f"  fitted   {figures(name, data, w, centre)}")
-        if current[0].any():
-            print(f"  in code  {figures(name, data, *current)}")
+        print(f"  fitted   {figures(name, data, w)}")
+        if current.any():
+            print(f"  in code  {figures(name, data, current)}")
         print(f"  parts    {json.dumps(_parts(name, data[name]['parts']))}")
 
 

@@ -25,13 +25,16 @@ The features of one candidate (all from the search's own pool):
 * ``time``: 1 when the item happened inside a time the query names;
 * ``across``: for an item in the other language (Chinese vs English), its cosine above
   the pool's median, since keywords cannot match across languages;
-* ``cos_cover``, ``cos_sq``: the curvature the fit found (a high cosine with full term
-  coverage is worth less than the sum of the two);
-* the products of six of them with ``length`` and ``agree``.
 
-The fused value ``s`` ranks. It is mapped to ``similarity = 1 / (1 + exp(-(s - SIM_CENTRE)))``
-for the seed formulas (spread over 0..1 so that a better match outweighs small
-differences in confidence and scope). Whether anything relevant was found at all is a
+The weight of each of the first six is ``w_short*(1 - l) + w_long*l + w_apart*(1 - a) +
+w_agree*a`` (``l``: the pool's length mapped into 0..1, ``a``: the agreement), with every
+``w`` >= 0: the weight moves with the pool, yet more evidence of any kind never lowers the
+fused value (an unconstrained fit found curvature that ranked a near-exact match below a
+partial one, outside the range the benchmarks cover).
+
+The fused value ``s`` ranks. It is mapped to a similarity in 0..1 for the seed formulas
+(:func:`similarity`), so that a better match outweighs small differences in confidence
+and scope. Whether anything relevant was found at all is a
 separate question, answered on absolute evidence by :func:`jiyi.read.rank.relevances`.
 """
 
@@ -45,93 +48,83 @@ import numpy as np
 from jiyi.model import MemoryItem
 from jiyi.store.base import Candidate
 
-FEATURES = (
-    "cos",
-    "cos_n",
-    "kw",
-    "kw_n",
-    "time",
-    "cover",
-    "cover_n",
-    "near",
-    "cos_cover",
-    "cos_sq",
-    "across",
-    "cos*length",
-    "cos_n*length",
-    "kw*length",
-    "kw_n*length",
-    "near*length",
-    "cover*length",
-    "cos*agree",
-    "cos_n*agree",
-    "kw*agree",
-    "kw_n*agree",
-    "near*agree",
-    "cover*agree",
-)
-"""Feature names, in the order of :data:`WEIGHTS`."""
+EVIDENCE = ("cos", "cos_low", "cos_n", "kw", "kw_n", "near", "cover", "cover_low")
+"""The evidence whose weight adapts to the pool (see :data:`FEATURES`)."""
 
-ADAPTED = ("cos", "cos_n", "kw", "kw_n", "near", "cover")
-"""The features whose weight moves with the pool's text length and the parts' agreement."""
+PLAIN = ("time", "across", "cover_n")
+"""Evidence with one fixed weight."""
+
+SIDES = ("short", "long", "apart", "agree")
+"""How an adapted weight is spread: ``w_short*(1 - l) + w_long*l + w_apart*(1 - a) +
+w_agree*a`` for the pool's length ``l`` (0..1) and agreement ``a`` (0..1)."""
+
+FEATURES = (*(f"{e}*{side}" for e in EVIDENCE for side in SIDES), *PLAIN)
+"""Columns of the linear model, in the order of :data:`WEIGHTS`. Every weight is >= 0, so
+more evidence of any kind never lowers the fused value, whatever the pool."""
 
 SIGNALS = {
-    "vector": ("cos", "cos_sq", "cos*length", "cos*agree"),
-    "keyword": ("kw", "cover", "cos_cover", "kw*length", "cover*length", "kw*agree", "cover*agree"),
+    "vector": tuple(f"{e}*{side}" for e in ("cos", "cos_low") for side in SIDES),
+    "keyword": tuple(f"{e}*{side}" for e in ("kw", "cover", "cover_low") for side in SIDES),
     "neighbours": (
-        "cos_n",
-        "kw_n",
+        *(f"{e}*{side}" for e in ("cos_n", "kw_n", "near") for side in SIDES),
         "cover_n",
-        "near",
-        "cos_n*length",
-        "kw_n*length",
-        "near*length",
-        "cos_n*agree",
-        "kw_n*agree",
-        "near*agree",
     ),
     "time": ("time",),
     "language": ("across",),
 }
-"""Which features make up each signal shown in a search's breakdown (``similarity.*``)."""
+"""Which columns make up each signal shown in a search's breakdown (``similarity.*``)."""
+
+LENGTH_RANGE = (2.5, 6.0)
+"""Log mean text length mapped to l = 0 and l = 1 (about 12 and 400 characters)."""
 
 WEIGHTS = np.array(
     [
-        4.8883,  # cos
-        2.2405,  # cos_n
-        1.1278,  # kw
-        1.7978,  # kw_n
-        4.5887,  # time
-        1.6266,  # cover
-        -0.0454,  # cover_n
-        2.4408,  # near
-        -7.5256,  # cos_cover
-        -8.3276,  # cos_sq
-        6.9716,  # across
-        2.3430,  # cos*length
-        0.1601,  # cos_n*length
-        -0.1711,  # kw*length
-        -0.9357,  # kw_n*length
-        1.5551,  # near*length
-        1.2026,  # cover*length
-        -1.8361,  # cos*agree
-        -2.9189,  # cos_n*agree
-        -1.5995,  # kw*agree
-        -2.0998,  # kw_n*agree
-        -2.2127,  # near*agree
-        -1.3102,  # cover*agree
+        2.9950,  # cos*short
+        1.4035,  # cos*long
+        2.2944,  # cos*apart
+        2.1054,  # cos*agree
+        4.8907,  # cos_low*short
+        5.7012,  # cos_low*long
+        8.2188,  # cos_low*apart
+        2.3392,  # cos_low*agree
+        2.6641,  # cos_n*short
+        0.0000,  # cos_n*long
+        2.7390,  # cos_n*apart
+        0.0000,  # cos_n*agree
+        0.0000,  # kw*short
+        0.8059,  # kw*long
+        0.0000,  # kw*apart
+        0.2019,  # kw*agree
+        0.0000,  # kw_n*short
+        0.0000,  # kw_n*long
+        0.0000,  # kw_n*apart
+        0.0000,  # kw_n*agree
+        3.7826,  # near*short
+        0.0000,  # near*long
+        4.6411,  # near*apart
+        0.0000,  # near*agree
+        0.0000,  # cover*short
+        2.8939,  # cover*long
+        1.7080,  # cover*apart
+        0.2152,  # cover*agree
+        0.0000,  # cover_low*short
+        2.7733,  # cover_low*long
+        0.7465,  # cover_low*apart
+        0.1126,  # cover_low*agree
+        4.6866,  # time
+        4.9983,  # across
+        0.0000,  # cover_n
     ]
 )
 """Fitted by ``python bench/fusion.py fit`` on the development halves (LongMemEval_S even
 lines, LoCoMo conversations 1-5, zh/en personas lin and emma); figures of the other
-halves in docs/benchmarks.md. The negative curvature terms (``cos_cover``, ``cos_sq``)
-and the ``agree`` products are what the fit found; read together with their positive
-partners they make each signal's weight fall as it saturates."""
+halves in docs/benchmarks.md. All >= 0 (projected during the fit)."""
 
-SIM_CENTRE = 8.4545
-"""Fused value at which similarity is 0.5: the mean 10th-best value over the development
-pools, so a typical top-10 result has similarity above 0.5."""
+SIM_RANK = 10
+"""Similarity is 0.5 at the pool's 10th best fused value."""
 
+COS_CAP = 0.3
+COVER_CAP = 0.5
 KW_SATURATION = 8.0
 """BM25 score at which the keyword evidence reaches half of its maximum."""
 
@@ -227,15 +220,19 @@ def features(
         "cover": coverage,
         "cover_n": at_neighbours(coverage, prev, nxt),
         "near": at_neighbours(mixed, prev, nxt),
-        "cos_cover": cos * coverage,
-        "cos_sq": cos**2,
         "across": across * np.maximum(cos - (np.median(cos) if n else 0.0), 0.0),
+        # Capped copies: with their own (>= 0) weights the first part of the evidence can
+        # count more than the rest (diminishing returns) while the total stays monotone.
+        "cos_low": np.minimum(cos, COS_CAP),
+        "cover_low": np.minimum(coverage, COVER_CAP),
     }
-    length = _length([c.item.content for c in cands])
+    low, high = LENGTH_RANGE
+    length = min(max((_length([c.item.content for c in cands]) - low) / (high - low), 0.0), 1.0)
     agree = _agreement(cos, bm25)
-    for name in ADAPTED:
-        cols[f"{name}*length"] = cols[name] * length
-        cols[f"{name}*agree"] = cols[name] * agree
+    spread = {"short": 1.0 - length, "long": length, "apart": 1.0 - agree, "agree": agree}
+    for name in EVIDENCE:
+        for side, share in spread.items():
+            cols[f"{name}*{side}"] = cols[name] * share
     return cols
 
 
@@ -256,5 +253,11 @@ def signal_parts(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def similarity(s: np.ndarray) -> np.ndarray:
-    """``s`` spread over 0..1 (monotone), for the seed formulas."""
-    return np.asarray(1.0 / (1.0 + np.exp(-(s - SIM_CENTRE))), dtype=np.float64)
+    """``s`` spread over 0..1 (monotone) for the seed formulas, centred on the pool's
+    10th best value (its lowest when it holds fewer): the fused value's scale depends on the
+    store (short texts sit low), and a match must outweigh small differences in
+    confidence and scope in a store of ten one-line facts as in one of ten thousand turns."""
+    if len(s) == 0:
+        return np.zeros(0)
+    centre = float(np.sort(s)[::-1][min(SIM_RANK, len(s)) - 1])
+    return np.asarray(1.0 / (1.0 + np.exp(-(s - centre))), dtype=np.float64)
