@@ -118,7 +118,9 @@ def profile_shares(bench: Bench) -> list[dict[str, Any]]:
     rows = []
     for label, where in STAGES:
         file, name = where.split(":")
-        found = [(cc, ct) for (f, _, fn), (cc, _, _, ct, _) in stats.items() if f.endswith(file) and fn == name]
+        found = [
+            (cc, ct) for (f, _, fn), (cc, _, _, ct, _) in stats.items() if f.endswith(file) and fn == name
+        ]
         calls = sum(c for c, _ in found)
         cum = sum(t for _, t in found)
         rows.append({"stage": label, "share": cum / total, "calls_per_search": calls / n})
@@ -152,7 +154,8 @@ class Worker:
         self.n = int(self.ask(None)["ready"])
 
     def ask(self, line: str | None) -> Any:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
         if line is not None:
             self.proc.stdin.write(line + "\n")
             self.proc.stdin.flush()
@@ -221,7 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         with tempfile.TemporaryDirectory() as tmp:
             bench = Bench(args.conversation, args.data, Path(tmp))
-            print(f"conversation {args.conversation}: {len(bench.conv.records)} memories, {len(bench.questions)} questions")
+            print(
+                f"conversation {args.conversation}: {len(bench.conv.records)} memories, {len(bench.questions)} questions"
+            )
             samples: list[dict[str, float]] = []
             for _ in range(args.rounds):
                 bench.new_round()

@@ -357,6 +357,22 @@ def final_score(item: MemoryItem, similarity: float, cfg: RankConfig, now: datet
     return parts
 
 
+_CONTRIBUTION = {
+    name: f"contribution.{name}"
+    for name in (
+        "similarity",
+        "confidence",
+        "scope",
+        "decay",
+        "importance",
+        "importance_boost",
+        "recency_boost",
+        "superseded",
+    )
+}
+"""Breakdown keys of the seed formulas' contributions (made once, not per candidate)."""
+
+
 def score_candidates(
     cands: Sequence[Candidate],
     cfg: RankConfig,
@@ -366,9 +382,11 @@ def score_candidates(
 ) -> list[Scored]:
     """Score every candidate, best first, replacements above what they replaced."""
     scored: list[Scored] = []
-    for cand, (sim, parts) in zip(cands, similarities(cands, cfg, in_time, query), strict=True):
+    for cand, (sim, breakdown) in zip(cands, similarities(cands, cfg, in_time, query), strict=True):
         contributions = final_score(cand.item, sim, cfg, now)
-        breakdown = {**parts, **{f"contribution.{k}": v for k, v in contributions.items()}}
+        # The similarity parts are a fresh dict per candidate: the contributions go after them.
+        for name, value in contributions.items():
+            breakdown[_CONTRIBUTION.get(name) or f"contribution.{name}"] = value
         scored.append(Scored(cand, sum(contributions.values()), sim, breakdown))
     replacements_first(scored)
     scored.sort(key=lambda s: -s.score)
