@@ -1,7 +1,7 @@
 """Search latency at LoCoMo scale on the embedded default, and where it goes
 (docs/benchmarks.md, "Search speed"; PROTOCOL section 2).
 
-One LoCoMo conversation (``--conversation``, default 1: 419 turns) is imported into a
+One LoCoMo conversation (``--conversation``, default 4: 629 turns, 260 questions) is imported into a
 SQLite file with the default embedder, as ``bench/locomo.py`` raw mode does; then every
 question of it is one ``Memory.search`` as an application makes it: default limit (10),
 ``touch=True`` (usage write and retrieval log), and the query embedding included (the
@@ -59,7 +59,7 @@ STAGES = (
     ("  fusion features", "fusion.py:features"),
     ("    language of each text", "fusion.py:other_language"),
     ("    term coverage", "rank.py:term_coverage"),
-    ("  per-candidate breakdowns", "rank.py:_learned"),
+    ("  learned fusion + breakdowns", "rank.py:_learned"),
     ("  seed formula", "rank.py:final_score"),
     ("relevance", "rank.py:relevances"),
     ("MMR", "rank.py:mmr_select"),
@@ -102,7 +102,7 @@ class Bench:
 
 
 def summary(samples: list[dict[str, float]]) -> dict[str, Any]:
-    return {"n": len(samples), **{p: percentiles_ms([s[p] for s in samples]) for p in PARTS}}
+    return {"n": len(samples), **{p: percentiles_ms([s[p] for s in samples], (10, 50, 95)) for p in PARTS}}
 
 
 def profile_shares(bench: Bench) -> list[dict[str, Any]]:
@@ -126,6 +126,7 @@ def profile_shares(bench: Bench) -> list[dict[str, Any]]:
         rows.append({"stage": label, "share": cum / total, "calls_per_search": calls / n})
     calls = sum(cc for (cc, _, _, _, _) in stats.values())
     rows.append({"stage": "(function calls per search)", "share": None, "calls_per_search": calls / n})
+    rows.append({"stage": "(profiled ms per search)", "share": None, "calls_per_search": total / n * 1000})
     return rows
 
 
@@ -187,13 +188,15 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def print_summary(name: str, s: dict[str, Any]) -> None:
-    cells = "  ".join(f"{p} {s[p]['p50']:.2f}/{s[p]['p95']:.2f}" for p in PARTS)
-    print(f"{name:<8} n={s['n']}  ms p50/p95: {cells}")
+    cells = "  ".join(f"{p} {s[p]['p10']:.2f}/{s[p]['p50']:.2f}/{s[p]['p95']:.2f}" for p in PARTS)
+    print(f"{name:<8} n={s['n']}  ms p10/p50/p95: {cells}")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="jiyi search latency at LoCoMo scale (SQLite, default embedder).")
-    p.add_argument("--conversation", type=int, default=1, help="LoCoMo conversation, 1-based (default 1)")
+    p.add_argument(
+        "--conversation", type=int, default=4, help="LoCoMo conversation, 1-based (default 4: 629 turns)"
+    )
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
     p.add_argument("--rounds", type=int, default=3, help="times every question is searched")
     p.add_argument("--profile", action="store_true", help="cProfile one round: shares by stage")
