@@ -691,3 +691,31 @@ def test_upgrading_a_populated_file_adds_the_change_log(tmp_path: Path) -> None:
         store.execute(Write((purge(old[0]), upsert(make_item("after the log")))))
         assert _answer(store.execute(op)) == _fresh_answer(path, op)
         assert sum(v.patches for v in store._local.scopes.values()) == 1
+
+
+def test_search_items_come_from_the_parse_cache_as_private_copies(tmp_path: Path) -> None:
+    """A search parses each stored document once per reader thread (jiyi.store.sqlcommon.
+    ItemCache); what it returns is still the stored row: a caller changing a returned
+    item's dicts changes nothing for the next search, and a changed row is read anew."""
+    from jiyi.memory import Memory
+
+    with Memory(SQLiteStore(tmp_path / "m.db"), embedder="hash:64") as mem:
+        added = mem.add(
+            "Alice prefers green tea in the morning",
+            user_id="alice",
+            metadata={"origin": {"app": "chat", "tags": ["a"]}},
+        ).item
+        assert added is not None
+        # touch=False: the document stays the same, so the second search hits the cache.
+        first = mem.search("green tea", user_id="alice", touch=False)[0].item
+        first.metadata["origin"]["tags"].append("changed by the caller")
+        first.metadata["new"] = 1
+        again = mem.search("green tea", user_id="alice", touch=False)[0].item
+        assert again.metadata == {"origin": {"app": "chat", "tags": ["a"]}}
+        assert again is not first
+        mem.search("green tea", user_id="alice")  # a touch rewrites the document
+        assert mem.search("green tea", user_id="alice")[0].item.access_count == 1
+        mem.update(added.id, content="Alice prefers jasmine tea in the morning")
+        assert (
+            mem.search("tea", user_id="alice")[0].item.content == "Alice prefers jasmine tea in the morning"
+        )

@@ -40,6 +40,7 @@ separate question, answered on absolute evidence by :func:`jiyi.read.rank.releva
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 
@@ -135,12 +136,19 @@ _LANGUAGE_SPAN = 0.6
 _AGREE_TOP = 10
 
 
+@functools.lru_cache(maxsize=8192)
+def _letters(text: str) -> tuple[int, int]:
+    """The Han characters and the Latin letters of a text. Kept per text: a search asks
+    this of every candidate, and the same memories come back search after search."""
+    low = text.lower()
+    return len(_HAN.findall(low)), len("".join(_LATIN.findall(low)))
+
+
 def han_share(text: str) -> float:
     """How Chinese a text is, 0..1: Han characters against Latin letters (three letters
     counting as one character, about one syllable each); 0.5 when it has neither."""
-    low = text.lower()
-    han = len(_HAN.findall(low))
-    latin = sum(len(w) for w in _LATIN.findall(low)) / 3.0
+    han, letters = _letters(text)
+    latin = letters / 3.0
     return han / (han + latin) if han + latin else 0.5
 
 
@@ -187,7 +195,7 @@ def _length(texts: Sequence[str]) -> float:
     """Log of the mean text length, a Han character counting as three letters."""
     if not texts:
         return 0.0
-    mean = sum(len(t) + 2 * len(_HAN.findall(t)) for t in texts) / len(texts)
+    mean = sum(len(t) + 2 * _letters(t)[0] for t in texts) / len(texts)
     return float(np.log(max(mean, 1.0)))
 
 

@@ -41,6 +41,7 @@ calibrated for the default embedder's cosine scale.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -165,7 +166,17 @@ def similarities(
     fused = sum(parts.values())
     similarity = 1.0 - np.exp(-fused / cfg.similarity_scale)
     columns = {**evidence, **parts, "fused": fused}
-    return [(float(similarity[i]), {k: float(v[i]) for k, v in columns.items()}) for i in range(len(cands))]
+    return _rows(similarity, columns)
+
+
+def _rows(similarity: np.ndarray, columns: dict[str, np.ndarray]) -> list[tuple[float, dict[str, float]]]:
+    """Each candidate's similarity and breakdown from the columns (as Python floats, made
+    a column at a time: one dict per candidate is the slow part)."""
+    keys = list(columns)
+    values = zip(*(np.asarray(v, dtype=np.float64).tolist() for v in columns.values()), strict=True)
+    return [
+        (sim, dict(zip(keys, row, strict=True))) for sim, row in zip(similarity.tolist(), values, strict=True)
+    ]
 
 
 def _learned(
@@ -187,7 +198,7 @@ def _learned(
         **{f"similarity.{k}": v for k, v in fusion.signal_parts(cols).items()},
         "fused": s,
     }
-    return [(float(similarity[i]), {k: float(v[i]) for k, v in columns.items()}) for i in range(len(cands))]
+    return _rows(similarity, columns)
 
 
 # ---------------------------------------------------------------- relevance
@@ -221,6 +232,10 @@ def _word_char(ch: str) -> bool:
     return "0" <= ch <= "9" or "a" <= ch <= "z" or "\u00c0" <= ch <= "\u024f"
 
 
+_normalised = functools.lru_cache(maxsize=8192)(normalise)
+"""Candidate texts normalised, kept per text: the same memories come back search after search."""
+
+
 def term_presence(terms: Sequence[str], texts: Sequence[str]) -> np.ndarray:
     """Which ``texts`` contain which query ``terms``: a bool matrix, texts x terms.
 
@@ -232,7 +247,7 @@ def term_presence(terms: Sequence[str], texts: Sequence[str]) -> np.ndarray:
     "driving" and "warranti" meets "warranty"; a stem under four letters matches only as a
     whole word (plural allowed), so "go" does not match "good".
     """
-    norm = [normalise(t) for t in texts]
+    norm = [_normalised(t) for t in texts]
     starts: list[int] = []
     pos = 0
     for text in norm:
@@ -342,6 +357,22 @@ def final_score(item: MemoryItem, similarity: float, cfg: RankConfig, now: datet
     return parts
 
 
+_CONTRIBUTION = {
+    name: f"contribution.{name}"
+    for name in (
+        "similarity",
+        "confidence",
+        "scope",
+        "decay",
+        "importance",
+        "importance_boost",
+        "recency_boost",
+        "superseded",
+    )
+}
+"""Breakdown keys of the seed formulas' contributions (made once, not per candidate)."""
+
+
 def score_candidates(
     cands: Sequence[Candidate],
     cfg: RankConfig,
@@ -351,9 +382,11 @@ def score_candidates(
 ) -> list[Scored]:
     """Score every candidate, best first, replacements above what they replaced."""
     scored: list[Scored] = []
-    for cand, (sim, parts) in zip(cands, similarities(cands, cfg, in_time, query), strict=True):
+    for cand, (sim, breakdown) in zip(cands, similarities(cands, cfg, in_time, query), strict=True):
         contributions = final_score(cand.item, sim, cfg, now)
-        breakdown = {**parts, **{f"contribution.{k}": v for k, v in contributions.items()}}
+        # The similarity parts are a fresh dict per candidate: the contributions go after them.
+        for name, value in contributions.items():
+            breakdown[_CONTRIBUTION.get(name) or f"contribution.{name}"] = value
         scored.append(Scored(cand, sum(contributions.values()), sim, breakdown))
     replacements_first(scored)
     scored.sort(key=lambda s: -s.score)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -148,6 +149,48 @@ def load_item(doc: str) -> MemoryItem:
     """An item from its stored JSON document (readable even when it breaks today's limits:
     see :func:`jiyi.model.load_stored`)."""
     return load_stored(MemoryItem, doc)
+
+
+class ItemCache:
+    """Items parsed from their stored JSON documents, keyed by the document itself (least
+    recently used out first).
+
+    A search loads every candidate (a LoCoMo-sized scope: ~120 per search), and parsing and
+    validating a document is most of what the store spends on it, though the same items
+    come back search after search. Keyed by the whole document, a changed row simply
+    misses. Every hit is a fresh copy whose JSON fields (``metadata``, ``structured``) are
+    copies too, so a caller that changes a returned item's dict changes nothing here. Not
+    thread-safe: keep one per thread.
+    """
+
+    def __init__(self, size: int = 2048) -> None:
+        self._data: OrderedDict[str, MemoryItem] = OrderedDict()
+        self._size = size
+
+    def load(self, doc: str) -> MemoryItem:
+        item = self._data.get(doc)
+        if item is None:
+            item = self._data[doc] = load_item(doc)
+            if len(self._data) > self._size:
+                self._data.popitem(last=False)
+        else:
+            self._data.move_to_end(doc)
+        copy = item.model_copy()
+        # The model is frozen; its dicts are not. (Set on the copy's own __dict__, so the
+        # copy's set fields stay those of the document.)
+        copy.__dict__["metadata"] = _json_copy(item.metadata)
+        if item.structured is not None:
+            copy.__dict__["structured"] = _json_copy(item.structured)
+        return copy
+
+
+def _json_copy(value: Any) -> Any:
+    """A deep copy of a JSON value (dicts, lists and scalars), faster than ``copy.deepcopy``."""
+    if isinstance(value, dict):
+        return {k: _json_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_copy(v) for v in value]
+    return value
 
 
 def dumped_time(value: Any) -> datetime | None:

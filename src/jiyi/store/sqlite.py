@@ -105,6 +105,7 @@ from jiyi.store.sqlcommon import (
     ACCESS_TABLES,
     SERVED_COLUMNS,
     DumpPage,
+    ItemCache,
     access_conditions,
     access_of,
     access_params,
@@ -990,6 +991,14 @@ def _cache_of(local: threading.local) -> OrderedDict[CacheKey, _ScopeRows]:
     return cache
 
 
+def _items_of(local: threading.local) -> ItemCache:
+    """This reader thread's parsed items (see :class:`~jiyi.store.sqlcommon.ItemCache`)."""
+    items: ItemCache | None = getattr(local, "items", None)
+    if items is None:
+        items = local.items = ItemCache()
+    return items
+
+
 class _Search:
     """The search primitives over one read snapshot and one reader thread's scope caches.
 
@@ -998,9 +1007,12 @@ class _Search:
     computed once; a primitive run alone gets a view of its own.
     """
 
-    def __init__(self, conn: sqlite3.Connection, cache: OrderedDict[CacheKey, _ScopeRows]) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, cache: OrderedDict[CacheKey, _ScopeRows], items: ItemCache
+    ) -> None:
         self.conn = conn
         self.cache = cache
+        self.items = items
         self._rows: dict[CacheKey, _ScopeRows] = {}
         self._bases: dict[int, tuple[Filter, Filter]] = {}
         self._cosines: dict[tuple[int, int], tuple[Vector, np.ndarray]] = {}
@@ -1112,7 +1124,7 @@ class _Search:
             if item_id not in wanted:
                 out[item_id] = Loaded(None, None, cosines[j])
             elif (doc := docs.get(pks[j])) is not None:
-                out[item_id] = Loaded(load_item(doc), vectors[j], cosines[j])
+                out[item_id] = Loaded(self.items.load(doc), vectors[j], cosines[j])
         return out
 
     # ------------------------------------------------------------ shared within the snapshot
@@ -1577,7 +1589,7 @@ class SQLiteStore(Store):
     def _search(self, flow: Flow[R]) -> R:
         """Run a search flow on one read snapshot, over this thread's scope caches."""
         with self._read() as conn, _snapshot(conn):
-            return drive(flow, _Search(conn, _cache_of(self._local)).handlers)
+            return drive(flow, _Search(conn, _cache_of(self._local), _items_of(self._local)).handlers)
 
     def _history(self, op: GetHistory) -> list[HistoryEvent]:
         with self._read() as conn:
