@@ -128,16 +128,7 @@ def context(
     if session_id is not None and viewer is not None:
         yield from readable_messages(tenant, session_id, viewer)
     if profile is None and include_profile and (user_id is not None or project_id is not None):
-        profile = (
-            yield from profile_prompt(
-                rt,
-                user_id=user_id,
-                project_id=project_id,
-                tenant_id=tenant,
-                max_tokens=budget_tokens // 2,
-                viewer=viewer,
-            )
-        ) or None
+        profile = yield from _profile_text(rt, user_id, project_id, tenant, budget_tokens // 2, viewer)
     scopes: dict[str, Any] = {
         "user_id": user_id,
         "project_id": project_id,
@@ -164,6 +155,20 @@ def context(
     for e in kept:
         by_source[e.source] = by_source.get(e.source, 0) + 1
     return Context(kept, text, count_tokens(text), len(entries) - len(kept), profile, by_source)
+
+
+def _profile_text(
+    rt: Runtime,
+    user_id: str | None,
+    project_id: str | None,
+    tenant: str,
+    max_tokens: int,
+    viewer: Viewer | None,
+) -> Flow[str | None]:
+    text = yield from profile_prompt(
+        rt, user_id=user_id, project_id=project_id, tenant_id=tenant, max_tokens=max_tokens, viewer=viewer
+    )
+    return text or None
 
 
 def _recent_turns(
