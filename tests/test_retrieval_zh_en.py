@@ -46,9 +46,8 @@ CROSS_LINGUAL_FLOORS: dict[str, tuple[float, float]] = {
 
 # The similarity floor that answers "nothing relevant" (see test_similarity_floor).
 NEGATIVE_FLOOR = 0.01
-NEGATIVES_REJECTED_AT_LEAST = 0.64  # measured 0.71 (12 of 17 negatives return nothing)
-POSITIVES_KEEP_GOLD_AT_LEAST = 0.65  # measured 0.72 (a gold memory survives the floor)
-POSITIVES_NON_EMPTY_AT_LEAST = 0.75  # measured 0.81 (something survives the floor)
+NEGATIVES_REJECTED_AT_MOST = 0.10  # measured 0.00: similarity is relative to each search
+POSITIVES_KEEP_GOLD_AT_LEAST = 0.95  # measured 0.99 (a gold memory survives the floor)
 
 # The relevance cut (see test_min_relevance). Its weights were fitted on the queries of
 # lin and emma only; chen and sofia are the held-out half.
@@ -248,13 +247,10 @@ def test_latest_value_outranks_what_it_replaced(mem: Memory, data: dict[str, Any
 
 
 def test_similarity_floor(mem: Memory, data: dict[str, Any], runs: list[Run]) -> None:
-    """With ``threshold=NEGATIVE_FLOOR`` most negatives return nothing, most positives keep a gold.
-
-    Similarity separates the two groups poorly: the learned fusion's scale depends on
-    the store (short one-sentence memories, as here, sit low: a query answered only by
-    meaning has a top-1 similarity of 0.01-0.05), so no floor is a clean cut; the
-    relevance cut (test_min_relevance) is the one to use.
-    """
+    """Similarity ranks within one search and says nothing about whether anything answers:
+    it is centred on the pool's 10th best match (jiyi.read.fusion.similarity), so with
+    ``threshold=NEGATIVE_FLOOR`` nearly every search, answerable or not, keeps results;
+    the relevance cut (test_min_relevance) is the one that answers "nothing relevant"."""
     positives = [r for r in runs if r.gold]
     negatives = [r for r in runs if not r.gold]
     rejected = 0
@@ -264,21 +260,20 @@ def test_similarity_floor(mem: Memory, data: dict[str, Any], runs: list[Run]) ->
         )
         assert all(h.similarity >= NEGATIVE_FLOOR for h in hits)
         rejected += not hits
-    kept_gold = non_empty = 0
+    kept_gold = 0
     for r in positives:
         hits = mem.search(
             r.query["query"], user_id=r.query["user_id"], limit=LIMIT, threshold=NEGATIVE_FLOOR, touch=False
         )
-        non_empty += bool(hits)
         kept_gold += any(h.item.id in r.gold for h in hits)
-    shares = (rejected / len(negatives), kept_gold / len(positives), non_empty / len(positives))
+        # The best match of a search is always at or above the pool's 10th best.
+        assert hits and hits[0].similarity >= 0.5
+    shares = (rejected / len(negatives), kept_gold / len(positives))
     print(
-        f"\nfloor {NEGATIVE_FLOOR}: negatives with no result {shares[0]:.2f}, "
-        f"positives keeping a gold {shares[1]:.2f}, positives with any result {shares[2]:.2f}"
+        f"\nfloor {NEGATIVE_FLOOR}: negatives with no result {shares[0]:.2f}, positives keeping a gold {shares[1]:.2f}"
     )
-    assert shares[0] >= NEGATIVES_REJECTED_AT_LEAST
+    assert shares[0] <= NEGATIVES_REJECTED_AT_MOST
     assert shares[1] >= POSITIVES_KEEP_GOLD_AT_LEAST
-    assert shares[2] >= POSITIVES_NON_EMPTY_AT_LEAST
 
 
 def _cut_shares(
@@ -335,11 +330,11 @@ def test_min_relevance(mem: Memory, data: dict[str, Any]) -> None:
             f"{name:<24}{rel[0]:>10.2f} /{rel[1]:>5.2f} neg/pos{sim[0]:>12.2f} /{sim[1]:>5.2f} neg/pos"
         )
     print("\n".join(lines))
-    (rejected, kept), (sim_rejected, sim_kept) = measured["all"]
+    (rejected, kept), (sim_rejected, _) = measured["all"]
     assert rejected >= RELEVANCE_NEGATIVES_REJECTED_AT_LEAST
     assert kept >= RELEVANCE_POSITIVES_KEEP_GOLD_AT_LEAST
-    # Relevance rejects as many negatives as the similarity floor and keeps more gold.
-    assert rejected >= sim_rejected and kept > sim_kept
+    # Relevance answers "nothing relevant" where no similarity floor can.
+    assert rejected > sim_rejected
     for q in queries:
         hits = mem.search(q["query"], user_id=q["user_id"], limit=LIMIT, touch=False, min_relevance=0.3)
         assert all(h.relevance is not None and h.relevance >= 0.3 for h in hits), q["id"]
