@@ -198,9 +198,14 @@ def test_search_leaves_out_archived_unless_asked(mem: Memory) -> None:
     assert mem.search("favourite food", user_id="a", statuses=["archived"])[0].item.id == item.id
 
 
-def test_threshold_answers_nothing_relevant(mem: Memory) -> None:
+def test_min_relevance_answers_nothing_relevant_and_threshold_is_relative(mem: Memory) -> None:
     mem.add("User's favourite food is dumplings", user_id="a")
-    assert mem.search("quantum chromodynamics lecture notes", user_id="a", threshold=0.5) == []
+    assert mem.search("quantum chromodynamics lecture notes", user_id="a", min_relevance=0.5) == []
+    assert mem.search("What food does the user love?", user_id="a", min_relevance=0.5)
+    # Similarity is relative to the search's own pool (the best match is at least 0.5),
+    # so a similarity floor keeps the best of whatever there is.
+    hits = mem.search("quantum chromodynamics lecture notes", user_id="a", threshold=0.5)
+    assert [h.similarity >= 0.5 for h in hits] == [True]
 
 
 def test_mmr_avoids_near_duplicates(mem: Memory) -> None:

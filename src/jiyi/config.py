@@ -219,7 +219,10 @@ class RankConfig:
     superseded_factor: float = 0.5
     """A superseded item (shown only when asked for) keeps this share of its score."""
     threshold: float | None = None
-    """Similarity floor: candidates below it are dropped (None: keep all)."""
+    """Similarity floor: candidates below it are dropped (None: keep all). With the learned
+    fusion similarity is relative to each search (0.5 at its 10th best candidate), so this
+    trims weak matches within a search; ``min_relevance`` is the cut that can answer
+    "nothing relevant"."""
     mmr: bool = True
     mmr_lambda: float = 0.7
     mmr_redundancy_floor: float = 0.9

@@ -124,6 +124,12 @@ halves in docs/benchmarks.md. All >= 0 (projected during the fit)."""
 SIM_RANK = 10
 """Similarity is 0.5 at the pool's 10th best fused value."""
 
+SIM_SPREAD = 2.0
+"""Fused-value difference per unit of the similarity's logit. Between a clear match and
+noise the fused value differs by 2-3 (similarity 0.5 -> 0.75-0.8, more than a confidence
+or scope difference moves the seed score); near-paraphrases differ by under 0.5, and then
+scope and confidence decide, as the seed formula intends."""
+
 COS_CAP = 0.3
 COVER_CAP = 0.5
 KW_SATURATION = 8.0
@@ -268,4 +274,4 @@ def similarity(s: np.ndarray) -> np.ndarray:
     if len(s) == 0:
         return np.zeros(0)
     centre = float(np.sort(s)[::-1][min(SIM_RANK, len(s)) - 1])
-    return np.asarray(1.0 / (1.0 + np.exp(-(s - centre))), dtype=np.float64)
+    return np.asarray(1.0 / (1.0 + np.exp(-(s - centre) / SIM_SPREAD)), dtype=np.float64)
