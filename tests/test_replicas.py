@@ -306,6 +306,10 @@ def _worker_in_a_job(tmp_path: Path, base_url: str) -> tuple[Path, subprocess.Po
             env=env,
             stdout=log,
             stderr=log,
+            # A run started in the background of a shell (nohup, `&`) inherits SIGINT
+            # ignored, and Python then never raises KeyboardInterrupt: give the worker the
+            # Ctrl-C a terminal user has.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
     deadline = time.monotonic() + 30
     while _job(db)["status"] != "running":
