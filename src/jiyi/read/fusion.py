@@ -170,6 +170,16 @@ def _arr(values: Sequence[float | None]) -> np.ndarray:
     return np.maximum(np.array([v or 0.0 for v in values], dtype=np.float64), 0.0)
 
 
+def evidence(cands: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The retrieval evidence as columns (negative and missing values as 0): cosine, BM25,
+    and the better of the two thread neighbours' cosine and BM25."""
+    cos = _arr([c.cosine for c in cands])
+    bm25 = _arr([c.keyword for c in cands])
+    cos_n = np.maximum(_arr([c.prev_cosine for c in cands]), _arr([c.next_cosine for c in cands]))
+    bm25_n = np.maximum(_arr([c.prev_keyword for c in cands]), _arr([c.next_keyword for c in cands]))
+    return cos, bm25, cos_n, bm25_n
+
+
 def neighbour_index(cands: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray]:
     """Positions of each candidate's previous and next item among the candidates (-1: absent)."""
     pos = {c.item.id: i for i, c in enumerate(cands)}
@@ -215,10 +225,7 @@ def features(
     ``coverage`` is each candidate's own term coverage (``jiyi.read.rank.term_coverage``
     with ``neighbours=False``)."""
     n = len(cands)
-    cos = _arr([c.cosine for c in cands])
-    bm25 = _arr([c.keyword for c in cands])
-    cos_n = np.maximum(_arr([c.prev_cosine for c in cands]), _arr([c.next_cosine for c in cands]))
-    bm25_n = np.maximum(_arr([c.prev_keyword for c in cands]), _arr([c.next_keyword for c in cands]))
+    cos, bm25, cos_n, bm25_n = evidence(cands)
     kw = bm25 / (bm25 + KW_SATURATION)
     kw_n = bm25_n / (bm25_n + KW_SATURATION)
     prev, nxt = neighbour_index(cands)
@@ -226,6 +233,8 @@ def features(
     mixed = 0.3 * (cos + 0.7 * cos_n) / 1.7 + 0.7 * mixed_kw
     across = other_language(query, [c.item.content for c in cands]) if n else np.zeros(0)
     cols: dict[str, np.ndarray] = {
+        "bm25": bm25,  # raw, for the breakdown (not a feature)
+        "bm25_n": bm25_n,
         "cos": cos,
         "cos_n": cos_n,
         "kw": kw,

@@ -53,8 +53,8 @@ import numpy as np
 from jiyi.config import RankConfig
 from jiyi.model import MemoryItem, RelationType, Status
 from jiyi.read import fusion
+from jiyi.read.fusion import at_neighbours, neighbour_index
 from jiyi.read.fusion import han_share as han_share  # re-exported: tests and callers use it here
-from jiyi.read.fusion import neighbour_index
 from jiyi.read.fusion import other_language as other_language_of
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import normalise, query_terms
@@ -94,20 +94,12 @@ def keyword_evidence(score: float, saturation: float) -> float:
     return score / (score + saturation)
 
 
-def _at(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    return np.where(idx >= 0, values[np.maximum(idx, 0)], 0.0)
-
-
 @dataclass
 class Scored:
     candidate: Candidate
     score: float
     similarity: float
     breakdown: dict[str, float]
-
-
-def _arr(values: list[float | None]) -> np.ndarray:
-    return np.maximum(np.array([v or 0.0 for v in values], dtype=np.float64), 0.0)
 
 
 def other_language(query: str, cands: Sequence[Candidate]) -> np.ndarray:
@@ -131,10 +123,7 @@ def similarities(
         return []
     if cfg.fusion == "learned":
         return _learned(cands, in_time, query)
-    cos = _arr([c.cosine for c in cands])
-    bm25 = _arr([c.keyword for c in cands])
-    cos_n = np.maximum(_arr([c.prev_cosine for c in cands]), _arr([c.next_cosine for c in cands]))
-    bm25_n = np.maximum(_arr([c.prev_keyword for c in cands]), _arr([c.next_keyword for c in cands]))
+    cos, bm25, cos_n, bm25_n = fusion.evidence(cands)
     c, a, w = cfg.context_vector, cfg.context_keyword, cfg.keyword_weight
     vec = (cos + c * cos_n) / (1.0 + c)
     raw_kw = bm25 + a * bm25_n
@@ -147,7 +136,7 @@ def similarities(
         kw = (1.0 - across) * kw + across * cfg.cross_language_fill * lift
     base = (1.0 - w) * vec + w * kw
     prev, nxt = neighbour_index(cands)
-    base_n = np.maximum(_at(base, prev), _at(base, nxt))
+    base_n = at_neighbours(base, prev, nxt)
     g, t = cfg.context_score, cfg.time_weight
     norm = 1.0 + g + t
     timely = np.array([1.0 if t > 0 and in_time(x.item) else 0.0 for x in cands])
@@ -163,7 +152,7 @@ def similarities(
         "keyword_bm25": bm25,
         "keyword_bm25.neighbours": bm25_n,
     }
-    fused = sum(parts.values())
+    fused: np.ndarray = functools.reduce(np.add, parts.values())
     similarity = 1.0 - np.exp(-fused / cfg.similarity_scale)
     columns = {**evidence, **parts, "fused": fused}
     return _rows(similarity, columns)
@@ -190,10 +179,8 @@ def _learned(
     columns = {
         "cosine": cols["cos"],
         "cosine.neighbours": cols["cos_n"],
-        "keyword_bm25": _arr([c.keyword for c in cands]),
-        "keyword_bm25.neighbours": np.maximum(
-            _arr([c.prev_keyword for c in cands]), _arr([c.next_keyword for c in cands])
-        ),
+        "keyword_bm25": cols["bm25"],
+        "keyword_bm25.neighbours": cols["bm25_n"],
         "keyword_coverage": coverage,
         **{f"similarity.{k}": v for k, v in fusion.signal_parts(cols).items()},
         "fused": s,
@@ -310,8 +297,7 @@ def relevances(
     the item lies inside a time the query names; ``in_time`` None: the query names none).
     ``terms`` are the query's index terms.
     """
-    cos = _arr([c.cosine for c in cands])
-    cos_n = np.maximum(_arr([c.prev_cosine for c in cands]), _arr([c.next_cosine for c in cands]))
+    cos, _, cos_n, _ = fusion.evidence(cands)
     semantic = np.maximum(cos, RELEVANCE_NEIGHBOUR * cos_n)
     coverage = term_coverage(cands, terms)
     timely = np.array([1.0 if in_time is not None and in_time(c.item) else 0.0 for c in cands])
