@@ -11,6 +11,7 @@ A's that the call did not itself send, and A's rows changed afterwards. Both mus
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,12 @@ def _attempts(tool: str, a_ids: list[str]) -> list[dict[str, Any]]:
     return by_tool[tool]
 
 
+def _shows(text: str, secret: str) -> bool:
+    """``secret`` stands in ``text`` as a whole token: "4711" inside a new id or a
+    timestamp's microseconds (...:12.471123) is chance, not tenant A's locker code."""
+    return re.search(rf"(?<![0-9A-Za-z]){re.escape(secret)}(?![0-9A-Za-z])", text) is not None
+
+
 def test_no_tool_shows_or_changes_another_tenants_memory(mem: Memory) -> None:
     a_ids, secrets = _plant(mem)
     before = _rows(mem)
@@ -96,7 +103,7 @@ def test_no_tool_shows_or_changes_another_tenants_memory(mem: Memory) -> None:
                 asked = json.dumps(args, ensure_ascii=False)
                 # What the caller sent may be echoed back ("no memory with id X"); anything
                 # else of tenant A's in an answer is a leak.
-                if any(s in answer and s not in asked for s in secrets):
+                if any(_shows(answer, s) and not _shows(asked, s) for s in secrets):
                     leaks += 1
     print(f"tool matrix: {len(offered)} tools x {len(Role)} roles, {attempts} attempts, {leaks} leaks")
     assert offered >= {
