@@ -186,6 +186,10 @@ def run_session(mem: Memory) -> None:
     from jiyi.integrations.langgraph import JiyiStore
 
     JiyiStore(mem).put(("users", "alice"), "contact", {"content": f"mail {EMAIL}", "phone": CN_MOBILE})
+    # Queries are logged (the retrieval log) and cached: a query holding personal data
+    # must be stored redacted like any other text.
+    assert mem.search(f"who has the e-mail {EMAIL} or phone {CN_MOBILE}?", **ids)
+    mem.context(f"我的密码是 {PASSWORD}，手机 {CN_MOBILE2}", **ids)
     mem.wait_for_jobs()
 
 
@@ -297,10 +301,21 @@ def test_no_personal_data_in_any_table_or_file_of_a_sqlite_store(tmp_path: Path)
     )
     assert not walk.found, "\n".join(walk.found)
     # The session really went through every path (and redaction kept what is not personal).
-    assert {"items", "history", "messages", "checkpoints", "jobs", "embedding_cache"} <= walk.tables
+    assert {
+        "items",
+        "history",
+        "messages",
+        "checkpoints",
+        "jobs",
+        "embedding_cache",
+        "memory_access",
+    } <= walk.tables
     assert any(p.endswith("memory.md") for p in walk.files) and any(
         p.endswith("learnings.md") for p in walk.files
     )
+    with sqlite3.connect(db) as conn:
+        queries = [q for (q,) in conn.execute("SELECT query FROM memory_access")]
+    assert any("[REDACTED_EMAIL]" in q for q in queries), queries  # the search was logged, redacted
     contents = " ".join(i.content for i in stored)
     for placeholder in ("[REDACTED_EMAIL]", "[REDACTED_PHONE]", "[REDACTED_API_KEY]"):
         assert placeholder in contents
