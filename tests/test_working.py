@@ -173,3 +173,20 @@ async def test_async_memory_runs_its_queue_without_start_worker(tmp_path: Path) 
         assert await quiet.jobs(statuses=["queued"])  # nothing runs it in the background
         assert await quiet.wait_for_jobs(timeout=30)  # waiting runs it here
         assert not await quiet.jobs(statuses=["queued", "running"])
+
+
+async def test_closing_stops_the_worker_even_when_a_wake_and_the_cancel_meet(tmp_path: Path) -> None:
+    """On Python 3.11 asyncio.wait_for swallows a cancellation that arrives just as the
+    wait it guards completes; aclose() must still stop the worker (a CI run hung here)."""
+    import asyncio
+    import time
+
+    for _ in range(5):
+        amem = AsyncMemory(SQLiteStore(tmp_path / "c.db"), embedder="hash:256")
+        amem.start_worker(interval=5.0)
+        await asyncio.sleep(0.05)  # the worker is now waiting for a wake
+        amem._wake.set()  # the wait completes ...
+        started = time.monotonic()
+        await asyncio.wait_for(amem.aclose(), timeout=4)  # ... as the cancel arrives
+        # Swallowed, the worker would wait out its 5 s interval (or forever) instead.
+        assert amem._task.done() and time.monotonic() - started < 3

@@ -402,6 +402,7 @@ class AsyncMemory(_Facade):
         """Whether remember() starts the in-process worker (settable: a server decides)."""
         self._task: Any = None
         self._wake: Any = None
+        self._closing = False
 
     @classmethod
     def open(cls, path: str | Path, **options: Any) -> AsyncMemory:
@@ -497,6 +498,7 @@ class AsyncMemory(_Facade):
         import asyncio
 
         if self._task is None or self._task.done():
+            self._closing = False
             self._wake = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._work(interval))
 
@@ -504,7 +506,10 @@ class AsyncMemory(_Facade):
         import asyncio
         import logging
 
-        while True:  # cancelled by aclose()
+        # aclose() both sets _closing and cancels: on Python 3.11 asyncio.wait_for can
+        # swallow a cancellation that arrives as its inner wait completes (fixed in 3.12),
+        # and the loop would then run on forever with aclose() awaiting it.
+        while not self._closing:
             try:
                 reports = await self.process_jobs(worker="in-process")
             except Exception:  # keep the worker alive; the job rows hold the errors
@@ -518,6 +523,8 @@ class AsyncMemory(_Facade):
 
     async def aclose(self) -> None:
         if self._task is not None:
+            self._closing = True
+            self._wake.set()
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
