@@ -368,6 +368,11 @@ class RememberResponse(BaseModel):
     messages: list[Message]
     job_id: str | None = Field(description="The queued extraction job, if any.")
     compacted: CompactionOut | None
+    turns_skipped: int = Field(
+        default=0,
+        description="Turns not kept as searchable resources: pure acknowledgements "
+        "('OK', 'Thanks!', '好的', '收到') or a single character. They stay in the session.",
+    )
 
 
 class CheckpointRequest(_Request):
