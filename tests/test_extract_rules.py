@@ -802,3 +802,94 @@ def test_plain_dislike_keeps_its_key() -> None:
 def test_language_follows_the_content_in_mixed_turns() -> None:
     items = extract("I like tea. 我也喜欢咖啡。")
     assert [(i.language, i.content) for i in items] == [("en", "I like tea"), ("zh", "我也喜欢咖啡")]
+
+
+# ------------------------------------------------------------------ preferred names and projects
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Call me Dave", "Dave"),
+        ("You can call me Dave.", "Dave"),
+        ("Just call me Dave please", "Dave"),
+        ("I go by Dave", "Dave"),
+        ("My English name is Dave", "Dave"),
+        ("My nickname is Bear", "Bear"),
+        ("叫我小王就行", "小王"),
+        ("你可以叫我Dave", "Dave"),
+        ("大家都叫我老王", "老王"),
+        ("我的英文名是Dave", "Dave"),
+        ("我的昵称是小熊", "小熊"),
+    ],
+)
+def test_a_preferred_name_is_extracted(text: str, name: str) -> None:
+    (item,) = extract(text)
+    assert item.memory_type is MemoryType.FACT and item.key == "preferred_name"
+    assert item.structured == {"key": "preferred_name", "value": name}
+
+
+def test_a_name_and_a_preferred_name_in_one_turn_are_two_facts() -> None:
+    items = extract("Hi, I'm Zhang Wei, call me Dave")
+    assert [(i.key, (i.structured or {}).get("value")) for i in items] == [
+        ("name", "Zhang Wei"),
+        ("preferred_name", "Dave"),
+    ]
+    zh = extract("我叫张伟，叫我小张就行")
+    assert [(i.key, (i.structured or {}).get("value")) for i in zh] == [
+        ("name", "张伟"),
+        ("preferred_name", "小张"),
+    ]
+    assert only("My name is Alice").key == "name"  # the name itself is not a preferred name
+
+
+@pytest.mark.parametrize(
+    ("text", "part", "value"),
+    [
+        ("I'm building a Rust CLI for log search", "project", "a Rust CLI for log search"),
+        ("We're building a SaaS for dentists", "project", "a SaaS for dentists"),
+        ("Our goal this quarter is to ship the billing API", "goal", "ship the billing API"),
+        (
+            "The goal of this project is to replace the old billing system",
+            "goal",
+            "replace the old billing system",
+        ),
+        ("我在做一个记账小程序", "project", "一个记账小程序"),
+        ("我们团队在开发一个内部审批系统", "project", "一个内部审批系统"),
+        ("这个项目的目标是下个月上线", "goal", "下个月上线"),
+    ],
+)
+def test_what_is_being_built_and_its_goal_are_project_context(text: str, part: str, value: str) -> None:
+    item = only(text)
+    assert item.memory_type is MemoryType.CONTEXT and item.content == text.rstrip(".")
+    assert item.structured == {part: value} and item.confidence >= 0.7
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Call me when you're done",
+        "Call me maybe",
+        "You can call me anytime",
+        "Call me at 5pm",
+        "Please call me back tomorrow",
+        "叫我一声",
+        "叫我起床",
+        "叫我吃饭",
+        "what are you building?",
+        "What's your goal?",
+        "Our goal is simple",
+        "I'm building a house",
+        "I'm writing a letter",
+        "I'm working on the API right now",
+        "我在做饭",
+        "你在做什么项目？",
+    ],
+)
+def test_near_misses_are_no_name_and_no_project(text: str) -> None:
+    assert extract(text) == []
+
+
+def test_dont_call_me_is_a_rule_not_a_name() -> None:
+    item = only("Don't call me before 9")
+    assert item.memory_type is MemoryType.CONSTRAINT and item.key is None

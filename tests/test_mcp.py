@@ -41,6 +41,8 @@ TOOL_NAMES = {
     "memory_learn",
     "memory_add_document",
     "memory_get_document",
+    "memory_compress",
+    "memory_uncompress",
 }
 PLAN = {
     "kind": "decomposition",
@@ -233,6 +235,34 @@ async def test_a_served_session_can_be_ended(tmp_path: Path) -> None:
             assert "memory_end_session" not in {t.name for t in (await client.list_tools()).tools}
 
 
+async def test_compress_and_undo_it_over_mcp(tmp_path: Path) -> None:
+    """The library's compress/uncompress, as MCP tools with the same argument names and errors."""
+    with Memory.open(tmp_path / "m.db") as mem:
+        for text in (
+            "Alice's team deploys the billing service with Helm charts",
+            "The billing service of Alice's team is deployed using Helm charts",
+            "Alice's team uses Helm charts to deploy the billing service",
+        ):
+            mem.add(text, user_id="alice", memory_type="fact", infer=False)
+        async with Client(build_server(mem, user_id="alice")) as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            assert listed["memory_compress"].annotations.destructive_hint  # type: ignore[union-attr]
+            done = await client.call_tool("memory_compress", {"older_than_days": 0})
+            assert not done.is_error and done.structured_content["compressed"] == 3, done.structured_content
+            core_id = done.structured_content["groups"][0]["cores"][0]["id"]
+            undone = await client.call_tool("memory_uncompress", {"core_id": core_id})
+            assert not undone.is_error and len(undone.structured_content["restored"]) == 3
+            again = await client.call_tool("memory_uncompress", {"core_id": core_id})
+            assert again.is_error and again.structured_content["error"]["field"] == "core_id"
+            bad = await client.call_tool("memory_compress", {"older_than_days": -1})
+            assert bad.is_error and bad.structured_content["error"] == {
+                "code": "invalid_arguments",
+                "message": "older_than_days must be at least 0, got -1",
+                "field": "older_than_days",
+            }
+        assert mem.stats(user_id="alice").by_status == {"active": 3, "archived": 1}  # the undone core
+
+
 # ---------------------------------------------------------------- HTTP with API keys
 
 
@@ -299,6 +329,8 @@ async def test_streamable_http_with_keys(tmp_path: Path) -> None:
                     ("memory_delete", {"memory_id": memory_id, "hard": True}),
                     ("memory_learn", {**PLAN, "succeeded": False}),
                     ("memory_add_document", {"text": "A viewer's document must not be kept. " * 20}),
+                    ("memory_compress", {"older_than_days": 0}),
+                    ("memory_uncompress", {"core_id": memory_id}),
                 ):
                     refused = await client.call_tool(tool, args)
                     assert refused.is_error, tool
@@ -309,6 +341,9 @@ async def test_streamable_http_with_keys(tmp_path: Path) -> None:
             async with keyed_client(url, editor) as client:
                 refused = await client.call_tool("memory_delete", {"memory_id": memory_id, "hard": True})
                 assert refused.structured_content["error"]["code"] == "forbidden"  # not the editor's
+                # Compression archives memories whoever made them: owners and admins only.
+                refused = await client.call_tool("memory_compress", {"older_than_days": 0})
+                assert refused.structured_content["error"]["code"] == "forbidden"
                 saved = await client.call_tool(
                     "memory_save", {"content": "The user prefers green tea to coffee"}
                 )

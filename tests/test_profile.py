@@ -261,6 +261,33 @@ def test_extracted_items_use_their_structured_parts(mem: Memory, clock: Clock) -
     assert mem.profile(user_id="hr")["profession"] == "site reliability engineer"
 
 
+@pytest.mark.parametrize(
+    ("turns", "name"),
+    [
+        (["I'm Zhang Wei", "Call me Dave"], "Dave"),
+        (["我叫张伟", "叫我小张就行"], "小张"),
+        (["我的英文名是Dave"], "Dave"),
+    ],
+)
+def test_a_preferred_name_is_the_profiles_name(
+    mem: Memory, clock: Clock, turns: list[str], name: str
+) -> None:
+    """Through the real pipeline: what the user wants to be called lands in ``username``."""
+    for turn in turns:
+        clock.now += timedelta(minutes=1)
+        mem.remember([("user", turn)], session_id="s1", user_id="pn")
+        mem.process_jobs()
+    assert mem.profile(user_id="pn")["username"] == name
+
+
+def test_what_the_project_builds_is_its_goal(mem: Memory, clock: Clock) -> None:
+    mem.remember([("user", "我在做一个记账小程序")], session_id="s1", project_id="zh")
+    mem.remember([("user", "I'm building a Rust CLI for log search")], session_id="s2", project_id="en")
+    mem.process_jobs()
+    assert mem.profile(project_id="zh")["project_goal"] == "一个记账小程序"
+    assert mem.profile(project_id="en")["project_goal"] == "a Rust CLI for log search"
+
+
 def test_newest_confident_evidence_wins_and_lists_follow_support(mem: Memory, clock: Clock) -> None:
     old = remember(mem, clock, "我是一名产品经理", "fact", user_id="u")
     new = remember(mem, clock, "我现在是一名数据分析师", "fact", user_id="u")

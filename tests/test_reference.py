@@ -43,6 +43,8 @@ def test_the_pages_cover_every_command_route_tool_and_method(built: dict[str, st
         "memory_save",
         "memory_end_session",
         "memory_profile",
+        "memory_compress",
+        "memory_uncompress",
         "add_memories",
         "delete_all_memories",
     ):

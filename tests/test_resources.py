@@ -147,3 +147,53 @@ def test_a_fact_and_the_turn_it_came_from_take_one_place(mem: Memory) -> None:
     # a turn nothing was extracted from is still found as itself
     sail = mem.search("where did they sail to?", user_id="u", limit=3)
     assert "Hydra" in sail[0].item.content
+
+
+def test_pure_acknowledgements_are_not_kept_as_turns_and_are_counted(mem: Memory) -> None:
+    result = mem.remember(
+        [
+            ("user", "Should we deploy on Friday?"),
+            ("assistant", "Sure!"),
+            ("user", "No."),  # an answer, not an acknowledgement
+            ("assistant", "OK 👍"),
+            ("user", "Thanks"),
+            ("user", "好的，我明天九点到"),
+            ("assistant", "好的"),
+            ("user", "嗯嗯"),
+            ("assistant", "收到！"),
+        ],
+        session_id="s1",
+        user_id="u",
+    )
+    assert result.turns_skipped == 6
+    assert len(result.messages) == 9  # the session buffer keeps every turn
+    mem.process_jobs()
+    assert sorted(_turns(mem)) == sorted(["Should we deploy on Friday?", "No.", "好的，我明天九点到"])
+    only_thanks = mem.remember([("assistant", "Thanks!"), ("assistant", "嗯")], session_id="s2", user_id="u")
+    assert only_thanks.turns_skipped == 2 and only_thanks.job_id is None  # nothing to do: no job
+
+
+@pytest.mark.parametrize(
+    ("text", "ack"),
+    [
+        ("OK", True),
+        ("Sure!", True),
+        ("Thanks 👍", True),
+        ("Got it, thanks!", True),
+        ("好的", True),
+        ("嗯嗯", True),
+        ("收到～", True),
+        ("好的谢谢", True),
+        ("No.", False),
+        ("Yes", False),
+        ("可以", False),
+        ("OK, use port 8080", False),
+        ("好的，我明天九点到", False),
+        ("Thanks, Anna", False),
+        ("okay then", False),
+    ],
+)
+def test_what_counts_as_an_acknowledgement(text: str, ack: bool) -> None:
+    from jiyi.text.lowvalue import is_acknowledgement
+
+    assert is_acknowledgement(text) is ack

@@ -769,3 +769,45 @@ async def test_search_min_relevance_and_relevance_field(env: Env) -> None:
         422,
         "invalid_input",
     )
+
+
+async def test_compress_and_undo_it(env: Env) -> None:
+    """The library's compress/uncompress over REST: owner/admin only, the library's names."""
+    made = [
+        (await env.memory.add(text, user_id="alice", memory_type="fact", tenant_id="acme", infer=False)).item
+        for text in (
+            "Alice's team deploys the billing service with Helm charts",
+            "Alice's team deploys the billing service with Helm charts on Kubernetes",
+            "Alice's team deploys the billing service using Helm charts",
+        )
+    ]
+    body = {"user_id": "alice", "older_than_days": 0, "memory_types": ["fact"]}
+    for key in (env.editor, env.viewer):
+        _error(await env.call(key, "POST", "/v1/compress", json=body), 403, "forbidden")
+    dry = (await env.call(env.admin, "POST", "/v1/compress", json={**body, "dry_run": True})).json()
+    assert dry["dry_run"] and dry["compressed"] >= 2, dry
+    r = await env.call(env.owner, "POST", "/v1/compress", json=body)
+    assert r.status_code == 200 and r.json()["compressed"] == dry["compressed"], r.text
+    (core,) = r.json()["groups"][0]["cores"]
+    core_id, ids = core["id"], core["source_ids"]
+    assert set(ids) <= {m.id for m in made if m is not None}
+    statuses = [(await env.call(env.owner, "GET", f"/v1/memories/{i}")).json()["status"] for i in ids]
+    assert statuses == ["archived"] * len(ids)
+    # another tenant does not see the core memory
+    _error(
+        await env.call(env.other, "POST", "/v1/compress/undo", json={"core_id": core_id}), 404, "not_found"
+    )
+    r = await env.call(env.owner, "POST", "/v1/compress/undo", json={"core_id": core_id})
+    assert r.status_code == 200 and sorted(r.json()["restored"]) == sorted(ids), r.text
+    again = _error(
+        await env.call(env.owner, "POST", "/v1/compress/undo", json={"core_id": core_id}),
+        422,
+        "invalid_input",
+    )
+    assert again["field"] == "core_id"
+    bad = _error(
+        await env.call(env.owner, "POST", "/v1/compress", json={"older_than_days": -1, "max_access": "x"}),
+        422,
+        "invalid_input",
+    )
+    assert bad["field"] == "older_than_days" and "max_access" in json.dumps(bad)

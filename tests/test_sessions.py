@@ -313,6 +313,27 @@ def test_context_assembles_recent_semantic_and_summary(mem: Memory) -> None:
     assert with_profile.text.startswith("# USER MEMORY\n\n## Profile")
 
 
+@pytest.mark.parametrize("budget", [5, 10, 20, 30, 40, 60, 100, 200])
+def test_context_never_exceeds_a_tiny_budget_and_shows_no_empty_heading(mem: Memory, budget: int) -> None:
+    from jiyi.text.tokens import count_tokens
+
+    mem.add("I work as a data scientist at a logistics company", user_id="u", memory_type="fact")
+    mem.add("我平时用 Python 和 SQL 做数据分析", user_id="u", memory_type="skill")
+    mem.add(
+        "We decided to use PostgreSQL because the team knows it well", user_id="u", memory_type="decision"
+    )
+    mem.add_messages("now", [("user", "what database do we use?"), ("assistant", "PostgreSQL, since May.")])
+    ctx = mem.context("database", user_id="u", session_id="now", budget_tokens=budget, min_relevance=None)
+    # Headings and markup count: the text itself fits, not only the entries.
+    assert count_tokens(ctx.text) == ctx.tokens <= budget
+    blocks = ctx.text.split("\n\n")[1:] if ctx.text else []
+    for block in blocks:  # every "## Heading" has at least one line under it
+        heading, _, body = block.partition("\n")
+        assert heading.startswith("## ") and body.strip(), ctx.text
+    if budget >= 100:
+        assert "## Decisions" in ctx.text and "## Recent Conversation" in ctx.text
+
+
 # ------------------------------------------------------------------ the real HTTP client against a scripted server
 
 

@@ -74,6 +74,8 @@ def _attempts(tool: str, a_ids: list[str]) -> list[dict[str, Any]]:
         "memory_add_document": [{"text": "tenant B's own notes about lockers. " * 10}],
         "memory_get_document": [{"parent_id": i} for i in a_ids],
         "memory_end_session": [{}],
+        "memory_compress": [{"older_than_days": 0}, {"older_than_days": 0, "dry_run": True}],
+        "memory_uncompress": [{"core_id": i} for i in a_ids],
     }
     return by_tool[tool]
 
@@ -118,6 +120,8 @@ def test_no_tool_shows_or_changes_another_tenants_memory(mem: Memory) -> None:
         "memory_add_document",
         "memory_get_document",
         "memory_end_session",
+        "memory_compress",
+        "memory_uncompress",
     }
     assert attempts >= 4 * 15
     assert leaks == 0

@@ -15,6 +15,7 @@ import jiyi.read.search as read_search
 from jiyi.errors import InvalidInput
 from jiyi.integrations.tools import (
     DOCUMENT_TOOLS,
+    LIFECYCLE_TOOLS,
     PROCEDURAL_TOOLS,
     PROFILE_TOOL,
     SESSION_TOOL,
@@ -30,7 +31,7 @@ from jiyi.store.base import Viewer
 from jiyi.who import Caller, Owner
 
 SEED_TOOLS = {"memory_save", "memory_search", "memory_delete", "memory_stats"}
-ALL_TOOLS = [*TOOLS, PROFILE_TOOL, *PROCEDURAL_TOOLS, *DOCUMENT_TOOLS, SESSION_TOOL]
+ALL_TOOLS = [*TOOLS, PROFILE_TOOL, *PROCEDURAL_TOOLS, *DOCUMENT_TOOLS, *LIFECYCLE_TOOLS, SESSION_TOOL]
 
 
 @pytest.fixture
@@ -115,6 +116,9 @@ GOOD = [
     ("memory_add_document", {"text": "a document", "title": "Notes"}),
     ("memory_get_document", {"parent_id": "abc"}),
     ("memory_end_session", {}),
+    ("memory_compress", {}),
+    ("memory_compress", {"older_than_days": 0, "max_access": 0, "memory_type": "fact", "dry_run": True}),
+    ("memory_uncompress", {"core_id": "abc"}),
 ]
 BAD = [
     ("memory_save", {}),
@@ -149,6 +153,13 @@ BAD = [
     ("memory_add_document", {"text": "x", "user_id": "mallory"}),
     ("memory_get_document", {}),
     ("memory_end_session", {"session_id": "other"}),
+    ("memory_compress", {"older_than_days": -1}),
+    ("memory_compress", {"max_access": 1.5}),
+    ("memory_compress", {"memory_type": "feelings"}),
+    ("memory_compress", {"dry_run": "yes"}),
+    ("memory_compress", {"user_id": "mallory"}),
+    ("memory_uncompress", {}),
+    ("memory_uncompress", {"core_id": ""}),
 ]
 
 
@@ -675,3 +686,50 @@ async def test_async_tools_learn_suggest_and_keep_documents(amem: AsyncMemory) -
     assert whole["text"].startswith("The blog keeps its posts in MDX files.")
     assert ok(await tools.call("memory_end_session"))["status"] == "ended"
     error(await tools.call("memory_learn", {"kind": "skill"}), "invalid_arguments")
+
+
+def test_compress_then_undo_it_over_the_bound_scopes_only(tools: MemoryTools, mem: Memory) -> None:
+    facts = [
+        "Alice's team deploys the billing service with Helm charts",
+        "The billing service of Alice's team is deployed using Helm charts",
+        "Alice's team uses Helm charts to deploy the billing service",
+    ]
+    mine = [mem.add(f, user_id="alice", memory_type="fact", infer=False).item for f in facts]
+    theirs = [mem.add(f, user_id="bob", memory_type="fact", infer=False).item for f in facts]
+    dry = ok(tools.call("memory_compress", {"older_than_days": 0, "dry_run": True}))
+    assert dry["dry_run"] and dry["groups"] and dry["compressed"] == 3
+    assert all(mem.get(i.id).status.value == "active" for i in mine if i)  # a dry run changes nothing
+    done = ok(tools.call("memory_compress", {"older_than_days": 0, "memory_type": "fact"}))
+    core_id = done["groups"][0]["cores"][0]["id"]
+    assert {mem.get(i.id).status.value for i in mine if i} == {"archived"}
+    assert {mem.get(i.id).status.value for i in theirs if i} == {"active"}  # bob's are not bound here
+    assert (
+        ok(tools.call("memory_search", {"query": "how is billing deployed?"}))["results"][0]["id"] == core_id
+    )
+    undone = ok(tools.call("memory_uncompress", {"core_id": core_id}))
+    assert sorted(undone["restored"]) == sorted(i.id for i in mine if i)
+    assert {mem.get(i.id).status.value for i in mine if i} == {"active"}
+    # The error shape of every other tool: what is wrong, and in which argument.
+    again = error(tools.call("memory_uncompress", {"core_id": core_id}), "invalid_input")
+    assert again["field"] == "core_id" and "already undone" in again["message"]
+    missing = error(tools.call("memory_uncompress", {"core_id": "nope"}), "not_found")
+    assert missing["field"] == "core_id"
+    bad = error(
+        tools.call("memory_compress", {"older_than_days": -1, "max_access": "x"}), "invalid_arguments"
+    )
+    assert bad["field"] == "older_than_days" and "max_access" in bad["message"]
+
+
+def test_another_users_core_memory_cannot_be_uncompressed(mem: Memory) -> None:
+    facts = [
+        "Bob waters the office plants every Monday morning",
+        "Every Monday morning Bob waters the plants in the office",
+        "The office plants are watered by Bob on Monday mornings",
+    ]
+    for f in facts:
+        mem.add(f, user_id="bob", memory_type="habit", infer=False)
+    bobs = MemoryTools(mem, user_id="bob")
+    core_id = ok(bobs.call("memory_compress", {"older_than_days": 0}))["groups"][0]["cores"][0]["id"]
+    alices = MemoryTools(mem, user_id="alice")
+    assert error(alices.call("memory_uncompress", {"core_id": core_id}), "not_found")["field"] == "core_id"
+    assert mem.get(core_id).status.value == "active"

@@ -206,6 +206,21 @@ def _split(value: str) -> list[str]:
 _I = re.IGNORECASE
 _FACT_KEYS: dict[str, str] = {
     **dict.fromkeys(("name", "username", "user_name", "full_name", "名字", "姓名", "称呼"), "name"),
+    # What the user wants to be called ("Call me Dave", "我的英文名是 Dave") is the name to use.
+    **dict.fromkeys(
+        (
+            "preferred_name",
+            "nickname",
+            "english name",
+            "english_name",
+            "preferred name",
+            "英文名",
+            "英文名字",
+            "昵称",
+            "小名",
+        ),
+        "name",
+    ),
     **dict.fromkeys(
         ("profession", "job", "occupation", "job_title", "title", "role", "position", "职业", "工作", "职位"),
         "profession",
@@ -696,7 +711,8 @@ def _project_clues(item: MemoryItem, reading: _Reading) -> Iterator[tuple[str, s
             yield from _stack(_str(reading.parts.get("object")) or text)
         return
     if kind in (MemoryType.CONTEXT, MemoryType.FACT):
-        goal = _first(_GOAL, text)
+        # The extractor's parts first ("I'm building a Rust CLI ..." -> project), then cue words.
+        goal = _str(reading.parts.get("goal")) or _str(reading.parts.get("project")) or _first(_GOAL, text)
         phase = None if goal else _first(_PHASE, text)
         if goal:
             yield "project_goal", goal, ""

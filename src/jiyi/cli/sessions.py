@@ -100,6 +100,7 @@ def cmd_remember(ns: argparse.Namespace, mem: Memory) -> int:
                 "messages": [m.model_dump(mode="json") for m in result.messages],
                 "job_id": result.job_id,
                 "compacted": None if result.compacted is None else result.compacted.removed,
+                "turns_skipped": result.turns_skipped,
                 "reports": [_report_json(r) for r in reports],
             }
         )
@@ -109,6 +110,8 @@ def cmd_remember(ns: argparse.Namespace, mem: Memory) -> int:
         print(f"queued extraction job {result.job_id}" + ("" if ns.process else " (run: jiyi worker --once)"))
     if result.compacted:
         print(f"compacted {result.compacted.removed} old turns into a summary")
+    if result.turns_skipped:
+        print(f"{result.turns_skipped} acknowledgement turn(s) not kept as searchable turns")
     _print_reports(reports)
     return EXIT_OK
 

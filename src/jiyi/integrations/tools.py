@@ -4,7 +4,10 @@
 ``memory_delete``, ``memory_stats``) plus ``memory_context`` in the OpenAI-compatible
 function-calling shape (``{"type": "function", "function": {name, description,
 parameters}}``); :data:`PROFILE_TOOL` (``memory_profile``, read-only) is added with
-``profile_tool=True``. :class:`MemoryTools` runs the calls a model makes::
+``profile_tool=True``; :data:`PROCEDURAL_TOOLS`, :data:`DOCUMENT_TOOLS`,
+:data:`LIFECYCLE_TOOLS` (``memory_compress``, ``memory_uncompress``: the library's
+``compress``/``uncompress`` over the bound scopes) and :data:`SESSION_TOOL` follow the
+binding. :class:`MemoryTools` runs the calls a model makes::
 
     tools = MemoryTools(memory, user_id="alice", session_id="s1")
     client.chat.completions.create(..., tools=tools.schemas())
@@ -42,6 +45,7 @@ from jiyi.errors import (
     error_code,
 )
 from jiyi.integrations import mem0_tools
+from jiyi.lifecycle import compress as compress_flows
 from jiyi.memory import AsyncMemory, Memory
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, scope_key
 from jiyi.read import context as context_flows
@@ -422,6 +426,61 @@ SESSION_TOOL: Final[dict[str, Any]] = _function(
 )
 """Offered when a session is bound (there is a session to end)."""
 
+LIFECYCLE_TOOLS: Final[list[dict[str, Any]]] = [
+    _function(
+        "memory_compress",
+        "Keep memory small: merge old, rarely used memories of this conversation's scopes into a few "
+        "core memories (near-duplicates become one; clusters of 3+ related memories of one type become "
+        "1-3 core memories). The originals are archived and linked, and memory_uncompress reverses it. "
+        "Use it when the user asks to tidy up or condense what you remember (「整理一下记忆」, 'clean up "
+        "your memory'); try dry_run first to see the proposed groups. Returns what was (or would be) "
+        "compressed, group by group.",
+        {
+            "older_than_days": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 36500,
+                "default": 30.0,
+                "description": "Only memories idle for at least this many days (default 30).",
+            },
+            "max_access": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 1000000,
+                "default": 4,
+                "description": "Only memories retrieved at most this many times (default 4).",
+            },
+            "memory_type": {
+                "type": "string",
+                "enum": list(MEMORY_TYPES),
+                "description": "Only memories of this kind (default: every kind). " + _TYPE_HELP,
+            },
+            "dry_run": {
+                "type": "boolean",
+                "default": False,
+                "description": "Only report the groups and the proposed core memories; change nothing.",
+            },
+        },
+        [],
+    ),
+    _function(
+        "memory_uncompress",
+        "Undo one compression: the memories merged into a core memory are restored and every core "
+        "memory of that compression is archived. Take core_id from memory_compress's result (or a "
+        "search hit that is a core memory).",
+        {
+            "core_id": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 200,
+                "description": "The id of a core memory made by memory_compress.",
+            },
+        },
+        ["core_id"],
+    ),
+]
+"""Offered always: compress and undo it, over the bound scopes only."""
+
 
 # ---------------------------------------------------------------- argument checking
 
@@ -632,7 +691,7 @@ def _failure(name: str, exc: Exception) -> dict[str, Any]:
 
 
 # The argument an unknown id came from, for tools whose id is not a memory_id.
-_ID_FIELDS: Final = {"memory_get_document": "parent_id"}
+_ID_FIELDS: Final = {"memory_get_document": "parent_id", "memory_uncompress": "core_id"}
 
 
 # ---------------------------------------------------------------- results
@@ -726,6 +785,8 @@ class _ToolsBase:
             self._flows["memory_learn"] = self._learn
         self._flows["memory_add_document"] = self._add_document
         self._flows["memory_get_document"] = self._get_document
+        self._flows["memory_compress"] = self._compress
+        self._flows["memory_uncompress"] = self._uncompress
         if "session_id" in bound:
             self._flows["memory_end_session"] = self._end_session
         if mem0_names:
@@ -752,6 +813,7 @@ class _ToolsBase:
                 scope["enum"] = list(scopes)
             schemas.append(fitted)
         schemas += copy.deepcopy(DOCUMENT_TOOLS)
+        schemas += copy.deepcopy(LIFECYCLE_TOOLS)
         if "session_id" in self.ids:
             schemas.append(copy.deepcopy(SESSION_TOOL))
         if self._mem0_names:
@@ -1013,6 +1075,33 @@ class _ToolsBase:
         if isinstance(first.metadata.get("title"), str):
             out["title"] = first.metadata["title"]
         return out
+
+    def _compress(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
+        report = yield from compress_flows.compress(
+            self.rt,
+            user_id=self.ids.get("user_id"),
+            project_id=self.ids.get("project_id"),
+            session_id=self.ids.get("session_id"),
+            agent_id=self.ids.get("agent_id"),
+            tenant_id=self.tenant_id,
+            memory_types=args.get("memory_type"),
+            older_than_days=args["older_than_days"],
+            max_access=args["max_access"],
+            dry_run=args["dry_run"],
+            actor=self.actor or compress_flows.ACTOR,
+        )
+        return report.to_json_dict()
+
+    def _uncompress(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
+        core_id: str = args["core_id"]
+        core = yield from items.get(self.rt, core_id, tenant_id=self.tenant_id, viewer=self.viewer)
+        if core.scope_key not in self._scope_keys:
+            # Someone else's core memory in the same tenant: as invisible as another tenant's.
+            raise NotFound(f"no memory with id {core_id!r}", item_id=core_id)
+        result = yield from compress_flows.uncompress(
+            self.rt, core.id, tenant_id=self.tenant_id, actor=self.actor or compress_flows.ACTOR
+        )
+        return result.to_json_dict()
 
     def _end_session(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
         session_id = self.ids["session_id"]

@@ -104,13 +104,15 @@ def context(
 ) -> Flow[Context]:
     """Recent turns + related memories + session summaries, each tagged with its
     source, de-duplicated, capped at ``max_items``, fitted to ``budget_tokens`` and
-    formatted as a prompt section grouped by memory type. ``viewer`` hides project
+    formatted as a prompt section grouped by memory type. The text, headings and markup
+    counted, never exceeds ``budget_tokens``, and a section none of whose entries fit
+    gets no heading (a budget too small for anything gives ""). ``viewer`` hides project
     memories it may not see, and a ``session_id`` of a session it may not read is
     NotFound (:func:`jiyi.session.flows.may_read_session`).
 
     Unless ``profile`` text is given or ``include_profile=False``, the user's and the
     project's profiles (:func:`jiyi.profile.profile`) lead the section, taking at most
-    half of ``budget_tokens``.
+    half of ``budget_tokens`` (left out when even that does not fit with the headings).
 
     Memories less likely than ``min_relevance`` to answer ``query`` are left out
     (:data:`jiyi.read.rank.DEFAULT_MIN_RELEVANCE` by default, so a prompt does not fill
@@ -146,7 +148,7 @@ def context(
         entries += yield from _related_memories(rt, query, semantic, summaries, scopes, fresh)
     if summaries > 0:
         entries += yield from _past_sessions(rt, query, summaries, scopes, fresh)
-    kept = _fit(entries, max_items, budget_tokens - (count_tokens(profile) if profile else 0))
+    kept, profile = _fit(entries, max_items, budget_tokens, profile)
     if touch:
         owner = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
         yield from record_access(rt, tenant, kind, query, _served(kept), rt.now(), owner=owner, actor=actor)
@@ -239,15 +241,22 @@ def _past_sessions(
     return entries
 
 
-def _fit(entries: list[ContextEntry], max_items: int, budget: int) -> list[ContextEntry]:
-    """Priority when space runs out: recent turns, then memories by score, then summaries."""
+def _fit(
+    entries: list[ContextEntry], max_items: int, budget: int, profile: str | None
+) -> tuple[list[ContextEntry], str | None]:
+    """The entries (and the profile) whose formatted text fits ``budget``, headings and
+    markup counted. Priority when space runs out: the profile, then recent turns, then
+    memories by score, then summaries; a profile that does not fit on its own is left out."""
+    if profile and count_tokens(format_context([], profile)) > budget:
+        profile = None
     kept: list[ContextEntry] = []
     for entry in entries:
         if len(kept) >= max_items or entry.tokens > budget:
             continue
-        kept.append(entry)
-        budget -= entry.tokens
-    return kept
+        # Measured on the text itself: a new section brings its heading along.
+        if count_tokens(format_context([*kept, entry], profile)) <= budget:
+            kept.append(entry)
+    return kept, profile
 
 
 def format_context(entries: Sequence[ContextEntry], profile: str | None = None) -> str:

@@ -2,7 +2,8 @@
 
 The server advertises exactly the tools of :mod:`jiyi.integrations.tools`
 (``memory_save``, ``memory_search``, ``memory_delete``, ``memory_stats``,
-``memory_context``, ``memory_add_document``, ``memory_get_document``; when a user or
+``memory_context``, ``memory_add_document``, ``memory_get_document``,
+``memory_compress``, ``memory_uncompress``; when a user or
 project is served, the read-only ``memory_profile``; when a user, project or agent is
 served, ``memory_suggest`` and ``memory_learn``; when a session is served,
 ``memory_end_session``) with the same JSON Schemas, and answers every call through the
@@ -19,7 +20,8 @@ HTTP it takes API keys as the REST service does (:mod:`jiyi.server.auth`): with
 ``keys`` every request needs ``Authorization: Bearer <key>`` (or ``X-API-Key``), else
 401; the tenant is the key's, each tool call acts as the key (its id is the ``actor``
 in the history), a ``viewer`` key may only read (the tools of :data:`WRITE_TOOLS`
-answer ``forbidden``), an ``editor`` key deletes only memories it created (and
+answer ``forbidden``), only an ``owner`` or ``admin`` key may compress (the tools of
+:data:`EDIT_ANY_TOOLS` archive memories whoever made them), an ``editor`` key deletes only memories it created (and
 ``memory_learn`` updates only its own learnings, recording a new one otherwise), and a key
 that is not a member of the served project may not use it. Without keys the server
 binds to a loopback address only (:func:`serve` refuses any other host), where the
@@ -73,9 +75,12 @@ DEFAULT_PORT = 8765
 DEFAULT_USER = "default"
 PRINCIPAL = "jiyi.principal"
 """Where :class:`ApiKeyAuth` puts the caller (a :class:`Principal`) in the ASGI scope."""
-WRITE_TOOLS = frozenset(
-    {"memory_save", "memory_delete", "memory_learn", "memory_add_document", "memory_end_session"}
+EDIT_ANY_TOOLS = frozenset({"memory_compress", "memory_uncompress"}) | mem0_tools.DESTRUCTIVE
+"""The tools that change memories whoever created them: owner and admin keys only."""
+WRITE_TOOLS = (
+    frozenset({"memory_save", "memory_delete", "memory_learn", "memory_add_document", "memory_end_session"})
     | mem0_tools.WRITE
+    | EDIT_ANY_TOOLS
 )
 """The tools a ``viewer`` key may not call (they change memory)."""
 ToolSet = MemoryTools | AsyncMemoryTools
@@ -87,8 +92,9 @@ INSTRUCTIONS = (
     "on who the user is or on earlier decisions; memory_context loads background for a task; "
     "memory_profile shows the user's (and project's) profile: who they are and how they want answers; "
     "memory_suggest gives a plan that worked for a similar task and its known risks, memory_learn "
-    "records what worked or failed; memory_add_document keeps a whole text; memory_end_session, when "
-    "offered, closes the conversation."
+    "records what worked or failed; memory_add_document keeps a whole text; memory_compress merges old, "
+    "rarely used memories (memory_uncompress undoes it); memory_end_session, when offered, closes the "
+    "conversation."
 )
 
 _ANNOTATIONS: dict[str, types.ToolAnnotations] = {
@@ -126,6 +132,20 @@ _ANNOTATIONS: dict[str, types.ToolAnnotations] = {
     ),
     "memory_get_document": types.ToolAnnotations(
         title="Read a stored document", read_only_hint=True, open_world_hint=False
+    ),
+    "memory_compress": types.ToolAnnotations(
+        title="Compress old, rarely used memories",
+        read_only_hint=False,
+        destructive_hint=True,  # the originals are archived (memory_uncompress restores them)
+        idempotent_hint=False,
+        open_world_hint=False,
+    ),
+    "memory_uncompress": types.ToolAnnotations(
+        title="Undo a compression",
+        read_only_hint=False,
+        destructive_hint=True,  # the core memories are archived
+        idempotent_hint=False,
+        open_world_hint=False,
     ),
     "memory_end_session": types.ToolAnnotations(
         title="End this session",
@@ -288,8 +308,9 @@ class _ToolServer:
             return f"this key is not a member of project {project_id!r}"
         if tool in WRITE_TOOLS and not who.role.can_write:
             return f"a {who.role.value} key can only read; {tool} is not allowed"
-        if tool in mem0_tools.DESTRUCTIVE and not who.role.can_edit_any:
-            return f"an {who.role.value} key cannot archive every memory; {tool} needs an owner or admin key"
+        if tool in EDIT_ANY_TOOLS and not who.role.can_edit_any:
+            what = "archive every memory" if tool in mem0_tools.DESTRUCTIVE else "compress memories"
+            return f"an {who.role.value} key cannot {what}; {tool} needs an owner or admin key"
         memory_id = arguments.get("memory_id")
         if tool == "memory_delete" and not who.role.can_edit_any and isinstance(memory_id, str):
             found, made_by = await self.creator(acting, memory_id)

@@ -368,6 +368,11 @@ class RememberResponse(BaseModel):
     messages: list[Message]
     job_id: str | None = Field(description="The queued extraction job, if any.")
     compacted: CompactionOut | None
+    turns_skipped: int = Field(
+        default=0,
+        description="Turns not kept as searchable resources: pure acknowledgements "
+        "('OK', 'Thanks!', '好的', '收到') or a single character. They stay in the session.",
+    )
 
 
 class CheckpointRequest(_Request):
@@ -483,3 +488,21 @@ class SuggestionOut(BaseModel):
     success_rate: float | None
     usage_count: int
     risks: list[RiskOut]
+
+
+# ---------------------------------------------------------------- lifecycle
+
+
+class CompressRequest(_Scopes):
+    """The library's ``compress``: the scopes (none: every scope of the tenant) and the policy."""
+
+    memory_types: list[MemoryType] = Field(default_factory=list, description="Default: every type.")
+    older_than_days: Float = Field(default=30.0, ge=0.0, description="Idle for at least this many days.")
+    max_access: Int = Field(default=4, ge=0, description="Retrieved at most this many times.")
+    dry_run: Bool = Field(default=False, description="Report the groups and proposed texts; write nothing.")
+
+
+class UncompressRequest(_Request):
+    core_id: str = Field(
+        min_length=1, max_length=MAX_ID_LENGTH, description="A core memory made by compress."
+    )

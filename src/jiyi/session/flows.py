@@ -47,7 +47,7 @@ from jiyi.text.tokens import count_message_tokens
 from jiyi.write.extract import Extracted, Turn
 from jiyi.write.gate import scrub
 from jiyi.write.pipeline import Outcome, store_extracted
-from jiyi.write.resources import store_turns
+from jiyi.write.resources import keeps_turn, store_turns
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,10 @@ class RememberResult:
     job_id: str | None
     """The queued extraction job (None when there was nothing to extract)."""
     compacted: CompactionResult | None
+    turns_skipped: int = 0
+    """Turns not kept as searchable resources because they only acknowledge ("OK",
+    "Thanks!", "好的", "收到") or are a single character (:func:`jiyi.write.resources.keeps_turn`).
+    They stay in the session buffer."""
 
 
 @dataclass(frozen=True)
@@ -350,6 +354,13 @@ def remember(
     ``project_id`` makes the session a project session (its messages, jobs and
     checkpoints are read by members only) and ``viewer.actor`` is recorded as the
     messages' writer (``metadata.created_by``), as :func:`add_messages` does.
+
+    With ``SessionConfig.keep_turns`` each user and assistant turn also becomes a
+    searchable resource, except pure acknowledgements ("OK", "Sure!", "Thanks", "好的",
+    "嗯嗯", "收到": after punctuation and emoji are removed, only words of a small zh/en
+    list are left); those stay in the session buffer and are counted in
+    ``RememberResult.turns_skipped``. Answers ("No.", "可以") and turns with content
+    ("好的，我明天九点到") are kept.
     """
     tenant = rt.tenant(tenant_id)
     if user_id is None and project_id is None and agent_id is None:
@@ -369,7 +380,10 @@ def remember(
     changes: list[Any] = [AppendMessages(msgs)]
     job: Job | None = None
     extract = cfg.extract and any(m.role == "user" for m in msgs)
-    if extract or (cfg.keep_turns and any(m.role in ("user", "assistant") for m in msgs)):
+    said = [m for m in msgs if m.role in ("user", "assistant") and m.content.strip()]
+    kept = [m for m in said if keeps_turn(m.role, m.content)] if cfg.keep_turns else []
+    skipped = len(said) - len(kept) if cfg.keep_turns else 0
+    if extract or kept:
         ids = {
             "session_id": session_id,
             "user_id": user_id,
@@ -381,7 +395,7 @@ def remember(
     yield from call(Write(tuple(changes)))
     stored = yield from call(GetMessages(tenant, session_id, last=len(msgs)))
     compacted = yield from _compact_if_needed(rt, session_id, tenant, user_id, project_id, agent_id)
-    return RememberResult(stored, job.id if job else None, compacted)
+    return RememberResult(stored, job.id if job else None, compacted, skipped)
 
 
 def compact(

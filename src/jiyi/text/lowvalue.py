@@ -7,6 +7,7 @@ skipped ("thanks!", "哈哈好的"), never a message that merely contains a gree
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from jiyi.text.tokenize import normalise
 
@@ -38,3 +39,33 @@ def low_value_reason(text: str) -> str | None:
     if not re.search(r"[\w\u4e00-\u9fff]", norm):
         return "has no words, only symbols"
     return None
+
+
+# Words that only acknowledge: no answer to a question (yes, no, 可以, 行 are answers and
+# are not here), no content. Lower-cased; matched as whole runs after punctuation, symbols
+# and emoji are removed.
+_ACK_EN = (
+    "ok|okay|okey|k|kk|sure|thanks|thank you|thank you so much|thanks a lot|many thanks|thx|ty|"
+    "got it|noted|cool|great|nice|perfect|awesome|alright|all right|sounds good|will do|understood|"
+    "roger|roger that|np|no problem|you're welcome|youre welcome|welcome|hmm|mm|uh huh|ah|oh|i see"
+)
+_ACK_ZH = (
+    "好的|好滴|好嘞|好哒|好吧|好|嗯|嗯嗯|嗯呢|哦|噢|哦哦|噢噢|收到|收到了|明白|明白了|知道了|了解|了解了|"
+    "谢谢|谢谢你|谢谢您|多谢|谢啦|感谢|不客气|没事|行吧|ok啦|好的呢|好的谢谢|好的收到"
+)
+_ACK = re.compile(rf"^(?:(?:{_ACK_EN})(?:\s+|$|(?=[^a-z0-9]))|(?:{_ACK_ZH})\s*)+$")
+
+
+def _strip_symbols(text: str) -> str:
+    """``text`` without punctuation, symbols, emoji and their joiners; spaces folded."""
+    kept = "".join(" " if unicodedata.category(c)[0] in "PSZ" or c in "\u200d\ufe0f" else c for c in text)
+    return " ".join(kept.split()).lower()
+
+
+def is_acknowledgement(text: str) -> bool:
+    """True when ``text`` only acknowledges ("OK", "Sure!", "Thanks 👍", "好的", "嗯嗯", "收到"):
+    after punctuation, symbols and emoji are removed, nothing but words of a small zh/en list
+    is left (or nothing at all). An answer ("No.", "Yes", "可以") or anything with content
+    ("好的，我明天九点到", "OK, use port 8080") is not an acknowledgement."""
+    core = _strip_symbols(normalise(text))
+    return not core or _ACK.match(core) is not None

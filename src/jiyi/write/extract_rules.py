@@ -10,6 +10,13 @@ that carry a conversation summary (content starting with ``Summary:``, ``摘要�
 * self-descriptions (``fact``, 0.9, with a ``key``): name, profession, employer, location
   (where the user lives now) and hometown (where they come from); "I'm a vegetarian" or
   "我是个急性子" is a fact without a key;
+* the name the user wants to be called (``fact``, key ``preferred_name``): "Call me Dave",
+  "I go by Dave", "my English name / nickname is ...", 叫我小王就行, 我的英文名是 Dave; after
+  "call me" / 叫我 only a name counts ("Call me when you're done", 叫我一声 are not names);
+* what the user or their team is building and a project's goal (``context``, 0.85,
+  ``structured`` ``{"project": ...}`` or ``{"goal": ...}``): "I'm building a Rust CLI ...",
+  "Our goal this quarter is to ...", 我在做一个记账小程序, 这个项目的目标是 ...; "building"
+  needs a thing that is a project (app, CLI, API, service, 小程序, 系统 ...), not "a house";
 * preferences (0.85): likes and dislikes, "比起X我更喜欢Y", "I'd rather ...", favourites;
 * habits (0.85): 我通常/我每天/我一般/我经常/我习惯, "I usually/always ...", "every morning I ...";
 * decisions (0.9): choice, rejected alternatives and reason;
@@ -43,7 +50,7 @@ btw ...), of trailing modal particles (吧/呢/啊/哦/呀/啦/嘛) and of final
 that qualify the statement stay ("我好像喜欢 Python" keeps 好像, "I think ..." stays). Nothing is translated or rephrased; the
 parsed parts go into ``structured`` and ``key`` instead:
 
-* facts: ``key`` in {"name", "profession", "employer", "location", "hometown"} (or
+* facts: ``key`` in {"name", "preferred_name", "profession", "employer", "location", "hometown"} (or
   ``"my:<attribute>"`` for remembered "my X is Y" statements), ``structured``
   ``{"key": ..., "value": ...}``;
 * preferences: ``structured`` ``{"polarity": "like" | "dislike", "object": ..., "over":
@@ -88,6 +95,7 @@ CONFIDENCE_CONSTRAINT = 0.9
 CONFIDENCE_PREFERENCE = 0.85
 CONFIDENCE_HABIT = 0.85
 CONFIDENCE_SKILL = 0.85
+CONFIDENCE_CONTEXT = 0.85
 CONFIDENCE_HEDGED = 0.5
 """Confidence of any hedged statement (below the 0.7 that counts as "stated")."""
 
@@ -98,6 +106,7 @@ _IMPORTANCE: dict[MemoryType, float] = {
     MemoryType.SKILL: 0.55,
     MemoryType.DECISION: 0.7,
     MemoryType.CONSTRAINT: 0.75,
+    MemoryType.CONTEXT: 0.6,
 }
 
 _I = re.IGNORECASE
@@ -120,7 +129,8 @@ _CLAUSE_START = re.compile(
     rf"^(?:{_CONJ}[\s，,]*)?"
     r"(?:我|咱们|用户|比起|相比|i\b|i'|my\b|we\b|we'|let's\b|let\s+us\b|the\s+team\b|our\s+team\b|"
     r"(?:the\s+)?user\b|every\s+(?:morning|day|night|evening|week|weekend)\b|每天|平时|每周|"
-    r"(?:please\s+)?(?:remember|don't\s+forget|note\s+that)\b|(?:请|帮我)?记住|别忘了)",
+    r"(?:please\s+)?(?:remember|don't\s+forget|note\s+that)\b|(?:请|帮我)?记住|别忘了|"
+    r"(?:you\s+can\s+|just\s+)?call\s+me\b|(?:你|您|大家)?(?:可以|就)?叫我)",
     _I,
 )
 _LEADING_CONJ = re.compile(rf"^{_CONJ}(?:[\s，,]+|(?=我|咱们|用户))", _I)
@@ -701,7 +711,7 @@ def _preference(core: str) -> _Hit | None:
 
 # --- self-descriptions
 
-_NAME_ZH = re.compile(r"^(?:我叫|我的名字(?:是|叫)|我名字(?:是|叫)|叫我)(?P<v>.+?)(?:就行|就好|就可以)?$")
+_NAME_ZH = re.compile(r"^(?:我叫|我的名字(?:是|叫)|我名字(?:是|叫))(?P<v>.+?)(?:就行|就好|就可以)?$")
 _EMPLOYER_ZH = re.compile(
     r"^我(?:现在|目前|一直)?(?:是)?(?:在|于)(?P<v>.+?)(?:工作|上班|任职|就职|实习)(?:了|过)?(?P<rest>.*)$"
 )
@@ -733,8 +743,7 @@ _SURNAMES = (
     "姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤欧上司诸"
 )
 _NAME_EN = re.compile(
-    r"^(?:my\s+name\s+is|my\s+name's|i'm\s+called|i\s+am\s+called|(?:you\s+can\s+|please\s+)call\s+me|"
-    r"people\s+call\s+me)\s+(?P<v>.+)$",
+    r"^(?:my\s+name\s+is|my\s+name's|i'm\s+called|i\s+am\s+called)\s+(?P<v>.+)$",
     _I,
 )
 _IAM_NAME_EN = re.compile(
@@ -863,6 +872,108 @@ def _self_description_en(core: str) -> _Hit | None:
         key = None if last in _NOT_PROFESSIONS else "profession"
         return _fact(rule, key, value)
     return None
+
+
+# --- what the user likes to be called: "Call me Dave", "叫我小王就行", "My English name is Dave"
+
+_PREFERRED_NAME_EN = re.compile(
+    r"^(?:(?:you\s+(?:can|may)|just|feel\s+free\s+to|(?:most\s+)?people|everyone|everybody|friends|"
+    r"my\s+friends)\s+)*(?:call|calls)\s+me\s+(?P<v>.+?)(?:\s+(?:please|instead|for\s+short))?$"
+    r"|^i\s+(?:usually\s+|mostly\s+|prefer\s+to\s+)?go\s+by\s+(?P<by>.+)$"
+    r"|^my\s+(?:english|chinese|preferred|nick|first|given)\s*name\s+(?:to\s+use\s+)?is\s+(?P<attr>.+)$"
+    r"|^my\s+nickname\s+is\s+(?P<nick>.+)$",
+    _I,
+)
+_PREFERRED_NAME_ZH = re.compile(
+    r"^(?:你|您|大家|朋友们|同事们|别人)?(?:都|可以|就|直接)*叫我(?P<v>[^，,。]{1,12}?)(?:就行|就好|就可以|就行了|就好了)?$"
+    r"|^我的?(?:(?:英文|中文)(?:名|名字)|昵称|小名|外号|网名)(?:是|叫)(?P<attr>[^，,。]{1,20})$"
+)
+# A name: capitalised words (Latin), or two to four Han characters with a surname or 小/老/阿 first.
+_NAME_LIKE_EN = re.compile(r"^[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2}$")
+_NAME_LIKE_ZH = re.compile(
+    rf"^(?:[小老阿{_SURNAMES}][\u4e00-\u9fff]{{1,3}}|[A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*){{0,2}})$"
+)
+_NOT_NAME_ZH = re.compile(r"^(?:一|起|过|去|来|吃|回|上|下|出|进)|一声|一下")
+
+
+def _preferred_name(core: str) -> _Hit | None:
+    """The name the user wants to be called (key ``preferred_name``). After "call me" and
+    "叫我" only a name counts: "Call me when you're done" and "叫我一声" are not names."""
+    zh = bool(_HAN.search(core))
+    m = (_PREFERRED_NAME_ZH if zh else _PREFERRED_NAME_EN).match(core)
+    if m is None:
+        return None
+    value = _value(m.group("v") or m.groupdict().get("by") or "")
+    explicit = _value(m.group("attr") or m.groupdict().get("nick") or "")
+    if explicit:  # "my English name is ...", "我的昵称是 ...": the attribute says it is a name
+        value = explicit
+    elif zh:
+        if not _NAME_LIKE_ZH.match(value) or _NOT_NAME_ZH.search(value):
+            return None
+    elif not _NAME_LIKE_EN.match(value) or value.split()[0].lower() in _NOT_NAMES:
+        return None
+    if not value or _PRONOUN_OBJECT.match(value):
+        return None
+    rule = "rule:self-zh" if zh else "rule:self-en"
+    structured = {"key": "preferred_name", "value": value}
+    return _Hit(MemoryType.FACT, rule, CONFIDENCE_FACT, "preferred_name", structured)
+
+
+# --- what the user or their team is building, and its goal ("context")
+
+# Things that are projects (not "a house" or "dinner"), in English and Chinese.
+_PROJECT_NOUN_EN = (
+    r"(?:app|apps|application|tool|cli|library|lib|package|sdk|api|service|microservice|backend|frontend|"
+    r"website|site|web\s*app|platform|bot|chatbot|game|saas|startup|product|system|plugin|extension|"
+    r"framework|engine|dashboard|pipeline|compiler|database|prototype|mvp|program|project|crawler|scraper|"
+    r"agent|model|server|client|editor|emulator|interpreter|integration|marketplace|portal)"
+)
+_PROJECT_NOUN_ZH = (
+    r"(?:应用|小程序|程序|软件|工具|网站|系统|平台|服务|后台|后端|前端|插件|游戏|项目|产品|框架|引擎|"
+    r"机器人|客户端|编辑器|数据库|爬虫|模型|APP|App|app|API|SDK|CLI)"
+)
+_BUILDING_EN = re.compile(
+    r"^(?:i'm|i\s+am|im|we're|we\s+are|i've\s+been|we've\s+been|the\s+team\s+is|my\s+team\s+is|our\s+team\s+is)\s+"
+    r"(?:currently\s+|now\s+|still\s+)?(?:building|developing|writing|making|creating|coding|working\s+on)\s+"
+    rf"(?P<v>(?:a|an|my|our|the|this)\s+(?:[\w.+#/-]+\s+){{0,4}}?{_PROJECT_NOUN_EN}\b.*)$",
+    _I,
+)
+_GOAL_EN = re.compile(
+    r"^(?:our|my|the\s+(?:project|team|product)'s|this\s+project's|the\s+team's)\s+"
+    r"(?:main\s+|primary\s+|big\s+|overall\s+|current\s+)?(?:goal|aim|objective|mission|target)s?"
+    r"(?:\s+(?:this|next|for\s+(?:this|the|next))\s+(?:quarter|year|month|sprint|release|milestone|project))?"
+    r"\s+(?:is|are)\s+(?:to\s+)?(?P<v>.+)$"
+    r"|^the\s+(?:goal|aim|objective)\s+of\s+(?:this|the|our)\s+project\s+is\s+(?:to\s+)?(?P<v2>.+)$",
+    _I,
+)
+_BUILDING_ZH = re.compile(
+    r"^(?:我|我们|咱们|团队|我们团队)(?:最近|目前|现在|正|正在|在|一直在|还在)+(?:做|开发|搭建|构建|打造|写|搞)"
+    rf"(?P<v>(?:一个|一款|一套|个|款|套)?[^，,。]{{0,20}}?{_PROJECT_NOUN_ZH}.*)$"
+)
+_GOAL_ZH = re.compile(
+    r"^(?:这个|本|该|我们的?|咱们的?|我的|团队的?)(?:项目|产品|团队|公司|系统)?的?(?:本季度|这个季度|今年|近期)?的?"
+    r"(?:主要|核心|最终)?(?:目标|目的|愿景|使命)(?:是|就是|为|[:：])\s*(?P<v>.+)$"
+)
+
+
+def _project(core: str) -> _Hit | None:
+    """What the user or their team is building ("I'm building a Rust CLI ...", "我在做一个
+    记账小程序") and a project's goal ("Our goal this quarter is ...", "这个项目的目标是 ...")."""
+    if _TODAY.search(core):
+        return None  # "I'm writing a script right now" is the task at hand
+    zh = bool(_HAN.search(core))
+    m = (_BUILDING_ZH if zh else _BUILDING_EN).match(core)
+    part = "project"
+    if m is None:
+        m = (_GOAL_ZH if zh else _GOAL_EN).match(core)
+        part = "goal"
+    if m is None:
+        return None
+    value = _trim(m.group("v") or m.groupdict().get("v2") or "")
+    if len(value) < 2 or _PRONOUN_OBJECT.match(value) or (not zh and len(value.split()) < 2):
+        return None  # "Our goal is simple" names no goal
+    rule = "rule:context-zh" if zh else "rule:context-en"
+    return _Hit(MemoryType.CONTEXT, rule, CONFIDENCE_CONTEXT, None, {part: value})
 
 
 def _my_attribute(core: str) -> _Hit | None:
@@ -1062,7 +1173,9 @@ _RULES: tuple[Callable[[str], _Hit | None], ...] = (
     _skill,
     _habit,
     _preference,
+    _preferred_name,
     _self_description,
+    _project,
     _personal,
     _valued_statement,
 )

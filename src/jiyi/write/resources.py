@@ -6,6 +6,7 @@ stored text, with the speaker's name in front when there is one), the time it wa
 the session as its thread (so a search sees the turns around it) and the message id as
 its source. What extraction finds in a turn links back to it (``derived_from``), so a
 fact no rule extracted is still findable, and every extracted fact can show its source.
+Pure acknowledgements ("OK", "Thanks!", "好的", "收到") are not kept (:func:`keeps_turn`).
 
 Resources are exempt from decay and never reconciled against (they are evidence, not
 claims); how long raw turns are kept is ``LifecyclePolicy.retention_days["turns"]``
@@ -25,6 +26,7 @@ from jiyi.items import change_event
 from jiyi.model import TURN_TAG, MemoryItem, MemoryType, Source, owner_scope
 from jiyi.runtime import Runtime
 from jiyi.store.base import Change, HistoryAction, Upsert
+from jiyi.text.lowvalue import is_acknowledgement
 from jiyi.text.tokenize import index_text
 from jiyi.write.gate import scrub
 
@@ -43,6 +45,15 @@ class Resources:
 def is_resource(item: MemoryItem) -> bool:
     """Resources (turns, document chunks) are evidence: never reconciled against."""
     return RESOURCE_TAG in item.tags
+
+
+def keeps_turn(role: object, text: str) -> bool:
+    """Whether a turn becomes a resource: a user's or an assistant's, with content. A
+    pure acknowledgement ("OK", "Sure!", "Thanks 👍", "好的", "嗯嗯", "收到";
+    :func:`~jiyi.text.lowvalue.is_acknowledgement`) is not kept: it would only clutter
+    search and context. ``remember()`` counts them in ``RememberResult.turns_skipped``."""
+    text = text.strip()
+    return role in ("user", "assistant") and len(text) >= _MIN_CHARS and not is_acknowledgement(text)
 
 
 def store_turns(
@@ -83,7 +94,7 @@ def _turn_item(
     now: datetime,
 ) -> MemoryItem | None:
     text = str(turn.get("content") or "").strip()
-    if len(text) < _MIN_CHARS or turn.get("role") not in ("user", "assistant"):
+    if not keeps_turn(turn.get("role"), text):
         return None
     text = scrub(rt.gate, tenant, text)  # the tenant's redaction policy, as every stored text
     name = turn.get("name")

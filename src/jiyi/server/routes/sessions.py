@@ -62,7 +62,12 @@ async def remember(
             summary=c.summary,
             episode_job_id=c.episode_job_id,
         )
-    return RememberResponse(messages=result.messages, job_id=result.job_id, compacted=compacted)
+    return RememberResponse(
+        messages=result.messages,
+        job_id=result.job_id,
+        compacted=compacted,
+        turns_skipped=result.turns_skipped,
+    )
 
 
 @router.get("/v1/sessions/{session_id}/messages", summary="A session's messages", responses=READ)

@@ -1,5 +1,5 @@
-"""Whole-tenant routes: counts, export and import, background jobs and the lifecycle
-schedule's status."""
+"""Whole-tenant routes: counts, export and import, background jobs, the lifecycle
+schedule's status, and compression (``POST /v1/compress``, ``POST /v1/compress/undo``)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from fastapi.responses import StreamingResponse
 
 from jiyi.errors import InvalidInput
 from jiyi.jsonl import decode_jsonl
-from jiyi.server.deps import NDJSON, READ, Admin, Mine, Reader, ScopeQuery, State
+from jiyi.server.deps import NDJSON, READ, WRITE, Admin, Mine, Reader, ScopeQuery, State, same_tenant
 from jiyi.server.errors import error_responses
 from jiyi.server.schedule import MaintenanceStatus
-from jiyi.server.schemas import ImportResponse, StatsResponse
+from jiyi.server.schemas import CompressRequest, ImportResponse, StatsResponse, UncompressRequest
 from jiyi.session.model import Job
 
 router = APIRouter(tags=["tenant"])
@@ -146,3 +146,36 @@ async def jobs(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[Job]:
     return await memory.jobs(statuses=status or (), limit=limit)
+
+
+@router.post(
+    "/v1/compress",
+    summary="Merge old, rarely used memories into core memories (owner/admin; reversible)",
+    responses=WRITE,
+)
+async def compress(body: CompressRequest, who: Admin, memory: Mine) -> dict[str, Any]:
+    """``Memory.compress``: near-duplicates become one memory, clusters of related memories
+    of one scope and type become 1-3 core memories; originals are archived and linked."""
+    same_tenant(who, body.tenant_id)
+    report = await memory.compress(
+        user_id=body.user_id,
+        project_id=body.project_id,
+        session_id=body.session_id,
+        agent_id=body.agent_id,
+        memory_types=body.memory_types or None,
+        older_than_days=body.older_than_days,
+        max_access=body.max_access,
+        dry_run=body.dry_run,
+        actor=who.key_id,
+    )
+    return report.to_json_dict()
+
+
+@router.post(
+    "/v1/compress/undo", summary="Undo the compression that made a core memory (owner/admin)", responses=WRITE
+)
+async def uncompress(body: UncompressRequest, who: Admin, memory: Mine) -> dict[str, Any]:
+    """``Memory.uncompress``: the originals are restored and that compression's core memories archived."""
+    same_tenant(who, body.tenant_id)
+    result = await memory.uncompress(body.core_id, actor=who.key_id)
+    return result.to_json_dict()
