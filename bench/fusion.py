@@ -86,6 +86,7 @@ class Recorder:
                 "cols": {k: v.astype(np.float32) for k, v in cols.items()},
                 "ids": [c.item.id for c in cands],
                 "src": [c.item.source_id or "" for c in cands],
+                "thread": [c.item.thread_id or "" for c in cands],
                 "vectors": vectors,
             }
         )

@@ -92,3 +92,26 @@ def test_time_phrase_keeps_its_words(tmp_path: Path) -> None:
         assert by_text["I star"].breakdown["similarity.time"] > 0
         # ... and "December" is still a keyword, so the trip told in February matches it.
         assert by_text["We wen"].breakdown["keyword_bm25"] > 0
+
+
+def test_a_time_window_counts_less_when_it_admits_most_of_the_pool() -> None:
+    """A window that holds nearly every candidate says little about which one answers (as
+    a word found in every document does); one that singles out a few says a lot. Either
+    way being inside it never lowers a candidate."""
+    from jiyi.read import fusion
+
+    cands = [_cand(f"note number {i} about the garden", 0.3 + 0.01 * i, keyword=1.0) for i in range(12)]
+    coverage = np.full(len(cands), 0.2)
+
+    def time_part(inside: set[int]) -> np.ndarray:
+        cols = fusion.features(cands, "what did I do last week?", coverage, lambda it: it.id in ids(inside))
+        return fusion.signal_parts(cols)["time"]
+
+    def ids(inside: set[int]) -> set[str]:
+        return {cands[i].item.id for i in inside}
+
+    narrow = time_part({0, 1})
+    wide = time_part(set(range(11)))
+    assert narrow[0] > wide[0] > 0
+    assert narrow[5] == 0.0  # outside the window: no time evidence
+    assert (fusion.WEIGHTS >= 0).all()  # more evidence of any kind never lowers the score

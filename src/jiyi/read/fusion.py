@@ -22,15 +22,20 @@ The features of one candidate (all from the search's own pool):
 * ``cover``, ``cover_n``: IDF-weighted share of the query's terms found in the item (IDF
   over the pool) and the best of its neighbours';
 * ``near``: the best neighbour's own mixed evidence (a turn read with the one before it);
-* ``time``: 1 when the item happened inside a time the query names;
+* ``time``: 1 when the item happened inside a time the query names; ``time_sel`` the
+  same times the share of the pool outside that time (a window that admits most of the
+  pool says little, as a common word does);
 * ``across``: for an item in the other language (Chinese vs English), its cosine above
   the pool's median, since keywords cannot match across languages;
 
-The weight of each of the first six is ``w_short*(1 - l) + w_long*l + w_apart*(1 - a) +
+The weight of each but ``cover_n`` is ``w_short*(1 - l) + w_long*l + w_apart*(1 - a) +
 w_agree*a`` (``l``: the pool's length mapped into 0..1, ``a``: the agreement), with every
 ``w`` >= 0: the weight moves with the pool, yet more evidence of any kind never lowers the
 fused value (an unconstrained fit found curvature that ranked a near-exact match below a
-partial one, outside the range the benchmarks cover).
+partial one, outside the range the benchmarks cover). A time window thus counts most when
+the query's words and meaning say little (cosine and BM25 apart: "what did I do last
+Tuesday?") and least when they already agree on a match, so a window does not push its
+whole span above an answer that lies outside it.
 
 The fused value ``s`` ranks. It is mapped to a similarity in 0..1 for the seed formulas
 (:func:`similarity`), so that a better match outweighs small differences in confidence
@@ -49,10 +54,22 @@ import numpy as np
 from jiyi.model import MemoryItem
 from jiyi.store.base import Candidate
 
-EVIDENCE = ("cos", "cos_low", "cos_n", "kw", "kw_n", "near", "cover", "cover_low")
+EVIDENCE = (
+    "cos",
+    "cos_low",
+    "cos_n",
+    "kw",
+    "kw_n",
+    "near",
+    "cover",
+    "cover_low",
+    "time",
+    "time_sel",
+    "across",
+)
 """The evidence whose weight adapts to the pool (see :data:`FEATURES`)."""
 
-PLAIN = ("time", "across", "cover_n")
+PLAIN = ("cover_n",)
 """Evidence with one fixed weight."""
 
 SIDES = ("short", "long", "apart", "agree")
@@ -70,8 +87,8 @@ SIGNALS = {
         *(f"{e}*{side}" for e in ("cos_n", "kw_n", "near") for side in SIDES),
         "cover_n",
     ),
-    "time": ("time",),
-    "language": ("across",),
+    "time": tuple(f"{e}*{side}" for e in ("time", "time_sel") for side in SIDES),
+    "language": tuple(f"across*{side}" for side in SIDES),
 }
 """Which columns make up each signal shown in a search's breakdown (``similarity.*``)."""
 
@@ -80,40 +97,50 @@ LENGTH_RANGE = (2.5, 6.0)
 
 WEIGHTS = np.array(
     [
-        2.9950,  # cos*short
-        1.4035,  # cos*long
-        2.2944,  # cos*apart
-        2.1054,  # cos*agree
-        4.8907,  # cos_low*short
-        5.7012,  # cos_low*long
-        8.2188,  # cos_low*apart
-        2.3392,  # cos_low*agree
-        2.6641,  # cos_n*short
+        2.9594,  # cos*short
+        1.4578,  # cos*long
+        2.3245,  # cos*apart
+        1.9348,  # cos*agree
+        5.2850,  # cos_low*short
+        5.8248,  # cos_low*long
+        7.7288,  # cos_low*apart
+        2.6586,  # cos_low*agree
+        2.6977,  # cos_n*short
         0.0000,  # cos_n*long
-        2.7390,  # cos_n*apart
+        2.6979,  # cos_n*apart
         0.0000,  # cos_n*agree
         0.0000,  # kw*short
-        0.8059,  # kw*long
+        0.7881,  # kw*long
         0.0000,  # kw*apart
-        0.2019,  # kw*agree
+        0.2353,  # kw*agree
         0.0000,  # kw_n*short
         0.0000,  # kw_n*long
         0.0000,  # kw_n*apart
         0.0000,  # kw_n*agree
-        3.7826,  # near*short
+        3.9800,  # near*short
         0.0000,  # near*long
-        4.6411,  # near*apart
+        4.4186,  # near*apart
         0.0000,  # near*agree
         0.0000,  # cover*short
-        2.8939,  # cover*long
-        1.7080,  # cover*apart
-        0.2152,  # cover*agree
+        2.5219,  # cover*long
+        1.9249,  # cover*apart
+        0.5875,  # cover*agree
         0.0000,  # cover_low*short
-        2.7733,  # cover_low*long
-        0.7465,  # cover_low*apart
-        0.1126,  # cover_low*agree
-        4.6866,  # time
-        4.9983,  # across
+        2.3498,  # cover_low*long
+        1.1692,  # cover_low*apart
+        0.3699,  # cover_low*agree
+        2.9504,  # time*short
+        0.0000,  # time*long
+        1.5155,  # time*apart
+        0.6911,  # time*agree
+        3.0544,  # time_sel*short
+        0.0264,  # time_sel*long
+        1.8639,  # time_sel*apart
+        1.1773,  # time_sel*agree
+        1.9554,  # across*short
+        2.0479,  # across*long
+        4.2843,  # across*apart
+        0.0000,  # across*agree
         0.0000,  # cover_n
     ]
 )
@@ -232,6 +259,7 @@ def features(
     mixed_kw = (bm25 + 0.5 * bm25_n) / (bm25 + 0.5 * bm25_n + KW_SATURATION)
     mixed = 0.3 * (cos + 0.7 * cos_n) / 1.7 + 0.7 * mixed_kw
     across = other_language(query, [c.item.content for c in cands]) if n else np.zeros(0)
+    time = np.array([1.0 if in_time is not None and in_time(c.item) else 0.0 for c in cands])
     cols: dict[str, np.ndarray] = {
         "bm25": bm25,  # raw, for the breakdown (not a feature)
         "bm25_n": bm25_n,
@@ -239,11 +267,12 @@ def features(
         "cos_n": cos_n,
         "kw": kw,
         "kw_n": kw_n,
-        "time": np.array([1.0 if in_time is not None and in_time(c.item) else 0.0 for c in cands]),
+        "time": time,
         "cover": coverage,
         "cover_n": at_neighbours(coverage, prev, nxt),
         "near": at_neighbours(mixed, prev, nxt),
         "across": across * np.maximum(cos - (np.median(cos) if n else 0.0), 0.0),
+        "time_sel": time * (1.0 - (float(time.mean()) if n else 0.0)),
         # Capped copies: with their own (>= 0) weights the first part of the evidence can
         # count more than the rest (diminishing returns) while the total stays monotone.
         "cos_low": np.minimum(cos, COS_CAP),
