@@ -252,3 +252,33 @@ def test_remember_supersedes_a_correction_in_chinese(mem: Memory, clock: Clock) 
     assert status["我住在北京"] == Status.SUPERSEDED
     assert status["其实我上个月搬到上海了"] == Status.ACTIVE
     assert mem.search("我住在哪里？", user_id="u", limit=3)[0].item.content == "其实我上个月搬到上海了"
+
+
+def test_an_unreconciled_newer_turn_ranks_above_the_statement_it_changes(tmp_path: Path) -> None:
+    """When extraction misses a change, both turns stay as resources; the search still
+    puts the newer version first, by the write path's own rules, and says why."""
+    now = [datetime(2026, 3, 1, 9, tzinfo=UTC)]
+    with Memory.open(tmp_path / "v.db", clock=lambda: now[0], background=False) as mem:
+        for n, text in enumerate(
+            ("I keep my spare key under the mat.", "I moved the spare key to the garage.")
+        ):
+            mem.remember([("user", text)], session_id=f"s{n}", user_id="u")
+            mem.process_jobs(worker="t")
+            now[0] += timedelta(days=1)
+        hits = mem.search("Where is my spare key?", user_id="u", limit=5, explain=True, touch=False)
+        texts = [h.item.content for h in hits]
+        assert texts.index("I moved the spare key to the garage.") < texts.index(
+            "I keep my spare key under the mat."
+        )
+        older = next(h for h in hits if h.item.content == "I keep my spare key under the mat.")
+        assert older.breakdown["contribution.newer_version"] < 0
+        assert all(h.item.status.value == "active" for h in hits)  # nothing was retired
+        # A near miss about someone else is left in its place.
+        mem.remember([("user", "My sister keeps her spare key in the garage.")], session_id="s9", user_id="u")
+        mem.process_jobs(worker="t")
+        hits = mem.search(
+            "Where does my sister keep her key?", user_id="u", limit=5, explain=True, touch=False
+        )
+        assert not any(
+            "contribution.newer_version" in h.breakdown and "sister" in h.item.content for h in hits
+        )

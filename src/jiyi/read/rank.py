@@ -56,6 +56,7 @@ from jiyi.read import fusion
 from jiyi.read.fusion import at_neighbours, neighbour_index
 from jiyi.read.fusion import han_share as han_share  # re-exported: tests and callers use it here
 from jiyi.read.fusion import other_language as other_language_of
+from jiyi.read.versions import newer_versions_first
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import normalise, query_terms
 
@@ -375,6 +376,8 @@ def score_candidates(
             breakdown[_CONTRIBUTION.get(name) or f"contribution.{name}"] = value
         scored.append(Scored(cand, sum(contributions.values()), sim, breakdown))
     replacements_first(scored)
+    scored.sort(key=lambda s: -s.score)
+    newer_versions_first(scored)
     scored.sort(key=lambda s: -s.score)
     return scored
 
