@@ -667,10 +667,15 @@ def test_upgrading_backfills_term_statistics(pg_dsn: str, schema: str) -> None: 
 def test_reaching_lists_the_smallest_sets_over_a_level() -> None:
     rng = np.random.default_rng(5)
     for _ in range(200):
-        count = int(rng.integers(1, 7))
+        count = int(rng.integers(1, 9))
         bounds = sorted(((f"t{i}", float(rng.uniform(0.1, 5))) for i in range(count)), key=lambda b: -b[1])
         level = float(rng.uniform(0, sum(b for _, b in bounds)))
-        groups = [set(g) for g in reaching(bounds, level)]
+        found = reaching(bounds, level)
+        assert found is not None
+        groups = [set(g) for g in found]
+        assert reaching(bounds, level, len(groups)) == found and (
+            not found or reaching(bounds, level, 0) is None
+        )
         value = dict(bounds)
         for mask in range(1, 1 << count):
             chosen = {f"t{i}" for i in range(count) if mask >> i & 1}
@@ -695,10 +700,20 @@ class _ScanAll(PostgresStore):
         return self._keyword_scan(op, terms)
 
 
-def test_pruned_keyword_search_is_the_exact_top_k(store: PostgresStore, pg_dsn: str, tmp_path: Path) -> None:  # noqa: F811
+@pytest.mark.parametrize("groups", [0, 8, 10_000])  # always the wide condition, the default, never
+def test_pruned_keyword_search_is_the_exact_top_k(
+    store: PostgresStore,
+    pg_dsn: str,  # noqa: F811
+    tmp_path: Path,
+    groups: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Common, rare and correlated words, repeated words, archived and other-scope rows: the
     pruned search returns the very (id, score) list of a scan of every matching row, and
     the scores of SQLite's FTS5 over the same rows."""
+    import jiyi.store.postgres as pg_store
+
+    monkeypatch.setattr(pg_store, "KEYWORD_MAX_GROUPS", groups)
     rng = np.random.default_rng(11)
     vocab = [f"w{i}" for i in range(40)]
     weights = 1.0 / np.arange(1, 41)

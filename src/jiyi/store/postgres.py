@@ -47,10 +47,15 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   is the *searched scopes* (the tenant when none is named), all statuses, as if they
   were one FTS5 table of their own: document count and total length per scope are kept
   in ``keyword_scopes`` (per tenant in ``keyword_stats``) by the same transactions that
-  write items, and document frequencies come from the same pass over the matching rows
-  that scores them. So other scopes' content neither slows a search nor shifts its
-  scores; a viewer who may not see every project item gets the statistics of what they
-  see. Scores are positive, higher is better, and equal SQLite's when its file holds
+  write items, and so are document frequencies per scope and term (``keyword_terms``,
+  with a highest frequency and a shortest length that bound a term's score). A search of
+  named scopes reads those, then scores in rounds only the rows whose terms' bounds add
+  up to more than a level (an AND/OR ``tsquery`` the GIN index answers), down to the
+  k-th score found: the exact top k without reading the thousands of rows that hold
+  just a common word (MaxScore-style). A search of the whole tenant, or by a viewer
+  who may not see every project item, reads every row holding a query term and counts
+  frequencies in that pass (the viewer gets the statistics of what they see). So other
+  scopes' content neither slows a search nor shifts its scores. Scores are positive, higher is better, and equal SQLite's when its file holds
   just the searched scopes (SQLite's FTS5 counts its whole table). (pg_trgm is not used:
   not every install has it, and trigrams cannot match two-character Chinese words.)
 * **Documents** (and history snapshots) are ``json``, not ``jsonb``: ``jsonb`` reorders
@@ -515,9 +520,10 @@ whose terms' score bounds add up to more than this share of all the query terms'
 KEYWORD_LEVEL_STEP = 0.75
 """While a pruned keyword search has found fewer than k rows, the next round's level is the
 last one times this."""
-KEYWORD_MAX_PRUNED_TERMS = 12
-"""Queries of more distinct terms (after folding) are scored by reading every row that holds
-one (the candidate condition would grow as 2^terms)."""
+KEYWORD_MAX_GROUPS = 8
+"""A pruned keyword search's round asks the GIN index for the rows holding one of at most
+this many sets of terms (:func:`reaching`); when more would be needed (many query terms),
+for the rows holding any term but the lowest-bound ones (a wider condition, but short)."""
 
 
 def _bm25_idf(n: str, df: str) -> str:
@@ -546,25 +552,56 @@ def bm25_bound(n: float, avgdl: float, df: float, max_tf: int, min_len: int) -> 
     return idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm) * (1 + 1e-9)
 
 
-def reaching(bounds: Sequence[tuple[str, float]], level: float) -> list[list[str]]:
+class _TooMany(Exception):
+    pass
+
+
+def reaching(
+    bounds: Sequence[tuple[str, float]], level: float, limit: int | None = None
+) -> list[list[str]] | None:
     """The smallest sets of terms whose score bounds add up to more than ``level``: a
     document holding none of these sets scores at most ``level`` (its terms' bounds do
-    not add up to more). ``bounds`` highest first; each set is in that order."""
+    not add up to more). ``bounds`` highest first; each set is in that order. None when
+    there are more than ``limit`` sets."""
     out: list[list[str]] = []
-    count = len(bounds)
-    for mask in range(1, 1 << count):
-        chosen = [bounds[i] for i in range(count) if mask >> i & 1]
-        total = sum(b for _, b in chosen)
-        if total > level and total - chosen[-1][1] <= level:  # chosen[-1]: its lowest bound
-            out.append([t for t, _ in chosen])
+    rest = [0.0] * (len(bounds) + 1)  # rest[i]: the bounds of terms i.. added up
+    for i in range(len(bounds) - 1, -1, -1):
+        rest[i] = rest[i + 1] + bounds[i][1]
+
+    def walk(start: int, chosen: list[str], total: float) -> None:
+        for i in range(start, len(bounds)):
+            if total + rest[i] <= level:
+                return  # the terms left cannot make up the difference
+            term, bound = bounds[i]
+            if total + bound > level:  # minimal: its last term has its lowest bound
+                out.append([*chosen, term])
+                if limit is not None and len(out) > limit:
+                    raise _TooMany
+            else:
+                walk(i + 1, [*chosen, term], total + bound)
+
+    try:
+        walk(0, [], 0.0)
+    except _TooMany:
+        return None
     return out
 
 
-def _reaching_query(bounds: Sequence[tuple[str, float]], level: float) -> str:
-    """``to_tsquery`` text for the documents :func:`reaching` admits (an OR of ANDs)."""
-    return " | ".join(
-        "(" + " & ".join(tsquery_operand(t) for t in group) + ")" for group in reaching(bounds, level)
-    )
+def _reaching_query(bounds: Sequence[tuple[str, float]], level: float, wide: bool) -> tuple[str, bool]:
+    """``to_tsquery`` text for rows that may score over ``level``, and whether it is the
+    wide form: the sets of :func:`reaching` (an OR of ANDs), or when there are too many of
+    them (or ``wide``), any term but the lowest-bound ones that add up to ``level`` or
+    less. A lower level's rows include every higher level's, in either form, as long as
+    the wide form, once taken, is kept."""
+    groups = None if wide else reaching(bounds, level, KEYWORD_MAX_GROUPS)
+    if groups is None:
+        count, low = len(bounds), 0.0
+        while count and low + bounds[count - 1][1] <= level:
+            low += bounds[count - 1][1]
+            count -= 1
+        groups = [[t] for t, _ in bounds[:count]]
+        wide = True
+    return " | ".join("(" + " & ".join(tsquery_operand(t) for t in g) + ")" for g in groups), wide
 
 
 _VECTOR_ROW = "v.tenant_id = i.tenant_id AND v.pk = i.pk AND v.model = %(model)s AND v.dim = %(dim)s"
@@ -1887,11 +1924,7 @@ class PostgresStore(Store):
         terms = list(dict.fromkeys(t for t in (fold_term(t) for t in op.terms) if t))
         if not terms or op.k <= 0:
             return lambda: _done([])
-        if (
-            f.scope_keys
-            and (f.viewer is None or f.viewer.sees_all)
-            and len(terms) <= KEYWORD_MAX_PRUNED_TERMS
-        ):
+        if f.scope_keys and (f.viewer is None or f.viewer.sees_all):
             return self._keyword_pruned(op, terms)
         return self._keyword_scan(op, terms)
 
@@ -1980,19 +2013,19 @@ class PostgresStore(Store):
                 "t_df": [d[0] for d in known.values()],
             }
             top: list[tuple[float, int, str]] = []
-            level, read = KEYWORD_FIRST_LEVEL * sum(b for _, b in bounds), ""
+            level, read, wide = KEYWORD_FIRST_LEVEL * sum(b for _, b in bounds), "", False
             while True:
                 if level < bounds[-1][1]:
                     level = 0.0  # every row holding a term
-                query = _reaching_query(bounds, level)
+                query, wide = _reaching_query(bounds, level, wide)
                 if query != read:  # else this level admits no row the last one did not
                     got = yield _Query(
                         score, more | {"kw_query": f"({query}) & !({read})" if read else query}
                     )
-                    top = sorted(
-                        top + [(float(r[1]), int(r[2]), str(r[0])) for r in got], key=lambda h: (-h[0], h[1])
-                    )
-                    del top[op.k :]
+                    found = {h[1]: h for h in top} | {
+                        int(r[2]): (float(r[1]), int(r[2]), str(r[0])) for r in got
+                    }
+                    top = sorted(found.values(), key=lambda h: (-h[0], h[1]))[: op.k]
                     read = query
                 kth = top[-1][0] if len(top) >= op.k else None
                 if level == 0.0 or (kth is not None and kth >= level):
