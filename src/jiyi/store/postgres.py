@@ -1970,9 +1970,10 @@ class PostgresStore(Store):
         bounds add up to more than a level (:func:`reaching`, a ``to_tsquery`` of ANDs that
         the GIN index answers without reading other rows), each round excluding the rows
         earlier ones read: :data:`KEYWORD_FIRST_LEVEL` of the bounds' sum first, lowered
-        while fewer than k rows are found, then the k-th score found. Once the k-th score is at least the level, no row
-        left unread can reach it (its bounds add up to no more), so the top k is exact; the
-        thousands of rows holding a common word alone are never read."""
+        while fewer than k rows are found, then the k-th score found. Once the k-th score
+        is at least the level, no row left unread can reach it (its bounds add up to no
+        more), so the top k is exact; the thousands of rows holding a common word alone are
+        never read."""
         s = self._s
         wanted, params = _filter_sql(op.filter, "h")
         params |= {"kw_terms": terms, "k": op.k}
