@@ -714,6 +714,7 @@ def test_pruned_keyword_search_is_the_exact_top_k(
     import jiyi.store.postgres as pg_store
 
     monkeypatch.setattr(pg_store, "KEYWORD_MAX_GROUPS", groups)
+    monkeypatch.setattr(pg_store, "KEYWORD_SCAN_ROWS", 0)  # prune even this small scope
     rng = np.random.default_rng(11)
     vocab = [f"w{i}" for i in range(40)]
     weights = 1.0 / np.arange(1, 41)
