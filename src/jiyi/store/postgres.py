@@ -517,9 +517,10 @@ FTS5_SCOPE_TOKENS = 2
 KEYWORD_FIRST_LEVEL = 0.8
 """A pruned keyword search (:meth:`PostgresStore._keyword_pruned`) first reads the rows
 whose terms' score bounds add up to more than this share of all the query terms' bounds."""
-KEYWORD_SCAN_ROWS = 1_000
-"""A pruned keyword search whose terms' document frequencies add up to no more than this
-scores all their rows in one round (a small scope: rounds would cost more than they save)."""
+KEYWORD_SCAN_ROWS = 2_000
+"""A pruned keyword search of a collection this small, or whose terms' document
+frequencies add up to no more, scores all their rows in one round (rounds would cost
+more than they save)."""
 KEYWORD_LEVEL_STEP = 0.75
 """While a pruned keyword search has found fewer than k rows, the next round's level is the
 last one times this."""
@@ -2018,7 +2019,7 @@ class PostgresStore(Store):
             }
             top: list[tuple[float, int, str]] = []
             level, read, wide = KEYWORD_FIRST_LEVEL * sum(b for _, b in bounds), "", False
-            if sum(d[0] for d in known.values()) <= KEYWORD_SCAN_ROWS:
+            if min(n, sum(d[0] for d in known.values())) <= KEYWORD_SCAN_ROWS:
                 level = 0.0
             while True:
                 if level < bounds[-1][1]:
