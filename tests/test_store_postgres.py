@@ -35,6 +35,7 @@ from jiyi.store.base import (
     GetMessages,
     GetStats,
     HistoryAction,
+    KeywordHits,
     ListItems,
     RecordEvent,
     Retrieve,
@@ -49,7 +50,9 @@ from jiyi.store.postgres import (
     MIGRATIONS,
     PostgresStore,
     _version,
+    bm25_bound,
     fold_term,
+    reaching,
     tsquery_operand,
 )
 from jiyi.store.sqlite import SQLiteStore
@@ -600,6 +603,152 @@ def _scope_stats(dsn: str, schema: str) -> tuple[list[Any], list[Any]]:
         f"SELECT tenant_id, scope_key, count(*), sum(n_terms) FROM {s}.items GROUP BY 1, 2 ORDER BY 1, 2",
     )
     return kept, truth
+
+
+def _term_stats(dsn: str, schema: str) -> tuple[list[Any], list[Any]]:
+    """(kept, true) per-scope document frequencies, with the kept frequency and length
+    bounds checked to hold (they may be wider than the truth, never narrower)."""
+    s = f'"{schema}"'
+    kept = _sql(
+        dsn,
+        f"SELECT tenant_id, scope_key, term, docs, max_tf, min_len FROM {s}.keyword_terms ORDER BY 1, 2, 3",
+    )
+    truth = _sql(
+        dsn,
+        'SELECT i.tenant_id, i.scope_key, u.lexeme COLLATE "C", count(*), '
+        "max(coalesce(array_length(u.positions, 1), 1)), min(i.n_terms) "
+        f"FROM {s}.items i CROSS JOIN LATERAL unnest(i.tsv) u GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+    )
+    bounds = {r[:3]: r[4:] for r in kept}
+    for r in truth:
+        assert bounds[r[:3]][0] >= r[4] and bounds[r[:3]][1] <= r[5], r
+    return [r[:4] for r in kept], [r[:4] for r in truth]
+
+
+def test_term_statistics_follow_every_kind_of_write(store: PostgresStore, pg_dsn: str) -> None:  # noqa: F811
+    from jiyi.store.base import ROW_KINDS, ClearRows, LoadRows
+
+    a = make_item("apple apple banana words here")
+    b = make_item("banana words", user_id="bob")
+    put(store, a, b, make_item("cherry", tenant_id="other"))
+    kept, truth = _term_stats(pg_dsn, store.schema)
+    assert kept == truth and ("t1", "user:alice", "appl", 1) in kept  # stemmed
+    moved = a.evolve(content="now a project note about cherry", scope=Scope.PROJECT, project_id="p")
+    store.execute(Write((upsert(moved, action=HistoryAction.UPDATE, before=a),)))
+    kept, truth = _term_stats(pg_dsn, store.schema)
+    assert kept == truth and not [r for r in kept if r[:2] == ("t1", "user:alice")]  # emptied: dropped
+    store.execute(Write((purge(b), purge(make_item("never stored")))))
+    assert _term_stats(pg_dsn, store.schema)[0] == _term_stats(pg_dsn, store.schema)[1]
+    rows = store.execute(DumpRows("items")).rows
+    store.execute(Write((ClearRows(ROW_KINDS),)))
+    assert _sql(pg_dsn, f'SELECT count(*) FROM "{store.schema}".keyword_terms') == [(0,)]
+    store.execute(Write((LoadRows("items", tuple(rows)),)))
+    kept, truth = _term_stats(pg_dsn, store.schema)
+    assert kept == truth and len(kept) > 3
+
+
+def test_upgrading_backfills_term_statistics(pg_dsn: str, schema: str) -> None:  # noqa: F811
+    with PostgresStore(pg_dsn, schema=schema) as store:
+        put(store, make_item("one two two three"), make_item("four five", user_id="bob"))
+        put(store, make_item("six", tenant_id="other"))
+        before = _keyword_scores(store, flt(scope_keys=("user:alice",)), "two four")
+    version = next(
+        v for v, (name, _) in enumerate(MIGRATIONS, 1) if name == "keyword document frequencies per scope"
+    )
+    _sql(pg_dsn, f'DROP TABLE "{schema}".keyword_terms')
+    _sql(pg_dsn, f'DELETE FROM "{schema}".jiyi_schema_migrations WHERE version = %s', version)
+    with PostgresStore(pg_dsn, schema=schema) as store:
+        assert store.pending_migrations() == []
+        kept, truth = _term_stats(pg_dsn, schema)
+        assert kept == truth and len(kept) == 6
+        assert _keyword_scores(store, flt(scope_keys=("user:alice",)), "two four") == before
+
+
+def test_reaching_lists_the_smallest_sets_over_a_level() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        count = int(rng.integers(1, 9))
+        bounds = sorted(((f"t{i}", float(rng.uniform(0.1, 5))) for i in range(count)), key=lambda b: -b[1])
+        level = float(rng.uniform(0, sum(b for _, b in bounds)))
+        found = reaching(bounds, level)
+        assert found is not None
+        groups = [set(g) for g in found]
+        assert reaching(bounds, level, len(groups)) == found and (
+            not found or reaching(bounds, level, 0) is None
+        )
+        value = dict(bounds)
+        for mask in range(1, 1 << count):
+            chosen = {f"t{i}" for i in range(count) if mask >> i & 1}
+            # A set of terms reaches over the level exactly when it holds one of the groups.
+            assert (sum(value[t] for t in chosen) > level) == any(g <= chosen for g in groups)
+
+
+def test_a_term_bound_is_above_every_score_it_gives() -> None:
+    n, avgdl = 1000.0, 9.5
+    for df, tf, length in ((1, 1, 3), (10, 3, 8), (999, 2, 40), (1000, 1, 1)):
+        idf = max(np.log(max(n - df + 0.5, 0.5) / (df + 0.5)), 1e-6)
+        for t in range(1, tf + 1):
+            for dl in range(length, length + 30):
+                score = idf * t * 2.2 / (t + 1.2 * (1 - 0.75 + 0.75 * (dl + 2) / avgdl))
+                assert score < bm25_bound(n, avgdl, df, tf, length)
+
+
+class _ScanAll(PostgresStore):
+    """Reads every row holding a query term (no pruning): the reference."""
+
+    def _keyword_pruned(self, op: KeywordHits, terms: list[str]) -> Any:
+        return self._keyword_scan(op, terms)
+
+
+@pytest.mark.parametrize("groups", [0, 8, 10_000])  # always the wide condition, the default, never
+def test_pruned_keyword_search_is_the_exact_top_k(
+    store: PostgresStore,
+    pg_dsn: str,  # noqa: F811
+    tmp_path: Path,
+    groups: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Common, rare and correlated words, repeated words, archived and other-scope rows: the
+    pruned search returns the very (id, score) list of a scan of every matching row, and
+    the scores of SQLite's FTS5 over the same rows."""
+    import jiyi.store.postgres as pg_store
+
+    monkeypatch.setattr(pg_store, "KEYWORD_MAX_GROUPS", groups)
+    monkeypatch.setattr(pg_store, "KEYWORD_SCAN_ROWS", 0)  # prune even this small scope
+    rng = np.random.default_rng(11)
+    vocab = [f"w{i}" for i in range(40)]
+    weights = 1.0 / np.arange(1, 41)
+    weights /= weights.sum()
+    items = []
+    for k in range(400):
+        words = list(rng.choice(vocab, size=int(rng.integers(1, 9)), p=weights))
+        if k % 3 == 0:
+            words += ["pair", "mate"]  # two words that always come together
+        status = Status.ARCHIVED if k % 17 == 0 else Status.ACTIVE
+        items.append(make_item(" ".join(words), id=f"k-{k:03d}", status=status))
+    put(store, *items[:200])
+    put(store, *items[200:])
+    put(store, *(make_item("w0 w1 w2 w3", id=f"bob-{k}", user_id="bob") for k in range(50)))
+    scan = _ScanAll(pg_dsn, schema=store.schema)
+    mine = flt(scope_keys=("user:alice",))
+    with SQLiteStore(tmp_path / "alice.db") as lite:
+        put(lite, *items)
+        for _ in range(60):
+            terms = tuple(
+                str(t)
+                for t in rng.choice(
+                    [*vocab, "pair", "mate", "absent"], size=int(rng.integers(1, 7)), replace=False
+                )
+            )
+            for k in (1, 3, 10, 40):
+                op = KeywordHits(mine, terms, k)
+                got = store.execute(op)
+                assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in scan.execute(op)], (
+                    terms,
+                    k,
+                )
+                assert [h.score for h in got] == pytest.approx([h.score for h in lite.execute(op)], rel=1e-9)
+    scan.close()
 
 
 def test_scope_statistics_follow_every_kind_of_write(store: PostgresStore, pg_dsn: str) -> None:  # noqa: F811

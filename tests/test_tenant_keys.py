@@ -54,6 +54,7 @@ TENANT_TABLES_PG = {
     "checkpoints",
     "keyword_stats",
     "keyword_scopes",
+    "keyword_terms",
     "scope_clock",
     "memory_access",
     "memory_access_items",

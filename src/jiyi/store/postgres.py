@@ -47,10 +47,15 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   is the *searched scopes* (the tenant when none is named), all statuses, as if they
   were one FTS5 table of their own: document count and total length per scope are kept
   in ``keyword_scopes`` (per tenant in ``keyword_stats``) by the same transactions that
-  write items, and document frequencies come from the same pass over the matching rows
-  that scores them. So other scopes' content neither slows a search nor shifts its
-  scores; a viewer who may not see every project item gets the statistics of what they
-  see. Scores are positive, higher is better, and equal SQLite's when its file holds
+  write items, and so are document frequencies per scope and term (``keyword_terms``,
+  with a highest frequency and a shortest length that bound a term's score). A search of
+  named scopes reads those, then scores in rounds only the rows whose terms' bounds add
+  up to more than a level (an AND/OR ``tsquery`` the GIN index answers), down to the
+  k-th score found: the exact top k without reading the thousands of rows that hold
+  just a common word (MaxScore-style). A search of the whole tenant, or by a viewer
+  who may not see every project item, reads every row holding a query term and counts
+  frequencies in that pass (the viewer gets the statistics of what they see). So other
+  scopes' content neither slows a search nor shifts its scores. Scores are positive, higher is better, and equal SQLite's when its file holds
   just the searched scopes (SQLite's FTS5 counts its whole table). (pg_trgm is not used:
   not every install has it, and trigrams cannot match two-character Chinese words.)
 * **Documents** (and history snapshots) are ``json``, not ``jsonb``: ``jsonb`` reorders
@@ -97,7 +102,7 @@ import unicodedata
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager, suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, TypeVar, cast
@@ -466,11 +471,32 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             for d in (384, 512, 768, 1024, 1536)
         ),
     ),
+    (
+        "keyword document frequencies per scope",
+        (
+            # A search of a large scope reads its BM25 document frequencies here instead of
+            # counting them over every matching row, and skips rows of frequent terms that
+            # cannot reach the top k (PostgresStore._keyword_pruned). max_tf and min_len
+            # bound a term's score; they only widen (a removal leaves them), so stay bounds.
+            """CREATE TABLE {s}.keyword_terms (
+                tenant_id text COLLATE "C" NOT NULL,
+                scope_key text COLLATE "C" NOT NULL,
+                term text COLLATE "C" NOT NULL,
+                docs bigint NOT NULL,
+                max_tf integer NOT NULL,
+                min_len integer NOT NULL,
+                PRIMARY KEY (tenant_id, scope_key, term)
+            )""",
+            "INSERT INTO {s}.keyword_terms (tenant_id, scope_key, term, docs, max_tf, min_len) "
+            "SELECT i.tenant_id, i.scope_key, u.lexeme, count(*), max(coalesce(array_length(u.positions, 1), 1)), "
+            "min(i.n_terms) FROM {s}.items i CROSS JOIN LATERAL unnest(i.tsv) u GROUP BY 1, 2, 3",
+        ),
+    ),
 ]
 HNSW_DIMENSIONS = frozenset((384, 512, 768, 1024, 1536))
-"""The vector sizes with an HNSW index (the last migration): all-MiniLM/bge-small, USE-m3
-and hash:512, bge-base/mpnet, bge-m3/bge-large, OpenAI text-embedding-3-small/ada-002.
-Other sizes are always searched exactly."""
+"""The vector sizes with an HNSW index (migration "approximate vector indexes for large
+scopes"): all-MiniLM/bge-small, USE-m3 and hash:512, bge-base/mpnet, bge-m3/bge-large,
+OpenAI text-embedding-3-small/ada-002. Other sizes are always searched exactly."""
 APPROXIMATE_FROM = 20_000
 """Scopes holding this many items or more are searched through the HNSW index; smaller
 ones exactly (docs/benchmarks.md, PostgreSQL at scale: where the two cost the same)."""
@@ -488,6 +514,99 @@ BM25_B = 0.75
 # SQLite's FTS5 table has a scope column holding two tokens per row, and bm25() counts
 # every column in a document's length; adding the same keeps the two backends' scores equal.
 FTS5_SCOPE_TOKENS = 2
+KEYWORD_FIRST_LEVEL = 0.8
+"""A pruned keyword search (:meth:`PostgresStore._keyword_pruned`) first reads the rows
+whose terms' score bounds add up to more than this share of all the query terms' bounds."""
+KEYWORD_SCAN_ROWS = 2_000
+"""A pruned keyword search of a collection this small, or whose terms' document
+frequencies add up to no more, scores all their rows in one round (rounds would cost
+more than they save)."""
+KEYWORD_LEVEL_STEP = 0.75
+"""While a pruned keyword search has found fewer than k rows, the next round's level is the
+last one times this."""
+KEYWORD_MAX_GROUPS = 8
+"""A pruned keyword search's round asks the GIN index for the rows holding one of at most
+this many sets of terms (:func:`reaching`); when more would be needed (many query terms),
+for the rows holding any term but the lowest-bound ones (a wider condition, but short)."""
+
+
+def _bm25_idf(n: str, df: str) -> str:
+    """FTS5's IDF (floored at 1e-6) of SQL expressions ``n`` (documents) and ``df``."""
+    return f"greatest(ln(greatest({n} - {df} + 0.5, 0.5) / ({df} + 0.5)), 1e-6)"
+
+
+def _bm25_sum(avgdl: str) -> str:
+    """The BM25 score of a document: the sum over ``kw_hits k`` joined to ``kw_terms t``, in
+    term order, so a document's score is the same to the last bit whichever rows a
+    statement read with it (a tie is then broken the same way, by pk)."""
+    return (
+        f"sum(t.idf * (k.tf * {BM25_K1 + 1}) / (k.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * "
+        f"(k.n_terms + {FTS5_SCOPE_TOKENS}) / {avgdl})) ORDER BY k.term)"
+    )
+
+
+def bm25_bound(n: float, avgdl: float, df: float, max_tf: int, min_len: int) -> float:
+    """Above any score a term of ``df`` documents (of ``n``, average length ``avgdl``) can
+    give a document, when no document holds it more than ``max_tf`` times and none that
+    holds it has fewer than ``min_len`` terms: BM25 grows with the frequency and shrinks
+    with the length. A hair above (1e-9), so float rounding never makes it a tie."""
+    idf = max(math.log(max(n - df + 0.5, 0.5) / (df + 0.5)), 1e-6)
+    tf = max(max_tf, 1)
+    norm = 1 - BM25_B + BM25_B * (min_len + FTS5_SCOPE_TOKENS) / avgdl
+    return idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm) * (1 + 1e-9)
+
+
+class _TooMany(Exception):
+    pass
+
+
+def reaching(
+    bounds: Sequence[tuple[str, float]], level: float, limit: int | None = None
+) -> list[list[str]] | None:
+    """The smallest sets of terms whose score bounds add up to more than ``level``: a
+    document holding none of these sets scores at most ``level`` (its terms' bounds do
+    not add up to more). ``bounds`` highest first; each set is in that order. None when
+    there are more than ``limit`` sets."""
+    out: list[list[str]] = []
+    rest = [0.0] * (len(bounds) + 1)  # rest[i]: the bounds of terms i.. added up
+    for i in range(len(bounds) - 1, -1, -1):
+        rest[i] = rest[i + 1] + bounds[i][1]
+
+    def walk(start: int, chosen: list[str], total: float) -> None:
+        for i in range(start, len(bounds)):
+            if total + rest[i] <= level:
+                return  # the terms left cannot make up the difference
+            term, bound = bounds[i]
+            if total + bound > level:  # minimal: its last term has its lowest bound
+                out.append([*chosen, term])
+                if limit is not None and len(out) > limit:
+                    raise _TooMany
+            else:
+                walk(i + 1, [*chosen, term], total + bound)
+
+    try:
+        walk(0, [], 0.0)
+    except _TooMany:
+        return None
+    return out
+
+
+def _reaching_query(bounds: Sequence[tuple[str, float]], level: float, wide: bool) -> tuple[str, bool]:
+    """``to_tsquery`` text for rows that may score over ``level``, and whether it is the
+    wide form: the sets of :func:`reaching` (an OR of ANDs), or when there are too many of
+    them (or ``wide``), any term but the lowest-bound ones that add up to ``level`` or
+    less. A lower level's rows include every higher level's, in either form, as long as
+    the wide form, once taken, is kept."""
+    groups = None if wide else reaching(bounds, level, KEYWORD_MAX_GROUPS)
+    if groups is None:
+        count, low = len(bounds), 0.0
+        while count and low + bounds[count - 1][1] <= level:
+            low += bounds[count - 1][1]
+            count -= 1
+        groups = [[t] for t, _ in bounds[:count]]
+        wide = True
+    return " | ".join("(" + " & ".join(tsquery_operand(t) for t in g) + ")" for g in groups), wide
+
 
 _VECTOR_ROW = "v.tenant_id = i.tenant_id AND v.pk = i.pk AND v.model = %(model)s AND v.dim = %(dim)s"
 """Joins ``vectors v`` to ``items i``: the row of the searched model and dimension."""
@@ -632,8 +751,39 @@ def _filter_sql(f: Filter, a: str) -> tuple[str, dict[str, Any]]:
     return " AND ".join(clauses), params
 
 
-_Tally = dict[tuple[str, str], list[int]]
-"""A write's keyword statistics changes: (tenant, scope key) -> [documents, tokens]."""
+_NO_LEN = 2**31 - 1
+"""``min_len`` of a removal: ``least`` keeps the stored one (the bounds only widen)."""
+
+
+@dataclass
+class _Tally:
+    """A write's keyword statistics changes: per (tenant, scope key) [documents, tokens];
+    per (tenant, scope key, term) [documents, highest term frequency, shortest length]."""
+
+    scopes: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    terms: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+
+    def item(self, tenant: str, scope_key: str, sign: int, n_terms: int, lexemes: Sequence[Any]) -> None:
+        """One document added (sign 1) or removed (-1): its length and its ``(lexeme, tf)``
+        pairs (:data:`_LEXEMES`). A removal leaves the frequency and length bounds alone."""
+        totals = self.scopes.setdefault((tenant, scope_key), [0, 0])
+        totals[0] += sign
+        totals[1] += sign * n_terms
+        for lexeme, tf in lexemes:
+            t = self.terms.setdefault((tenant, scope_key, lexeme), [0, 0, _NO_LEN])
+            t[0] += sign
+            if sign > 0:
+                t[1] = max(t[1], int(tf))
+                t[2] = min(t[2], n_terms)
+
+    def clear(self) -> None:
+        self.scopes.clear()
+        self.terms.clear()
+
+
+_LEXEMES = "ARRAY(SELECT ARRAY[u.lexeme, coalesce(array_length(u.positions, 1), 1)::text] FROM unnest(tsv) u)"
+"""A written row's keyword terms and their frequencies, ``[[lexeme, tf], ...]``: in a
+statement's select list or RETURNING (``tsv`` is the row's)."""
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -655,12 +805,6 @@ def _in_windows(column: str) -> str:
         f"AS r(a, b) WHERE {column} >= r.a AND {column} < r.b) "
         f"OR extract(month FROM {column} AT TIME ZONE 'UTC')::int = ANY(%(t_months)s::int[]))"
     )
-
-
-def _tally(stats: _Tally, tenant: str, scope_key: str, docs: int, tokens: int) -> None:
-    totals = stats.setdefault((tenant, scope_key), [0, 0])
-    totals[0] += docs
-    totals[1] += tokens
 
 
 def _job_row(j: Job, doc: str) -> dict[str, Any]:
@@ -1521,8 +1665,12 @@ class PostgresStore(Store):
         build = self._reads.get(type(op))
         if build is None:
             raise InvalidInput(f"PostgresStore does not know operation {type(op).__name__}")
-        # A vector search that may go through HNSW sets the scan's options for its transaction.
-        single = not (isinstance(op, VectorHits) and self._may_approximate(op.vector))
+        # A vector search that may go through HNSW sets the scan's options for its transaction;
+        # a keyword search of named scopes reads their statistics, then their rows.
+        single = not (
+            (isinstance(op, VectorHits) and self._may_approximate(op.vector))
+            or (isinstance(op, KeywordHits) and op.filter.scope_keys)
+        )
         return cast(Callable[[], Plan[R]], build(op)), False, single
 
     def _may_approximate(self, vector: Vector) -> bool:
@@ -1559,23 +1707,32 @@ class PostgresStore(Store):
     def explain(self, op: Op[Any], *, analyze: bool = False) -> str:
         """The query plan PostgreSQL chooses (``EXPLAIN``) for a search primitive's statement,
         or for the first one a ``Retrieve`` runs (its vector hits, else its keyword hits),
-        to check exactness; "" when there is none."""
+        to check exactness; "" when there is none. A primitive of several statements (a
+        pruned keyword search) is run, and each statement's plan shown in turn."""
         if isinstance(op, Retrieve):
             if op.vector is not None and op.vector_k > 0:
                 op = VectorHits(op.filter, op.model_id, op.vector, op.vector_k)
             else:
                 op = KeywordHits(op.filter, op.terms, op.keyword_k)
         options = "ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF" if analyze else "COSTS OFF"
-        sized: tuple[_Query, _Query] | None = None
-        if isinstance(op, VectorHits):
-            queries = self._vector_queries(op)
-            query, sized = queries if queries is not None else (None, None)
-        else:
-            plan = cast(Plan[Any], self._plan(op)[0]())
-            query = next(plan, None)
-            plan.close()
-        if query is None:
+        if not isinstance(op, VectorHits):
+            make = self._plan(op)[0]
+
+            def each(conn: Conn) -> Rows:  # read only: a write's plan is refused, not run
+                _run_sync(conn, _SNAPSHOT_SQL)
+                plan, out = cast(Plan[Any], make()), []
+                with suppress(StopIteration):
+                    query = next(plan)
+                    while True:
+                        out += _run_sync(conn, _Query(f"EXPLAIN ({options}) {query.sql}", query.params))
+                        query = plan.send(_run_sync(conn, query))
+                return out
+
+            return "\n".join(str(r[0]) for r in self._admin(each))
+        queries = self._vector_queries(op)
+        if queries is None:
             return ""
+        query, sized = queries
 
         def run(conn: Conn) -> Rows:  # in one transaction (_admin), so the scan's options hold
             chosen = query
@@ -1764,15 +1921,24 @@ class PostgresStore(Store):
     def _keyword_hits(self, op: KeywordHits) -> Callable[[], Plan[list[Hit]]]:
         """BM25's collection is the searched scopes (the tenant when none is named), whatever
         their status: as if they were one FTS5 table of their own (see the module notes).
-        Every row of the collection holding a query term, once per term it holds
-        (``kw_hits``), gives the document frequencies and, for rows the filter admits, the
-        scores."""
-        s = self._s
+        Named scopes that the searcher sees whole are searched with pruning
+        (:meth:`_keyword_pruned`); otherwise every row holding a query term is read
+        (:meth:`_keyword_scan`). Both give the same scores."""
         f = op.filter
-        wanted, params = _filter_sql(f, "h")
         terms = list(dict.fromkeys(t for t in (fold_term(t) for t in op.terms) if t))
         if not terms or op.k <= 0:
             return lambda: _done([])
+        if f.scope_keys and (f.viewer is None or f.viewer.sees_all):
+            return self._keyword_pruned(op, terms)
+        return self._keyword_scan(op, terms)
+
+    def _keyword_scan(self, op: KeywordHits, terms: list[str]) -> Callable[[], Plan[list[Hit]]]:
+        """Every row of the collection holding a query term, once per term it holds
+        (``kw_hits``), gives the document frequencies and, for rows the filter admits, the
+        scores: one statement."""
+        s = self._s
+        f = op.filter
+        wanted, params = _filter_sql(f, "h")
         params |= {
             "kw_terms": terms,
             "kw_query": " | ".join(tsquery_operand(t) for t in terms),
@@ -1788,12 +1954,10 @@ class PostgresStore(Store):
             f"WHERE h.tenant_id = %(f_tenant)s{in_scopes} "
             "AND h.tsv @@ to_tsquery('pg_catalog.simple', %(kw_query)s) "
             "AND u.lexeme = ANY(%(kw_terms)s::text[])), "
-            "kw_terms AS (SELECT d.term, greatest(ln(greatest(st.n - d.df + 0.5, 0.5) "
-            "/ (d.df + 0.5)), 1e-6) AS idf FROM (SELECT term, count(*)::float8 AS df FROM kw_hits "
+            f"kw_terms AS (SELECT d.term, {_bm25_idf('st.n', 'd.df')} AS idf "
+            "FROM (SELECT term, count(*)::float8 AS df FROM kw_hits "
             "GROUP BY term) d CROSS JOIN kw_stats st), "
-            "kw_top AS (SELECT k.pk, sum(t.idf * (k.tf * "
-            f"{BM25_K1 + 1}) / (k.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * "
-            f"(k.n_terms + {FTS5_SCOPE_TOKENS}) / st.avgdl))) AS score "
+            f"kw_top AS (SELECT k.pk, {_bm25_sum('st.avgdl')} AS score "
             "FROM kw_hits k JOIN kw_terms t ON t.term = k.term CROSS JOIN kw_stats st "
             "WHERE k.wanted GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
             f"SELECT i.id, kt.score FROM kw_top kt JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk "
@@ -1801,6 +1965,81 @@ class PostgresStore(Store):
             params,
         )
         return lambda: _single(query, lambda rows: [Hit(r[0], float(r[1])) for r in rows])
+
+    def _keyword_pruned(self, op: KeywordHits, terms: list[str]) -> Callable[[], Plan[list[Hit]]]:
+        """The exact top k of searched scopes (a collection all may see) without reading every
+        row that holds a query term. A first statement reads the collection's size and each
+        term's document frequency and score bound (``keyword_terms``, kept by every write).
+        Then rounds score rows (every query term of each row, as in one pass) whose terms'
+        bounds add up to more than a level (:func:`reaching`, a ``to_tsquery`` of ANDs that
+        the GIN index answers without reading other rows), each round excluding the rows
+        earlier ones read: :data:`KEYWORD_FIRST_LEVEL` of the bounds' sum first, lowered
+        while fewer than k rows are found, then the k-th score found. Once the k-th score
+        is at least the level, no row left unread can reach it (its bounds add up to no
+        more), so the top k is exact; the thousands of rows holding a common word alone are
+        never read."""
+        s = self._s
+        wanted, params = _filter_sql(op.filter, "h")
+        params |= {"kw_terms": terms, "k": op.k}
+        stats, _ = self._keyword_collection(op.filter, params)
+        first = _Query(
+            f"WITH st AS ({stats}) SELECT st.n, st.avgdl, d.term, d.df, d.max_tf, d.min_len FROM st LEFT JOIN "
+            "(SELECT term, sum(docs)::float8 AS df, max(max_tf) AS max_tf, min(min_len) AS min_len "
+            f"FROM {s}.keyword_terms WHERE tenant_id = %(f_tenant)s AND scope_key = ANY(%(f_scopes)s::text[]) "
+            "AND term = ANY(%(kw_terms)s::text[]) AND docs > 0 GROUP BY term) d ON true",
+            params,
+        )
+        score = (
+            f"WITH kw_terms AS (SELECT term, {_bm25_idf('%(n)s::float8', 'df')} AS idf "
+            "FROM unnest(%(t_all)s::text[], %(t_df)s::float8[]) AS x(term, df)), "
+            "kw_hits AS MATERIALIZED (SELECT h.pk, u.lexeme AS term, "
+            "coalesce(array_length(u.positions, 1), 1)::float8 AS tf, h.n_terms "
+            f"FROM {s}.items h CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
+            f"WHERE {wanted} AND h.tsv @@ to_tsquery('pg_catalog.simple', %(kw_query)s) "
+            "AND u.lexeme = ANY(%(t_all)s::text[])), "
+            f"kw_top AS (SELECT k.pk, {_bm25_sum('%(avgdl)s::float8')} AS score "
+            "FROM kw_hits k JOIN kw_terms t ON t.term = k.term GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
+            f"SELECT i.id, kt.score, kt.pk FROM kw_top kt JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk"
+        )
+
+        def plan() -> Plan[list[Hit]]:
+            rows = yield first
+            known = {str(r[2]): (float(r[3]), int(r[4]), int(r[5])) for r in rows if r[2] is not None}
+            if not known:
+                return []
+            n, avgdl = float(rows[0][0]), float(rows[0][1])
+            bounds = sorted(
+                ((t, bm25_bound(n, avgdl, *known[t])) for t in known), key=lambda r: (-r[1], r[0])
+            )
+            more = params | {
+                "n": n,
+                "avgdl": avgdl,
+                "t_all": list(known),
+                "t_df": [d[0] for d in known.values()],
+            }
+            top: list[tuple[float, int, str]] = []
+            level, read, wide = KEYWORD_FIRST_LEVEL * sum(b for _, b in bounds), "", False
+            if min(n, sum(d[0] for d in known.values())) <= KEYWORD_SCAN_ROWS:
+                level = 0.0
+            while True:
+                if level < bounds[-1][1]:
+                    level = 0.0  # every row holding a term
+                query, wide = _reaching_query(bounds, level, wide)
+                if query != read:  # else this level admits no row the last one did not
+                    got = yield _Query(
+                        score, more | {"kw_query": f"({query}) & !({read})" if read else query}
+                    )
+                    found = {h[1]: h for h in top} | {
+                        int(r[2]): (float(r[1]), int(r[2]), str(r[0])) for r in got
+                    }
+                    top = sorted(found.values(), key=lambda h: (-h[0], h[1]))[: op.k]
+                    read = query
+                kth = top[-1][0] if len(top) >= op.k else None
+                if level == 0.0 or (kth is not None and kth >= level):
+                    return [Hit(hit_id, hit_score) for hit_score, _, hit_id in top]
+                level = kth if kth is not None else level * KEYWORD_LEVEL_STEP
+
+        return plan
 
     def _keyword_collection(self, f: Filter, params: dict[str, Any]) -> tuple[str, str]:
         """The document count and average length of BM25's collection (a statement), and
@@ -2025,7 +2264,7 @@ class PostgresStore(Store):
         if usage is not None:
             yield from self._touch(*usage)
             return
-        stats: _Tally = {}
+        stats = _Tally()
         # Guards first, in key order (so two writers never wait on each other's clocks).
         for guard in sorted(
             (c for c in op.changes if isinstance(c, Guard)), key=lambda g: (g.tenant_id, g.scope_key)
@@ -2063,6 +2302,7 @@ class PostgresStore(Store):
             if kind == "items":
                 yield _Query(f"DELETE FROM {self._s}.keyword_stats")
                 yield _Query(f"DELETE FROM {self._s}.keyword_scopes")
+                yield _Query(f"DELETE FROM {self._s}.keyword_terms")
                 stats.clear()
 
     def _guard(self, g: Guard) -> Generator[_Query, Rows, None]:
@@ -2145,8 +2385,10 @@ class PostgresStore(Store):
         raise InvalidInput(f"PostgresStore cannot write {type(change).__name__}")
 
     def _keyword_stats(self, stats: _Tally) -> Generator[_Query, Rows, None]:
-        """Apply a write's document count and length changes per scope and per tenant."""
-        scopes = sorted((key, d) for key, d in stats.items() if d != [0, 0])
+        """Apply a write's document count and length changes per scope and term, per scope
+        and per tenant."""
+        yield from self._keyword_terms(stats)
+        scopes = sorted((key, d) for key, d in stats.scopes.items() if d != [0, 0])
         if not scopes:
             return
         tenants: dict[str, list[int]] = {}
@@ -2182,6 +2424,40 @@ class PostgresStore(Store):
                 },
             )
 
+    def _keyword_terms(self, stats: _Tally) -> Generator[_Query, Rows, None]:
+        """Per scope and term: the documents holding it, and bounds of its frequency and of
+        their length that only ever widen (BM25's per-term maximum for a pruned search,
+        :meth:`_keyword_pruned`). In key order, like every write, so writers never deadlock; a
+        term no document of its scope holds any more is dropped."""
+        changed = sorted((key, d) for key, d in stats.terms.items() if d[0] != 0 or d[1] > 0)
+        if not changed:
+            return
+        columns = {
+            "tenants": [key[0] for key, _ in changed],
+            "scopes": [key[1] for key, _ in changed],
+            "terms": [key[2] for key, _ in changed],
+        }
+        yield _Query(
+            f"INSERT INTO {self._s}.keyword_terms AS k (tenant_id, scope_key, term, docs, max_tf, min_len) "
+            "SELECT * FROM unnest(%(tenants)s::text[], %(scopes)s::text[], %(terms)s::text[], "
+            "%(docs)s::bigint[], %(tf)s::int[], %(len)s::int[]) ON CONFLICT (tenant_id, scope_key, term) "
+            "DO UPDATE SET docs = k.docs + EXCLUDED.docs, max_tf = greatest(k.max_tf, EXCLUDED.max_tf), "
+            "min_len = least(k.min_len, EXCLUDED.min_len)",
+            columns
+            | {
+                "docs": [d[0] for _, d in changed],
+                "tf": [d[1] for _, d in changed],
+                "len": [d[2] for _, d in changed],
+            },
+        )
+        if any(d[0] < 0 for _, d in changed):
+            yield _Query(
+                f"DELETE FROM {self._s}.keyword_terms k USING unnest(%(tenants)s::text[], %(scopes)s::text[], "
+                "%(terms)s::text[]) AS x(tenant_id, scope_key, term) WHERE k.tenant_id = x.tenant_id "
+                "AND k.scope_key = x.scope_key AND k.term = x.term AND k.docs <= 0",
+                columns,
+            )
+
     def _upsert(self, change: Upsert, stats: _Tally) -> Generator[_Query, Rows, None]:
         item = change.item
         vector: Vector | None = None
@@ -2193,27 +2469,29 @@ class PostgresStore(Store):
         while True:
             # Ids are unique per tenant: another tenant's item of the same id is another item.
             rows = yield _Query(
-                f"SELECT pk, scope_key, n_terms FROM {self._s}.items "
+                f"SELECT pk, scope_key, n_terms, {_LEXEMES} FROM {self._s}.items "
                 "WHERE tenant_id = %(tenant)s AND id = %(id)s FOR UPDATE",
                 {"tenant": item.tenant_id, "id": item.id},
             )
             if rows:
-                pk, old_scope, old_terms = rows[0]
-                yield _Query(
-                    f"UPDATE {self._s}.items SET {_ITEM_SETS} WHERE tenant_id = %(tenant_id)s AND pk = %(pk)s",
+                pk, old_scope, old_terms, old_lexemes = rows[0]
+                new = yield _Query(
+                    f"UPDATE {self._s}.items SET {_ITEM_SETS} WHERE tenant_id = %(tenant_id)s AND pk = %(pk)s "
+                    f"RETURNING {_LEXEMES}",
                     {**values, "pk": pk},
                 )
-                _tally(stats, item.tenant_id, old_scope, -1, -int(old_terms))
+                stats.item(item.tenant_id, old_scope, -1, int(old_terms), old_lexemes)
+                lexemes = new[0][0]
                 break
             rows = yield _Query(
                 f"INSERT INTO {self._s}.items ({', '.join(_ITEM_COLUMNS)}) VALUES ({_ITEM_VALUES}) "
-                "ON CONFLICT (tenant_id, id) DO NOTHING RETURNING pk",
+                f"ON CONFLICT (tenant_id, id) DO NOTHING RETURNING pk, {_LEXEMES}",
                 values,
             )
             if rows:  # else another transaction inserted this id meanwhile: update it instead
-                pk = rows[0][0]
+                pk, lexemes = rows[0]
                 break
-        _tally(stats, item.tenant_id, item.scope_key, 1, values["n_terms"])
+        stats.item(item.tenant_id, item.scope_key, 1, values["n_terms"], lexemes)
         if vector is not None:
             yield _Query(
                 _VECTOR_UPSERT.format(s=self._s),
@@ -2229,12 +2507,13 @@ class PostgresStore(Store):
 
     def _purge(self, change: Purge, stats: _Tally) -> Generator[_Query, Rows, None]:
         rows = yield _Query(
-            f"DELETE FROM {self._s}.items WHERE id = %(id)s AND tenant_id = %(tenant)s RETURNING scope_key, n_terms",
+            f"DELETE FROM {self._s}.items WHERE id = %(id)s AND tenant_id = %(tenant)s "
+            f"RETURNING scope_key, n_terms, {_LEXEMES}",
             {"id": change.item_id, "tenant": change.tenant_id},
         )
         if not rows:
             return  # nothing of this tenant's to purge: nothing to record either
-        _tally(stats, change.tenant_id, rows[0][0], -1, -int(rows[0][1]))
+        stats.item(change.tenant_id, rows[0][0], -1, int(rows[0][1]), rows[0][2])
         yield _Query(
             f"DELETE FROM {self._s}.memory_access_items WHERE tenant_id = %(tenant)s AND item_id = %(id)s",
             {"id": change.item_id, "tenant": change.tenant_id},
@@ -2558,13 +2837,13 @@ class PostgresStore(Store):
             vectors.append((str(v["model"]), vec))
         rows = yield _Query(
             f"INSERT INTO {self._s}.items ({', '.join(_ITEM_COLUMNS)}) VALUES ({_ITEM_VALUES}) "
-            "ON CONFLICT (tenant_id, id) DO NOTHING RETURNING pk",
+            f"ON CONFLICT (tenant_id, id) DO NOTHING RETURNING pk, {_LEXEMES}",
             values,
         )
         if not rows:
             raise InvalidInput(f"cannot load item {item.id!r}: that id is already taken", field="id")
         pk = rows[0][0]
-        _tally(stats, item.tenant_id, item.scope_key, 1, values["n_terms"])
+        stats.item(item.tenant_id, item.scope_key, 1, values["n_terms"], rows[0][1])
         for model, vec in vectors:
             yield _Query(
                 _VECTOR_UPSERT.format(s=self._s),
