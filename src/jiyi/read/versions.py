@@ -15,12 +15,13 @@ the newer ranks just above the older, and the older's drop is shown as
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from jiyi.model import MemoryType
+from jiyi.model import MemoryItem, MemoryType
 from jiyi.write.extract import Extracted
 from jiyi.write.reconcile import Existing, ReconcileConfig, decide
 
@@ -46,11 +47,24 @@ def _cosine(a: np.ndarray | None, b: np.ndarray | None) -> float | None:
     return float(a @ b) / (na * nb)
 
 
+_SENTENCE_END = re.compile(r"(?:[.!?;]+\s+|[。！？；]+\s*)(?=\S)")
+
+
+def _one_sentence(text: str) -> bool:
+    """Whether a text is one sentence (a speaker's name in front does not count)."""
+    return _SENTENCE_END.search(text.strip()) is None
+
+
 def _changes(newer: Scored, older: Scored, cfg: ReconcileConfig) -> bool:
     """Whether the write path would let ``newer`` retire ``older``."""
     # No similarity floor: the write path has none either (its neighbours are the nearest
     # items, as these are the best candidates for one query); its slot rules decide.
     cos = _cosine(newer.candidate.vector, older.candidate.vector) or 0.0
+    if not (_one_sentence(newer.candidate.item.content) and _one_sentence(older.candidate.item.content)):
+        # The rules read statements; a turn of several sentences ("Thanks, Mel! I'm
+        # still looking into counseling jobs. It's important to me.") is conversation,
+        # where values differ for many reasons besides a change.
+        return False
     # A kept turn is typed as an event; compared as what it states (a fact), as the
     # statement extraction would have made of it.
     item = newer.candidate.item
@@ -62,6 +76,28 @@ def _changes(newer: Scored, older: Scored, cfg: ReconcileConfig) -> bool:
     return decision.action in CHANGES and decision.target_id == older.candidate.item.id
 
 
+def _speaker(item: MemoryItem) -> tuple[object, object] | None:
+    """Who said a kept turn (its role and name); None for anything else."""
+    if RESOURCE_TAG not in item.tags:
+        return None
+    return item.metadata.get("role"), item.metadata.get("speaker")
+
+
+def _same_speaker(a: MemoryItem, b: MemoryItem) -> bool:
+    """Whether a pair can be two versions of one person's statement: at least one is a
+    user's turn, and when both are turns, the same person said them. A named speaker's
+    turn is not compared with an extracted fact (in a conversation between several
+    people whose statement the fact was is not known here): "I moved" by one friend is no
+    correction of "I live in Berlin" by another."""
+    sa, sb = _speaker(a), _speaker(b)
+    if a.user_id != b.user_id or (sa is None and sb is None):
+        return False
+    if sa is not None and sb is not None:
+        return sa == sb and sa[0] == "user"
+    turn = sa if sa is not None else sb
+    return turn is not None and turn[0] == "user" and turn[1] is None
+
+
 def newer_versions_first(scored: Sequence[Scored], cfg: ReconcileConfig | None = None) -> None:
     """Among the best :data:`TOP` (``scored`` best first), an unreconciled newer version of
     a statement ranks just above the older one."""
@@ -70,7 +106,7 @@ def newer_versions_first(scored: Sequence[Scored], cfg: ReconcileConfig | None =
     for i, older in enumerate(top):
         for newer in top[i + 1 :]:
             a, b = older.candidate.item, newer.candidate.item
-            if not (RESOURCE_TAG in a.tags or RESOURCE_TAG in b.tags) or a.user_id != b.user_id:
+            if not _same_speaker(a, b):
                 continue
             if (b.occurred_at or b.created_at) <= (a.occurred_at or a.created_at):
                 continue
