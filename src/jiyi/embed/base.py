@@ -34,13 +34,30 @@ class Embedder(Protocol):
         ...
 
 
-async def aembed(embedder: Embedder, texts: Sequence[str]) -> Vectors:
-    """Use the embedder's own ``aembed`` when it has one, else a worker thread."""
-    native = getattr(embedder, "aembed", None)
+# An embedder may also have ``embed_query(texts)`` (and ``aembed_query``): vectors for
+# search queries when the model embeds queries and stored texts differently (e5's
+# "query: " / "passage: "). Without it, queries go through ``embed`` like everything else.
+
+
+def embed_texts(embedder: Embedder, texts: Sequence[str], *, query: bool = False) -> Vectors:
+    """``embedder.embed``, or its ``embed_query`` for search queries when it has one."""
+    if query:
+        for_queries = getattr(embedder, "embed_query", None)
+        if for_queries is not None:
+            result: Vectors = for_queries(texts)
+            return result
+    return embedder.embed(texts)
+
+
+async def aembed(embedder: Embedder, texts: Sequence[str], *, query: bool = False) -> Vectors:
+    """Use the embedder's own ``aembed`` (``aembed_query``) when it has one, else a worker thread."""
+    native = getattr(embedder, "aembed_query", None) if query else None
+    if native is None and not (query and hasattr(embedder, "embed_query")):
+        native = getattr(embedder, "aembed", None)
     if native is not None:
         result: Vectors = await native(texts)
         return result
-    return await asyncio.to_thread(embedder.embed, texts)
+    return await asyncio.to_thread(embed_texts, embedder, texts, query=query)
 
 
 def normalise(raw: Any, expected_rows: int, model_id: str) -> Vectors:

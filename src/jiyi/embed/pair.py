@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from jiyi.embed.base import Embedder, Vectors, normalise
+from jiyi.embed.base import Embedder, Vectors, embed_texts, normalise
 from jiyi.errors import ConfigError, InvalidInput
 
 # Chosen on the development halves (LoCoMo conversations 1-5, zh/en personas lin and emma).
@@ -44,12 +44,19 @@ class PairEmbedder:
         return f"PairEmbedder({self._first!r}, {self._second!r}, weight={self._weight:g})"
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        return self._embed(texts, query=False)
+
+    def embed_query(self, texts: Sequence[str]) -> Vectors:
+        """Search queries: each model's own query vectors (``embed_query``) when it has them."""
+        return self._embed(texts, query=True)
+
+    def _embed(self, texts: Sequence[str], *, query: bool) -> Vectors:
         if isinstance(texts, str):
             raise InvalidInput("embed() takes a sequence of strings, not a single string", field="texts")
         batch = list(texts)
         if not batch:
             return np.zeros((0, 0), dtype=np.float32)
-        a = normalise(self._first.embed(batch), len(batch), self._first.model_id)
-        b = normalise(self._second.embed(batch), len(batch), self._second.model_id)
+        a = normalise(embed_texts(self._first, batch, query=query), len(batch), self._first.model_id)
+        b = normalise(embed_texts(self._second, batch, query=query), len(batch), self._second.model_id)
         out = np.concatenate([a * self._scales[0], b * self._scales[1]], axis=1)
         return np.ascontiguousarray(out, dtype=np.float32)
