@@ -54,7 +54,7 @@ from jiyi.embed.base import Embedder, resolve_embedder
 from jiyi.memory import Memory
 from jiyi.model import MemoryItem
 from jiyi.store.sqlite import SQLiteStore
-from parts import PARTS, part_rankings, source_ids
+from parts import PARTS, CachingEmbedder, part_rankings, source_ids
 
 KS = (5, 10, 20)
 SEARCH_LIMIT = 20
@@ -852,6 +852,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--embedder", default=None, help="embedder spec passed to Memory (default: jiyi's default)"
     )
+    p.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="embedding cache file (.npz), kept across runs; search latency then leaves out the "
+        "query embedding of cached questions",
+    )
     p.add_argument("--limit-questions", type=int, default=None, metavar="N", help="first N questions each")
     p.add_argument("--db-dir", type=Path, default=None, help="keep the SQLite files here (default: temp dir)")
     p.add_argument("--half-report", action="store_true", help="report conversations 1-5, 6-10 and all")
@@ -893,7 +900,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     conversations = [load_conversation(n, samples[n - 1]) for n in selection]
     del samples
 
-    embedder = resolve_embedder(args.embedder)
+    embedder: Embedder = resolve_embedder(args.embedder)
+    if args.cache is not None:
+        embedder = CachingEmbedder(embedder, args.cache)
     t0 = time.perf_counter()
     embedder.embed(["load the model before timing"])
     load_s = time.perf_counter() - t0
@@ -939,6 +948,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary["commit"] = git_commit()
     summary["peak_rss_mb"] = peak_rss_mb()
     summary["embedder_load_s"] = round(load_s, 2)
+    if isinstance(embedder, CachingEmbedder):
+        embedder.save()
 
     print(format_table(summary))
     if pipeline:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jiyi.embed.base import Embedder
+from jiyi.embed.base import Embedder, embed_texts
 from jiyi.memory import Memory
 from jiyi.store.base import Filter, GetItems, KeywordHits, VectorHits
 from jiyi.text.tokenize import query_terms
@@ -45,7 +45,7 @@ def rrf(*rankings: Sequence[str], k: int = RRF_K) -> list[str]:
 def part_rankings(mem: Memory, query: str, user_id: str, now: datetime, k: int) -> dict[str, list[str]]:
     """Item ids ranked by each part alone (``PARTS``), ``k`` each (RRF of the two lists)."""
     flt = Filter(tenant_id=mem.tenant_id, scope_keys=scope_keys(user_id, None, None, None), now=now)
-    vector = mem.embedder.embed([query])[0]
+    vector = embed_texts(mem.embedder, [query], query=True)[0]
     cos = [h.id for h in mem.store.execute(VectorHits(flt, mem.embedder.model_id, vector, k))]
     terms = query_terms(query)
     bm25 = [h.id for h in mem.store.execute(KeywordHits(flt, terms, k))] if terms else []
@@ -79,11 +79,22 @@ class CachingEmbedder:
         return self.inner.model_id
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
+        return self._embed(texts, query=False)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """Queries through the inner embedder's ``embed_query`` when it has one (kept apart
+        in the cache: ``q_`` keys); otherwise the same vectors as ``embed``."""
+        if not hasattr(self.inner, "embed_query"):
+            return self._embed(texts, query=False)
+        return self._embed(texts, query=True)
+
+    def _embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
+        prefix = "q_" if query else ""
+        keys = [prefix + hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
         missing = list(dict.fromkeys(k for k in keys if k not in self.cache))
         if missing:
             first = dict(zip(keys, texts, strict=True))
-            vectors = self.inner.embed([first[k] for k in missing])
+            vectors = embed_texts(self.inner, [first[k] for k in missing], query=query)
             self.cache.update(zip(missing, vectors, strict=True))
             self._dirty = True
         return np.stack([self.cache[k] for k in keys]).astype(np.float32)

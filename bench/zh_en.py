@@ -9,6 +9,7 @@ out, as the relevance fit in ``jiyi.read.rank`` was made).
 
     python bench/zh_en.py                       # default data path
     python bench/zh_en.py tests/data/zh_en_retrieval.json --json out.json
+    python bench/zh_en.py --embedder pair       # another embedder spec (default: jiyi's)
 """
 
 from __future__ import annotations
@@ -33,11 +34,13 @@ SYSTEMS = ("jiyi", *PARTS)
 TUNING_USERS = ("lin", "emma")
 
 
-def rankings(data: dict[str, Any], path: Path) -> list[tuple[dict[str, Any], dict[str, list[str]]]]:
+def rankings(
+    data: dict[str, Any], path: Path, embedder: str | None = None
+) -> list[tuple[dict[str, Any], dict[str, list[str]]]]:
     """Each positive query with its ranked memory ids by system."""
     now = datetime.fromisoformat(data["now"].replace("Z", "+00:00"))
     out = []
-    with Memory.open(path, clock=lambda: now) as mem:
+    with Memory.open(path, clock=lambda: now, embedder=embedder) as mem:
         for user in data["users"]:
             mem.import_items(
                 [
@@ -92,12 +95,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="jiyi vs its parts on the Chinese/English retrieval set")
     p.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA)
     p.add_argument("--json", type=Path, default=None, metavar="OUT.json")
+    p.add_argument("--embedder", default=None, help="embedder spec (default: jiyi's default)")
     args = p.parse_args(argv)
     if not args.data.exists():
         p.error(f"no data file at {args.data}")
     data = json.loads(args.data.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory(prefix="jiyi-zhen-") as tmp:
-        rows = rankings(data, Path(tmp) / "memory.db")
+        rows = rankings(data, Path(tmp) / "memory.db", args.embedder)
     result = table(rows)
     head = f"{'':18}{'n':>4}" + "".join(f"{s + ' R@5':>12}{'R@10':>7}" for s in SYSTEMS)
     print(head)
@@ -110,7 +114,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line)
     if args.json:
         write_json(
-            args.json, {"table": result, "machine": machine_info(), "date": now_iso(), "commit": git_commit()}
+            args.json,
+            {
+                "table": result,
+                "embedder": args.embedder,
+                "machine": machine_info(),
+                "date": now_iso(),
+                "commit": git_commit(),
+            },
         )
     return 0
 

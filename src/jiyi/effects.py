@@ -38,9 +38,11 @@ Message = dict[str, str]
 
 @dataclass(frozen=True)
 class Embed:
-    """Embed ``texts`` with the configured embedder (answer: an ``(n, dim)`` float32 array)."""
+    """Embed ``texts`` with the configured embedder (answer: an ``(n, dim)`` float32 array).
+    ``query``: the texts are search queries (embedders with an ``embed_query`` use it)."""
 
     texts: tuple[str, ...]
+    query: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,9 +74,9 @@ def call(op: Ask[R]) -> Generator[Effect, Any, R]:
     return result
 
 
-def embed(texts: Sequence[str]) -> Generator[Effect, Any, Any]:
-    """Vectors for ``texts``."""
-    result = yield Embed(tuple(texts))
+def embed(texts: Sequence[str], *, query: bool = False) -> Generator[Effect, Any, Any]:
+    """Vectors for ``texts`` (``query``: they are search queries, not stored texts)."""
+    result = yield Embed(tuple(texts), query)
     return result
 
 

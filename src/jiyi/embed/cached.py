@@ -38,7 +38,7 @@ def query_vector(rt: Runtime, query: str) -> Flow[np.ndarray]:
     key = (rt.embedder.model_id, query)
     hit = rt.query_cache.get(key)
     if hit is None:
-        vectors = yield from embed([query])
+        vectors = yield from embed([query], query=True)
         hit = vectors[0]
         rt.query_cache.put(key, hit)
     return hit
