@@ -523,3 +523,27 @@ def test_piping_into_head_ends_quietly_and_stats_are_rounded(tmp_path: Path) -> 
     stats = json.loads(jiyi("stats", "--json", db=db).stdout)
     assert stats["avg_confidence"] == round(stats["avg_confidence"], 3)
     assert "0000000" not in jiyi("stats", db=db).stdout
+
+
+def test_new_user_papercuts_have_actionable_answers(db: Path, tmp_path: Path) -> None:
+    # A mem0 export given without --from is named as one, with the option to use.
+    export = tmp_path / "mem0.json"
+    export.write_text(json.dumps({"results": [{"id": "m1", "memory": "likes tea", "user_id": "alice"}]}))
+    proc = jiyi("import", str(export), db=db, check=False)
+    assert proc.returncode != 0 and "--from mem0" in proc.stderr, proc.stderr
+    assert json.loads(jiyi("import", str(export), "--from", "mem0", "--json", db=db).stdout)["imported"] == 1
+    # An empty message is refused, not queued.
+    proc = jiyi("remember", "", "--session", "s1", "--user", "alice", "--json", db=db, check=False)
+    assert proc.returncode != 0 and json.loads(proc.stdout or proc.stderr)["error"]["field"] == "messages"
+    assert json.loads(jiyi("jobs", "--json", db=db).stdout) == []
+    # The library's name for the token budget works on the CLI too.
+    ctx = json.loads(
+        jiyi("context", "tea", "--user", "alice", "--budget-tokens", "50", "--json", db=db).stdout
+    )
+    assert ctx["tokens"] <= 50
+
+
+def test_role_words_read_as_english() -> None:
+    from jiyi.server.auth import Role
+
+    assert [r.a_key for r in Role] == ["an owner key", "an admin key", "an editor key", "a viewer key"]

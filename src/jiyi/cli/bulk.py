@@ -83,12 +83,36 @@ def read_jsonl(name: str) -> list[dict[str, Any]]:
     return decode_jsonl(data, source=name)
 
 
+_FOREIGN = {
+    "results": "mem0",
+    "memories": "mem0",
+    "agents": "letta",
+    "blocks": "letta",
+    "core_memory": "letta",
+}
+"""A top-level key that marks another system's export, and its ``--from`` name."""
+
+
+def _not_foreign(records: list[dict[str, Any]], file: str) -> list[dict[str, Any]]:
+    """jiyi's records, or a clear error when the file is one of another system's exports
+    (read as one jiyi record, it would only fail for lack of an owner)."""
+    if len(records) == 1 and "content" not in records[0]:
+        for key, source in _FOREIGN.items():
+            if key in records[0]:
+                raise InvalidInput(
+                    f"{file} looks like a {source} export (it has '{key}'); import it with "
+                    f"--from {source} (and --user ID when its records name no user)",
+                    field="file",
+                )
+    return records
+
+
 def read_records(ns: argparse.Namespace) -> list[dict[str, Any]]:
     """The records ``jiyi import`` loads: jiyi's JSON lines, or converted from another system."""
     if ns.source == "jiyi":
         if ns.user:
             raise InvalidInput("--user only applies with --from mem0 or --from letta", field="user")
-        return read_jsonl(ns.file)
+        return _not_foreign(read_jsonl(ns.file), ns.file)
     from jiyi.compat.importers import letta_records, mem0_records
 
     try:

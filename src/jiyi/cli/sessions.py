@@ -61,7 +61,14 @@ def register(sub: Subparsers) -> None:
     p = sub.add_parser("context", help="assemble recent turns, related memories and summaries for a prompt")
     p.add_argument("query", help="what the agent is about to do or answer")
     scope_args(p)
-    p.add_argument("--budget", type=int, default=1500, help="token budget (default 1500)")
+    p.add_argument(
+        "--budget",
+        "--budget-tokens",
+        dest="budget",
+        type=int,
+        default=1500,
+        help="token budget (default 1500; budget_tokens in the library, REST and MCP)",
+    )
     p.add_argument("--max-items", type=int, default=10, help="at most this many entries (default 10)")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_context))
@@ -91,6 +98,9 @@ def _print_reports(reports: Iterable[JobReport]) -> None:
 def cmd_remember(ns: argparse.Namespace, mem: Memory) -> int:
     if not ns.session:
         raise InvalidInput("remember needs --session ID (the conversation the messages belong to)")
+    empty = [i for i, text in enumerate(ns.messages, 1) if not text.strip()]
+    if empty:
+        raise InvalidInput(f"message {empty[0]} is empty: give the text of each message", field="messages")
     others = {k: v for k, v in scope(ns).items() if k != "session_id"}
     result = mem.remember([(ns.role, text) for text in ns.messages], session_id=ns.session, **others)
     reports = mem.process_jobs() if ns.process else []

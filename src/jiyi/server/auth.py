@@ -59,6 +59,11 @@ class Role(StrEnum):
     VIEWER = "viewer"
 
     @property
+    def a_key(self) -> str:
+        """ "an owner key", "a viewer key": for messages."""
+        return ("an " if self.value[0] in "aeiou" else "a ") + self.value + " key"
+
+    @property
     def can_write(self) -> bool:
         return self is not Role.VIEWER
 

@@ -131,13 +131,13 @@ async def principal(
 
 async def writer(who: Annotated[Principal, Depends(principal)]) -> Principal:
     if not who.role.can_write:
-        raise ApiError(403, f"a {who.role.value} key can only read")
+        raise ApiError(403, f"{who.role.a_key} can only read")
     return who
 
 
 async def admin(who: Annotated[Principal, Depends(principal)]) -> Principal:
     if not who.role.can_edit_any:
-        raise ApiError(403, f"a {who.role.value} key cannot do this; it needs an owner or admin key")
+        raise ApiError(403, f"{who.role.a_key} cannot do this; it needs an owner or admin key")
     return who
 
 

@@ -307,15 +307,15 @@ class _ToolServer:
         if project_id is not None and not who.member_of(project_id):
             return f"this key is not a member of project {project_id!r}"
         if tool in WRITE_TOOLS and not who.role.can_write:
-            return f"a {who.role.value} key can only read; {tool} is not allowed"
+            return f"{who.role.a_key} can only read; {tool} is not allowed"
         if tool in EDIT_ANY_TOOLS and not who.role.can_edit_any:
             what = "archive every memory" if tool in mem0_tools.DESTRUCTIVE else "compress memories"
-            return f"an {who.role.value} key cannot {what}; {tool} needs an owner or admin key"
+            return f"{who.role.a_key} cannot {what}; {tool} needs an owner or admin key"
         memory_id = arguments.get("memory_id")
         if tool == "memory_delete" and not who.role.can_edit_any and isinstance(memory_id, str):
             found, made_by = await self.creator(acting, memory_id)
             if found and made_by != who.key_id:  # not found: the tool answers not_found
-                return f"an {who.role.value} key can only delete memories it created"
+                return f"{who.role.a_key} can only delete memories it created"
         return None
 
     async def list_tools(

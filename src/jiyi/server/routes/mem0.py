@@ -115,7 +115,7 @@ def _layer(request: Request, who: Principal) -> mem0.AsyncMemory:
 
 def _writer(who: Principal) -> None:
     if not who.role.can_write:
-        raise ApiError(403, f"a {who.role.value} key can only read")
+        raise ApiError(403, f"{who.role.a_key} can only read")
 
 
 async def _changeable(layer: mem0.AsyncMemory, who: Principal, memory_id: str) -> Record:
@@ -190,9 +190,7 @@ async def delete_all(
     run_id: ScopeQuery = None,
 ) -> Record:
     if not who.role.can_edit_any:
-        raise ApiError(
-            403, f"a {who.role.value} key cannot delete all memories; it needs an owner or admin key"
-        )
+        raise ApiError(403, f"{who.role.a_key} cannot delete all memories; it needs an owner or admin key")
     return await _layer(request, who).delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id)
 
 
