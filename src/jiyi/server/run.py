@@ -139,7 +139,9 @@ def _log_to_stderr(level: str) -> None:
     import logging
 
     log = logging.getLogger("jiyi")
-    if not log.handlers:
+    # The CLI's --log-level already gave the root logger a handler: adding another would
+    # print every line twice.
+    if not log.handlers and not logging.getLogger().handlers:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(message)s"))
         log.addHandler(handler)
