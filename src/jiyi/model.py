@@ -84,6 +84,9 @@ class RelationType(StrEnum):
 
 DEFAULT_TENANT = "default"
 MAX_ID_LENGTH = 200
+# The tag of what is kept as said, never reconciled against: turns, document chunks
+# (jiyi.write.resources).
+RESOURCE_TAG = "resource"
 # The tag of the raw turns remember() keeps as resources (jiyi.write.resources).
 TURN_TAG = "turn"
 # The tag of the one item per user or project holding explicitly set profile fields

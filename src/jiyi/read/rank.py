@@ -56,9 +56,11 @@ from jiyi.read import fusion
 from jiyi.read.fusion import at_neighbours, neighbour_index
 from jiyi.read.fusion import han_share as han_share  # re-exported: tests and callers use it here
 from jiyi.read.fusion import other_language as other_language_of
-from jiyi.read.versions import newer_versions_first
+from jiyi.read.versions import TOP as VERSIONS_TOP
+from jiyi.read.versions import is_newer_version
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import normalise, query_terms
+from jiyi.write.reconcile import ReconcileConfig
 
 
 @dataclass(frozen=True)
@@ -401,12 +403,27 @@ def replacements_first(scored: list[Scored]) -> None:
                 newer, older = (s, other) if newer_first else (other, s)
             else:
                 continue
-            if older.score >= newer.score:
-                penalty = older.score - newer.score + 1e-6
-                older.score -= penalty
-                older.breakdown["contribution.replaced"] = (
-                    older.breakdown.get("contribution.replaced", 0.0) - penalty
-                )
+            _place_below(older, newer, "contribution.replaced")
+
+
+def newer_versions_first(scored: list[Scored], cfg: ReconcileConfig | None = None) -> None:
+    """Among the best few (``scored`` best first), a newer version of a statement that
+    was never reconciled with the older one (:mod:`jiyi.read.versions`) ranks just above
+    it, the drop shown as ``contribution.newer_version``."""
+    cfg = cfg or ReconcileConfig()
+    top = scored[:VERSIONS_TOP]
+    for i, older in enumerate(top):
+        for newer in top[i + 1 :]:
+            if older.score >= newer.score and is_newer_version(newer.candidate, older.candidate, cfg):
+                _place_below(older, newer, "contribution.newer_version")
+
+
+def _place_below(older: Scored, newer: Scored, why: str) -> None:
+    """Drop ``older``'s score just below ``newer``'s (if it is not already), shown as ``why``."""
+    if older.score >= newer.score:
+        penalty = older.score - newer.score + 1e-6
+        older.score -= penalty
+        older.breakdown[why] = older.breakdown.get(why, 0.0) - penalty
 
 
 def mmr_select(

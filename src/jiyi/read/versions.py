@@ -9,43 +9,24 @@ of RAM") both turns stay active and the older can rank first.
 So among the best candidates, a pair where at least one is a resource is put through the
 write path's own rules (:func:`jiyi.write.reconcile.decide`, the newer as the candidate
 against the older with their cosine): when they would say ``supersede`` or ``update``,
-the newer ranks just above the older, and the older's drop is shown as
-``contribution.newer_version``. Nothing is retired or changed in the store.
+the ranking (:func:`jiyi.read.rank.newer_versions_first`) puts the newer just above the
+older and shows the older's drop as ``contribution.newer_version``. Nothing is retired or
+changed in the store.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-import numpy as np
-
-from jiyi.model import MemoryItem, MemoryType
+from jiyi.model import RESOURCE_TAG, MemoryItem, MemoryType
+from jiyi.store.base import Candidate
 from jiyi.write.extract import Extracted
 from jiyi.write.reconcile import Existing, ReconcileConfig, decide
-
-if TYPE_CHECKING:
-    from jiyi.read.rank import Scored
-
-RESOURCE_TAG = "resource"
-"""As :data:`jiyi.write.resources.RESOURCE_TAG` (that module needs the runtime, which
-needs this one)."""
 
 TOP = 10
 """Pairs among this many best candidates are compared (at most 45 pairs)."""
 
 CHANGES = ("supersede", "update")
-
-
-def _cosine(a: np.ndarray | None, b: np.ndarray | None) -> float | None:
-    if a is None or b is None or a.shape != b.shape:
-        return None
-    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-    if na == 0.0 or nb == 0.0:
-        return None
-    return float(a @ b) / (na * nb)
-
 
 _SENTENCE_END = re.compile(r"(?:[.!?;]+\s+|[。！？；]+\s*)(?=\S)")
 
@@ -53,27 +34,6 @@ _SENTENCE_END = re.compile(r"(?:[.!?;]+\s+|[。！？；]+\s*)(?=\S)")
 def _one_sentence(text: str) -> bool:
     """Whether a text is one sentence (a speaker's name in front does not count)."""
     return _SENTENCE_END.search(text.strip()) is None
-
-
-def _changes(newer: Scored, older: Scored, cfg: ReconcileConfig) -> bool:
-    """Whether the write path would let ``newer`` retire ``older``."""
-    # No similarity floor: the write path has none either (its neighbours are the nearest
-    # items, as these are the best candidates for one query); its slot rules decide.
-    cos = _cosine(newer.candidate.vector, older.candidate.vector) or 0.0
-    if not (_one_sentence(newer.candidate.item.content) and _one_sentence(older.candidate.item.content)):
-        # The rules read statements; a turn of several sentences ("Thanks, Mel! I'm
-        # still looking into counseling jobs. It's important to me.") is conversation,
-        # where values differ for many reasons besides a change.
-        return False
-    # A kept turn is typed as an event; compared as what it states (a fact), as the
-    # statement extraction would have made of it.
-    item = newer.candidate.item
-    candidate = Extracted(content=item.content, memory_type=MemoryType.FACT, confidence=item.confidence)
-    old = older.candidate.item
-    if RESOURCE_TAG in old.tags:
-        old = old.model_copy(update={"memory_type": MemoryType.FACT})
-    decision = decide(candidate, [Existing(old, cos)], cfg)
-    return decision.action in CHANGES and decision.target_id == older.candidate.item.id
 
 
 def _speaker(item: MemoryItem) -> tuple[object, object] | None:
@@ -98,22 +58,25 @@ def _same_speaker(a: MemoryItem, b: MemoryItem) -> bool:
     return turn is not None and turn[0] == "user" and turn[1] is None
 
 
-def newer_versions_first(scored: Sequence[Scored], cfg: ReconcileConfig | None = None) -> None:
-    """Among the best :data:`TOP` (``scored`` best first), an unreconciled newer version of
-    a statement ranks just above the older one."""
-    cfg = cfg or ReconcileConfig()
-    top = list(scored[:TOP])
-    for i, older in enumerate(top):
-        for newer in top[i + 1 :]:
-            a, b = older.candidate.item, newer.candidate.item
-            if not _same_speaker(a, b):
-                continue
-            if (b.occurred_at or b.created_at) <= (a.occurred_at or a.created_at):
-                continue
-            if older.score < newer.score or not _changes(newer, older, cfg):
-                continue
-            penalty = older.score - newer.score + 1e-6
-            older.score -= penalty
-            older.breakdown["contribution.newer_version"] = (
-                older.breakdown.get("contribution.newer_version", 0.0) - penalty
-            )
+def is_newer_version(newer: Candidate, older: Candidate, cfg: ReconcileConfig) -> bool:
+    """Whether ``newer``, said later by the same person, is a statement the write path
+    would let retire ``older``."""
+    a, b = older.item, newer.item
+    if not _same_speaker(a, b) or (b.occurred_at or b.created_at) <= (a.occurred_at or a.created_at):
+        return False
+    if not (_one_sentence(b.content) and _one_sentence(a.content)):
+        # The rules read statements; a turn of several sentences ("Thanks, Mel! I'm
+        # still looking into counseling jobs. It's important to me.") is conversation,
+        # where values differ for many reasons besides a change.
+        return False
+    # No similarity floor: the write path has none either (its neighbours are the nearest
+    # items, as these are the best candidates for one query); its slot rules decide.
+    # Stored vectors are unit length (as MMR assumes), so the dot product is the cosine.
+    u, v = newer.vector, older.vector
+    cos = float(u @ v) if u is not None and v is not None and u.shape == v.shape else 0.0
+    # A kept turn is typed as an event; compared as what it states (a fact), as the
+    # statement extraction would have made of it.
+    candidate = Extracted(content=b.content, memory_type=MemoryType.FACT, confidence=b.confidence)
+    old = a.model_copy(update={"memory_type": MemoryType.FACT}) if RESOURCE_TAG in a.tags else a
+    decision = decide(candidate, [Existing(old, cos)], cfg)
+    return decision.action in CHANGES and decision.target_id == a.id

@@ -23,14 +23,13 @@ from typing import Any
 from jiyi.effects import Flow
 from jiyi.embed.cached import embed_documents
 from jiyi.items import change_event
-from jiyi.model import TURN_TAG, MemoryItem, MemoryType, Source, owner_scope
+from jiyi.model import RESOURCE_TAG, TURN_TAG, MemoryItem, MemoryType, Source, owner_scope
 from jiyi.runtime import Runtime
 from jiyi.store.base import Change, HistoryAction, Upsert
 from jiyi.text.lowvalue import is_acknowledgement
 from jiyi.text.tokenize import index_text
 from jiyi.write.gate import scrub
 
-RESOURCE_TAG = "resource"
 _MIN_CHARS = 2
 
 
