@@ -436,7 +436,7 @@ def test_bad_arguments_are_refused_with_the_reason(mem: Memory) -> None:
         ({"max_core": 0}, "max_core"),
         ({"max_access": 1.5}, "max_access"),
         ({"duplicate_threshold": 2}, "duplicate_threshold"),
-        ({"memory_types": ["feelings"]}, "memory_type"),
+        ({"memory_types": ["feelings"]}, "memory_types"),
         ({"user_id": ""}, "user_id"),
     ]
     for kwargs, field in cases:

@@ -224,7 +224,7 @@ def test_mmr_avoids_near_duplicates(mem: Memory) -> None:
         ({"limit": 0}, "limit"),
         ({"limit": 10_000}, "limit"),
         ({"threshold": 2.0}, "threshold"),
-        ({"memory_types": ["nope"]}, "memory_type"),
+        ({"memory_types": ["nope"]}, "memory_types"),
     ],
 )
 def test_bad_search_input(mem: Memory, kwargs: dict[str, object], field: str) -> None:

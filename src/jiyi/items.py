@@ -163,8 +163,8 @@ def list_page(
     flt = Filter(
         tenant_id=rt.tenant(tenant_id),
         scope_keys=scope_keys(user_id, project_id, session_id, agent_id),
-        memory_types=enum_tuple(MemoryType, memory_types, "memory_type"),
-        statuses=enum_tuple(Status, statuses, "status"),
+        memory_types=enum_tuple(MemoryType, memory_types, "memory_types"),
+        statuses=enum_tuple(Status, statuses, "statuses"),
         tags=tuple(tags),
         without_tags=_hidden_turns(include_turns, tags),
         include_expired=include_expired,

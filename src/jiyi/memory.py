@@ -156,8 +156,14 @@ class _Facade(_Operations):
         files: str | Path | None = None,
         **options: Any,
     ) -> None:
-        if not isinstance(store, Store):
-            raise InvalidInput(f"store must be a jiyi Store, not {type(store).__name__}", field="store")
+        given: object = store  # callers without a type checker pass paths here
+        if not isinstance(given, Store):
+            hint = (
+                f"; for a SQLite file or a store URL use {type(self).__name__}.open({str(given)!r})"
+                if isinstance(given, str | Path)
+                else ""
+            )
+            raise InvalidInput(f"store must be a jiyi Store, not {type(given).__name__}{hint}", field="store")
         # files (jiyi/files/): memory.md / learnings.md per scope under this directory
         store = with_files(store, files)
         self.runtime = Runtime.build(store, extra_handlers=file_handlers(store), **options)

@@ -7,6 +7,7 @@ from typing import Any
 
 from jiyi.errors import InvalidInput
 from jiyi.model import Scope, check_text_value, owner_scope, scope_key
+from jiyi.problems import not_one_of, too_large, too_small, wrong_type
 
 MAX_LIMIT = 1000
 
@@ -62,8 +63,7 @@ def enum_tuple(kind: type[Any], values: Iterable[Any] | Any | None, name: str) -
         try:
             out.append(kind(v))
         except ValueError:
-            allowed = ", ".join(m.value for m in kind)
-            raise InvalidInput(f"unknown {name} {v!r}; use one of {allowed}", field=name) from None
+            raise InvalidInput(not_one_of(name, (m.value for m in kind), v), field=name) from None
     return tuple(out)
 
 
@@ -80,8 +80,12 @@ def check_text(value: object, name: str) -> str:
 
 def check_limit(limit: object, name: str = "limit") -> int:
     """A page or result size: an integer within 1..MAX_LIMIT."""
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInput(f"{name} must be an integer within 1..{MAX_LIMIT}, got {limit!r}", field=name)
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        raise InvalidInput(wrong_type(name, "an integer", limit), field=name)
+    if limit < 1:
+        raise InvalidInput(too_small(name, 1, limit), field=name)
+    if limit > MAX_LIMIT:
+        raise InvalidInput(too_large(name, MAX_LIMIT, limit), field=name)
     return limit
 
 

@@ -87,6 +87,15 @@ def iso_datetime(value: str) -> datetime:
         ) from None
 
 
+def integer(value: str) -> int:
+    """An integer option; its range is checked where the library takes it, in the words
+    every interface uses (:mod:`jiyi.problems`)."""
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, not {value!r}") from None
+
+
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 

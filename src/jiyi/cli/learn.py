@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from jiyi.cli.common import EXIT_OK, Parser, emit, json_arg, memory_command, scope, scope_args, short
+from jiyi.cli.common import EXIT_OK, Parser, emit, integer, json_arg, memory_command, scope, scope_args, short
 from jiyi.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def _register_failure(learn: Subparsers) -> None:
         help="a word in a task that announces it (repeatable)",
     )
     k.add_argument("--mitigation", required=True, metavar="TEXT", help="what to do instead")
-    k.add_argument("--severity", type=int, required=True, metavar="1-5", help="1 (minor) to 5 (critical)")
+    k.add_argument("--severity", type=integer, required=True, metavar="1-5", help="1 (minor) to 5 (critical)")
     k.add_argument("--description", metavar="TEXT", help="what goes wrong")
     scope_args(k)
     json_arg(k)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from jiyi.cli.common import EXIT_OK, emit, json_arg, memory_command, scope, scope_args
+from jiyi.cli.common import EXIT_OK, emit, integer, json_arg, memory_command, scope, scope_args
 from jiyi.cli.progress import Progress
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument(
         "--keep-retrievals",
-        type=int,
+        type=integer,
         default=90,
         metavar="DAYS",
         help="delete retrieval log entries older than this many days (default 90; -1 keeps them all)",
@@ -62,9 +62,11 @@ def _register_compress(sub: Subparsers) -> None:
         "--older-than", type=float, default=30.0, metavar="DAYS", help="idle for this many days (default 30)"
     )
     p.add_argument(
-        "--max-access", type=int, default=4, metavar="N", help="retrieved at most N times (default 4)"
+        "--max-access", type=integer, default=4, metavar="N", help="retrieved at most N times (default 4)"
     )
-    p.add_argument("--type", action="append", metavar="TYPE", help="only these types (repeatable)")
+    p.add_argument(
+        "--type", "--memory-type", action="append", metavar="TYPE", help="only these types (repeatable)"
+    )
     p.add_argument("--dry-run", action="store_true", help="list the groups and proposed texts; write nothing")
     p.add_argument("--undo", metavar="CORE_ID", help="undo the compression that made this core memory")
     json_arg(p)

@@ -11,6 +11,7 @@ from jiyi.cli.common import (
     EXIT_FAIL,
     EXIT_OK,
     emit,
+    integer,
     iso_datetime,
     json_arg,
     json_object,
@@ -49,7 +50,13 @@ def _register_add(sub: Subparsers) -> None:
     )
     p.add_argument("text", help="what to remember")
     scope_args(p)
-    p.add_argument("--type", default="fact", metavar="TYPE", help=f"memory type: {types} (default: fact)")
+    p.add_argument(
+        "--type",
+        "--memory-type",
+        default="fact",
+        metavar="TYPE",
+        help=f"memory type: {types} (default: fact)",
+    )
     p.add_argument(
         "--scope",
         choices=["user", "project", "session", "agent"],
@@ -101,8 +108,10 @@ def _register_search(sub: Subparsers) -> None:
     p = sub.add_parser("search", help="find memories by meaning and by words")
     p.add_argument("query", help="what to look for, in words (any language)")
     scope_args(p)
-    p.add_argument("--limit", "-k", type=int, default=10, help="how many results (default 10)")
-    p.add_argument("--type", action="append", metavar="TYPE", help="only these types (repeatable)")
+    p.add_argument("--limit", "-k", type=integer, default=10, help="how many results (default 10)")
+    p.add_argument(
+        "--type", "--memory-type", action="append", metavar="TYPE", help="only these types (repeatable)"
+    )
     p.add_argument(
         "--tag", action="append", default=[], metavar="TAG", help="only items with this tag (repeatable)"
     )
@@ -170,14 +179,16 @@ def explain_lines(breakdown: dict[str, float]) -> list[str]:
 def _register_list(sub: Subparsers) -> None:
     p = sub.add_parser("list", help="list memories, a page at a time")
     scope_args(p)
-    p.add_argument("--type", action="append", metavar="TYPE", help="only these types (repeatable)")
+    p.add_argument(
+        "--type", "--memory-type", action="append", metavar="TYPE", help="only these types (repeatable)"
+    )
     p.add_argument(
         "--status",
         action="append",
         metavar="STATUS",
         help="only these statuses: active, archived, superseded",
     )
-    p.add_argument("--limit", type=int, default=50, help="page size (default 50)")
+    p.add_argument("--limit", type=integer, default=50, help="page size (default 50)")
     p.add_argument("--cursor", help="continue after this cursor (printed at the end of a page)")
     p.add_argument("--turns", action="store_true", help="include the raw conversation turns remember() keeps")
     json_arg(p)
@@ -236,7 +247,7 @@ def _register_update(sub: Subparsers) -> None:
     p.add_argument("id", help="the memory's id")
     p.add_argument("--tenant", metavar="ID", help="tenant id (default: $JIYI_TENANT or 'default')")
     p.add_argument("--text", help="new content")
-    p.add_argument("--type", metavar="TYPE", help="new memory type")
+    p.add_argument("--type", "--memory-type", metavar="TYPE", help="new memory type")
     p.add_argument("--status", choices=[s.value for s in Status], help="new status")
     p.add_argument("--confidence", type=float, help="new confidence, 0..1")
     p.add_argument("--importance", type=float, help="new importance, 0..1")

@@ -7,7 +7,17 @@ import argparse
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from jiyi.cli.common import EXIT_OK, clip, emit, iso_datetime, json_arg, memory_command, scope, scope_args
+from jiyi.cli.common import (
+    EXIT_OK,
+    clip,
+    emit,
+    integer,
+    iso_datetime,
+    json_arg,
+    memory_command,
+    scope,
+    scope_args,
+)
 
 if TYPE_CHECKING:
     from jiyi.cli.common import Subparsers
@@ -31,7 +41,7 @@ def register(sub: Subparsers) -> None:
     scope_args(p)
     p.add_argument("--since", type=iso_datetime, metavar="ISO-DATE", help="from this time on (inclusive)")
     p.add_argument("--until", type=iso_datetime, metavar="ISO-DATE", help="before this time (exclusive)")
-    p.add_argument("--limit", type=int, default=20, help="accesses per page (default 20)")
+    p.add_argument("--limit", type=integer, default=20, help="accesses per page (default 20)")
     p.add_argument("--cursor", help="continue after this cursor (printed at the end of a page)")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_retrievals))

@@ -13,6 +13,7 @@ from jiyi.cli.common import (
     embedder_spec,
     files_arg,
     files_dir,
+    integer,
     llm_spec,
     read_url,
     redis_url,
@@ -39,7 +40,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--host", default="127.0.0.1", help="with streamable-http: address to bind (default 127.0.0.1)"
     )
-    p.add_argument("--port", type=int, default=8766, help="with streamable-http: port (default 8766)")
+    p.add_argument("--port", type=integer, default=8766, help="with streamable-http: port (default 8766)")
     p.add_argument(
         "--keys",
         metavar="FILE",
@@ -66,12 +67,14 @@ def _register_serve(sub: Subparsers) -> None:
     )
     files_arg(p, "keep memory.md / learnings.md under DIR and sync edits to them as they happen")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    p.add_argument("--port", type=integer, default=8765, help="port (default 8765)")
     p.add_argument(
         "--keys", metavar="FILE", help="API key file (required unless bound to a loopback address)"
     )
-    p.add_argument("--rate-limit", type=int, default=600, metavar="N", help="requests per minute per key")
-    p.add_argument("--max-body", type=int, default=1_000_000, metavar="BYTES", help="largest request body")
+    p.add_argument("--rate-limit", type=integer, default=600, metavar="N", help="requests per minute per key")
+    p.add_argument(
+        "--max-body", type=integer, default=1_000_000, metavar="BYTES", help="largest request body"
+    )
     p.add_argument(
         "--maintain-every",
         type=duration,

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from jiyi.cli.common import EXIT_OK, emit, json_arg, memory_command, scope, scope_args
+from jiyi.cli.common import EXIT_OK, emit, integer, json_arg, memory_command, scope, scope_args
 from jiyi.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--interval", type=float, default=2.0, help="seconds between polls (default 2)")
     p.add_argument(
         "--batch",
-        type=int,
+        type=integer,
         default=1,
         help="jobs claimed at a time (default 1: on SIGTERM the worker finishes the job in hand "
         "and holds no claimed job it has not started)",
@@ -54,7 +54,9 @@ def register(sub: Subparsers) -> None:
         choices=["queued", "running", "done", "failed"],
         help="only jobs in this state (repeatable; default: all)",
     )
-    p.add_argument("--limit", type=int, default=50, help="at most this many jobs, newest first (default 50)")
+    p.add_argument(
+        "--limit", type=integer, default=50, help="at most this many jobs, newest first (default 50)"
+    )
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_jobs))
 
@@ -65,11 +67,11 @@ def register(sub: Subparsers) -> None:
         "--budget",
         "--budget-tokens",
         dest="budget",
-        type=int,
+        type=integer,
         default=1500,
         help="token budget (default 1500; budget_tokens in the library, REST and MCP)",
     )
-    p.add_argument("--max-items", type=int, default=10, help="at most this many entries (default 10)")
+    p.add_argument("--max-items", type=integer, default=10, help="at most this many entries (default 10)")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_context))
 

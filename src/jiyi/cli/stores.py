@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from jiyi.cli.common import EXIT_OK, emit, json_arg, store_url
+from jiyi.cli.common import EXIT_OK, emit, integer, json_arg, store_url
 from jiyi.cli.progress import Progress
 from jiyi.errors import ConfigError, InvalidInput
 
@@ -49,7 +49,7 @@ def _register_copy(sub: Subparsers) -> None:
     p.add_argument("--from", dest="source", required=True, metavar="URL", help="store to copy from")
     p.add_argument("--to", dest="dest", required=True, metavar="URL", help="store to copy into")
     p.add_argument("--overwrite", action="store_true", help="empty a non-empty destination first")
-    p.add_argument("--batch", type=int, default=500, help="rows per transaction (default 500)")
+    p.add_argument("--batch", type=integer, default=500, help="rows per transaction (default 500)")
     json_arg(p)
     p.set_defaults(handler=cmd_copy)
 

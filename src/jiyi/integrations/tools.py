@@ -48,6 +48,7 @@ from jiyi.integrations import mem0_tools
 from jiyi.lifecycle import compress as compress_flows
 from jiyi.memory import AsyncMemory, Memory
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, scope_key
+from jiyi.problems import not_one_of, too_large, too_small, type_name
 from jiyi.read import context as context_flows
 from jiyi.read import search as search_flows
 from jiyi.read.context import Context
@@ -150,10 +151,15 @@ TOOLS: Final[list[dict[str, Any]]] = [
                 "maximum": MAX_K,
                 "description": "Another name for limit, kept for clients that say k.",
             },
+            "memory_types": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(MEMORY_TYPES)},
+                "description": "Only memories of these kinds (default: every kind). " + _TYPE_HELP,
+            },
             "memory_type": {
                 "type": "string",
                 "enum": list(MEMORY_TYPES),
-                "description": "Only memories of this kind. " + _TYPE_HELP,
+                "description": "One kind: the same as memory_types with one entry.",
             },
             "scope": {
                 "type": "string",
@@ -439,7 +445,7 @@ LIFECYCLE_TOOLS: Final[list[dict[str, Any]]] = [
             "older_than_days": {
                 "type": "number",
                 "minimum": 0,
-                "maximum": 36500,
+                "maximum": compress_flows.MAX_IDLE_DAYS,
                 "default": 30.0,
                 "description": "Only memories idle for at least this many days (default 30).",
             },
@@ -450,10 +456,15 @@ LIFECYCLE_TOOLS: Final[list[dict[str, Any]]] = [
                 "default": 4,
                 "description": "Only memories retrieved at most this many times (default 4).",
             },
+            "memory_types": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(MEMORY_TYPES)},
+                "description": "Only memories of these kinds (default: every kind). " + _TYPE_HELP,
+            },
             "memory_type": {
                 "type": "string",
                 "enum": list(MEMORY_TYPES),
-                "description": "Only memories of this kind (default: every kind). " + _TYPE_HELP,
+                "description": "One kind: the same as memory_types with one entry.",
             },
             "dry_run": {
                 "type": "boolean",
@@ -527,22 +538,6 @@ _TYPE_CHECKS: dict[str, Callable[[object], bool]] = {
 _ARTICLE = {"string": "a", "integer": "an", "number": "a", "boolean": "a", "array": "an", "object": "an"}
 
 
-def _type_name(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object" if isinstance(value, dict) else type(value).__name__
-
-
 def parse_arguments(arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
     """The arguments as a dict: a JSON object string (as models send it) or a mapping."""
     if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
@@ -557,9 +552,7 @@ def parse_arguments(arguments: str | Mapping[str, Any] | None) -> dict[str, Any]
     else:
         decoded = arguments
     if not isinstance(decoded, Mapping):
-        raise ToolCallError(
-            "invalid_arguments", f"arguments must be a JSON object, not {_type_name(decoded)}"
-        )
+        raise ToolCallError("invalid_arguments", f"arguments must be a JSON object, not {type_name(decoded)}")
     return dict(decoded)
 
 
@@ -606,7 +599,7 @@ def _checked(name: str, schema: Mapping[str, Any], value: Any) -> tuple[Any, str
         return _any_of(name, schema["anyOf"], value)
     kind = schema.get("type")
     if kind is not None and not _TYPE_CHECKS[kind](value):
-        return value, f"{name} must be {_ARTICLE[kind]} {kind}, not {_type_name(value)}"
+        return value, f"{name} must be {_ARTICLE[kind]} {kind}, not {type_name(value)}"
     if kind == "integer":
         value = int(value)
     if kind == "array":
@@ -614,12 +607,11 @@ def _checked(name: str, schema: Mapping[str, Any], value: Any) -> tuple[Any, str
     if kind == "object":
         return _checked_object(name, schema, value)
     if "enum" in schema and value not in schema["enum"]:
-        allowed = ", ".join(str(v) for v in schema["enum"])
-        return value, f"{name} must be one of: {allowed}; got {value!r}"
+        return value, not_one_of(name, schema["enum"], value)
     if "minimum" in schema and value < schema["minimum"]:
-        return value, f"{name} must be at least {schema['minimum']}, got {value}"
+        return value, too_small(name, schema["minimum"], value)
     if "maximum" in schema and value > schema["maximum"]:
-        return value, f"{name} must be at most {schema['maximum']}, got {value}"
+        return value, too_large(name, schema["maximum"], value)
     if "minLength" in schema and len(value) < schema["minLength"]:
         return value, f"{name} must not be empty"
     if "maxLength" in schema and len(value) > schema["maxLength"]:
@@ -641,7 +633,7 @@ def _any_of(name: str, choices: list[Mapping[str, Any]], value: Any) -> tuple[An
     if fitting:
         return value, fitting[0]
     kinds = " or ".join(f"{_ARTICLE[c['type']]} {c['type']}" for c in choices if "type" in c)
-    return value, f"{name} must be {kinds}, not {_type_name(value)}"
+    return value, f"{name} must be {kinds}, not {type_name(value)}"
 
 
 def _checked_array(name: str, schema: Mapping[str, Any], value: list[Any]) -> tuple[Any, str | None]:
@@ -893,7 +885,7 @@ class _ToolsBase:
             self.rt,
             args["query"],
             limit=args.get("limit", args.get("k", SEARCH_DEFAULT_LIMIT)),
-            memory_types=args.get("memory_type"),
+            memory_types=_memory_types(args),
             tenant_id=self.tenant_id,
             viewer=self.viewer,
             user_id=ids.get("user_id"),
@@ -1084,7 +1076,7 @@ class _ToolsBase:
             session_id=self.ids.get("session_id"),
             agent_id=self.ids.get("agent_id"),
             tenant_id=self.tenant_id,
-            memory_types=args.get("memory_type"),
+            memory_types=_memory_types(args),
             older_than_days=args["older_than_days"],
             max_access=args["max_access"],
             dry_run=args["dry_run"],
@@ -1237,3 +1229,14 @@ class AsyncMemoryTools(_ToolsBase):
             return await arun(flow, self.rt)
         except Exception as exc:
             return _failure(name, exc)
+
+
+def _memory_types(args: Mapping[str, Any]) -> list[str] | None:
+    """The type filter: ``memory_types`` (the library's and REST's name) or ``memory_type``
+    (one kind), not two different ones."""
+    many, one = args.get("memory_types"), args.get("memory_type")
+    if many is not None and one is not None and list(many) != [one]:
+        raise ToolCallError(
+            "invalid_arguments", "give memory_types or memory_type (one kind), not both", field="memory_type"
+        )
+    return list(many) if many is not None else [one] if one is not None else None

@@ -64,6 +64,7 @@ from jiyi.model import (
     Visibility,
     new_id,
 )
+from jiyi.problems import too_large, too_small, wrong_type
 from jiyi.runtime import Runtime
 from jiyi.store.base import (
     CachePut,
@@ -110,12 +111,18 @@ def _number(
 ) -> None:
     ok = isinstance(value, int) if integer else isinstance(value, int | float)
     if not ok or isinstance(value, bool):
-        kind = "an integer" if integer else "a number"
-        raise InvalidInput(f"{name} must be {kind}, got {value!r}", field=name)
+        raise InvalidInput(wrong_type(name, "an integer" if integer else "a number", value), field=name)
     assert isinstance(value, int | float)
-    if not math.isfinite(value) or value < low or (high is not None and value > high):
-        bounds = f"within {low:g}..{high:g}" if high is not None else f">= {low:g}"
-        raise InvalidInput(f"{name} must be {bounds}, got {value!r}", field=name)
+    if not math.isfinite(value):
+        raise InvalidInput(f"{name} must be a finite number, got {value!r}", field=name)
+    if value < low:
+        raise InvalidInput(too_small(name, f"{low:g}", value), field=name)
+    if high is not None and value > high:
+        raise InvalidInput(too_large(name, f"{high:g}", value), field=name)
+
+
+MAX_IDLE_DAYS = 36500
+"""``older_than_days`` above a century is a mistake (and past what a date can subtract)."""
 
 
 @dataclass(frozen=True)
@@ -147,7 +154,7 @@ class CompressionPolicy:
     """Candidates of one group handled per call (the most idle first); the rest wait."""
 
     def __post_init__(self) -> None:
-        _number(self.older_than_days, "older_than_days", 0)
+        _number(self.older_than_days, "older_than_days", 0, MAX_IDLE_DAYS)
         _number(self.max_access, "max_access", 0, integer=True)
         _number(self.min_group, "min_group", 2, integer=True)
         _number(self.max_core, "max_core", 1, integer=True)
@@ -737,7 +744,7 @@ def compress(
     flt = Filter(
         tenant_id=tenant,
         scope_keys=scope_keys(user_id, project_id, session_id, agent_id),
-        memory_types=enum_tuple(MemoryType, memory_types, "memory_type"),
+        memory_types=enum_tuple(MemoryType, memory_types, "memory_types"),
         statuses=(Status.ACTIVE,),
         now=now,
     )

@@ -174,13 +174,13 @@ def _filter(
 ) -> tuple[Filter, tuple[Status, ...]]:
     """What may be a candidate, and the statuses the caller wants shown."""
     now = rt.now() if as_of is None else as_utc(as_of)
-    wanted = enum_tuple(Status, statuses, "status") or (Status.ACTIVE,)
+    wanted = enum_tuple(Status, statuses, "statuses") or (Status.ACTIVE,)
     if as_of is not None:
         wanted = tuple(dict.fromkeys((*wanted, Status.SUPERSEDED)))
     flt = Filter(
         tenant_id=rt.tenant(tenant_id),
         scope_keys=keys,
-        memory_types=enum_tuple(MemoryType, memory_types, "memory_type"),
+        memory_types=enum_tuple(MemoryType, memory_types, "memory_types"),
         # Superseded items are looked at too, so their replacements can be found
         # through the old wording; they are shown only when asked for.
         statuses=tuple(dict.fromkeys((*wanted, Status.SUPERSEDED))),

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
+from jiyi.lifecycle.compress import MAX_IDLE_DAYS
 from jiyi.model import MAX_ID_LENGTH, MemoryItem, MemoryType, Scope, Source, Status, Visibility
 from jiyi.read.rank import DEFAULT_MIN_RELEVANCE
 from jiyi.session.model import Message
@@ -497,7 +498,9 @@ class CompressRequest(_Scopes):
     """The library's ``compress``: the scopes (none: every scope of the tenant) and the policy."""
 
     memory_types: list[MemoryType] = Field(default_factory=list, description="Default: every type.")
-    older_than_days: Float = Field(default=30.0, ge=0.0, description="Idle for at least this many days.")
+    older_than_days: Float = Field(
+        default=30.0, ge=0.0, le=MAX_IDLE_DAYS, description="Idle for at least this many days."
+    )
     max_access: Int = Field(default=4, ge=0, description="Retrieved at most this many times.")
     dry_run: Bool = Field(default=False, description="Report the groups and proposed texts; write nothing.")
 

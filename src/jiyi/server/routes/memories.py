@@ -3,7 +3,8 @@ delete and history."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
@@ -128,9 +129,18 @@ async def list_memories(
     project_id: ScopeQuery = None,
     session_id: ScopeQuery = None,
     agent_id: ScopeQuery = None,
-    memory_type: Annotated[list[MemoryType] | None, Query()] = None,
-    status: Annotated[list[Status] | None, Query(description="Default: every status.")] = None,
-    tag: Annotated[list[str] | None, Query(description="Every tag must be present.")] = None,
+    memory_types: Annotated[
+        list[MemoryType] | None, Query(description="Repeat for several; `memory_type` says the same.")
+    ] = None,
+    memory_type: Annotated[list[MemoryType] | None, Query(include_in_schema=False)] = None,
+    statuses: Annotated[
+        list[Status] | None, Query(description="Default: every status. `status` says the same.")
+    ] = None,
+    status: Annotated[list[Status] | None, Query(include_in_schema=False)] = None,
+    tags: Annotated[
+        list[str] | None, Query(description="Every tag must be present. `tag` says the same.")
+    ] = None,
+    tag: Annotated[list[str] | None, Query(include_in_schema=False)] = None,
     include_expired: bool = True,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     cursor: Annotated[
@@ -146,9 +156,10 @@ async def list_memories(
         project_id=project_id,
         session_id=session_id,
         agent_id=agent_id,
-        memory_types=memory_type,
-        statuses=status,
-        tags=tag or (),
+        # The library's names, or the singular a query string repeats: one list either way.
+        memory_types=_either(memory_types, memory_type),
+        statuses=_either(statuses, status),
+        tags=_either(tags, tag) or (),
         include_expired=include_expired,
         limit=limit,
         cursor=cursor,
@@ -216,3 +227,12 @@ async def memory_history(item_id: ItemId, who: Reader, memory: Mine) -> list[His
         )
         for e in events
     ]
+
+
+T = TypeVar("T")
+
+
+def _either(plural: Sequence[T] | None, singular: Sequence[T] | None) -> Sequence[T] | None:
+    if plural is None or singular is None:
+        return plural if plural is not None else singular
+    return [*plural, *singular]
