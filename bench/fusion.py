@@ -40,6 +40,7 @@ import numpy as np
 
 from common import REPO_ROOT
 from jiyi.config import RankConfig
+from jiyi.embed.base import resolve_embedder
 from jiyi.model import MemoryItem
 from jiyi.read import fusion
 from jiyi.read import search as search_module
@@ -47,9 +48,9 @@ from jiyi.read.rank import Scored, mmr_select, term_coverage
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import query_terms
 
-LIMITS = {"lme": 50, "locomo": 20, "zhen": 10}
-"""Each benchmark's search limit (the pool and MMR window follow from it)."""
-SETS = tuple(LIMITS)
+LIMITS = {"lme": 50, "locomo": 20, "zhen": 10, "lme_p": 50, "locomo_p": 20}
+"""Each benchmark's search limit (the pool and MMR window follow from it). ``_p``: the
+same benchmark in pipeline mode (``remember()`` each session; see ``capture --pipeline``)."""
 DEFAULT_LME = REPO_ROOT.parent / "shared" / "data" / "lme_s_dev.jsonl.gz"
 DEFAULT_LOCOMO = REPO_ROOT.parent / "shared" / "data" / "locomo10.json"
 ZH_EN = REPO_ROOT / "tests" / "data" / "zh_en_retrieval.json"
@@ -80,9 +81,13 @@ class Recorder:
         for i, c in enumerate(cands):
             if c.vector is not None:
                 vectors[i] = c.vector
+        out = self.inner(cands, cfg, now, in_time, query)
+        parts = {s.candidate.item.id: _rest(s) for s in out}
         self.pools.append(
             {
                 "query": query,
+                "rest": np.array([parts[c.item.id][0] for c in cands], dtype=np.float32),
+                "mult": np.array([parts[c.item.id][1] for c in cands], dtype=np.float32),
                 "cols": {k: v.astype(np.float32) for k, v in cols.items()},
                 "ids": [c.item.id for c in cands],
                 "src": [c.item.source_id or "" for c in cands],
@@ -90,7 +95,19 @@ class Recorder:
                 "vectors": vectors,
             }
         )
-        return self.inner(cands, cfg, now, in_time, query)
+        return out
+
+
+def _rest(s: Scored) -> tuple[float, float]:
+    """The seed score's parts besides the match (confidence, scope; before the re-orderings
+    of versions) and the factor on the match (a superseded item's discount): in raw mode
+    the same for every memory, in pipeline mode not."""
+    b = s.breakdown
+    skip = ("similarity", "superseded", "replaced", "newer_version")
+    rest = sum(v for k, v in b.items() if k.startswith("contribution.") and k[13:] not in skip)
+    match = b.get("contribution.similarity", 0.0)
+    mult = 1.0 + b.get("contribution.superseded", 0.0) / match if match > 0 else 1.0
+    return rest, mult
 
 
 def _run(recorder: Recorder, main: Callable[[list[str]], int], argv: list[str]) -> list[dict[str, Any]]:
@@ -143,7 +160,7 @@ def capture(args: argparse.Namespace) -> None:
             for i, r in enumerate(lines)
         ]
         out["lme"] = {"pools": pools, "gold": gold, "parts": json.loads((t / "lme.json").read_text())}
-    for name in SETS:
+    for name in ("zhen", "locomo", "lme"):
         if len(out[name]["pools"]) != len(out[name]["gold"]):
             raise SystemExit(
                 f"{name}: {len(out[name]['pools'])} searches for {len(out[name]['gold'])} questions"
@@ -151,6 +168,94 @@ def capture(args: argparse.Namespace) -> None:
     with open(args.out, "wb") as fh:
         pickle.dump(out, fh)
     print(f"wrote {args.out}", file=sys.stderr)
+
+
+def capture_pipeline(args: argparse.Namespace) -> None:
+    """LoCoMo (every conversation) and LongMemEval_S (every ``--every``-th question) in
+    pipeline mode: each pool's candidates keep the source turns they were extracted from."""
+    import locomo
+    import longmemeval
+
+    recorder = Recorder()
+    search_module.score_candidates = recorder  # type: ignore[assignment]
+    locomo.WARMUP_SEARCHES = 0
+    books: list[dict[str, dict[str, None]]] = []
+    inner = locomo._record_outcomes
+
+    def record(
+        run: Any, reports: Any, session: Any, contents: Any, sources: dict[str, dict[str, None]]
+    ) -> None:
+        if not books or books[-1] is not sources:
+            books.append(sources)  # one mapping per run: item id -> source turn ids
+        inner(run, reports, session, contents, sources)
+
+    locomo._record_outcomes = record  # type: ignore[assignment]
+    longmemeval._record_outcomes = record  # type: ignore[assignment]
+    embedder = longmemeval.CachingEmbedder(resolve_embedder(None), args.cache)
+    out: dict[str, Any] = {}
+
+    samples = json.loads(Path(args.locomo).read_text(encoding="utf-8"))
+    pools: list[dict[str, Any]] = []
+    gold: list[dict[str, Any]] = []
+    runs = []
+    for n, sample in enumerate(samples, 1):
+        conv = locomo.load_conversation(n, sample)
+        start = len(recorder.pools)
+        run = locomo.run_pipeline_conversation(conv, embedder, None, None)
+        runs.append(run)
+        found = _question_pools(recorder.pools[start:], [r.question.text for r in run.results])
+        for pool, r in zip(found, run.results, strict=True):
+            pools.append(_through(pool, books[-1]))
+            gold.append(
+                {"gold": list(r.question.evidence), "tune": n <= 5, "scored": r.question.category != 5}
+            )
+        print(f"  locomo {n}: {len(run.results)} questions", file=sys.stderr)
+    halves = {"all": runs, "1-5": runs[:5], "6-10": runs[5:]}
+    out["locomo_p"] = {
+        "pools": pools,
+        "gold": gold,
+        "parts": {"parts": {k: locomo.parts_summary(v) for k, v in halves.items()}},
+    }
+
+    questions = longmemeval.select(longmemeval.load(args.lme), "all", args.every, None)
+    pools, gold, results = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, q in enumerate(questions, 1):
+            start = len(recorder.pools)
+            results.append(longmemeval.run_pipeline(q, embedder, Path(tmp), True))
+            (Path(tmp) / f"{q.qid}.db").unlink(missing_ok=True)
+            (pool,) = _question_pools(recorder.pools[start:], [q.row["question"]])
+            pools.append(_through(pool, books[-1]))
+            gold.append(
+                {
+                    "gold": q.row["gold_turn_ids_user"],
+                    "sessions": q.row["gold_session_ids"],
+                    "tune": q.index % 2 == 0,
+                    "scored": q.scored,
+                }
+            )
+            if i % 10 == 0:
+                embedder.save()
+                print(f"  lme {i}/{len(questions)}", file=sys.stderr)
+    embedder.save()
+    out["lme_p"] = {"pools": pools, "gold": gold, "parts": longmemeval.summarise(results)}
+    with open(args.out, "wb") as fh:
+        pickle.dump(out, fh)
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+def _question_pools(pools: list[dict[str, Any]], questions: list[str]) -> list[dict[str, Any]]:
+    """The first pool of each question, in order (a run also searches inside context())."""
+    found: list[dict[str, Any]] = []
+    it = iter(pools)
+    for text in questions:
+        found.append(next(p for p in it if p["query"] == text))
+    return found
+
+
+def _through(pool: dict[str, Any], sources: dict[str, dict[str, None]]) -> dict[str, Any]:
+    """The pool with each candidate's source turns (an item may come from several)."""
+    return {**pool, "src": [list(sources.get(i, {})) for i in pool["ids"]]}
 
 
 # ---------------------------------------------------------------- fit
@@ -162,6 +267,8 @@ def matrix(pool: dict[str, Any]) -> np.ndarray:
 
 def labels(name: str, pool: dict[str, Any], gold: dict[str, Any]) -> np.ndarray:
     wanted = set(gold["gold"])
+    if name.endswith("_p"):
+        return np.array([bool(wanted.intersection(src)) for src in pool["src"]], dtype=np.float64)
     keys = pool["ids"] if name == "zhen" else pool["src"]
     return np.array([k in wanted for k in keys], dtype=np.float64)
 
@@ -170,9 +277,11 @@ def scored(gold: dict[str, Any]) -> bool:
     return bool(gold.get("scored", True)) and bool(gold["gold"])
 
 
-def training(data: dict[str, Any], tune: bool) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
+def training(
+    data: dict[str, Any], tune: bool, sets: Sequence[str]
+) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
     out: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
-    for name in SETS:
+    for name in sets:
         rows = []
         for pool, gold in zip(data[name]["pools"], data[name]["gold"], strict=True):
             if gold["tune"] != tune or not scored(gold):
@@ -207,11 +316,13 @@ def fit_weights(train: dict[str, list[tuple[np.ndarray, np.ndarray]]], epochs: i
 
 
 def ranked(pool: dict[str, Any], w: np.ndarray, limit: int) -> list[int]:
-    """The search's order: seed-000 score (similarity weight 0.5; confidence and scope are
-    the same for every raw-mode memory), then MMR over the best 3 x limit."""
-    score = 0.5 * fusion.similarity(matrix(pool) @ w)
-    order = np.argsort(-score, kind="stable")
+    """The search's order: seed-000 score (the match, with the candidate's confidence and
+    scope as the search recorded them), then MMR over the best 3 x limit."""
     cfg = RankConfig()
+    n = len(pool["ids"])
+    mult, rest = pool.get("mult", np.ones(n)), pool.get("rest", np.zeros(n))
+    score = cfg.w_similarity * fusion.similarity(matrix(pool) @ w) * mult + rest
+    order = np.argsort(-score, kind="stable")
     if len(order) > limit:
         window = order[: cfg.pool_factor * limit]
         vectors = [pool["vectors"][i].astype(np.float32) for i in window]
@@ -242,8 +353,11 @@ def _question_figure(
     if name == "zhen":
         top = {pool["ids"][i] for i in order[:5]}
         return len(top & set(gold["gold"])) / len(gold["gold"])
-    turns = [pool["src"][i] for i in order]
-    if name == "locomo":
+    if name.endswith("_p"):  # each hit read through its source turns, as the benchmarks do
+        turns = list(dict.fromkeys(t for i in order for t in pool["src"][i]))
+    else:
+        turns = [pool["src"][i] for i in order]
+    if name.startswith("locomo"):
         top = set(turns[:10])
         return sum(1 for e in gold["gold"] if e in top) / len(gold["gold"])
     sessions = list(dict.fromkeys(t.rsplit("_", 1)[0] for t in turns))
@@ -255,7 +369,7 @@ def _question_figure(
 def _mean(name: str, values: list[Any]) -> str:
     if not values:
         return "-"
-    if name == "lme":
+    if name.startswith("lme"):
         s_all = statistics.fmean(v[0] for v in values)
         t_all = statistics.fmean(v[1] for v in values if not math.isnan(v[1]))
         return f"{s_all:.4f} / {t_all:.4f}"
@@ -263,9 +377,12 @@ def _mean(name: str, values: list[Any]) -> str:
 
 
 def fit(args: argparse.Namespace) -> None:
-    with open(args.pools, "rb") as fh:
-        data = pickle.load(fh)
-    train = training(data, tune=True)
+    data: dict[str, Any] = {}
+    for path in args.pools:
+        with open(path, "rb") as fh:
+            data.update(pickle.load(fh))
+    present = [name for name in LIMITS if name in data]
+    train = training(data, True, args.train or present)
     w = fit_weights(train, args.epochs)
     print(
         "WEIGHTS = np.array(\n    [\n"
@@ -273,7 +390,7 @@ def fit(args: argparse.Namespace) -> None:
     )
     print("    ]\n)")
     current = fusion.WEIGHTS
-    for name in SETS:
+    for name in present:
         print(f"{name} (LME: session recall_all@5 / turn recall_all@10; LoCoMo: recall@10; zh/en: recall@5)")
         print(f"  fitted   {figures(name, data, w)}")
         if current.any():
@@ -282,12 +399,13 @@ def fit(args: argparse.Namespace) -> None:
 
 
 def _parts(name: str, summary: dict[str, Any]) -> dict[str, Any]:
-    if name == "lme":
+    if name.startswith("lme"):
         return {
             half: {k: (v["s_all@5"], v["t_all@10"]) for k, v in summary[key].items()}
             for half, key in (("all", "overall"), ("tuning", "half:even"), ("report", "half:odd"))
+            if key in summary
         }
-    if name == "locomo":
+    if name.startswith("locomo"):
         return {
             half: {k: v["recall@10"] for k, v in block.items()} for half, block in summary["parts"].items()
         }
@@ -305,11 +423,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--lme", type=Path, default=DEFAULT_LME)
     c.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
     c.add_argument("--cache", type=Path, default=None, help="LongMemEval embedding cache (.npz)")
+    c.add_argument(
+        "--pipeline",
+        action="store_true",
+        help="LoCoMo and LongMemEval_S in pipeline mode (remember() each session) instead of raw mode",
+    )
+    c.add_argument("--every", type=int, default=3, help="pipeline: every N-th LongMemEval question")
     f = sub.add_parser("fit", help="fit the weights on the development halves")
-    f.add_argument("pools", type=Path)
+    f.add_argument("pools", type=Path, nargs="+", help="one or more capture files (their sets are merged)")
     f.add_argument("--epochs", type=int, default=1000)
+    f.add_argument(
+        "--train", nargs="*", choices=tuple(LIMITS), help="sets to fit on (default: every set given)"
+    )
     args = p.parse_args(argv)
-    if args.command == "capture":
+    if args.command == "capture" and args.pipeline:
+        capture_pipeline(args)
+    elif args.command == "capture":
         capture(args)
     else:
         fit(args)

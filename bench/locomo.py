@@ -520,7 +520,13 @@ def run_pipeline_conversation(
                     run.unmapped_hits += 1
                 per_hit.append((ids, "episode" in h.item.tags))
             ranked = tuple(dict.fromkeys(d for ids, _ in per_hit for d in ids))
-            run.results.append(QuestionResult(q, ranked, elapsed))
+            # The parts rank the same store, each item read through its source turns.
+            found = part_rankings(mem, q.text, user, clock.at, SEARCH_LIMIT)
+            parts = {
+                name: tuple(dict.fromkeys(d for i in ids for d in sources.get(i, {})))
+                for name, ids in found.items()
+            }
+            run.results.append(QuestionResult(q, ranked, elapsed, parts))
             run.hit_items.append(tuple(per_hit))
         # Context after all searches: it touches the items it returns (usage counts rank).
         for q in questions:
@@ -964,15 +970,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         print(format_halves(halves))
         summary["halves"] = {name: half[HEADLINE] for name, half in halves.items()}
-    if not pipeline:
-        by_number = {run.conversation.number: run for run in runs}
-        blocks = {"all": parts_summary(runs)}
-        for name, numbers in halves_spec.items():
-            if name != "all":
-                blocks[name] = parts_summary([by_number[n] for n in numbers])
-        print()
-        print(format_parts(blocks))
-        summary["parts"] = blocks
+    # Both modes: jiyi beside each of its parts alone, same run, same store.
+    by_number = {run.conversation.number: run for run in runs}
+    blocks = {"all": parts_summary(runs)}
+    for name, numbers in halves_spec.items():
+        if name != "all":
+            blocks[name] = parts_summary([by_number[n] for n in numbers])
+    print()
+    print(format_parts(blocks))
+    summary["parts"] = blocks
     if args.json:
         write_json(args.json, summary)
     if args.details:
