@@ -1031,3 +1031,21 @@ def test_private_project_notes_without_a_creator_still_deduplicate(tmp_path: Pat
         again = m.add("the launch date moves to May", project_id="p", visibility="owner_only")
         assert first.item is not None and again.decision.action == "reinforce"
         assert again.item is not None and again.item.id == first.item.id
+
+
+def test_cli_keys_list_shows_keys_never_secrets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "keys.json"
+    assert cli_main(["keys", "list", "--keys", str(path)]) == 1
+    assert "no key file" in capsys.readouterr().err
+    argv = ["keys", "create", "--keys", str(path), "--tenant", "acme", "--role", "viewer"]
+    assert cli_main([*argv, "--projects", "apollo", "--label", "ci bot"]) == 0
+    token = capsys.readouterr().out.strip()
+    assert cli_main(["keys", "list", "--keys", str(path)]) == 0
+    out = capsys.readouterr().out
+    key_id = ApiKeys.load(path).records()[0].id
+    assert out.startswith(f"{key_id}  acme  viewer  apollo  ") and out.rstrip().endswith("ci bot")
+    assert token.split("_")[-1] not in out
+    assert cli_main(["keys", "list", "--keys", str(path), "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["id"] == key_id and row["projects"] == ["apollo"] and row["label"] == "ci bot"
+    assert set(row) == {"id", "tenant", "role", "projects", "created_at", "label"}

@@ -11,9 +11,11 @@ from jiyi.cli.common import (
     Parser,
     duration,
     embedder_spec,
+    emit,
     files_arg,
     files_dir,
     integer,
+    json_arg,
     llm_spec,
     read_url,
     redis_url,
@@ -87,7 +89,7 @@ def _register_serve(sub: Subparsers) -> None:
 
 
 def _register_keys(sub: Subparsers) -> None:
-    p = sub.add_parser("keys", help="create or revoke API keys for the REST service")
+    p = sub.add_parser("keys", help="create, list or revoke API keys for the REST and MCP services")
     keys = p.add_subparsers(dest="keys_command", metavar="ACTION", parser_class=Parser, required=True)
     k = keys.add_parser("create", help="create a key (printed once; only its hash is stored)")
     k.add_argument("--keys", required=True, metavar="FILE", help="API key file")
@@ -104,7 +106,13 @@ def _register_keys(sub: Subparsers) -> None:
         help="editor/viewer keys: the projects the key is a member of, comma-separated "
         "(default: every project; '' for none)",
     )
-    k = keys.add_parser("revoke", help="revoke a key by its id")
+    k.add_argument("--label", metavar="TEXT", help="a note to tell keys apart in 'jiyi keys list'")
+    k = keys.add_parser(
+        "list", help="list the keys: id, tenant, role, projects, created, label (never secrets)"
+    )
+    k.add_argument("--keys", required=True, metavar="FILE", help="API key file")
+    json_arg(k)
+    k = keys.add_parser("revoke", help="revoke a key by its id (see jiyi keys list)")
     k.add_argument("--keys", required=True, metavar="FILE", help="API key file")
     k.add_argument("key_id", metavar="ID", help="the key's public id")
     p.set_defaults(handler=cmd_keys)
@@ -137,12 +145,44 @@ def cmd_keys(ns: argparse.Namespace) -> int:
         projects = None
         if ns.projects is not None:
             projects = [p.strip() for p in ns.projects.split(",")] if ns.projects.strip() else []
-        print(create_key(ns.keys, ns.tenant, ns.role, projects=projects))
+        print(create_key(ns.keys, ns.tenant, ns.role, label=ns.label, projects=projects))
         print("store this key now: only its hash is kept", file=sys.stderr)
         return EXIT_OK
+    if ns.keys_command == "list":
+        return _list_keys(ns)
     if not revoke_key(ns.keys, ns.key_id):
         raise InvalidInput(f"no key {ns.key_id!r} in {ns.keys}")
     print(f"revoked {ns.key_id}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _list_keys(ns: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from jiyi.server.auth import ApiKeys
+
+    if not Path(ns.keys).exists():
+        raise InvalidInput(f"no key file {ns.keys}; create a key with jiyi keys create", field="keys")
+    rows = [
+        {
+            "id": r.id,
+            "tenant": r.tenant,
+            "role": r.role.value,
+            "projects": None if r.projects is None else list(r.projects),
+            "created_at": r.created_at,
+            "label": r.label,
+        }
+        for r in ApiKeys.load(ns.keys).records()
+    ]
+    if ns.json:
+        emit(rows)
+        return EXIT_OK
+    for row in rows:
+        projects = "every project" if row["projects"] is None else ",".join(row["projects"]) or "no project"
+        label = f"  {row['label']}" if row["label"] else ""
+        print(f"{row['id']}  {row['tenant']}  {row['role']}  {projects}  {row['created_at']}{label}")
+    if not rows:
+        print(f"no keys in {ns.keys}", file=sys.stderr)
     return EXIT_OK
 
 

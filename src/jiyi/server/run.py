@@ -56,12 +56,12 @@ def serve(
         if host not in LOOPBACK:
             raise ConfigError(
                 f"refusing to serve on {host} without API keys: pass a keys file "
-                "(create keys with `jiyi keys create --keys FILE ...`) or bind to 127.0.0.1"
+                "(jiyi serve --keys FILE; create keys with jiyi keys create) or bind to 127.0.0.1"
             )
     else:
         keys = ApiKeys.load(keys_file)
         if not len(keys):
-            raise ConfigError(f"the keys file {keys_file} holds no keys; create one first")
+            raise ConfigError(f"the keys file {keys_file} holds no keys; create one first (jiyi keys create)")
     asyncio.run(
         _serve(
             db_path,
