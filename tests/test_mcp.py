@@ -259,6 +259,7 @@ async def test_compress_and_undo_it_over_mcp(tmp_path: Path) -> None:
                 "code": "invalid_arguments",
                 "message": "older_than_days must be at least 0, got -1",
                 "field": "older_than_days",
+                "problems": ["older_than_days must be at least 0, got -1"],
             }
         assert mem.stats(user_id="alice").by_status == {"active": 3, "archived": 1}  # the undone core
 

@@ -391,6 +391,18 @@ async def test_bad_input_is_422_naming_the_field(
         assert field.split(".")[0] in err["message"]
 
 
+async def test_every_problem_is_listed_in_problems(env: Env) -> None:
+    body = {"query": "", "user_id": "a", "limit": 0, "memory_types": ["bogus"], "threshold": 5}
+    err = _error(await env.call(env.owner, "POST", "/v1/memories/search", json=body), 422, "invalid_input")
+    assert len(err["problems"]) == 4 and "; ".join(err["problems"]) == err["message"], err
+    assert "limit must be at least 1, got 0" in err["problems"]
+    body = {"content": "ok", "user_id": "a", "memory_type": "bogus", "confidence": 3}
+    err = _error(await env.call(env.owner, "POST", "/v1/memories", json=body), 422, "invalid_input")
+    assert len(err["problems"]) == 2, err  # raised by the library, listed the same way
+    err = _error(await env.call(env.owner, "GET", "/v1/memories/nope"), 404, "not_found")
+    assert err["problems"] == [err["message"]]
+
+
 async def test_malformed_json_and_bad_import(env: Env) -> None:
     r = await env.call(
         env.owner, "POST", "/v1/memories", content=b"{not json", headers={"content-type": "application/json"}

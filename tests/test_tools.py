@@ -371,6 +371,7 @@ def test_every_problem_is_listed_and_limit_is_the_name_k_an_alias(tools: MemoryT
     ):
         assert part in many["message"], many
     assert many["field"] == "colour"
+    assert len(many["problems"]) == 4 and "; ".join(many["problems"]) == many["message"]
     tools.call("memory_save", {"content": "The user works as a nurse in Lisbon"})
     assert ok(tools.call("memory_search", {"query": "job", "limit": 1}))["count"] == 1
     assert ok(tools.call("memory_search", {"query": "job", "k": 1}))["count"] == 1

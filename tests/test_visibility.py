@@ -424,6 +424,7 @@ async def test_only_members_create_project_memories(world: World) -> None:
             "code": "forbidden",
             "message": "this key is not a member of project 'apollo'",
             "field": "project_id",
+            "problems": ["this key is not a member of project 'apollo'"],
         }
         r = await w.add("ed_zeus", **body, visibility=vis, scope="project")
         assert r.status_code == 403

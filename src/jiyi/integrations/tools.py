@@ -19,7 +19,7 @@ binding. :class:`MemoryTools` runs the calls a model makes::
 Whose memory it is (tenant, user, project, session, agent) is bound when the
 dispatcher is made, from the runtime configuration, never taken from the model.
 ``call`` never raises into the agent loop: unknown tools, bad JSON, arguments that do
-not fit the schema and library errors come back as ``{"error": {"code", "message"}}``
+not fit the schema and library errors come back as ``{"error": {"code", "message", "field", "problems"}}``
 for the model to read. :class:`AsyncMemoryTools` is the same over
 :class:`~jiyi.memory.AsyncMemory`: every tool is a :mod:`jiyi.effects` flow, run by the
 library's sync or async driver, so the logic exists once.
@@ -32,7 +32,7 @@ import functools
 import json
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from jiyi import items, procedural
@@ -499,22 +499,41 @@ LIFECYCLE_TOOLS: Final[list[dict[str, Any]]] = [
 class ToolCallError(Exception):
     """A call the model can fix: ``code`` says what kind, ``message`` says how."""
 
-    def __init__(self, code: str, message: str, *, field: str | None = None) -> None:
+    def __init__(
+        self, code: str, message: str, *, field: str | None = None, problems: Sequence[str] = ()
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.field = field
+        self.problems = tuple(problems) or (message,)
 
     def to_json_dict(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.field is not None:
-            error["field"] = self.field
+        """The REST service's error shape: code, message, field (or None), every problem."""
+        error = {
+            "code": self.code,
+            "message": self.message,
+            "field": self.field,
+            "problems": list(self.problems),
+        }
         return {"error": error}
 
 
-def error_result(code: str, message: str, *, field: str | None = None) -> dict[str, Any]:
-    """The result shape of a failed call: ``{"error": {"code", "message"[, "field"]}}``."""
-    return ToolCallError(code, message, field=field).to_json_dict()
+def error_result(
+    code: str, message: str, *, field: str | None = None, problems: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The result shape of a failed call: ``{"error": {"code", "message", "field", "problems"}}``."""
+    return ToolCallError(code, message, field=field, problems=problems).to_json_dict()
+
+
+def _invalid(problems: Sequence[tuple[str, str]]) -> ToolCallError:
+    """Every problem with the arguments at once, the first one's argument as the field."""
+    return ToolCallError(
+        "invalid_arguments",
+        "; ".join(p for _, p in problems),
+        field=problems[0][0],
+        problems=[p for _, p in problems],
+    )
 
 
 def _is_integer(value: object) -> bool:
@@ -589,7 +608,7 @@ def validate_arguments(parameters: Mapping[str, Any], arguments: Mapping[str, An
             problems.append((name, problem))
         out[name] = value
     if problems:
-        raise ToolCallError("invalid_arguments", "; ".join(p for _, p in problems), field=problems[0][0])
+        raise _invalid(problems)
     return out
 
 
@@ -670,7 +689,7 @@ def _failure(name: str, exc: Exception) -> dict[str, Any]:
     if code == "not_found":
         return error_result(code, str(exc), field=_ID_FIELDS.get(name, "memory_id"))
     if isinstance(exc, InvalidInput):
-        return error_result(code, str(exc), field=exc.field)
+        return error_result(code, str(exc), field=exc.field, problems=exc.problems)
     if code == "store_read_only":
         return error_result(code, f"memory is read-only here: {exc}")
     if code in ("store_error", "upstream_error"):
@@ -1139,7 +1158,7 @@ def _learning_problems(kind: str, args: Mapping[str, Any]) -> list[tuple[str, st
 def _check_learning(kind: str, args: Mapping[str, Any]) -> None:
     problems = _learning_problems(kind, args)
     if problems:
-        raise ToolCallError("invalid_arguments", "; ".join(p for _, p in problems), field=problems[0][0])
+        raise _invalid(problems)
 
 
 class MemoryTools(_ToolsBase):
@@ -1147,7 +1166,7 @@ class MemoryTools(_ToolsBase):
 
     ``call(name, arguments)`` takes the tool name and its arguments (the JSON string a
     model produced, or a dict) and returns a JSON-serialisable dict: the tool's result,
-    or ``{"error": {"code", "message"}}``. It never raises for a bad call.
+    or ``{"error": {"code", "message", "field", "problems"}}``. It never raises for a bad call.
     """
 
     memory: Memory

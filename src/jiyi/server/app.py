@@ -54,8 +54,8 @@ __all__ = ["LOOPBACK", "create_app"]
 
 DESCRIPTION = (
     "Every call acts in the tenant of its API key (`X-API-Key: ...` or "
-    '`Authorization: Bearer ...`). Errors are `{"error": {"code", "message", "field"}}` '
-    "with stable codes. Ids of other tenants answer 404."
+    '`Authorization: Bearer ...`). Errors are `{"error": {"code", "message", "field", "problems"}}` '
+    "with stable codes; `problems` lists every problem found. Ids of other tenants answer 404."
 )
 
 

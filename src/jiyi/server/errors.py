@@ -1,4 +1,5 @@
-"""One error shape for every failure: ``{"error": {"code", "message", "field"}}``.
+"""One error shape for every failure: ``{"error": {"code", "message", "field", "problems"}}``
+(the CLI's ``--json`` errors and the agent tools' errors have the same keys).
 
 Codes are stable; clients branch on them, people read the message. Library exceptions
 (:mod:`jiyi.errors`) are mapped here, so handlers never catch them themselves.
@@ -52,6 +53,11 @@ class ErrorDetail(BaseModel):
     )
     message: str = Field(description="What went wrong, for a person.")
     field: str | None = Field(default=None, description="The offending input field, when known.")
+    problems: list[str] = Field(
+        default_factory=list,
+        description="Every problem found, one sentence each (the message joins them); one fix "
+        "round trip fixes them all.",
+    )
 
 
 class ErrorResponse(BaseModel):
@@ -90,9 +96,15 @@ class ApiError(StarletteHTTPException):
 
 
 def error_json(
-    status: int, code: str, message: str, field: str | None = None, headers: Mapping[str, str] | None = None
+    status: int,
+    code: str,
+    message: str,
+    field: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    problems: Sequence[str] = (),
 ) -> JSONResponse:
-    body = ErrorResponse(error=ErrorDetail(code=code, message=message, field=field))
+    detail = ErrorDetail(code=code, message=message, field=field, problems=list(problems) or [message])
+    body = ErrorResponse(error=detail)
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
 
 
@@ -111,10 +123,10 @@ def _status_of(exc: JiyiError) -> tuple[int, str]:
     return _STATUS_OF_CODE.get(code, 500), code
 
 
-def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
+def _validation_problems(exc: RequestValidationError) -> tuple[list[str], str | None]:
     errors = list(exc.errors())
     if not errors:
-        return "invalid request", None
+        return ["invalid request"], None
     texts: list[str] = []
     fields: list[str | None] = []
     for err in errors:  # every problem, so one round trip fixes them all
@@ -135,7 +147,7 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
         else:
             texts.append(f"{where}: {msg}" if where else msg)
         fields.append(field)
-    return "; ".join(texts), fields[0]
+    return texts, fields[0]
 
 
 _WANTED = {
@@ -230,7 +242,8 @@ def install(app: FastAPI) -> None:
         if status >= 500:
             log.warning("%s %s failed: %s", request.method, request.url.path, exc)
         field = exc.field if isinstance(exc, InvalidInput) else None
-        return error_json(status, code, str(exc), field)
+        problems = exc.problems if isinstance(exc, InvalidInput) else ()
+        return error_json(status, code, str(exc), field, problems=problems)
 
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
@@ -245,8 +258,8 @@ def install(app: FastAPI) -> None:
 
     async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        message, field = _validation_message(exc)
-        return error_json(422, "invalid_input", message, field)
+        problems, field = _validation_problems(exc)
+        return error_json(422, "invalid_input", "; ".join(problems), field, problems=problems)
 
     async def on_other(request: Request, exc: Exception) -> JSONResponse:
         log.exception("%s %s crashed", request.method, request.url.path)

@@ -37,6 +37,7 @@ class BodySizeLimit:
                     "code": "too_large",
                     "message": f"request body is larger than {self.max_bytes} bytes",
                     "field": None,
+                    "problems": [f"request body is larger than {self.max_bytes} bytes"],
                 }
             }
         ).encode()

@@ -28,7 +28,7 @@ binds to a loopback address only (:func:`serve` refuses any other host), where t
 SDK's DNS-rebinding protection applies.
 
 A call the model got wrong (bad or missing arguments, an unknown id, a refused write)
-is a normal result with ``isError`` set and ``{"error": {"code", "message"}}`` as its
+is a normal result with ``isError`` set and ``{"error": {"code", "message", "field", "problems"}}`` as its
 content, so the model can read it and try again. An unknown tool name is a protocol
 error (JSON-RPC ``-32602``), as the MCP specification asks.
 
@@ -411,7 +411,9 @@ class ApiKeyAuth:
 
 
 async def _refuse(send: Send, status: int, code: str, message: str, retry_after: int | None = None) -> None:
-    body = json.dumps({"error": {"code": code, "message": message, "field": None}}).encode()
+    body = json.dumps(
+        {"error": {"code": code, "message": message, "field": None, "problems": [message]}}
+    ).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if status == 401:
         headers.append((b"www-authenticate", b"Bearer"))
