@@ -134,3 +134,23 @@ def test_the_cli_says_it_too(tmp_path: Path) -> None:
 def test_a_path_for_a_store_says_what_to_use(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match=r"use Memory\.open\("):
         Memory(str(tmp_path / "m.db"))  # type: ignore[arg-type]
+
+
+def test_the_library_lists_every_problem_as_rest_and_the_tools_do(mem: Memory) -> None:
+    with pytest.raises(InvalidInput) as searched:
+        mem.search("", user_id="u", limit=0, memory_types="opinion", threshold=4)
+    assert searched.value.field == "query"
+    assert searched.value.problems == (
+        "query must not be empty",
+        "limit must be at least 1, got 0",
+        "threshold must be within 0..1, got 4",
+        f"memory_types must be one of: {TYPES}; got 'opinion'",
+    )
+    assert str(searched.value) == "; ".join(searched.value.problems)
+    with pytest.raises(InvalidInput) as listed:
+        mem.list(user_id="", limit=0, statuses="gone")
+    assert len(listed.value.problems) == 3 and listed.value.field == "limit", listed.value.problems
+    tools = MemoryTools(mem, user_id="u")
+    error = tools.call("memory_search", {"query": "", "limit": 0, "memory_types": ["opinion"]})["error"]
+    unknown = f"memory_types[0] must be one of: {TYPES}; got 'opinion'"
+    assert error["problems"] == [*searched.value.problems[:2], unknown]

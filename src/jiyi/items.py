@@ -45,7 +45,7 @@ from jiyi.store.base import (
     history_event,
 )
 from jiyi.text.tokenize import index_text
-from jiyi.validate import MAX_LIMIT, check_limit, check_text, enum_tuple, infer_scope, scope_keys
+from jiyi.validate import MAX_LIMIT, Problems, check_limit, check_text, enum_tuple, infer_scope, scope_keys
 from jiyi.write.gate import GateDecision, screen, scrub, scrub_fields
 
 IMPORT_BATCH = 256
@@ -159,7 +159,12 @@ def list_page(
     holding a user's or project's explicitly set profile fields (``tags=["profile"]``
     lists it): read it with ``profile()``.
     """
-    check_limit(limit)
+    problems = Problems()
+    problems.check(check_limit, limit)
+    problems.check(scope_keys, user_id, project_id, session_id, agent_id)
+    problems.check(enum_tuple, MemoryType, memory_types, "memory_types")
+    problems.check(enum_tuple, Status, statuses, "statuses")
+    problems.raise_any()
     flt = Filter(
         tenant_id=rt.tenant(tenant_id),
         scope_keys=scope_keys(user_id, project_id, session_id, agent_id),

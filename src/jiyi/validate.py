@@ -2,14 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ParamSpec
 
 from jiyi.errors import InvalidInput
 from jiyi.model import Scope, check_text_value, owner_scope, scope_key
 from jiyi.problems import not_one_of, too_large, too_small, wrong_type
 
 MAX_LIMIT = 1000
+
+P = ParamSpec("P")
+
+
+class Problems:
+    """Every problem of a call's arguments, so one error lists them all (as REST and the
+    tools do) instead of the first: run each check with :meth:`check`, then :meth:`raise_any`."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+        self.field: str | None = None
+
+    def check(self, fn: Callable[P, object], /, *args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            fn(*args, **kwargs)
+        except InvalidInput as exc:
+            for problem in exc.problems:
+                self.add(problem, exc.field)
+
+    def add(self, problem: str, field: str | None) -> None:
+        self.found.append(problem)
+        self.field = self.field or field
+
+    def raise_any(self) -> None:
+        """One :class:`InvalidInput` naming every problem found (the first one's field)."""
+        if self.found:
+            raise InvalidInput("; ".join(self.found), field=self.field, problems=tuple(self.found))
 
 
 def scope_keys(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -36,7 +36,7 @@ from jiyi.store.base import (
 )
 from jiyi.text.timeparse import TimeWindows, time_windows
 from jiyi.text.tokenize import query_terms
-from jiyi.validate import check_limit, check_text, enum_tuple, scope_keys
+from jiyi.validate import Problems, check_limit, check_text, enum_tuple, scope_keys
 
 
 def search(
@@ -82,8 +82,8 @@ def search(
     ``as_of`` answers for a past moment: what jiyi knew then and was true then (a value
     superseded later counts; one learned later does not); it never touches usage.
     """
-    kind = _check_options(query, limit, threshold, min_relevance, log_as)
     owner = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
+    kind = _check_options(query, limit, threshold, min_relevance, owner, memory_types, statuses, log_as)
     keys = _searched_scopes(*owner.values())
     flt, wanted = _filter(
         rt,
@@ -203,21 +203,34 @@ def _searched_scopes(*ids: str | None) -> tuple[str, ...]:
 
 
 def _check_options(
-    query: str, limit: int, threshold: float | None, min_relevance: float | None, log_as: str
+    query: str,
+    limit: int,
+    threshold: float | None,
+    min_relevance: float | None,
+    owner: Mapping[str, str | None],
+    memory_types: object,
+    statuses: object,
+    log_as: str,
 ) -> AccessKind:
-    check_text(query, "query")
-    check_limit(limit)
+    """Every problem with a search's arguments at once (one InvalidInput lists them all)."""
+    problems = Problems()
+    problems.check(check_text, query, "query")
+    problems.check(check_limit, limit)
     if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise InvalidInput(f"threshold must be within 0..1, got {threshold!r}", field="threshold")
+        problems.add(f"threshold must be within 0..1, got {threshold!r}", "threshold")
     if min_relevance is not None and (
         isinstance(min_relevance, bool)
         or not isinstance(min_relevance, int | float)
         or not 0.0 <= min_relevance <= 1.0
     ):
-        raise InvalidInput(
+        problems.add(
             f"min_relevance must be a number within 0..1 (or None for no cut), got {min_relevance!r}",
-            field="min_relevance",
+            "min_relevance",
         )
+    problems.check(_searched_scopes, *owner.values())
+    problems.check(enum_tuple, MemoryType, memory_types, "memory_types")
+    problems.check(enum_tuple, Status, statuses, "statuses")
+    problems.raise_any()
     return check_kind(log_as)
 
 
