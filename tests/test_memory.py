@@ -443,9 +443,15 @@ async def test_async_api_matches_sync(tmp_path: Path) -> None:
         assert (await mem.stats()).total == 1
         exported = await mem.export()
         assert exported[0]["id"] == added.item.id
+        buf = io.StringIO()
+        assert await mem.export_jsonl(buf) == 1 and added.item.id in buf.getvalue()
         await mem.delete(added.item.id, hard=True)
         with pytest.raises(NotFound):
             await mem.get(added.item.id)
+    public = {n for n in dir(Memory) if not n.startswith("_")}
+    assert sorted(n for n in public if not hasattr(AsyncMemory, n)) == []  # every method, awaited
+    closing = AsyncMemory.open(tmp_path / "b.db")
+    await closing.close()
 
 
 async def test_async_concurrent_adds_lose_nothing(tmp_path: Path) -> None:

@@ -536,6 +536,17 @@ class AsyncMemory(_Facade):
                 await self._task
         self.store.close()
 
+    async def close(self) -> None:
+        """:meth:`Memory.close`, awaited (the same as :meth:`aclose`)."""
+        await self.aclose()
+
+    async def export_jsonl(self, out: IO[str], **scope: Any) -> int:
+        """:meth:`Memory.export_jsonl`, awaited."""
+        rows = await self.export(**scope)
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return len(rows)
+
     async def __aenter__(self) -> AsyncMemory:
         return self
 
