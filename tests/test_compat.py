@@ -235,6 +235,16 @@ def test_letta_blocks_become_user_and_agent_memories(tmp_path: Path) -> None:
         letta_records({"hello": 1})
 
 
+def test_records_without_times_are_listed_in_the_files_order(tmp_path: Path) -> None:
+    with Native.open(tmp_path / "order.db", embedder="hash:256") as mem:
+        mem.import_items(letta_records(LETTA_AF, user_id="chad"))
+        listed = [i.content for i in mem.list(user_id="chad").items]
+        assert listed == ["Name: Chad", "Likes hiking", "Works as a nurse"]
+        lines = [{"content": f"note number {n} about the plan", "user_id": "dee"} for n in range(30)]
+        mem.import_items(lines)
+        assert [i.content for i in mem.list(user_id="dee").items] == [r["content"] for r in lines]
+
+
 def _cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONIOENCODING": "utf-8", "JIYI_EMBEDDER": "hash:256"}
     cmd = [sys.executable, "-m", "jiyi.cli", "--db", str(db), *args]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -477,7 +477,8 @@ def _imported_item(
         data["tenant_id"] = tenant_id
     else:
         data.setdefault("tenant_id", rt.tenant_id)
-    data.setdefault("created_at", now)
+    # Records without a time keep the file's order (list() is in creation order).
+    data.setdefault("created_at", now + timedelta(microseconds=number))
     data.setdefault("updated_at", data["created_at"])
     if not trusted:
         data = scrub_fields(rt.gate, str(data["tenant_id"]), data)

@@ -104,7 +104,8 @@ def cmd_maintain(ns: argparse.Namespace, mem: Memory) -> int:
     print(f"session messages past retention: {data['messages_removed']}")
     if data["retrievals_before"]:
         done = "would be removed" if ns.dry_run else "removed"
-        print(f"retrieval log entries before {data['retrievals_before']}: {done}")
+        before = data["retrievals_before"][:10]
+        print(f"retrieval log entries older than {ns.keep_retrievals} days (before {before}) {done}")
     return EXIT_OK
 
 
