@@ -706,6 +706,14 @@ async def test_rest_profile_contract(rest: tuple[httpx.AsyncClient, dict[str, st
     ]:
         bad = await client.patch("/v1/profile", params=params, json=payload, headers=owner)
         assert bad.status_code == 422 and bad.json()["error"]["field"] == field, bad.text
+    # Whose profile may be said in the body too, as in every other request body.
+    in_body = {"user_id": "bob", "fields": {"profession": "chef"}}
+    patched = await client.patch("/v1/profile", json=in_body, headers=owner)
+    assert patched.status_code == 200 and patched.json()["scope_id"] == "bob", patched.text
+    twice = await client.patch("/v1/profile", params={"user_id": "carl"}, json=in_body, headers=owner)
+    assert twice.status_code == 422 and twice.json()["error"]["field"] == "user_id", twice.text
+    same = await client.patch("/v1/profile", params={"user_id": "bob"}, json=in_body, headers=owner)
+    assert same.status_code == 200
     neither = await client.get("/v1/profile", headers=owner)
     assert neither.status_code == 422 and neither.json()["error"]["field"] == "user_id"
 

@@ -317,8 +317,12 @@ class ProfilePatch(_Request):
     frequently_used_tools. Project fields: project_goal, tech_stack, constraints,
     key_decisions, team_conventions, current_phase. Lists take arrays of strings;
     key_decisions takes an array of {decision, reason, at}.
+    Whose profile: ``user_id`` or ``project_id`` here, as in every other body, or in the
+    query string.
     """
 
+    user_id: str | None = Id
+    project_id: str | None = Id
     fields: dict[str, str | list[str] | list[KeyDecisionIn] | None] = Field(
         min_length=1, max_length=50, description="Field name -> new value (null clears)."
     )

@@ -52,15 +52,26 @@ async def get_profile(
     return ProfileResponse.model_validate(profile.to_json_dict())
 
 
+def _one_of(name: str, in_query: str | None, in_body: str | None) -> str | None:
+    """An id given in the query string or the body (the same value if in both)."""
+    if in_query is not None and in_body is not None and in_query != in_body:
+        raise InvalidInput(
+            f"{name} is {in_query!r} in the query but {in_body!r} in the body; give it once", field=name
+        )
+    return in_body if in_query is None else in_query
+
+
 @router.patch(
     "/v1/profile",
-    summary="Set or clear profile fields explicitly (give user_id or project_id)",
+    summary="Set or clear profile fields explicitly (give user_id or project_id, in the body or the query)",
     responses=WRITE,
 )
 async def patch_profile(
     body: ProfilePatch, who: Writer, memory: Mine, user_id: ScopeQuery = None, project_id: ScopeQuery = None
 ) -> ProfileResponse:
     same_tenant(who, body.tenant_id)
+    user_id = _one_of("user_id", user_id, body.user_id)
+    project_id = _one_of("project_id", project_id, body.project_id)
     values = _field_values(body)
     await _check_editor_owns(memory, who, user_id, project_id)
     profile = await memory.set_profile(
