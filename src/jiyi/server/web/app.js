@@ -165,6 +165,11 @@
     $("status").textContent = text;
   }
 
+  // "1 result", "2 results": a count with its noun.
+  function count(n, one, many = one + "s") {
+    return `${n} ${n === 1 ? one : many}`;
+  }
+
   let pending = 0; // actions under way; the page is aria-busy while any is
 
   // A newer load of the same view makes an older one stale: its answer is dropped, so a
@@ -387,7 +392,7 @@
       `Newest first, in ${scopeLabel(ids)}.` + (list.count ? "" : " Nothing here yet."),
     );
     if (!append) syncAddress("memories");
-    say(`${list.count} memories shown${list.cursor ? "; more available" : ""}.`);
+    say(`${count(list.count, "memory", "memories")} shown${list.cursor ? "; more available" : ""}.`);
   }
 
   async function runSearch() {
@@ -432,7 +437,7 @@
       `Best first for “${shorten(text, 80)}” in ${scopeLabel(ids)}.` + cut + (res.hits.length ? "" : none),
     );
     syncAddress("memories");
-    say(`${res.hits.length} results.`);
+    say(`${count(res.hits.length, "result")}.`);
   }
 
   function replaceRow(item) {
@@ -827,7 +832,7 @@
       countTable("By status", s.by_status),
     );
     syncAddress("stats");
-    say(`Stats: ${s.total} memories.`);
+    say(`Stats: ${count(s.total, "memory", "memories")}.`);
   }
 
   // ------------------------------------------------------------------ profile
@@ -1031,7 +1036,7 @@
     for (const e of res.entries) ol.append(contextEntry(e));
     $("context-text").textContent = res.text || "(empty: nothing remembered fits this query)";
     syncAddress("context");
-    say(`Context for ${scopeLabel(ids)}: ${res.tokens} tokens, ${res.entries.length} entries, ${res.dropped} left out.`);
+    say(`Context for ${scopeLabel(ids)}: ${count(res.tokens, "token")}, ${count(res.entries.length, "entry", "entries")}, ${res.dropped} left out.`);
   }
 
   // ------------------------------------------------------------------ views and routing
