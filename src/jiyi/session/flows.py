@@ -631,7 +631,7 @@ def _run_extract(rt: Runtime, job: Job) -> Flow[list[Outcome]]:
             # A model that is down must not lose what was said: the offline rules extract
             # instead, and the job's result and the log say so.
             why = f"the LLM extractor failed ({exc}); extracted with the offline rules instead"
-            log.warning("jiyi: job %s: %s", job.id, why)
+            log.warning("job %s: %s", job.id, why)
             fell_back.append(Outcome(Extracted("", MemoryType.FACT, 0.0), "fallback", why))
             candidates = _rule_candidates(turns)
     elif rt.session.extract:

@@ -262,7 +262,7 @@ def _store_one(
         except WriteConflict:
             if attempt == GUARD_ATTEMPTS:
                 raise
-            log.debug("jiyi: scope %s changed during an add; deciding again", item.scope_key)
+            log.debug("scope %s changed during an add; deciding again", item.scope_key)
     # The duplicate rule's wording first ("no duplicate in scope", "duplicate of ..."), then
     # reconciliation's own reason.
     nearest = next(iter(targets), None)
@@ -525,7 +525,7 @@ def store_extracted(
         except WriteConflict:
             if attempt == GUARD_ATTEMPTS:
                 raise
-            log.debug("jiyi: a scope changed while extracted memories were decided; deciding again")
+            log.debug("a scope changed while extracted memories were decided; deciding again")
     outcomes += decided
     _log_refusals(outcomes)
     return outcomes
@@ -577,7 +577,7 @@ def _over_the_limit(
 def _log_refusals(outcomes: Sequence[Outcome]) -> None:
     for o in outcomes:
         if o.action == "rejected":
-            log.info("jiyi: not stored %r: %s", o.candidate.content[:80], o.reason)
+            log.info("not stored %r: %s", o.candidate.content[:80], o.reason)
 
 
 def _resource_outcome(turn: int, item: MemoryItem) -> Outcome:
