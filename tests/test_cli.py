@@ -468,6 +468,25 @@ def test_global_options_after_the_command_and_log_level(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "invalid choice: 'loud'" in bad.stderr
 
 
+def test_an_unknown_option_points_at_the_commands_own_help(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jiyi.cli import main
+
+    for argv, command in [
+        (["search", "x", "--user", "a", "--occurred-after", "yesterday"], "jiyi search"),
+        (
+            ["keys", "create", "--keys", str(db.with_suffix(".json")), "--tenant", "t", "--bogus"],
+            "jiyi keys create",
+        ),
+    ]:
+        with pytest.raises(SystemExit) as exited:
+            main([*argv, "--db", str(db)])
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert "unrecognized arguments:" in err and f"(see '{command} --help')" in err, err
+
+
 def test_every_option_has_help_text() -> None:
     import argparse
 

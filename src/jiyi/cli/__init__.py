@@ -148,6 +148,16 @@ def _every_command(parser: argparse.ArgumentParser) -> list[argparse.ArgumentPar
     return found
 
 
+def _innermost(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub-)command ``ns`` was parsed by, e.g. ``jiyi keys create``'s."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = getattr(ns, action.dest, None)
+            if isinstance(chosen, str) and chosen in action.choices:
+                return _innermost(action.choices[chosen], ns)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``jiyi`` parser: the global options and every command group's commands."""
     parser = Parser(
@@ -170,7 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     Parser.json_errors = "--json" in args  # a usage error is JSON too when JSON was asked for
     parser = build_parser()
-    ns = parser.parse_args(args)
+    ns, extra = parser.parse_known_args(args)
+    if extra:  # point at the help of the command that was given, not at jiyi --help
+        _innermost(parser, ns).error(f"unrecognized arguments: {' '.join(extra)}")
     setup_logging(getattr(ns, "log_level", None))
     if ns.command is None:
         parser.print_help()
