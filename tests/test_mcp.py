@@ -83,7 +83,7 @@ async def exercise(client: Client) -> None:
 
     bad = await client.call_tool("memory_search", {"query": "x", "k": "many"})
     assert bad.is_error
-    assert bad.structured_content["error"]["code"] == "invalid_arguments"
+    assert bad.structured_content["error"]["code"] == "invalid_input"
     assert "integer" in bad.content[0].text  # type: ignore[union-attr]
 
     missing = await client.call_tool("memory_delete", {"memory_id": "no-such-id"})
@@ -107,7 +107,7 @@ async def procedural_and_documents(client: Client) -> None:
     assert advice.structured_content["found"], advice.structured_content
     assert advice.structured_content["subtasks"] == PLAN["subtasks"]
     wrong = await client.call_tool("memory_learn", {"kind": "failure", "pattern": "x"})
-    assert wrong.is_error and wrong.structured_content["error"]["code"] == "invalid_arguments"
+    assert wrong.is_error and wrong.structured_content["error"]["code"] == "invalid_input"
     assert "'mitigation'" in wrong.structured_content["error"]["message"]
 
     text = "Apollo 的发布流程：先跑测试，再构建镜像，最后灰度发布。" * 30
@@ -256,7 +256,7 @@ async def test_compress_and_undo_it_over_mcp(tmp_path: Path) -> None:
             assert again.is_error and again.structured_content["error"]["field"] == "core_id"
             bad = await client.call_tool("memory_compress", {"older_than_days": -1})
             assert bad.is_error and bad.structured_content["error"] == {
-                "code": "invalid_arguments",
+                "code": "invalid_input",
                 "message": "older_than_days must be at least 0, got -1",
                 "field": "older_than_days",
                 "problems": ["older_than_days must be at least 0, got -1"],
@@ -443,7 +443,7 @@ async def test_mem0_names_are_aliases_of_jiyis_tools(tmp_path: Path) -> None:
             assert listed_now["count"] == 2
             assert listed_now["results"][0]["memory"] == "The user is a frontend engineer"
             bad = await client.call_tool("add_memories", {"content": "x"})
-            assert bad.is_error and bad.structured_content["error"]["code"] == "invalid_arguments"
+            assert bad.is_error and bad.structured_content["error"]["code"] == "invalid_input"
             gone = await client.call_tool("delete_all_memories", {})
             assert gone.structured_content == {"status": "archived", "count": 2}
             assert (await client.call_tool("list_memories", {})).structured_content["count"] == 0

@@ -735,7 +735,7 @@ def test_memory_profile_tool(mem: Memory, clock: Clock) -> None:
     assert "programming_languages" not in both["profiles"][0]["fields"]  # only what is known
     only = tools.call("memory_profile", '{"scope": "project"}')
     assert only["profiles"][0]["text"].startswith("Project profile:")
-    assert tools.call("memory_profile", {"scope": "agent"})["error"]["code"] == "invalid_arguments"
+    assert tools.call("memory_profile", {"scope": "agent"})["error"]["code"] == "invalid_input"
     assert "memory_profile" not in MemoryTools(mem, session_id="s", profile_tool=True).names
 
 

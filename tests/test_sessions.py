@@ -447,3 +447,27 @@ def test_an_llm_that_is_down_falls_back_to_the_rules_and_says_so(
         assert job.result is not None and "offline rules" in job.result["notes"][0]
         assert any("offline rules" in r.getMessage() for r in caplog.records)
         assert any("花生" in i.content for i in mem.list(user_id="u").items)
+
+
+def test_project_statements_go_to_the_project_when_one_is_named(mem: Memory) -> None:
+    mem.remember(
+        [
+            ("user", "项目必须支持 PostgreSQL 16"),
+            ("user", "We decided to use FastAPI for the API layer."),
+            ("user", "I prefer concise answers"),
+        ],
+        session_id="s-proj",
+        user_id="li",
+        project_id="apollo",
+    )
+    mem.process_jobs()
+    items = mem.list(user_id="li", project_id="apollo").items
+    scopes = {i.content: i.scope.value for i in items}
+    assert scopes["项目必须支持 PostgreSQL 16"] == "project"
+    assert next(s for c, s in scopes.items() if "FastAPI" in c) == "project"
+    assert next(s for c, s in scopes.items() if "concise" in c) == "user"
+    # Another member of the project sees its decisions; the person's preference stays theirs.
+    other = {i.content for i in mem.list(project_id="apollo").items}
+    assert "项目必须支持 PostgreSQL 16" in other and not any("concise" in c for c in other)
+    profile = mem.profile(project_id="apollo").to_json_dict()
+    assert "PostgreSQL 16" in str(profile)

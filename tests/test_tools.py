@@ -177,7 +177,7 @@ def test_bad_examples_fail_jsonschema_and_the_dispatcher_check(name: str, args: 
         jsonschema.validate(args, parameters(name))
     with pytest.raises(ToolCallError) as info:
         validate_arguments(parameters(name), args)
-    assert info.value.code == "invalid_arguments" and info.value.field
+    assert info.value.code == "invalid_input" and info.value.field
 
 
 def _random_value(schema: dict[str, Any], rng: random.Random) -> Any:
@@ -340,18 +340,18 @@ def test_bad_json(tools: MemoryTools, raw: str) -> None:
 
 @pytest.mark.parametrize("raw", ["[]", '"text"', "3", "null"])
 def test_arguments_must_be_an_object(tools: MemoryTools, raw: str) -> None:
-    error(tools.call("memory_save", raw), "invalid_arguments")
+    error(tools.call("memory_save", raw), "invalid_input")
 
 
 def test_missing_extra_and_wrongly_typed_arguments(tools: MemoryTools) -> None:
-    missing = error(tools.call("memory_save", {}), "invalid_arguments")
+    missing = error(tools.call("memory_save", {}), "invalid_input")
     assert missing["field"] == "content" and "missing" in missing["message"]
-    extra = error(tools.call("memory_search", {"query": "x", "user_id": "bob"}), "invalid_arguments")
+    extra = error(tools.call("memory_search", {"query": "x", "user_id": "bob"}), "invalid_input")
     assert extra["field"] == "user_id"
-    wrong = error(tools.call("memory_search", '{"query": "x", "k": "5"}'), "invalid_arguments")
+    wrong = error(tools.call("memory_search", '{"query": "x", "k": "5"}'), "invalid_input")
     assert wrong["field"] == "k" and "integer" in wrong["message"]
     kind = error(
-        tools.call("memory_save", {"content": "hello world", "memory_type": "opinion"}), "invalid_arguments"
+        tools.call("memory_save", {"content": "hello world", "memory_type": "opinion"}), "invalid_input"
     )
     assert kind["field"] == "memory_type" and "preference" in kind["message"]
     blank = error(tools.call("memory_save", {"content": "   "}), "invalid_input")
@@ -361,7 +361,7 @@ def test_missing_extra_and_wrongly_typed_arguments(tools: MemoryTools) -> None:
 def test_every_problem_is_listed_and_limit_is_the_name_k_an_alias(tools: MemoryTools) -> None:
     many = error(
         tools.call("memory_search", {"limit": 0, "memory_type": "opinion", "colour": "red"}),
-        "invalid_arguments",
+        "invalid_input",
     )
     for part in (
         "unexpected argument 'colour'",
@@ -376,7 +376,7 @@ def test_every_problem_is_listed_and_limit_is_the_name_k_an_alias(tools: MemoryT
     assert ok(tools.call("memory_search", {"query": "job", "limit": 1}))["count"] == 1
     assert ok(tools.call("memory_search", {"query": "job", "k": 1}))["count"] == 1
     assert ok(tools.call("memory_search", {"query": "job", "limit": 1, "k": 1}))["count"] == 1
-    both = error(tools.call("memory_search", {"query": "job", "limit": 1, "k": 2}), "invalid_arguments")
+    both = error(tools.call("memory_search", {"query": "job", "limit": 1, "k": 2}), "invalid_input")
     assert "not both" in both["message"]
 
 
@@ -384,7 +384,7 @@ def test_a_scope_that_is_not_bound_is_refused(mem: Memory) -> None:
     tools = MemoryTools(mem, user_id="alice")
     err = error(
         tools.call("memory_save", {"content": "项目必须支持 PostgreSQL 16", "scope": "project"}),
-        "invalid_arguments",
+        "invalid_input",
     )
     assert err["field"] == "scope" and "user" in err["message"]
 
@@ -562,17 +562,17 @@ def test_learn_then_suggest_a_plan_and_its_risks(tools: MemoryTools, mem: Memory
 
 
 def test_learn_lists_every_problem_of_a_kind_at_once(tools: MemoryTools) -> None:
-    err = error(tools.call("memory_learn", {"kind": "failure", "workflow": ["x"]}), "invalid_arguments")
+    err = error(tools.call("memory_learn", {"kind": "failure", "workflow": ["x"]}), "invalid_input")
     for name in ("pattern", "indicators", "mitigation", "severity", "workflow"):
         assert repr(name) in err["message"], name
     assert err["field"] == "pattern"
-    err = error(tools.call("memory_learn", {"kind": "decomposition"}), "invalid_arguments")
+    err = error(tools.call("memory_learn", {"kind": "decomposition"}), "invalid_input")
     assert "'succeeded'" in err["message"]  # required for a plan, defaulted for a skill
-    err = error(tools.call("memory_learn", {"kind": "skill", "workflow": [{"args": 1}]}), "invalid_arguments")
+    err = error(tools.call("memory_learn", {"kind": "skill", "workflow": [{"args": 1}]}), "invalid_input")
     assert "'tool'" in err["message"] and err["field"] == "workflow"
     assert "needs 'name'" in err["message"]  # the kind's rules are listed with the schema's problems
     err = error(
-        tools.call("memory_learn", {"kind": "failure", "severity": 9, "owner": "x"}), "invalid_arguments"
+        tools.call("memory_learn", {"kind": "failure", "severity": 9, "owner": "x"}), "invalid_input"
     )
     for part in ("severity must be at most 5", "unexpected argument 'owner'", "needs 'pattern'"):
         assert part in err["message"], part
@@ -686,7 +686,7 @@ async def test_async_tools_learn_suggest_and_keep_documents(amem: AsyncMemory) -
     whole = ok(await tools.call("memory_get_document", {"parent_id": added["parent_id"]}))
     assert whole["text"].startswith("The blog keeps its posts in MDX files.")
     assert ok(await tools.call("memory_end_session"))["status"] == "ended"
-    error(await tools.call("memory_learn", {"kind": "skill"}), "invalid_arguments")
+    error(await tools.call("memory_learn", {"kind": "skill"}), "invalid_input")
 
 
 def test_compress_then_undo_it_over_the_bound_scopes_only(tools: MemoryTools, mem: Memory) -> None:
@@ -716,7 +716,7 @@ def test_compress_then_undo_it_over_the_bound_scopes_only(tools: MemoryTools, me
     missing = error(tools.call("memory_uncompress", {"core_id": "nope"}), "not_found")
     assert missing["field"] == "core_id"
     bad = error(
-        tools.call("memory_compress", {"older_than_days": -1, "max_access": "x"}), "invalid_arguments"
+        tools.call("memory_compress", {"older_than_days": -1, "max_access": "x"}), "invalid_input"
     )
     assert bad["field"] == "older_than_days" and "max_access" in bad["message"]
 

@@ -529,7 +529,7 @@ def error_result(
 def _invalid(problems: Sequence[tuple[str, str]]) -> ToolCallError:
     """Every problem with the arguments at once, the first one's argument as the field."""
     return ToolCallError(
-        "invalid_arguments",
+        "invalid_input",
         "; ".join(p for _, p in problems),
         field=problems[0][0],
         problems=[p for _, p in problems],
@@ -571,7 +571,7 @@ def parse_arguments(arguments: str | Mapping[str, Any] | None) -> dict[str, Any]
     else:
         decoded = arguments
     if not isinstance(decoded, Mapping):
-        raise ToolCallError("invalid_arguments", f"arguments must be a JSON object, not {type_name(decoded)}")
+        raise ToolCallError("invalid_input", f"arguments must be a JSON object, not {type_name(decoded)}")
     return dict(decoded)
 
 
@@ -899,7 +899,7 @@ class _ToolsBase:
         scope = args.get("scope")
         ids = {f"{scope}_id": self.ids[f"{scope}_id"]} if scope else self.ids
         if "limit" in args and "k" in args and args["limit"] != args["k"]:
-            raise ToolCallError("invalid_arguments", "give limit or k (the same thing), not both", field="k")
+            raise ToolCallError("invalid_input", "give limit or k (the same thing), not both", field="k")
         hits = yield from search_flows.search(
             self.rt,
             args["query"],
@@ -1256,6 +1256,6 @@ def _memory_types(args: Mapping[str, Any]) -> list[str] | None:
     many, one = args.get("memory_types"), args.get("memory_type")
     if many is not None and one is not None and list(many) != [one]:
         raise ToolCallError(
-            "invalid_arguments", "give memory_types or memory_type (one kind), not both", field="memory_type"
+            "invalid_input", "give memory_types or memory_type (one kind), not both", field="memory_type"
         )
     return list(many) if many is not None else [one] if one is not None else None

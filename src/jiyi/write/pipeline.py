@@ -600,6 +600,19 @@ def _screen_all(
     return outcomes, passed
 
 
+PROJECT_KINDS = frozenset({MemoryType.DECISION, MemoryType.CONSTRAINT, MemoryType.CONTEXT})
+"""What a conversation says about the work rather than the person: with a project named,
+it belongs to the project (every member sees it; the project's profile holds it)."""
+
+
+def extracted_scope(memory_type: MemoryType, owner: Mapping[str, str | None]) -> Scope:
+    """A decision, constraint or project context goes to the project when one is named;
+    everything else (who the person is, what they like) to the broadest owner, as add() does."""
+    if owner.get("project_id") and memory_type in PROJECT_KINDS:
+        return Scope.PROJECT
+    return owner_scope(owner.get("user_id"), owner.get("project_id"), owner.get("agent_id"))
+
+
 def _extracted_item(
     cand: Extracted,
     text: str,
@@ -620,7 +633,7 @@ def _extracted_item(
     return MemoryItem.build(
         content=text,
         memory_type=cand.memory_type,
-        scope=owner_scope(owner["user_id"], owner["project_id"], owner["agent_id"]),
+        scope=extracted_scope(cand.memory_type, owner),
         tenant_id=tenant,
         **owner,
         confidence=cand.confidence,
