@@ -159,8 +159,8 @@ def test_list_pages_with_cursor(db: Path, tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["add", "", "--user", "u"], "content must not be empty"),
-        (["add", "hello there world", "--user", "u", "--type", "gossip"], "field 'memory_type'"),
-        (["add", "hello there world"], "give user_id"),
+        (["add", "hello there world", "--user", "u", "--type", "gossip"], "--type must be one of: "),
+        (["add", "hello there world"], "give --user"),
         (["add", "hello there world", "--user", "u", "--confidence", "1.5"], "confidence"),
         (["add", "hi", "--user", "u"], "refused: too short"),
         (["add", "hello there world", "--user", "u", "--occurred", "yesterday"], "not an ISO date"),

@@ -394,7 +394,7 @@ def test_import_minimal_records_and_all_or_nothing(mem: Memory, tmp_path: Path) 
     bad = [dict(good, id="D1:4"), {"content": "no owner here", "memory_type": "fact"}]
     with pytest.raises(InvalidInput, match="record 2"):
         mem.import_items(bad)
-    with pytest.raises(InvalidInput, match="record 1: field 'memory_type'"):
+    with pytest.raises(InvalidInput, match="record 1: memory_type must be one of: "):
         mem.import_items([dict(good, id="x", memory_type="rumour")])
     with pytest.raises(InvalidInput, match="more than once"):
         mem.import_items([dict(good, id="dup"), dict(good, id="dup")])

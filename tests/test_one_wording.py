@@ -154,3 +154,18 @@ def test_the_library_lists_every_problem_as_rest_and_the_tools_do(mem: Memory) -
     error = tools.call("memory_search", {"query": "", "limit": 0, "memory_types": ["opinion"]})["error"]
     unknown = f"memory_types[0] must be one of: {TYPES}; got 'opinion'"
     assert error["problems"] == [*searched.value.problems[:2], unknown]
+
+
+def test_cli_errors_name_the_options_a_user_types(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "jiyi.cli", "--db", str(tmp_path / "f.db")]
+    whose = subprocess.run([*cmd, "add", "hello there"], capture_output=True, text=True, timeout=120)
+    assert "give --user, --project, --session or --agent" in whose.stderr
+    kind = subprocess.run(
+        [*cmd, "search", "x", "--user", "u", "--type", "nope"], capture_output=True, text=True, timeout=120
+    )
+    assert "--type must be one of:" in kind.stderr
+    # Under --json the library's names stay (a program reads them).
+    as_json = subprocess.run(
+        [*cmd, "add", "hello there", "--json"], capture_output=True, text=True, timeout=120
+    )
+    assert "user_id" in as_json.stdout

@@ -571,9 +571,7 @@ def test_learn_lists_every_problem_of_a_kind_at_once(tools: MemoryTools) -> None
     err = error(tools.call("memory_learn", {"kind": "skill", "workflow": [{"args": 1}]}), "invalid_input")
     assert "'tool'" in err["message"] and err["field"] == "workflow"
     assert "needs 'name'" in err["message"]  # the kind's rules are listed with the schema's problems
-    err = error(
-        tools.call("memory_learn", {"kind": "failure", "severity": 9, "owner": "x"}), "invalid_input"
-    )
+    err = error(tools.call("memory_learn", {"kind": "failure", "severity": 9, "owner": "x"}), "invalid_input")
     for part in ("severity must be at most 5", "unexpected argument 'owner'", "needs 'pattern'"):
         assert part in err["message"], part
     # What the library refuses comes back as a result too.
@@ -715,9 +713,7 @@ def test_compress_then_undo_it_over_the_bound_scopes_only(tools: MemoryTools, me
     assert again["field"] == "core_id" and "already undone" in again["message"]
     missing = error(tools.call("memory_uncompress", {"core_id": "nope"}), "not_found")
     assert missing["field"] == "core_id"
-    bad = error(
-        tools.call("memory_compress", {"older_than_days": -1, "max_access": "x"}), "invalid_input"
-    )
+    bad = error(tools.call("memory_compress", {"older_than_days": -1, "max_access": "x"}), "invalid_input")
     assert bad["field"] == "older_than_days" and "max_access" in bad["message"]
 
 

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from jiyi.errors import InvalidInput
+from jiyi.problems import pydantic_problem
 
 
 class MemoryType(StrEnum):
@@ -410,8 +411,8 @@ def invalid_from_pydantic(exc: ValidationError) -> InvalidInput:
         msg = err["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
-        where = f"field {field!r}" if field else "memory item"
-        problems.append(f"{where}: {msg}")
+        said = pydantic_problem(err, [str(p) for p in err["loc"]]) if field else None
+        problems.append(said or (f"field {field!r}: {msg}" if field else f"memory item: {msg}"))
         fields.append(field)
     return InvalidInput("; ".join(problems), field=fields[0], problems=tuple(problems))
 

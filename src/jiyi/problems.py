@@ -8,7 +8,8 @@ who moves from one interface to another meets the same sentence.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 
@@ -46,3 +47,47 @@ def wrong_type(name: str, wanted: str, got: Any) -> str:
 
 def not_one_of(name: str, allowed: Iterable[Any], got: Any) -> str:
     return f"{name} must be one of: {', '.join(str(a) for a in allowed)}; got {got!r}"
+
+
+_WANTED = {
+    "int_parsing": "an integer",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "float_parsing": "a number",
+    "float_type": "a number",
+    "string_type": "a string",
+    "bool_parsing": "a boolean",
+    "bool_type": "a boolean",
+    "list_type": "an array",
+    "dict_type": "an object",
+}
+_QUOTED = re.compile(r"'([^']*)'")
+
+
+def pydantic_problem(err: Mapping[str, Any], path: Sequence[str]) -> str | None:
+    """A pydantic error (one entry of ``ValidationError.errors()``, at ``path`` below its
+    location) in the words above, or None when it has no counterpart here."""
+    name = path[0] + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in path[1:])
+    kind, ctx, got = err.get("type"), err.get("ctx") or {}, err.get("input")
+    if kind in ("greater_than_equal", "less_than_equal") and isinstance(got, str):
+        got = _number(got)  # a query parameter arrives as text
+    if kind == "greater_than_equal":
+        return too_small(name, ctx.get("ge"), got)
+    if kind == "less_than_equal":
+        return too_large(name, ctx.get("le"), got)
+    if kind in _WANTED:
+        return wrong_type(name, _WANTED[str(kind)], got)
+    if kind in ("enum", "literal_error") and "expected" in ctx:
+        return not_one_of(name, _QUOTED.findall(str(ctx["expected"])), got)
+    if kind == "missing":
+        return f"{name} is required"
+    return None
+
+
+def _number(text: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text

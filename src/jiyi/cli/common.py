@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -331,7 +332,7 @@ def run(handler: Handler, ns: argparse.Namespace) -> int:
             problems = exc.problems if isinstance(exc, InvalidInput) else ()
             emit_error(error_code(exc), one_line(exc), field=getattr(exc, "field", None), problems=problems)
         elif isinstance(exc, InvalidInput | ConfigError):
-            print(f"jiyi: error: {one_line(exc)}", file=sys.stderr)
+            print(f"jiyi: error: {as_flags(one_line(exc))}", file=sys.stderr)
         else:
             print(f"jiyi: failed: {one_line(exc)}", file=sys.stderr)
         return EXIT_FAIL
@@ -343,6 +344,15 @@ def run(handler: Handler, ns: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("jiyi: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+_ARGUMENT = re.compile(r"\b(?:(user|project|session|agent)_id|memory_types?)\b")
+
+
+def as_flags(text: str) -> str:
+    """The library's argument names in an error as the options a CLI user types
+    (``user_id`` -> ``--user``, ``memory_types`` -> ``--type``); JSON output keeps them."""
+    return _ARGUMENT.sub(lambda m: f"--{m.group(1)}" if m.group(1) else "--type", text)
 
 
 def one_line(exc: BaseException) -> str:

@@ -8,7 +8,6 @@ Codes are stable; clients branch on them, people read the message. Library excep
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -26,7 +25,7 @@ from jiyi.errors import (
     JiyiError,
     error_code,
 )
-from jiyi.problems import not_one_of, too_large, too_small, wrong_type
+from jiyi.problems import pydantic_problem
 
 log = logging.getLogger("jiyi.server")
 
@@ -136,7 +135,7 @@ def _validation_problems(exc: RequestValidationError) -> tuple[list[str], str | 
         msg = str(err.get("msg", "invalid value"))
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
-        said = _as_library_says(err, loc[1:]) if field else None
+        said = pydantic_problem(err, loc[1:]) if field else None
         if err.get("type") == "json_invalid":
             texts.append(f"request body is not valid JSON: {err.get('ctx', {}).get('error', msg)}")
             field = None
@@ -148,50 +147,6 @@ def _validation_problems(exc: RequestValidationError) -> tuple[list[str], str | 
             texts.append(f"{where}: {msg}" if where else msg)
         fields.append(field)
     return texts, fields[0]
-
-
-_WANTED = {
-    "int_parsing": "an integer",
-    "int_type": "an integer",
-    "int_from_float": "an integer",
-    "float_parsing": "a number",
-    "float_type": "a number",
-    "string_type": "a string",
-    "bool_parsing": "a boolean",
-    "bool_type": "a boolean",
-    "list_type": "an array",
-    "dict_type": "an object",
-}
-_QUOTED = re.compile(r"'([^']*)'")
-
-
-def _as_library_says(err: Mapping[str, Any], path: Sequence[str]) -> str | None:
-    """pydantic's complaint in the words the library and the tools use
-    (:mod:`jiyi.problems`), or None when it has no counterpart there."""
-    name = path[0] + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in path[1:])
-    kind, ctx, got = err.get("type"), err.get("ctx") or {}, err.get("input")
-    if kind in ("greater_than_equal", "less_than_equal") and isinstance(got, str):
-        got = _number(got)  # a query parameter arrives as text
-    if kind == "greater_than_equal":
-        return too_small(name, ctx.get("ge"), got)
-    if kind == "less_than_equal":
-        return too_large(name, ctx.get("le"), got)
-    if kind in _WANTED:
-        return wrong_type(name, _WANTED[str(kind)], got)
-    if kind in ("enum", "literal_error") and "expected" in ctx:
-        return not_one_of(name, _QUOTED.findall(str(ctx["expected"])), got)
-    if kind == "missing":
-        return f"{name} is required"
-    return None
-
-
-def _number(text: str) -> int | float | str:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 def _routes(request: Request) -> Iterable[Any]:
