@@ -653,6 +653,8 @@ def test_search_explains_every_hit_and_cuts_what_is_irrelevant(ui: UI, seeded: S
     # the relevance cut is on by default: the other memories of alice are not listed
     assert ui.rows() == ["Alice prefers green tea in the morning"]
     assert "relevance of 50% or more" in p.inner_text("#results-note")
+    # ... and the page says how many weaker matches it hid
+    assert "3 weaker matches hidden" in p.inner_text("#results-note")
     why = _why(p)
     assert why["relevance"].startswith("Relevance ") and "answers the query" in why["relevance"]
     assert why["vector"].startswith("Meaning: vector similarity 0.")

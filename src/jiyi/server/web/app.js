@@ -417,27 +417,34 @@
       limit: Number($("f-limit").value),
       explain: true,
     };
-    body.min_relevance = everything ? 0 : MIN_RELEVANCE;  // the API alone would cut milder (0.05)
+    // Every match comes back; the page cuts at MIN_RELEVANCE itself, so it can say how
+    // many weaker matches it hid (nothing vanishes without a word).
+    body.min_relevance = 0;
     say("Searching…");
     const latest = ticket("list");
     const res = await api("POST", "v1/memories/search", { body });
     if (!latest()) return;
+    const hits = everything ? res.hits : res.hits.filter((h) => (h.relevance ?? 1) >= MIN_RELEVANCE);
+    const hidden = res.hits.length - hits.length;
     const ol = clear($("result-list"));
-    for (const hit of res.hits) ol.append(resultRow(hit.item, hit));
+    for (const hit of hits) ol.append(resultRow(hit.item, hit));
     list.mode = "search";
     list.cursor = null;
-    list.count = res.hits.length;
+    list.count = hits.length;
     $("more-btn").hidden = true;
     const cut = everything
       ? " Everything is shown, however weak the match."
       : ` Only hits with relevance of ${pct(MIN_RELEVANCE)} or more.`;
-    const none = everything ? " No match." : " Nothing relevant is remembered; tick “Show everything” to see the closest matches.";
+    const none = hits.length ? "" : everything ? " No match." : " Nothing relevant is remembered.";
+    const weaker = hidden
+      ? ` ${count(hidden, "weaker match", "weaker matches")} hidden; tick “Show everything” to see them.`
+      : "";
     setResultsTitle(
-      `Search results (${res.hits.length})`,
-      `Best first for “${shorten(text, 80)}” in ${scopeLabel(ids)}.` + cut + (res.hits.length ? "" : none),
+      `Search results (${hits.length})`,
+      `Best first for “${shorten(text, 80)}” in ${scopeLabel(ids)}.` + cut + none + weaker,
     );
     syncAddress("memories");
-    say(`${count(res.hits.length, "result")}.`);
+    say(`${count(hits.length, "result")}.`);
   }
 
   function replaceRow(item) {
