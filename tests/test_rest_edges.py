@@ -107,3 +107,28 @@ async def test_mcp_http_limits_failed_key_checks_per_client_address() -> None:
         assert int(r.headers["retry-after"]) >= 1
         assert (await guesser.post("/mcp", headers={"X-API-Key": key})).text == "mcp here"
         assert (await other.post("/mcp", headers={"Authorization": "Bearer nope"})).status_code == 401
+
+
+async def test_serve_loads_the_embedder_before_the_first_request(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from jiyi.server.run import _warm_up
+
+    calls: list[list[str]] = []
+
+    def counting(texts: list[str]) -> list[list[float]]:
+        calls.append(texts)
+        return [[1.0, 0.0, 0.0] for _ in texts]
+
+    memory = AsyncMemory(SQLiteStore(tmp_path / "warm.db"), embedder=counting)
+    await _warm_up(memory)
+    assert calls == [["jiyi"]]
+    await memory.aclose()
+
+    def down(texts: list[str]) -> list[list[float]]:
+        raise ConnectionError("embedding endpoint refused the connection")
+
+    memory = AsyncMemory(SQLiteStore(tmp_path / "down.db"), embedder=down)
+    await _warm_up(memory)  # serving goes on; the log says why searches will fail
+    assert "the embedder did not answer at start" in caplog.text and "refused" in caplog.text
+    await memory.aclose()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from jiyi.config import GateConfig
 from jiyi.errors import ConfigError
+from jiyi.memory import AsyncMemory
 from jiyi.server.app import create_app
 from jiyi.server.auth import LOOPBACK, ApiKeys
 from jiyi.server.storage import open_memory
@@ -126,12 +127,25 @@ async def _serve(
             redis=redis,
         )
         _log_to_stderr(log_level)
+        await _warm_up(memory)
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level, proxy_headers=False)
         await uvicorn.Server(config).serve()
     finally:
         if watcher is not None:  # off the loop: a sync it is waiting for needs the loop
             await asyncio.to_thread(watcher.stop)
         await memory.aclose()
+
+
+async def _warm_up(memory: AsyncMemory) -> None:
+    """Load the embedding model before the first request (the default takes ~1.5 s), so a
+    user's first search is not the slow one. A remote embedder that does not answer is
+    logged, not fatal: searches will say what failed."""
+    import logging
+
+    try:
+        await asyncio.to_thread(memory.embedder.embed, ["jiyi"])
+    except Exception as exc:  # any failure: serve anyway, and say so
+        logging.getLogger("jiyi.server").warning("the embedder did not answer at start: %s", exc)
 
 
 def _log_to_stderr(level: str) -> None:
