@@ -346,7 +346,8 @@ def run(handler: Handler, ns: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
 
 
-_ARGUMENT = re.compile(r"\b(?:(user|project|session|agent)_id|memory_types?)\b")
+# A quoted name ('user_id') is a value the user typed, not an argument: left alone.
+_ARGUMENT = re.compile(r"(?<!['\w])(?:(user|project|session|agent)_id|memory_types?)(?!['\w])")
 
 
 def as_flags(text: str) -> str:
