@@ -90,6 +90,7 @@ class Recorder:
                 "mult": np.array([parts[c.item.id][1] for c in cands], dtype=np.float32),
                 "cols": {k: v.astype(np.float32) for k, v in cols.items()},
                 "ids": [c.item.id for c in cands],
+                "lens": np.array([len(c.item.content) for c in cands], dtype=np.int32),
                 "src": [c.item.source_id or "" for c in cands],
                 "thread": [c.item.thread_id or "" for c in cands],
                 "vectors": vectors,
