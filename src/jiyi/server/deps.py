@@ -38,7 +38,14 @@ WRITE = error_responses(401, 403, 404, 413, 422, 429, 503)
 
 ItemId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH, description="A memory id.")]
 SessionId = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH)]
-ScopeQuery = Annotated[str | None, Query(min_length=1, max_length=MAX_ID_LENGTH)]
+ScopeQuery = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=MAX_ID_LENGTH,
+        description="Whose memories: give at least one of user_id, project_id, session_id, agent_id.",
+    ),
+]
 
 
 @dataclass(frozen=True)
