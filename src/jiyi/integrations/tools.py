@@ -80,6 +80,23 @@ _SCOPE_HELP = (
 )
 
 
+def _type_filter() -> dict[str, Any]:
+    """The type filter's two spellings (fresh dicts for each tool's schema): ``memory_types``,
+    the library's and REST's name, and ``memory_type`` for one kind (see _memory_types)."""
+    return {
+        "memory_types": {
+            "type": "array",
+            "items": {"type": "string", "enum": list(MEMORY_TYPES)},
+            "description": "Only memories of these kinds (default: every kind). " + _TYPE_HELP,
+        },
+        "memory_type": {
+            "type": "string",
+            "enum": list(MEMORY_TYPES),
+            "description": "One kind: the same as memory_types with one entry.",
+        },
+    }
+
+
 def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {
         "type": "function",
@@ -151,16 +168,7 @@ TOOLS: Final[list[dict[str, Any]]] = [
                 "maximum": MAX_K,
                 "description": "Another name for limit, kept for clients that say k.",
             },
-            "memory_types": {
-                "type": "array",
-                "items": {"type": "string", "enum": list(MEMORY_TYPES)},
-                "description": "Only memories of these kinds (default: every kind). " + _TYPE_HELP,
-            },
-            "memory_type": {
-                "type": "string",
-                "enum": list(MEMORY_TYPES),
-                "description": "One kind: the same as memory_types with one entry.",
-            },
+            **_type_filter(),
             "scope": {
                 "type": "string",
                 "enum": list(SCOPES),
@@ -456,16 +464,7 @@ LIFECYCLE_TOOLS: Final[list[dict[str, Any]]] = [
                 "default": 4,
                 "description": "Only memories retrieved at most this many times (default 4).",
             },
-            "memory_types": {
-                "type": "array",
-                "items": {"type": "string", "enum": list(MEMORY_TYPES)},
-                "description": "Only memories of these kinds (default: every kind). " + _TYPE_HELP,
-            },
-            "memory_type": {
-                "type": "string",
-                "enum": list(MEMORY_TYPES),
-                "description": "One kind: the same as memory_types with one entry.",
-            },
+            **_type_filter(),
             "dry_run": {
                 "type": "boolean",
                 "default": False,
