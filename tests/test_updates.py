@@ -174,6 +174,50 @@ def test_claims_read_holder_subject_and_value() -> None:
     assert compare(old, claims("My sister moved to Munich")[0]) is None
 
 
+CONSTRUCTIONS = [
+    # "changed X to Y" / 把X改成Y: the object is the thing that changed
+    ("Our sprint length is 3 weeks.", "We changed our sprint length to 2 weeks."),
+    ("The server has 32 GB of RAM.", "We upgraded the server to 64 GB of RAM."),
+    ("Our product is called Nimbus.", "We renamed our product to Stratus."),
+    ("我们的迭代周期是3周。", "我们把迭代周期改成了2周。"),
+    # a leading adverb of time is not the subject
+    ("I listen to jazz while coding.", "These days I listen to lo-fi hip hop while coding."),
+    ("我写代码时听爵士乐。", "最近我写代码时改听白噪音了。"),
+    # a clause without a subject continues the one before
+    ("我在阿里巴巴工作。", "我跳槽了，后来在字节跳动工作。"),
+    ("我的家庭医生是陈医生。", "我换了家庭医生，现在是赵医生。"),
+    # where a thing is, said through whoever put it there
+    ("I keep my spare key under the mat.", "I moved the spare key to the garage."),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), CONSTRUCTIONS)
+def test_a_change_said_in_another_construction_fills_the_same_slot(old: str, new: str) -> None:
+    matches = [compare(o, n, cosine=0.6) for o in claims(old) for n in claims(new)]
+    assert any(m is not None and m.changed for m in matches), [claims(old), claims(new)]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My flight is on Friday.", "My sister changed her flight to Monday."),
+        ("The team dinner is on Tuesday.", "We moved the standup to Thursday."),
+        ("我把车停在车库。", "我妹妹把车停在路边了。"),
+        ("我的牙医是陈医生。", "我妈妈换了家庭医生，现在是赵医生。"),
+        ("I keep my passport in the drawer.", "I keep my keys in the drawer."),
+    ],
+)
+def test_a_construction_about_another_thing_or_person_is_no_change(old: str, new: str) -> None:
+    matches = [compare(o, n, cosine=0.9) for o in claims(old) for n in claims(new)]
+    assert not any(m is not None and m.changed for m in matches), [claims(old), claims(new)]
+
+
+def test_a_change_without_its_value_is_not_a_claim() -> None:
+    # "我跳槽了" says a change happened but not to what: nothing to compare it with.
+    assert claims("我跳槽了") == []
+    assert [c.predicate for c in claims("我跳槽了，现在在字节跳动工作")] == [("字节", "跳动", "工作")]
+
+
 def test_digits() -> None:
     assert digits("我女儿今年六岁，五点四十五起床") == "我女儿今年6岁，5点45起床"
     assert digits("two cats and one dog") == "2 cats and one dog"  # "one" is often a pronoun

@@ -79,7 +79,7 @@ _PRONOUNS_EN = frozenset({"i", "we", "you", "he", "she", "they", "it", "i'm", "w
 # Where a Chinese predicate starts: a verb, a time adverbial or a number.
 _ZH_PRED = (
     r"是|在|叫|住|搬|改|换|推迟|提前|挪|延|定在|定于|涨|升|降|提高|提到|有|要|养|穿|开|用|喝|吃|学|跳槽|调|抽|留|"
-    r"起床|喜欢|爱|讨厌|很|最|比较|更|去|(?<![早晚])上(?![午个])|坐|每|今年|去年|上个月|现在|已经|还|也|一般|通常|平时|最近|从|把|不|没|刚|"
+    r"起床|喜欢|爱|讨厌|听|看|读|写|很|最|比较|更|去|(?<![早晚])上(?![午个])|坐|每|今年|去年|上个月|现在|已经|还|也|一般|通常|平时|最近|从|把|不|没|刚|"
     r"转|放|停|装|发|到期|早上|上午|下午|晚上|中午|周[一二三四五六日末]|星期|\d|"
     r"[一二三四五六七八九十两](?=[个只岁年月日号点层楼周])"
 )
@@ -90,6 +90,50 @@ _LEAD_CUE = re.compile(
     r"^\s*(?:(?:actually|correction|update|sorry|oh|wait|no|just\s+confirming|change\s+of\s+plans?|i\s+misspoke|"
     r"scratch\s+that)\b[\s,:;.!-]*)+|^\s*(?:(?:其实|更正一下|更正|纠正一下|纠正|说错了|不对|更新一下|确认一下|计划有变)[\s，,：:。！!]*)+"
 )
+# Adverbs of time an English clause may open with, before its subject ("these days I ...").
+_EN_LEAD = re.compile(
+    r"^(?:(?:these\s+days|nowadays|lately|recently|currently|now|today|from\s+now\s+on|as\s+of\s+\w+|"
+    r"starting\s+(?:today|tomorrow|next\s+\w+))\b[\s,]*)+"
+)
+
+# -- change constructions -----------------------------------------------------------------------
+# "We changed our sprint length to 2 weeks", "我们把迭代周期改成了2周": the thing that changed is
+# the verb's object, its new value follows "to" / 成. Read as "<object> is <value>", so the
+# clause lines up with how the value was first stated ("Our sprint length is 3 weeks").
+_EN_CHANGE = re.compile(
+    r"^(?P<who>(?:i|we|they|you)\s+)?(?:have\s+|had\s+|just\s+|finally\s+)*"
+    r"(?:changed|switched|moved|upgraded|downgraded|renamed|raised|lowered|increased|decreased|reduced|"
+    r"cut|bumped|pushed|postponed|rescheduled|extended|shortened|updated|reset|set)\s+"
+    r"(?P<x>(?!(?:to|from|back|over|up|down|it|them|him|her)\b)[^,;]+?)\s+(?:from\s+[^,;]+?\s+)?to\s+(?P<y>.+)$"
+)
+# "I keep my spare key under the mat": where a thing is, said through the one who put it there.
+_EN_PLACE = re.compile(
+    r"^(?:i|we|they|you)\s+(?:usually\s+|always\s+|now\s+|just\s+)*"
+    r"(?:keep|kept|put|store|stored|leave|left|park|parked|hide|hid)\s+"
+    r"(?P<x>[^,;]+?)\s+(?P<y>(?:in|under|at|on|behind|inside|beside|next\s+to|by)\s+.+)$"
+)
+_ZH_CHANGE = re.compile(
+    r"^(?P<who>[^把，,]{0,8}?)把(?P<x>[^，,]{1,12}?)"
+    r"(?:改成|改为|改到|改在|换成|换为|调成|调到|调整到|调整为|挪到|推迟到|提前到|延到|延长到|延长至|缩短到|缩短为|"
+    r"升级到|升级成|降到|降低到|提到|提高到|涨到|定在|定为|放在|放到|停在|存在|挂在)了?(?P<y>.+)$"
+)
+# 改用 / 改听 / 改喝 ...: "switched to using / listening to / drinking": the plain verb.
+_ZH_SWITCH_VERB = re.compile(r"(?:改|换)(?=[用听喝吃学看玩坐开穿去骑住])")
+
+
+def _as_state(clause: str, zh: bool) -> str:
+    """A change construction read as the state it leads to (see :data:`_EN_CHANGE`)."""
+    if zh:
+        m = _ZH_CHANGE.match(clause)
+        if m is not None:
+            who = m.group("who").strip()
+            return f"{who}{'的' if who else ''}{m.group('x')}是{m.group('y')}"
+        return _ZH_SWITCH_VERB.sub("", clause)
+    m = _EN_CHANGE.match(clause) or _EN_PLACE.match(clause)
+    if m is None:
+        return clause
+    return f"{m.group('x')} is {m.group('y')}"
+
 
 # -- values -------------------------------------------------------------------------------------
 
@@ -139,7 +183,7 @@ _RELATION_EN = frozenset(
 _FILLER_ZH = frozenset(
     "了 的 我 我们 把 上个 上个月 去年 前年 最近 刚 刚刚 现在 目前 已经 如今 其实 还是 还 也 比较 更 都 就 又 "
     "这个 那个 一下 一般 通常 总是 平时 一直 改成 改为 改到 改在 换成 换到 转到 转学 挪到 调到 推迟 推迟到 延到 "
-    "提前 提前到 改 换 跳槽 总 都 个 名 位 枚 只 条 件 张 种 一名 一个 一位".split()
+    "提前 提前到 改 换 调 跳槽 总 都 个 名 位 枚 只 条 件 张 种 一名 一个 一位".split()
 )
 _MULTI_EN = frozenset("have has had own owns like likes love loves enjoy enjoys prefer prefers".split())
 _MULTI_ZH = re.compile(r"有|养|喜欢|爱")
@@ -196,22 +240,51 @@ _CLAUSES = re.compile(r"[;；,，。.!！?？\n]+(?!\d)|\s+(?:but|so|and)\s+|但
 
 
 def claims(text: str) -> list[Claim]:
-    """The claims of ``text``: one per clause that has both a subject side and a predicate."""
+    """The claims of ``text``: one per clause that has both a subject side and a predicate.
+
+    A clause without a subject continues the topic of the clause before it, as both
+    languages allow ("我跳槽了，现在在字节跳动工作"; "I quit Netflix and now use Disney+");
+    after "换了X" / "changed my X" the topic is that X ("我换了家庭医生，现在是赵医生")."""
     norm = _norm(text)
     cue = has_cue(norm)
     out: list[Claim] = []
     body = _ABBREV.sub(lambda m: m.group()[:-1], _LEAD_CUE.sub("", norm))
-    for clause in _CLAUSES.split(body):
-        clause = _LEAD_CUE.sub("", clause).strip()
-        if clause:
-            claim = _claim(clause, cue)
-            if claim is not None:
-                out.append(claim)
+    topic = ""
+    for raw in _CLAUSES.split(body):
+        clause = _LEAD_CUE.sub("", raw).strip()
+        if not clause:
+            continue
+        zh = bool(re.search(r"[\u4e00-\u9fff]", clause))
+        clause = _as_state(_ZH_LEAD.sub("", clause) if zh else _EN_LEAD.sub("", clause), zh)
+        claim = _claim(clause, cue, zh)
+        if claim is None and topic:
+            claim = _claim(f"{topic}{'' if zh else ' '}{clause}", cue, zh)
+        if claim is not None:
+            out.append(claim)
+        topic = _topic(clause, zh) or topic
     return out
 
 
-def _claim(clause: str, cue: bool) -> Claim | None:
-    zh = bool(re.search(r"[\u4e00-\u9fff]", clause))
+_ZH_REPLACED = re.compile(
+    r"^(?P<who>[^，,]{0,6}?)(?:换了|换掉了|改了|换过)(?:个|一个|新的)?(?P<x>[^，,]{1,10})$"
+)
+_EN_REPLACED = re.compile(
+    r"^(?P<who>i|we)\s+(?:have\s+|just\s+)*(?:changed|switched|replaced)\s+(?P<x>(?:my|our)\s+[^,;]+)$"
+)
+
+
+def _topic(clause: str, zh: bool) -> str:
+    """What a following clause without a subject is about: the object of "换了X" / "changed
+    my X", else this clause's subject."""
+    m = (_ZH_REPLACED if zh else _EN_REPLACED).match(clause)
+    if m is not None:
+        who = m.group("who").strip()
+        return f"{who}的{m.group('x')}" if zh else m.group("x")
+    subject, predicate = _split_zh(clause) if zh else _split_en(clause)
+    return subject.strip() if predicate.strip() else ""
+
+
+def _claim(clause: str, cue: bool, zh: bool) -> Claim | None:
     subject, predicate = _split_zh(clause) if zh else _split_en(clause)
     if not subject.strip() or not predicate.strip():
         return None  # no subject / predicate structure found: nothing to compare
@@ -226,6 +299,8 @@ def _claim(clause: str, cue: bool) -> Claim | None:
     numeric = frozenset(t for t in pred_terms if _is_numeric(t))
     while pred_terms and pred_terms[0] == _GAP:
         pred_terms = pred_terms[1:]
+    if not set(pred_terms) - {_GAP}:
+        return None  # "我跳槽了", "I moved": a change with no value said is nothing to compare
     # Possession and liking may hold several values at once ("I have 2 cats" and a dog).
     multi = person and (
         bool(_MULTI_ZH.search(predicate)) if zh else bool(set(predicate.split()[:2]) & _MULTI_EN)
@@ -259,7 +334,9 @@ def _split_en(clause: str) -> tuple[str, str]:
 
 
 # Adverbs a Chinese clause may open with, before its subject.
-_ZH_LEAD = re.compile(r"^(?:现在|目前|如今|已经|最近|其实|还是|从下周起|从今天起|从明天起|以后)+")
+_ZH_LEAD = re.compile(
+    r"^(?:现在|目前|如今|已经|最近|后来|这阵子|这些天|其实|还是|从下周起|从今天起|从明天起|以后)+"
+)
 
 
 def _split_zh(clause: str) -> tuple[str, str]:
@@ -302,6 +379,9 @@ def _value_terms(predicate: str, person: bool) -> list[str]:
     For a person, "moved to" says where they live now; for a thing it only says it changed."""
     # 是一名 / 是一个: an article, not the number 1.
     text = re.sub(r"(\d)\s+(am|pm)\b", r"\1\2", digits(_ZH_ARTICLE.sub("", predicate)))
+    # 在 opening a place and 了 closing a clause are words of their own (the segmenter reads
+    # 在后端组 as 在后 + 端组 and 平台组了 as 平台 + 组了).
+    text = re.sub(r"了$", "", re.sub(r"^在(?=[\u4e00-\u9fff])", "在 ", text))
     out: list[str] = []
     for piece in _PIECES.split(text):
         kept = []
