@@ -76,6 +76,9 @@ class Result:
     """The old value ranked above the current one for the query (update pairs)."""
     found_new: bool
     reason: str = ""
+    displaced: bool = False
+    """The later statement ranked above the earlier one for a query about the earlier
+    (near misses: the query asks about the old statement's fact)."""
     extracted: bool = True
     """Both statements became memories (``remember`` mode: the extractor caught them)."""
 
@@ -124,6 +127,11 @@ def _stale(hits: Sequence[MemoryItem], old: Iterable[str], new: Iterable[str]) -
     return stale, r_new is not None
 
 
+def _displaced(hits: Sequence[MemoryItem], old: Iterable[str], new: Iterable[str]) -> bool:
+    r_old, r_new = _rank(hits, old), _rank(hits, new)
+    return r_old is None or (r_new is not None and r_new < r_old)
+
+
 def run_add(mem: Memory, clock: Clock, pair: Pair) -> Result:
     user = pair.id
     first = mem.add(pair.old, user_id=user)
@@ -140,7 +148,9 @@ def run_add(mem: Memory, clock: Clock, pair: Pair) -> Result:
     old_ids = [old_item.id] if old_item is not None else []
     new_ids = [new_id] if new_id is not None and second.decision.action != "reinforce" else []
     stale, found = _stale(hits, old_ids, new_ids)
-    return Result(pair, second.decision.action, retired, stale, found, " | ".join(second.decision.reasons))
+    displaced = _displaced(hits, old_ids, [new_id] if new_id is not None else [])
+    reasons = " | ".join(second.decision.reasons)
+    return Result(pair, second.decision.action, retired, stale, found, reasons, displaced)
 
 
 def run_remember(mem: Memory, clock: Clock, pair: Pair) -> Result:
@@ -165,7 +175,8 @@ def run_remember(mem: Memory, clock: Clock, pair: Pair) -> Result:
     hits = [h.item for h in mem.search(pair.query, user_id=user, limit=5)]
     stale, found = _stale(hits, [pair.old], [pair.new])
     extracted = bool(old_facts) and (bool(new_facts) or decision == "reinforce")
-    return Result(pair, decision, retired, stale, found, extracted=extracted)
+    displaced = _displaced(hits, [pair.old], [pair.new])
+    return Result(pair, decision, retired, stale, found, displaced=displaced, extracted=extracted)
 
 
 def _ratio(n: int, d: int) -> float | None:
@@ -186,6 +197,7 @@ def figures(results: Sequence[Result]) -> dict[str, Any]:
         "current_in_top5": _ratio(sum(r.found_new for r in updates), len(updates)),
         "changed_value_reinforced": _ratio(sum(r.decision == "reinforce" for r in updates), len(updates)),
         "over_invalidation": _ratio(sum(r.retired for r in negatives), len(negatives)),
+        "near_miss_displaced": _ratio(sum(r.displaced for r in negatives), len(negatives)),
         "negative_folded": _ratio(
             sum(r.decision in ("reinforce", "none") for r in negatives), len(negatives)
         ),
@@ -196,7 +208,7 @@ def figures(results: Sequence[Result]) -> dict[str, Any]:
 
 def report(results: Sequence[Result]) -> dict[str, Any]:
     out: dict[str, Any] = {"all": figures(results)}
-    for split in ("dev", "heldout"):
+    for split in dict.fromkeys(r.pair.split for r in results):  # dev, heldout; fresh (updates_fresh.jsonl)
         for lang in ("zh", "en", None):
             part = [r for r in results if r.pair.split == split and (lang is None or r.pair.lang == lang)]
             if part:
@@ -210,16 +222,27 @@ def _print_table(rep: dict[str, Any]) -> None:
         "supersede_recall",
         "stale_above_current",
         "over_invalidation",
+        "near_miss_displaced",
         "negative_folded",
         "restate_reinforced",
         "changed_value_reinforced",
         "update_both_extracted",
     )
-    short = ("sup_P", "sup_R", "stale", "over_inv", "neg_fold", "restate_R", "chg_reinf", "extracted")
-    print(f"{'part':<14}" + "".join(f"{c:>10}" for c in short))
+    short = (
+        "sup_P",
+        "sup_R",
+        "stale",
+        "over_inv",
+        "displaced",
+        "neg_fold",
+        "restate_R",
+        "chg_reinf",
+        "extracted",
+    )
+    print(f"{'part':<19}" + "".join(f"{c:>10}" for c in short))
     for name, fig in rep.items():
         cells = "".join(f"{'-' if fig[c] is None else f'{fig[c]:.3f}':>10}" for c in cols)
-        print(f"{name:<14}{cells}")
+        print(f"{name:<19}{cells}")
 
 
 def _errors(results: Sequence[Result]) -> Iterable[str]:
@@ -227,7 +250,7 @@ def _errors(results: Sequence[Result]) -> Iterable[str]:
         p = r.pair
         wrong = (
             (p.kind == "update" and (not r.retired or r.stale))
-            or (p.kind == "negative" and (r.retired or r.decision in ("reinforce", "none")))
+            or (p.kind == "negative" and (r.retired or r.displaced or r.decision in ("reinforce", "none")))
             or (p.kind == "restate" and r.decision != "reinforce")
         )
         if wrong and r.extracted:

@@ -19,7 +19,7 @@ from jiyi.model import MemoryType, Status
 from jiyi.write.extract import Extracted, Turn
 from jiyi.write.extract_rules import RuleExtractor
 from jiyi.write.reconcile import Existing, decide
-from jiyi.write.slots import claims, compare, digits
+from jiyi.write.slots import apart, claims, compare, digits
 
 from .test_reconcile import stored
 
@@ -216,6 +216,40 @@ def test_a_change_without_its_value_is_not_a_claim() -> None:
     # "我跳槽了" says a change happened but not to what: nothing to compare it with.
     assert claims("我跳槽了") == []
     assert [c.predicate for c in claims("我跳槽了，现在在字节跳动工作")] == [("字节", "跳动", "工作")]
+
+
+def test_a_close_later_statement_ranks_first_when_nothing_was_reconciled(mem: Memory, clock: Clock) -> None:
+    # The rules read no slot here ("related, keep both"), so both stay; the search still
+    # puts the later statement first and says why (jiyi.read.versions.is_later_restatement).
+    action, old_status, new_id = _pair(
+        mem, clock, "我的笔记都同步到坚果云。", "我现在笔记都同步到iCloud了，坚果云不用了。", "u"
+    )
+    assert action in ("add", "keep_both") and old_status == Status.ACTIVE.value
+    hits = mem.search("我的笔记同步到哪里？", user_id="u", limit=5, explain=True)
+    assert hits[0].item.id == new_id
+    older = next(h for h in hits if h.item.id != new_id)
+    assert older.breakdown["contribution.later_statement"] < 0
+
+
+def test_a_later_statement_about_someone_else_keeps_its_place(mem: Memory, clock: Clock) -> None:
+    _pair(mem, clock, "My wife works at Siemens in Munich.", "I work at Bosch in Munich.", "u")
+    hits = mem.search("Where does my wife work?", user_id="u", limit=5, explain=True)
+    assert hits[0].item.content == "My wife works at Siemens in Munich."
+    assert all("contribution.later_statement" not in h.breakdown for h in hits)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        ("My wife works at Siemens.", "I work at Bosch.", "another holder"),
+        ("I wake up at 6:30 on weekdays.", "I wake up at 9 on weekends.", "another scope"),
+        ("我喜欢猫。", "我也喜欢狗。", "one more value"),
+        ("The server has 32 GB of RAM.", "The laptop has 16 GB of RAM.", "another subject"),
+        ("I drive a Honda Civic.", "I sold the Civic and drive a Tesla now.", None),
+    ],
+)
+def test_apart_reads_what_keeps_two_statements_apart(old: str, new: str, why: str | None) -> None:
+    assert apart(old, new) == why
 
 
 def test_digits() -> None:

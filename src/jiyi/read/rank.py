@@ -57,7 +57,7 @@ from jiyi.read.fusion import at_neighbours, neighbour_index
 from jiyi.read.fusion import han_share as han_share  # re-exported: tests and callers use it here
 from jiyi.read.fusion import other_language as other_language_of
 from jiyi.read.versions import TOP as VERSIONS_TOP
-from jiyi.read.versions import is_newer_version
+from jiyi.read.versions import is_later_restatement, is_newer_version
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import normalise, query_terms
 from jiyi.write.reconcile import ReconcileConfig
@@ -414,8 +414,12 @@ def newer_versions_first(scored: list[Scored], cfg: ReconcileConfig | None = Non
     top = scored[:VERSIONS_TOP]
     for i, older in enumerate(top):
         for newer in top[i + 1 :]:
-            if older.score >= newer.score and is_newer_version(newer.candidate, older.candidate, cfg):
+            if older.score < newer.score:
+                continue
+            if is_newer_version(newer.candidate, older.candidate, cfg):
                 _place_below(older, newer, "contribution.newer_version")
+            elif is_later_restatement(newer.candidate, older.candidate):
+                _place_below(older, newer, "contribution.later_statement")
 
 
 def _place_below(older: Scored, newer: Scored, why: str) -> None:

@@ -12,6 +12,14 @@ against the older with their cosine): when they would say ``supersede`` or ``upd
 the ranking (:func:`jiyi.read.rank.newer_versions_first`) puts the newer just above the
 older and shows the older's drop as ``contribution.newer_version``. Nothing is retired or
 changed in the store.
+
+The write path's rules read values; they miss changes said in ways they do not parse ("I
+sold the Civic and bought a Tesla Model 3", "Priya left, so Tom is my manager now"). So
+a second, looser test (:func:`is_later_restatement`) also puts the newer of two of a
+person's statements first when the two are close in meaning (cosine >= 0.7) and nothing in their structure keeps them apart: another holder,
+subject or scope, or "also" (:func:`jiyi.write.slots.apart`). Of two close statements
+about the same thing, the later is the better guess of what is true now; a near miss
+about another person or thing keeps its place.
 """
 
 from __future__ import annotations
@@ -22,11 +30,18 @@ from jiyi.model import RESOURCE_TAG, MemoryItem, MemoryType
 from jiyi.store.base import Candidate
 from jiyi.write.extract import Extracted
 from jiyi.write.reconcile import Existing, ReconcileConfig, decide
+from jiyi.write.slots import apart
 
 TOP = 10
 """Pairs among this many best candidates are compared (at most 45 pairs)."""
 
 CHANGES = ("supersede", "update")
+
+RESTATEMENT_COSINE = 0.7
+"""How close two statements must be for the later to count as what is true now
+(:func:`is_later_restatement`). Chosen on the tuning halves of the update sets
+(bench/updates.py: dev, fresh-tune); 0.6-0.65 fixed a few more stale values but put
+twice as many near misses above the fact asked about."""
 
 _SENTENCE_END = re.compile(r"(?:[.!?;]+\s+|[。！？；]+\s*)(?=\S)")
 
@@ -58,11 +73,51 @@ def _same_speaker(a: MemoryItem, b: MemoryItem) -> bool:
     return turn is not None and turn[0] == "user" and turn[1] is None
 
 
+_STATEMENTS = frozenset(
+    {MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.HABIT, MemoryType.CONTEXT, MemoryType.CONSTRAINT}
+)
+"""Kinds of memory that hold one current value; events, rules and summaries stack."""
+
+
+def _statement(item: MemoryItem) -> bool:
+    return item.memory_type in _STATEMENTS and not {"episode", "profile"} & set(item.tags)
+
+
+def _later(newer: MemoryItem, older: MemoryItem) -> bool:
+    return (newer.occurred_at or newer.created_at) > (older.occurred_at or older.created_at)
+
+
+def _cosine(a: Candidate, b: Candidate) -> float:
+    # Stored vectors are unit length (as MMR assumes), so the dot product is the cosine.
+    u, v = a.vector, b.vector
+    return float(u @ v) if u is not None and v is not None and u.shape == v.shape else 0.0
+
+
+def is_later_restatement(newer: Candidate, older: Candidate) -> bool:
+    """Whether ``newer`` is a later statement by the same person about what ``older`` is
+    about: close in meaning (cosine >= :data:`RESTATEMENT_COSINE`), both one sentence, and
+    not kept apart by their structure (:func:`jiyi.write.slots.apart`)."""
+    a, b = older.item, newer.item
+    turns = _speaker(a) is not None or _speaker(b) is not None
+    if turns and not _same_speaker(a, b):
+        return False
+    if not turns and not (
+        a.user_id == b.user_id
+        and a.metadata.get("speaker") == b.metadata.get("speaker")  # facts of one person
+        and _statement(a)
+        and _statement(b)
+    ):
+        return False
+    if not _later(b, a) or not (_one_sentence(b.content) and _one_sentence(a.content)):
+        return False
+    return _cosine(newer, older) >= RESTATEMENT_COSINE and apart(a.content, b.content) is None
+
+
 def is_newer_version(newer: Candidate, older: Candidate, cfg: ReconcileConfig) -> bool:
     """Whether ``newer``, said later by the same person, is a statement the write path
     would let retire ``older``."""
     a, b = older.item, newer.item
-    if not _same_speaker(a, b) or (b.occurred_at or b.created_at) <= (a.occurred_at or a.created_at):
+    if not _same_speaker(a, b) or not _later(b, a):
         return False
     if not (_one_sentence(b.content) and _one_sentence(a.content)):
         # The rules read statements; a turn of several sentences ("Thanks, Mel! I'm
@@ -71,9 +126,7 @@ def is_newer_version(newer: Candidate, older: Candidate, cfg: ReconcileConfig) -
         return False
     # No similarity floor: the write path has none either (its neighbours are the nearest
     # items, as these are the best candidates for one query); its slot rules decide.
-    # Stored vectors are unit length (as MMR assumes), so the dot product is the cosine.
-    u, v = newer.vector, older.vector
-    cos = float(u @ v) if u is not None and v is not None and u.shape == v.shape else 0.0
+    cos = _cosine(newer, older)
     # A kept turn is typed as an event; compared as what it states (a fact), as the
     # statement extraction would have made of it.
     candidate = Extracted(content=b.content, memory_type=MemoryType.FACT, confidence=b.confidence)

@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from jiyi.text.tokenize import terms
 
-__all__ = ["Claim", "SlotMatch", "claims", "compare", "digits", "has_cue"]
+__all__ = ["Claim", "SlotMatch", "apart", "claims", "compare", "digits", "has_cue"]
 
 # -- cues ---------------------------------------------------------------------------------------
 
@@ -541,3 +541,29 @@ def _show(claim: Claim) -> str:
 
 def _list(words: set[str]) -> str:
     return "{" + ", ".join(sorted(words)) + "}" if words else "{}"
+
+
+def apart(old: str, new: str) -> str | None:
+    """Why two statements are about different things, by their structure alone: another
+    holder ("my wife works at ..." / "I work at ..."), another subject ("Q1 revenue" /
+    "Q2 revenue"), another scope (weekdays / weekends), or one more value ("I also ...").
+    None when nothing in their structure keeps them apart (they may be one fact's versions)."""
+    a, b = claims(old), claims(new)
+    if any(c.additive and not c.cue for c in b):
+        return "one more value"
+    if _scope_terms(old) != _scope_terms(new):
+        return "another scope"
+    if a and b:
+        if not any(x.holder == y.holder for x in a for y in b):
+            return "another holder"
+        if all(
+            x.subject and y.subject and not _same_subject(x.subject, y.subject, loose=True)
+            for x in a
+            for y in b
+        ):
+            return "another subject"
+    return None
+
+
+def _scope_terms(text: str) -> frozenset[str]:
+    return frozenset(terms(_norm(text))) & _SCOPES | frozenset(w for w in _SCOPES if w in text)
