@@ -13,6 +13,7 @@ of :mod:`tests.pg` and Redis at 127.0.0.1:6379; the pieces are also checked in p
 from __future__ import annotations
 
 import asyncio
+import math
 import signal
 import subprocess
 import sys
@@ -233,13 +234,19 @@ def _check_jobs_run_once(clients: list[httpx.Client]) -> None:
 
 def _check_rate_limit_is_shared(cluster: Cluster) -> None:
     clients = _clients(cluster, cluster.limit_key)
-    codes = [clients[i % 2].get("/v1/stats").status_code for i in range(150)]
+    try:
+        started = time.monotonic()
+        codes = [clients[i % 2].get("/v1/stats").status_code for i in range(150)]
+        elapsed = time.monotonic() - started
+    finally:
+        for c in clients:
+            c.close()
     allowed = codes.count(200)
-    # 120 a minute for the key across both servers (+ what refills during the burst);
-    # per-server buckets would have let all 150 through
-    assert 120 <= allowed <= 130 and codes.count(429) == 150 - allowed, codes
-    for c in clients:
-        c.close()
+    # 120 a minute for the key across both servers, plus what refills (2 a second) during
+    # the burst, which takes longer on a loaded machine; per-server buckets would have let
+    # all 150 through
+    refilled = math.ceil(2 * elapsed) + 1
+    assert 120 <= allowed <= min(120 + refilled, 149) and codes.count(429) == 150 - allowed, (elapsed, codes)
 
 
 def _check_maintenance_ran_once(clients: list[httpx.Client]) -> None:
