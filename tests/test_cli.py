@@ -566,3 +566,51 @@ def test_role_words_read_as_english() -> None:
     from jiyi.server.auth import Role
 
     assert [r.a_key for r in Role] == ["an owner key", "an admin key", "an editor key", "a viewer key"]
+
+
+def test_documents_and_ending_a_session(db: Path, tmp_path: Path) -> None:
+    """add-document / get-document / end-session: the library's add_document,
+    get_document and end_session (before, only the tools and MCP had them)."""
+    text = "\n\n".join(
+        f"第{i}节：支付服务在扣款失败 {i} 分钟后重试，并把每次尝试写入审计表。" * 6 for i in range(1, 60)
+    )
+    doc = tmp_path / "retry-policy.md"
+    doc.write_text(text, encoding="utf-8")
+    fast = ("--embedder", "hash:256")
+    stored = json.loads(jiyi(*fast, "add-document", str(doc), "--user", "li", "--json", db=db).stdout)
+    assert stored["status"] == "stored" and stored["chunks"] == len(stored["ids"]) >= 2
+    back = json.loads(jiyi(*fast, "get-document", stored["parent_id"], "--json", db=db).stdout)
+    assert back == {
+        "parent_id": stored["parent_id"],
+        "title": "retry-policy.md",
+        "chunks": stored["chunks"],
+        "text": text,
+    }
+    assert jiyi(*fast, "get-document", stored["parent_id"], db=db).stdout == text + "\n"
+    piped = jiyi(*fast, "add-document", "-", "--title", "notes", "--user", "li", db=db, stdin=text)
+    assert "chunk(s)" in piped.stdout and "jiyi get-document" in piped.stdout
+    missing = jiyi(*fast, "get-document", "nope", db=db, check=False)
+    assert missing.returncode == 1 and "no document 'nope'" in missing.stderr
+
+    jiyi(
+        *fast,
+        "remember",
+        "我们决定下周三在杭州办发布会，因为客户都在那边",
+        "--session",
+        "s1",
+        "--user",
+        "li",
+        db=db,
+    )
+    note = json.loads(
+        jiyi(*fast, "add", "在这个会话里起草发布清单", "--session", "s1", "--json", db=db).stdout
+    )["item"]
+    ended = json.loads(
+        jiyi(*fast, "end-session", "--session", "s1", "--user", "li", "--process", "--json", db=db).stdout
+    )
+    assert ended["status"] == "ended" and ended["episode_job_id"]
+    assert any(r["kind"] == "episode" and r["status"] == "done" for r in ended["reports"])
+    shown = json.loads(jiyi(*fast, "show", note["id"], "--json", db=db).stdout)
+    assert shown["status"] == "archived"
+    refused = jiyi(*fast, "end-session", "--user", "li", db=db, check=False)
+    assert refused.returncode == 1 and "--session" in refused.stderr

@@ -22,7 +22,7 @@ def test_readme_python_examples_run() -> None:
 
 def test_readme_cli_commands_exist() -> None:
     commands = set(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
-    used = set(re.findall(r"^jiyi (\w+)", README, re.M)) | set(re.findall(r"; jiyi (\w+)", README))
+    used = set(re.findall(r"^jiyi ([a-z][\w-]*)", README, re.M)) | set(re.findall(r"; jiyi ([a-z][\w-]*)", README))
     assert used, "README shows no CLI commands"
     assert used <= commands, used - commands
 

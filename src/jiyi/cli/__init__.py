@@ -13,7 +13,8 @@ commands, each command's options beside its handler (``set_defaults(handler=...)
 * :mod:`~jiyi.cli.memories` add, search, list, show, update, delete, history, stats
 * :mod:`~jiyi.cli.retrievals` retrievals (the retrieval log)
 * :mod:`~jiyi.cli.bulk` export, import, reset
-* :mod:`~jiyi.cli.sessions` remember, worker, jobs, context
+* :mod:`~jiyi.cli.sessions` remember, worker, jobs, context, end-session
+* :mod:`~jiyi.cli.documents` add-document, get-document
 * :mod:`~jiyi.cli.profile` profile
 * :mod:`~jiyi.cli.learn` learn, suggest
 * :mod:`~jiyi.cli.lifecycle` maintain, compress
@@ -38,6 +39,7 @@ from jiyi import __version__
 from jiyi.cli import (
     bulk,
     demo,
+    documents,
     files,
     learn,
     lifecycle,
@@ -61,6 +63,7 @@ _GROUPS: tuple[Callable[[Subparsers], None], ...] = (
     retrievals.register,
     bulk.register,
     sessions.register,
+    documents.register,
     profile.register,
     learn.register,
     lifecycle.register,

@@ -38,6 +38,7 @@ from jiyi.server.limits import BodySizeLimit, Limiter, RateLimiter
 from jiyi.server.metrics import Metrics, RequestMetrics
 from jiyi.server.routes import (
     context,
+    documents,
     mem0,
     memories,
     probes,
@@ -158,7 +159,7 @@ def _include_routes(app: FastAPI, *, metrics: bool) -> None:
     app.include_router(probes.router)
     if metrics:
         app.include_router(probes.metrics_router)
-    for area in (memories, retrievals, context, procedural, profile, sessions, tenant, mem0):
+    for area in (memories, retrievals, context, documents, procedural, profile, sessions, tenant, mem0):
         app.include_router(area.router)
     web.install(app)  # GET / and /ui/: the web page, not in OpenAPI
     docs.install(app)  # GET /docs and /redoc, offline
