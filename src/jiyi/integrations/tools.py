@@ -48,7 +48,7 @@ from jiyi.integrations import mem0_tools
 from jiyi.lifecycle import compress as compress_flows
 from jiyi.memory import AsyncMemory, Memory
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, scope_key
-from jiyi.problems import not_one_of, too_large, too_small, type_name
+from jiyi.problems import empty, not_one_of, too_large, too_long, too_small, type_name
 from jiyi.read import context as context_flows
 from jiyi.read import search as search_flows
 from jiyi.read.context import Context
@@ -631,9 +631,9 @@ def _checked(name: str, schema: Mapping[str, Any], value: Any) -> tuple[Any, str
     if "maximum" in schema and value > schema["maximum"]:
         return value, too_large(name, schema["maximum"], value)
     if "minLength" in schema and len(value) < schema["minLength"]:
-        return value, f"{name} must not be empty"
+        return value, empty(name)
     if "maxLength" in schema and len(value) > schema["maxLength"]:
-        return value, f"{name} must be at most {schema['maxLength']} characters"
+        return value, too_long(name, schema["maxLength"])
     return value, None
 
 
