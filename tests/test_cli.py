@@ -614,3 +614,48 @@ def test_documents_and_ending_a_session(db: Path, tmp_path: Path) -> None:
     assert shown["status"] == "archived"
     refused = jiyi(*fast, "end-session", "--user", "li", db=db, check=False)
     assert refused.returncode == 1 and "--session" in refused.stderr
+
+
+# A Python without some packages: the import of each blocked top-level name fails as it
+# does when the package is not installed.
+WITHOUT = """
+import sys
+from importlib.abc import MetaPathFinder
+
+class Missing(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in set(sys.argv[1].split(",")):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Missing())
+from jiyi.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("blocked", "args", "said"),
+    [
+        (
+            "fastapi",
+            ["serve", "--port", "1"],
+            "jiyi serve needs the 'server' extra (fastapi is not installed)",
+        ),
+        ("mcp,mcp_types", ["mcp", "--user", "u"], "jiyi mcp needs the 'mcp' extra ("),
+    ],
+)
+def test_a_missing_extra_is_one_line_saying_how_to_install_it(
+    db: Path, blocked: str, args: list[str], said: str
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", WITHOUT, blocked, "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert said in proc.stderr and "pip install '.[" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -118,7 +118,7 @@ def _state(
     replica = replica or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     limiter: Limiter | None = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
     lease = client = None
-    if redis is not None:  # a replica: share the limit and the schedule (needs jiyi[redis])
+    if redis is not None:  # a replica: share the limit and the schedule (needs the redis extra)
         from jiyi.server.shared import RedisLease, RedisRateLimiter, redis_client
 
         client = redis_client(redis)
