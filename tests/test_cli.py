@@ -659,3 +659,39 @@ def test_a_missing_extra_is_one_line_saying_how_to_install_it(
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert said in proc.stderr and "pip install '.[" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_sessions_messages_and_checkpoints(db: Path) -> None:
+    """jiyi messages and jiyi checkpoint save|list|restore: the library's messages and
+    checkpoints (before, only the library and REST had them)."""
+    fast = ("--embedder", "hash:256")
+    jiyi(*fast, "remember", "我们决定下周三在杭州办发布会", "好的", "--session", "s1", "--user", "li", db=db)
+    saved = json.loads(
+        jiyi(
+            *fast,
+            "checkpoint",
+            "save",
+            "--session",
+            "s1",
+            "--label",
+            "before",
+            "--state",
+            '{"todo": ["book"]}',
+            "--json",
+            db=db,
+        ).stdout
+    )
+    assert saved["label"] == "before" and len(saved["messages"]) == 2
+    jiyi(*fast, "remember", "改成周四", "--session", "s1", "--user", "li", db=db)
+    assert [
+        m["content"]
+        for m in json.loads(jiyi(*fast, "messages", "--session", "s1", "--last", "1", "--json", db=db).stdout)
+    ] == ["改成周四"]
+    listed = json.loads(jiyi(*fast, "checkpoint", "list", "--session", "s1", "--json", db=db).stdout)
+    assert [c["id"] for c in listed] == [saved["id"]]
+    restored = jiyi(*fast, "checkpoint", "restore", saved["id"], "--session", "s1", db=db).stdout
+    assert "restored" in restored and '"todo": ["book"]' in restored
+    shown = jiyi(*fast, "messages", "--session", "s1", db=db).stdout
+    assert "我们决定下周三在杭州办发布会" in shown and "改成周四" not in shown
+    missing = jiyi(*fast, "checkpoint", "restore", "nope", "--session", "s1", db=db, check=False)
+    assert missing.returncode == 1 and "no checkpoint 'nope' for session 's1'" in missing.stderr

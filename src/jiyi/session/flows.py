@@ -798,7 +798,7 @@ def restore_checkpoint(
     wrote every current message and the checkpoint (else :class:`Forbidden`)."""
     tenant = rt.tenant(tenant_id)
     cp = yield from call(GetCheckpoint(tenant, session_id, checkpoint_id))
-    what = f"checkpoint {checkpoint_id!r}" if checkpoint_id else "no checkpoint"
+    what = f"no checkpoint {checkpoint_id!r}" if checkpoint_id else "no checkpoint"
     if cp is None:
         raise NotFound(f"{what} for session {session_id!r}")
     try:
