@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -268,6 +268,48 @@ def time_phrases(libs: str | None) -> None:
     )
 
 
+def expiry_phrases(libs: str | None) -> None:
+    """Until when a statement holds ("until Friday", "月底前"): the end of the named day or
+    period, and nothing for a date that only says when ("on Friday", "since 2019")."""
+    print("\n## Until when: jiyi.text.expiry vs dateparser.search.search_dates")
+    dateparser_search = have("dateparser.search")
+    if dateparser_search is None:
+        return
+    from jiyi.text.expiry import expiry_of
+    from test_nothing_lost import EXPIRY_CASES, T0
+
+    settings = {"RELATIVE_BASE": T0.replace(tzinfo=None), "PREFER_DATES_FROM": "future"}
+
+    def theirs(text: str) -> list[tuple[str, datetime]]:
+        return list(dateparser_search.search_dates(text, languages=["en", "zh"], settings=settings) or [])
+
+    own_right = their_day = their_negative = 0
+    bounded = [(t, e) for t, e in EXPIRY_CASES if e is not None]
+    for text, expected in EXPIRY_CASES:
+        own_right += expiry_of(text, T0) == expected
+        found = theirs(text)
+        if expected is None:
+            their_negative += bool(found)  # a date, though the statement has no end
+        else:
+            last_day = (expected - timedelta(days=1)).date()
+            their_day += any(when.date() == last_day for _, when in found)
+        got = ", ".join(f"{t!r} -> {w.date()}" for t, w in found) or "nothing"
+        print(f"    {text!r}: expiry {expiry_of(text, T0)}, dateparser {got}")
+    negatives = len(EXPIRY_CASES) - len(bounded)
+    print(
+        f"  cases: {len(EXPIRY_CASES)} from tests/test_nothing_lost.py ({len(bounded)} bounded, {negatives} not); "
+        f"expiry_of right: {own_right}/{len(EXPIRY_CASES)}; dateparser found the last day of "
+        f"{their_day}/{len(bounded)} bounded ones and a date in {their_negative}/{negatives} that have no end "
+        "(it cannot tell 'until Friday' from 'on Friday': the bound word would still be jiyi's code)"
+    )
+    text = "这周末之前不要给我打电话"
+    print(
+        f"  per call: expiry_of {per_call_us(lambda: expiry_of(text, T0), 500):.0f} µs, dateparser "
+        f"{per_call_us(lambda: theirs(text), 20):.0f} µs"
+    )
+
+
+# ---------------------------------------------------------------- phone numbers
 # ---------------------------------------------------------------- phone numbers
 
 
@@ -453,7 +495,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--only",
-        choices=["tools", "json", "time", "phones", "http", "watch", "merge"],
+        choices=["tools", "json", "time", "expiry", "phones", "http", "watch", "merge"],
         help="run one section",
     )
     args = parser.parse_args()
@@ -463,6 +505,7 @@ def main() -> None:
         "tools": tool_arguments,
         "json": json_repair,
         "time": time_phrases,
+        "expiry": expiry_phrases,
         "phones": phones,
         "http": http_clients,
         "watch": file_watch,

@@ -541,7 +541,10 @@ def test_piping_into_head_ends_quietly_and_stats_are_rounded(tmp_path: Path) -> 
     assert piped.stdout.startswith('{"items"') and "Traceback" not in piped.stderr, piped.stderr
     stats = json.loads(jiyi("stats", "--json", db=db).stdout)
     assert stats["avg_confidence"] == round(stats["avg_confidence"], 3)
-    assert "0000000" not in jiyi("stats", db=db).stdout
+    shown = jiyi("stats", db=db).stdout
+    assert "0000000" not in shown
+    # counts read as words, not as a Python dict
+    assert "by_type         fact 2000" in shown and "{" not in shown, shown
 
 
 def test_new_user_papercuts_have_actionable_answers(db: Path, tmp_path: Path) -> None:
@@ -566,3 +569,132 @@ def test_role_words_read_as_english() -> None:
     from jiyi.server.auth import Role
 
     assert [r.a_key for r in Role] == ["an owner key", "an admin key", "an editor key", "a viewer key"]
+
+
+def test_documents_and_ending_a_session(db: Path, tmp_path: Path) -> None:
+    """add-document / get-document / end-session: the library's add_document,
+    get_document and end_session (before, only the tools and MCP had them)."""
+    text = "\n\n".join(
+        f"第{i}节：支付服务在扣款失败 {i} 分钟后重试，并把每次尝试写入审计表。" * 6 for i in range(1, 60)
+    )
+    doc = tmp_path / "retry-policy.md"
+    doc.write_text(text, encoding="utf-8")
+    fast = ("--embedder", "hash:256")
+    stored = json.loads(jiyi(*fast, "add-document", str(doc), "--user", "li", "--json", db=db).stdout)
+    assert stored["status"] == "stored" and stored["chunks"] == len(stored["ids"]) >= 2
+    back = json.loads(jiyi(*fast, "get-document", stored["parent_id"], "--json", db=db).stdout)
+    assert back == {
+        "parent_id": stored["parent_id"],
+        "title": "retry-policy.md",
+        "chunks": stored["chunks"],
+        "text": text,
+    }
+    assert jiyi(*fast, "get-document", stored["parent_id"], db=db).stdout == text + "\n"
+    piped = jiyi(*fast, "add-document", "-", "--title", "notes", "--user", "li", db=db, stdin=text)
+    assert "chunk(s)" in piped.stdout and "jiyi get-document" in piped.stdout
+    missing = jiyi(*fast, "get-document", "nope", db=db, check=False)
+    assert missing.returncode == 1 and "no document 'nope'" in missing.stderr
+
+    jiyi(
+        *fast,
+        "remember",
+        "我们决定下周三在杭州办发布会，因为客户都在那边",
+        "--session",
+        "s1",
+        "--user",
+        "li",
+        db=db,
+    )
+    note = json.loads(
+        jiyi(*fast, "add", "在这个会话里起草发布清单", "--session", "s1", "--json", db=db).stdout
+    )["item"]
+    ended = json.loads(
+        jiyi(*fast, "end-session", "--session", "s1", "--user", "li", "--process", "--json", db=db).stdout
+    )
+    assert ended["status"] == "ended" and ended["episode_job_id"]
+    assert any(r["kind"] == "episode" and r["status"] == "done" for r in ended["reports"])
+    shown = json.loads(jiyi(*fast, "show", note["id"], "--json", db=db).stdout)
+    assert shown["status"] == "archived"
+    refused = jiyi(*fast, "end-session", "--user", "li", db=db, check=False)
+    assert refused.returncode == 1 and "--session" in refused.stderr
+
+
+# A Python without some packages: the import of each blocked top-level name fails as it
+# does when the package is not installed.
+WITHOUT = """
+import sys
+from importlib.abc import MetaPathFinder
+
+class Missing(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in set(sys.argv[1].split(",")):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Missing())
+from jiyi.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("blocked", "args", "said"),
+    [
+        (
+            "fastapi",
+            ["serve", "--port", "1"],
+            "jiyi serve needs the 'server' extra (fastapi is not installed)",
+        ),
+        ("mcp,mcp_types", ["mcp", "--user", "u"], "jiyi mcp needs the 'mcp' extra ("),
+    ],
+)
+def test_a_missing_extra_is_one_line_saying_how_to_install_it(
+    db: Path, blocked: str, args: list[str], said: str
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", WITHOUT, blocked, "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert said in proc.stderr and "pip install '.[" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_sessions_messages_and_checkpoints(db: Path) -> None:
+    """jiyi messages and jiyi checkpoint save|list|restore: the library's messages and
+    checkpoints (before, only the library and REST had them)."""
+    fast = ("--embedder", "hash:256")
+    jiyi(*fast, "remember", "我们决定下周三在杭州办发布会", "好的", "--session", "s1", "--user", "li", db=db)
+    saved = json.loads(
+        jiyi(
+            *fast,
+            "checkpoint",
+            "save",
+            "--session",
+            "s1",
+            "--label",
+            "before",
+            "--state",
+            '{"todo": ["book"]}',
+            "--json",
+            db=db,
+        ).stdout
+    )
+    assert saved["label"] == "before" and len(saved["messages"]) == 2
+    jiyi(*fast, "remember", "改成周四", "--session", "s1", "--user", "li", db=db)
+    assert [
+        m["content"]
+        for m in json.loads(jiyi(*fast, "messages", "--session", "s1", "--last", "1", "--json", db=db).stdout)
+    ] == ["改成周四"]
+    listed = json.loads(jiyi(*fast, "checkpoint", "list", "--session", "s1", "--json", db=db).stdout)
+    assert [c["id"] for c in listed] == [saved["id"]]
+    restored = jiyi(*fast, "checkpoint", "restore", saved["id"], "--session", "s1", db=db).stdout
+    assert "restored" in restored and '"todo": ["book"]' in restored
+    shown = jiyi(*fast, "messages", "--session", "s1", db=db).stdout
+    assert "我们决定下周三在杭州办发布会" in shown and "改成周四" not in shown
+    missing = jiyi(*fast, "checkpoint", "restore", "nope", "--session", "s1", db=db, check=False)
+    assert missing.returncode == 1 and "no checkpoint 'nope' for session 's1'" in missing.stderr

@@ -235,6 +235,35 @@ def test_letta_blocks_become_user_and_agent_memories(tmp_path: Path) -> None:
         letta_records({"hello": 1})
 
 
+def test_letta_template_lines_that_state_nothing_are_left_out() -> None:
+    """Letta starts a human block from a template with fields it has not learnt yet, and a
+    persona with a heading line: neither is a memory (they were imported as facts)."""
+    agent_file = {
+        "agents": [{"name": "memgpt_agent", "block_ids": ["block-0", "block-1"], "memory_blocks": []}],
+        "blocks": [
+            {
+                "id": "block-0",
+                "label": "human",
+                "value": "\nFirst name: Chad\nLast name: ?\nGender: Male\nAge: ?\nNationality: ?\n"
+                "Occupation: Computer science PhD student at UC Berkeley\n年龄：未知\nPets: N/A\n",
+            },
+            {
+                "id": "block-1",
+                "label": "persona",
+                "value": "\nThe following is a starter persona, and it can be expanded as the personality "
+                "develops:\n\nI am Sam.\nMy favourite colour: teal\n",
+            },
+        ],
+    }
+    assert [r["content"] for r in letta_records(agent_file, user_id="chad")] == [
+        "First name: Chad",
+        "Gender: Male",
+        "Occupation: Computer science PhD student at UC Berkeley",
+        "I am Sam.",
+        "My favourite colour: teal",
+    ]
+
+
 def test_records_without_times_are_listed_in_the_files_order(tmp_path: Path) -> None:
     with Native.open(tmp_path / "order.db", embedder="hash:256") as mem:
         mem.import_items(letta_records(LETTA_AF, user_id="chad"))

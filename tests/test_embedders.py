@@ -454,7 +454,7 @@ def test_st_missing_extra_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> 
         return None if name == "sentence_transformers" else real(name, package)
 
     monkeypatch.setattr(importlib.util, "find_spec", fake)
-    with pytest.raises(ConfigError, match=r"pip install 'jiyi\[st\]'"):
+    with pytest.raises(ConfigError, match=r"pip install '\.\[st\]' in jiyi's clone"):
         st_module.SentenceTransformerEmbedder()
 
 

@@ -81,6 +81,19 @@ async def test_a_bad_limit_reads_the_same_everywhere(mem: Memory, rest: httpx.As
     assert _tool(mem, limit=5000) == "limit must be at most 50, got 5000"
 
 
+async def test_an_empty_query_reads_the_same_everywhere(mem: Memory, rest: httpx.AsyncClient) -> None:
+    with pytest.raises(InvalidInput) as err:
+        mem.search("", user_id="u")
+    said = {
+        "library": str(err.value),
+        "tools": str(MemoryTools(mem, user_id="u").call("memory_search", {"query": ""})["error"]["message"]),
+        "rest": await _rest(rest, query=""),
+    }
+    assert set(said.values()) == {"query must not be empty"}, said
+    r = await rest.post("/v1/memories/search", json={"query": "tea", "user_id": "u" * 300})
+    assert r.json()["error"]["message"] == "user_id must be at most 200 characters"
+
+
 async def test_an_unknown_type_reads_the_same_everywhere(mem: Memory, rest: httpx.AsyncClient) -> None:
     assert _library(mem, memory_types=["gossip"]) == f"memory_types must be one of: {TYPES}; got 'gossip'"
     assert _tool(mem, memory_types=["gossip"]) == f"memory_types[0] must be one of: {TYPES}; got 'gossip'"

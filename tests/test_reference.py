@@ -39,6 +39,13 @@ def test_the_pages_cover_every_command_route_tool_and_method(built: dict[str, st
     assert "## `jiyi mcp`" in built["cli"] and "`--mem0-names`" in built["cli"]
     for route in ("POST /v1/memories`", "POST /mem0/v1/memories/`", "GET /v1/profile`"):
         assert f"### `{route}" in built["rest"], route
+    # what a success answers, not only "Successful Response"
+    search = built["rest"].split("### `POST /v1/memories/search`", 1)[1].split("### ", 1)[0]
+    assert "| 200 | Successful Response: `SearchResponse` (fields: `hits`) |" in search
+    listed = built["rest"].split("### `GET /v1/sessions/{session_id}/messages`", 1)[1].split("### ", 1)[0]
+    assert "`array of Message` (fields: `role`, `content`," in listed
+    profile = built["rest"].split("### `GET /v1/profile`", 1)[1].split("### ", 1)[0]
+    assert "give user_id or project_id, not both" in profile and "session_id" not in profile
     for tool in (
         "memory_save",
         "memory_end_session",

@@ -236,9 +236,9 @@ def test_cross_encoder_missing_path_never_downloads(tmp_path: Path) -> None:
 
 def test_cross_encoder_without_sentence_transformers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
-    with pytest.raises(ConfigError, match=r"pip install 'jiyi\[st\]'"):
+    with pytest.raises(ConfigError, match=r"pip install '\.\[st\]' in jiyi's clone"):
         CrossEncoderReranker(str(tmp_path))
-    with pytest.raises(ConfigError, match=r"pip install 'jiyi\[st\]'"):
+    with pytest.raises(ConfigError, match=r"pip install '\.\[st\]' in jiyi's clone"):
         resolve_reranker(f"cross-encoder:{tmp_path}")
 
 

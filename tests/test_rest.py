@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -823,3 +824,78 @@ async def test_compress_and_undo_it(env: Env) -> None:
         "invalid_input",
     )
     assert bad["field"] == "older_than_days" and "max_access" in json.dumps(bad)
+
+
+async def test_documents_are_kept_in_chunks_and_read_back_whole(env: Env) -> None:
+    """The library's add_document / get_document over REST (they were on the tools and MCP only)."""
+    text = "\n\n".join(
+        f"Section {i}: the payment service retries a failed card charge after {i} minutes, "
+        f"logs the attempt to the audit table and alerts the on-call engineer if the charge "
+        f"fails {i + 2} times in a row." * 3
+        for i in range(1, 25)
+    )
+    body = {"text": text, "title": "retry policy", "user_id": "alice"}
+    _error(await env.call(env.viewer, "POST", "/v1/documents", json=body), 403, "forbidden")
+    r = await env.call(env.editor, "POST", "/v1/documents", json=body)
+    assert r.status_code == 201, r.text
+    stored = r.json()
+    parent = stored["parent_id"]
+    assert stored["status"] == "stored" and stored["chunks"] == len(stored["ids"]) >= 2
+    chunk = quote(stored["ids"][0], safe="")  # "<parent>#0": the '#' must be escaped in a URL
+    first = (await env.call(env.viewer, "GET", f"/v1/memories/{chunk}")).json()
+    assert first["metadata"]["created_by"] == parse_token(env.editor)[0]  # type: ignore[index]
+
+    r = await env.call(env.viewer, "GET", f"/v1/documents/{parent}")
+    assert r.status_code == 200, r.text
+    assert r.json() == {
+        "parent_id": parent,
+        "title": "retry policy",
+        "chunks": stored["chunks"],
+        "text": text,
+    }
+    hits = (
+        await env.call(
+            env.viewer, "POST", "/v1/memories/search", json={"query": "card charge", "user_id": "alice"}
+        )
+    ).json()["hits"]
+    assert hits and hits[0]["item"]["metadata"]["parent_id"] == parent
+
+    _error(await env.call(env.other, "GET", f"/v1/documents/{parent}"), 404, "not_found")
+    _error(await env.call(env.viewer, "GET", f"/v1/documents/{chunk}"), 404, "not_found")
+    _error(await env.call(env.viewer, "GET", "/v1/documents/nope"), 404, "not_found")
+    refused = _error(
+        await env.call(env.editor, "POST", "/v1/documents", json={"text": "ok", "user_id": "alice"}),
+        422,
+        "invalid_input",
+    )
+    assert refused["field"] == "text"
+
+
+async def test_end_session_archives_its_memories_and_queues_an_episode(env: Env) -> None:
+    """The library's end_session over REST (it was on the tools and MCP only)."""
+    msgs = [
+        {"role": "user", "content": "我们决定下周三在杭州办发布会，因为客户都在那边"},
+        {"role": "assistant", "content": "好的，我记下了。"},
+    ]
+    r = await env.call(
+        env.editor, "POST", "/v1/sessions/s7/messages", json={"messages": msgs, "user_id": "alice"}
+    )
+    assert r.status_code == 201, r.text
+    note = await _add(
+        env, env.editor, "Draft the launch checklist in this session", session_id="s7", scope="session"
+    )
+    _error(
+        await env.call(env.viewer, "POST", "/v1/sessions/s7/end", json={"user_id": "alice"}), 403, "forbidden"
+    )
+
+    r = await env.call(env.editor, "POST", "/v1/sessions/s7/end", json={"user_id": "alice"})
+    assert r.status_code == 200, r.text
+    ended = r.json()
+    assert ended["status"] == "ended" and ended["session_id"] == "s7" and ended["episode_job_id"]
+    assert (await env.call(env.viewer, "GET", f"/v1/memories/{note['id']}")).json()["status"] == "archived"
+    jobs = (await env.call(env.viewer, "GET", "/v1/jobs")).json()
+    assert any(j["id"] == ended["episode_job_id"] and j["kind"] == "episode" for j in jobs)
+
+    # another tenant has no such session: nothing of tenant A's is touched or queued
+    r = await env.call(env.other, "POST", "/v1/sessions/s7/end", json={})
+    assert r.status_code == 200 and r.json()["episode_job_id"] is None, r.text

@@ -99,6 +99,18 @@ async def test_a_project_session_is_read_by_members_only(world: World) -> None:
         assert r.status_code == 200 and SECRET in r.json()["text"], (key, r.text)
 
 
+async def test_a_project_session_is_ended_by_members_only(world: World) -> None:
+    """Ending a session archives its session memories and queues a summary of its turns:
+    a key that may not read the session gets "not found" and changes nothing."""
+    _is_not_found(
+        await world.call("ed_zeus", "POST", "/v1/sessions/s-apollo/end", json={"project_id": "apollo"})
+    )
+    jobs = (await world.call("owner", "GET", "/v1/jobs")).json()
+    assert not [j for j in jobs if j["kind"] == "episode"]
+    r = await world.call("ed_apollo", "POST", "/v1/sessions/s-apollo/end", json={"project_id": "apollo"})
+    assert r.status_code == 200 and r.json()["episode_job_id"], r.text
+
+
 async def test_the_job_queue_hides_jobs_of_projects_a_key_may_not_see(world: World) -> None:
     for key, sees in (("vw_zeus", False), ("vw_none", False), ("vw_apollo", True), ("owner", True)):
         r = await world.call(key, "GET", "/v1/jobs")

@@ -657,6 +657,8 @@ def test_search_explains_every_hit_and_cuts_what_is_irrelevant(ui: UI, seeded: S
     assert "3 weaker matches hidden" in p.inner_text("#results-note")
     why = _why(p)
     assert why["relevance"].startswith("Relevance ") and "answers the query" in why["relevance"]
+    # the page cut at 50% itself: the hit's line must not say that no cut was applied
+    assert "no relevance cut" not in why["relevance"] and "Show everything" not in why["relevance"]
     assert why["vector"].startswith("Meaning: vector similarity 0.")
     assert why["keywords"].startswith("Words: shares words with the query")
     assert "100% of the query's words" in why["keywords"]
@@ -679,7 +681,8 @@ def test_search_explains_every_hit_and_cuts_what_is_irrelevant(ui: UI, seeded: S
     assert rows[0] == "Alice prefers green tea in the morning" and len(rows) == 4
     assert "Everything is shown" in p.inner_text("#results-note")
     assert all(_why(p, i)["relevance"] for i in range(len(rows)))
-    assert "does not answer the query" in _why(p, len(rows) - 1)["relevance"]
+    weakest = _why(p, len(rows) - 1)["relevance"]
+    assert "does not answer the query" in weakest and "listed because “Show everything” is ticked" in weakest
     # "any status" is every status, as in the list: the archived memory is among them
     assert "Alice used to live in Shanghai before 2020" in rows
     p.select_option("#f-status", "active")

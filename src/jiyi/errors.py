@@ -56,6 +56,13 @@ class ConfigError(JiyiError):
     """A configuration value, provider string or optional dependency is wrong or missing."""
 
 
+def install_hint(extra: str) -> str:
+    """How to add one of jiyi's optional extras. jiyi is installed from its clone (or a
+    wheel built from it), not from a package index, so ``pip install 'jiyi[x]'`` would not
+    find it (README, "Installing")."""
+    return f"pip install '.[{extra}]' in jiyi's clone (or its wheel with [{extra}])"
+
+
 class StoreError(JiyiError):
     """The storage backend failed."""
 

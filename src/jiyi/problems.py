@@ -45,6 +45,14 @@ def wrong_type(name: str, wanted: str, got: Any) -> str:
     return f"{name} must be {wanted}, not {type_name(got)}"
 
 
+def empty(name: str) -> str:
+    return f"{name} must not be empty"
+
+
+def too_long(name: str, maximum: int) -> str:
+    return f"{name} must be at most {maximum} characters"
+
+
 def not_one_of(name: str, allowed: Iterable[Any], got: Any) -> str:
     return f"{name} must be one of: {', '.join(str(a) for a in allowed)}; got {got!r}"
 
@@ -79,6 +87,10 @@ def pydantic_problem(err: Mapping[str, Any], path: Sequence[str]) -> str | None:
         return wrong_type(name, _WANTED[str(kind)], got)
     if kind in ("enum", "literal_error") and "expected" in ctx:
         return not_one_of(name, _QUOTED.findall(str(ctx["expected"])), got)
+    if kind == "string_too_short" and ctx.get("min_length") == 1:
+        return empty(name)
+    if kind == "string_too_long" and "max_length" in ctx:
+        return too_long(name, ctx["max_length"])
     if kind == "missing":
         return f"{name} is required"
     return None

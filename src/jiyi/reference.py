@@ -157,8 +157,23 @@ def _operation(doc: Mapping[str, Any], method: str, path: str, op: Mapping[str, 
             out += _table(["field", "type", "required", "what"], _body_rows(doc, schema["$ref"]))
         else:
             out += [f"Body (`{media}`): {_schema_type(schema)}", ""]
-    codes = [[code, r.get("description", "")] for code, r in op.get("responses", {}).items()]
+    codes = [
+        [code, r.get("description", "") + _returns(doc, code, r)]
+        for code, r in op.get("responses", {}).items()
+    ]
     return out + _table(["status", "meaning"], codes)
+
+
+def _returns(doc: Mapping[str, Any], code: str, response: Mapping[str, Any]) -> str:
+    """What a success answers: its model and top-level fields (``SearchResponse``: ``hits``),
+    so a reader knows the shape without the interactive /docs."""
+    schema = response.get("content", {}).get("application/json", {}).get("schema")
+    if not code.startswith("2") or not schema:
+        return ""
+    ref = schema.get("$ref") or schema.get("items", {}).get("$ref")
+    fields = doc["components"]["schemas"][ref.rsplit("/", 1)[-1]].get("properties", {}) if ref else {}
+    listed = f" (fields: {', '.join(f'`{k}`' for k in fields)})" if fields else ""
+    return f": `{_schema_type(schema)}`{listed}"
 
 
 def _rest_app() -> Any:

@@ -7,7 +7,7 @@ from typing import Any, ParamSpec
 
 from jiyi.errors import InvalidInput
 from jiyi.model import Scope, check_text_value, owner_scope, scope_key
-from jiyi.problems import not_one_of, too_large, too_small, wrong_type
+from jiyi.problems import empty, not_one_of, too_large, too_small, wrong_type
 
 MAX_LIMIT = 1000
 
@@ -98,7 +98,7 @@ def check_text(value: object, name: str) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be a string, not {type(value).__name__}", field=name)
     if not value.strip():
-        raise InvalidInput(f"{name} must not be empty", field=name)
+        raise InvalidInput(empty(name), field=name)
     try:
         return check_text_value(value)
     except ValueError as exc:

@@ -13,7 +13,9 @@ commands, each command's options beside its handler (``set_defaults(handler=...)
 * :mod:`~jiyi.cli.memories` add, search, list, show, update, delete, history, stats
 * :mod:`~jiyi.cli.retrievals` retrievals (the retrieval log)
 * :mod:`~jiyi.cli.bulk` export, import, reset
-* :mod:`~jiyi.cli.sessions` remember, worker, jobs, context
+* :mod:`~jiyi.cli.sessions` remember, worker, jobs, context, end-session
+* :mod:`~jiyi.cli.checkpoints` messages, checkpoint
+* :mod:`~jiyi.cli.documents` add-document, get-document
 * :mod:`~jiyi.cli.profile` profile
 * :mod:`~jiyi.cli.learn` learn, suggest
 * :mod:`~jiyi.cli.lifecycle` maintain, compress
@@ -37,7 +39,9 @@ from typing import TYPE_CHECKING, Any
 from jiyi import __version__
 from jiyi.cli import (
     bulk,
+    checkpoints,
     demo,
+    documents,
     files,
     learn,
     lifecycle,
@@ -61,6 +65,8 @@ _GROUPS: tuple[Callable[[Subparsers], None], ...] = (
     retrievals.register,
     bulk.register,
     sessions.register,
+    checkpoints.register,
+    documents.register,
     profile.register,
     learn.register,
     lifecycle.register,

@@ -347,5 +347,7 @@ def cmd_stats(ns: argparse.Namespace, mem: Memory) -> int:
         emit(data)
     else:
         for key, value in data.items():
-            print(f"{key:<15} {value}")
+            # counts as "fact 2, preference 1", not a Python dict
+            shown = ", ".join(f"{k} {n}" for k, n in value.items()) if isinstance(value, dict) else value
+            print(f"{key:<15} {'—' if shown in ('', None) else shown}")
     return EXIT_OK

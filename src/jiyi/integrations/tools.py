@@ -48,13 +48,14 @@ from jiyi.integrations import mem0_tools
 from jiyi.lifecycle import compress as compress_flows
 from jiyi.memory import AsyncMemory, Memory
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, scope_key
-from jiyi.problems import not_one_of, too_large, too_small, type_name
+from jiyi.problems import empty, not_one_of, too_large, too_long, too_small, type_name
 from jiyi.read import context as context_flows
 from jiyi.read import search as search_flows
 from jiyi.read.context import Context
 from jiyi.read.rank import DEFAULT_MIN_RELEVANCE
 from jiyi.runtime import Runtime
 from jiyi.session import flows as session_flows
+from jiyi.session.chunking import MAX_DOCUMENT_CHARS
 from jiyi.who import Caller, Owner
 from jiyi.write import pipeline
 from jiyi.write.gate import DONE
@@ -64,7 +65,6 @@ log = logging.getLogger("jiyi.tools")
 MEMORY_TYPES: Final = tuple(t.value for t in MemoryType)
 SCOPES: Final = tuple(s.value for s in Scope)
 MAX_K: Final = 50
-MAX_DOCUMENT_CHARS: Final = 1_000_000
 LEARNING_KINDS: Final = ("skill", "failure", "decomposition")
 SEARCH_DEFAULT_LIMIT: Final = 5
 
@@ -631,9 +631,9 @@ def _checked(name: str, schema: Mapping[str, Any], value: Any) -> tuple[Any, str
     if "maximum" in schema and value > schema["maximum"]:
         return value, too_large(name, schema["maximum"], value)
     if "minLength" in schema and len(value) < schema["minLength"]:
-        return value, f"{name} must not be empty"
+        return value, empty(name)
     if "maxLength" in schema and len(value) > schema["maxLength"]:
-        return value, f"{name} must be at most {schema['maxLength']} characters"
+        return value, too_long(name, schema["maxLength"])
     return value, None
 
 
@@ -1051,6 +1051,7 @@ class _ToolsBase:
             session_id=self.ids.get("session_id"),
             agent_id=self.ids.get("agent_id"),
             tenant_id=self.tenant_id,
+            actor=self.actor,
         )
         return {
             "status": "stored",
@@ -1122,6 +1123,7 @@ class _ToolsBase:
             project_id=self.ids.get("project_id"),
             agent_id=self.ids.get("agent_id"),
             tenant_id=self.tenant_id,
+            viewer=self.viewer,
         )
         return {"status": "ended", "session_id": session_id, "episode_job_id": job_id}
 

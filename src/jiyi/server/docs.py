@@ -19,6 +19,8 @@ from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagge
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from jiyi.errors import install_hint
+
 ASSETS = "/docs/assets"
 FILES = ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js", "favicon.png")
 
@@ -40,7 +42,7 @@ def install(app: FastAPI) -> None:
     root = asset_dir()
     if root is None:
         log.warning(
-            "fastapi-offline is not installed: /docs and /redoc load from a CDN (pip install 'jiyi[server]')"
+            "fastapi-offline is not installed: /docs and /redoc load from a CDN (%s)", install_hint("server")
         )
         cdn = "https://cdn.jsdelivr.net/npm"
         swagger_js, swagger_css = (

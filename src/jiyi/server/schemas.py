@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict
 from jiyi.lifecycle.compress import MAX_IDLE_DAYS
 from jiyi.model import MAX_ID_LENGTH, MemoryItem, MemoryType, Scope, Source, Status, Visibility
 from jiyi.read.rank import DEFAULT_MIN_RELEVANCE
+from jiyi.session.chunking import MAX_DOCUMENT_CHARS
 from jiyi.session.model import Message
 from jiyi.who import Owner
 
@@ -386,6 +387,58 @@ class CheckpointRequest(_Request):
     tool_states: dict[str, Any] = Field(default_factory=dict)
     pending_tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class EndSessionRequest(_Request):
+    """Whose session it is: the episode of its remaining turns is filed under these ids."""
+
+    user_id: str | None = Id
+    project_id: str | None = Id
+    agent_id: str | None = Id
+
+
+class SessionEnded(BaseModel):
+    status: Literal["ended"] = "ended"
+    session_id: str
+    episode_job_id: str | None = Field(
+        description="The queued job that summarises the remaining turns as an episode (null: no turn was left)."
+    )
+
+
+# ---------------------------------------------------------------- documents
+
+
+class DocumentRequest(_Scopes):
+    """The library's ``add_document``: a whole text, kept as overlapping chunks."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [{"required": [k]} for k in ("user_id", "project_id", "session_id", "agent_id")]
+        },
+    )
+    text: str = Field(min_length=1, max_length=MAX_DOCUMENT_CHARS, description="The document's full text.")
+    title: str | None = Field(default=None, min_length=1, max_length=200, description="Its title.")
+    source_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_ID_LENGTH,
+        description="Where it came from (a file, a URL).",
+    )
+
+
+class DocumentStored(BaseModel):
+    status: Literal["stored"] = "stored"
+    parent_id: str = Field(description="The document's id: GET /v1/documents/{parent_id} reads it whole.")
+    chunks: int
+    ids: list[str] = Field(description="The chunks' memory ids, in order.")
+
+
+class DocumentOut(BaseModel):
+    parent_id: str
+    title: str | None = None
+    chunks: int
+    text: str = Field(description="The document, re-assembled from its chunks exactly as it was stored.")
 
 
 class Health(BaseModel):

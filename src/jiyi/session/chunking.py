@@ -29,9 +29,13 @@ from jiyi.errors import InvalidInput
 from jiyi.text.lowvalue import low_value_reason
 from jiyi.text.tokens import count_tokens
 
+MAX_DOCUMENT_CHARS = 1_000_000
+"""The longest document the agent tools, MCP and REST accept (characters)."""
+
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_OVERLAP_TOKENS",
+    "MAX_DOCUMENT_CHARS",
     "MIN_RESOURCE_CHARS",
     "Chunk",
     "chunk_text",

@@ -489,13 +489,15 @@ def end_session(
     project_id: str | None = None,
     agent_id: str | None = None,
     tenant_id: str | None = None,
+    viewer: Viewer | None = None,
 ) -> Flow[str | None]:
     """Queue an episode for the session's remaining turns; returns the job id (None when
     no turn is left). Session-scope memories end with their session: they are archived,
-    each with the reason in its history."""
+    each with the reason in its history. ``viewer`` must be able to read the session
+    (else NotFound), as for its messages."""
     tenant = rt.tenant(tenant_id)
+    msgs = yield from readable_messages(tenant, session_id, viewer)
     changes: list[Change] = list((yield from _end_session_memories(rt, tenant, session_id)))
-    msgs = yield from call(GetMessages(tenant, session_id))
     turns = _turns(msgs)
     job = None
     if turns:
@@ -796,7 +798,7 @@ def restore_checkpoint(
     wrote every current message and the checkpoint (else :class:`Forbidden`)."""
     tenant = rt.tenant(tenant_id)
     cp = yield from call(GetCheckpoint(tenant, session_id, checkpoint_id))
-    what = f"checkpoint {checkpoint_id!r}" if checkpoint_id else "no checkpoint"
+    what = f"no checkpoint {checkpoint_id!r}" if checkpoint_id else "no checkpoint"
     if cp is None:
         raise NotFound(f"{what} for session {session_id!r}")
     try:
@@ -882,10 +884,11 @@ def add_document(
     source_id: str | None = None,
     memory_type: MemoryType | str = MemoryType.CONTEXT,
     parent_id: str | None = None,
+    actor: str | None = None,
 ) -> Flow[list[MemoryItem]]:
-    """Store a document as chunks (~2000 tokens, ~200 overlap) sharing a parent id;
-    all chunks are embedded in one call and written in one transaction. Low-value
-    text (tiny, errors, small talk) is refused with the reason."""
+    """Store a document as chunks (~2000 tokens, ~200 overlap) sharing a parent id, embedded
+    in one call, written in one transaction; low-value text (tiny, errors, small talk) is
+    refused with the reason. ``actor`` is kept as ``metadata.created_by``, as ``add`` does."""
     from jiyi.model import new_id
     from jiyi.session.chunking import chunk_text, resource_skip_reason
 
@@ -924,6 +927,7 @@ def add_document(
                 "start": c.start,
                 "end": c.end,
                 **({"title": title} if title else {}),
+                **({WRITER_KEY: actor} if actor else {}),
             },
             created_at=now,
             updated_at=now,
@@ -940,7 +944,7 @@ def add_document(
             None,
             item,
             f"chunk {item.metadata['chunk_index'] + 1} of {len(items)} of {parent}",
-            None,
+            actor,
         )
         changes.append(Upsert(item, terms, event, vector=vector, model_id=rt.embedder.model_id))
     yield from call(Write(tuple(changes)))

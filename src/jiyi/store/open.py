@@ -9,7 +9,7 @@ PostgreSQL DSN (``postgresql://...``/``postgres://...``).
 * ``postgresql://user:pw@host:5432/db`` is handed to :class:`~jiyi.store.postgres.PostgresStore`
   as is, except for a jiyi-only ``schema=NAME`` query parameter, which picks the schema
   (default ``jiyi``). The backend is imported only then; without psycopg the error says
-  to ``pip install 'jiyi[postgres]'``.
+  to install the ``postgres`` extra.
 
 Keyword ``options`` go to the backend's constructor (``read_only=``, ``migrate=``, ``timeout=`` ...).
 
@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from jiyi.errors import ConfigError, InvalidInput
+from jiyi.errors import ConfigError, InvalidInput, install_hint
 from jiyi.store.base import Store
 
-POSTGRES_HINT = "the PostgreSQL backend needs psycopg 3 and psycopg-pool: pip install 'jiyi[postgres]'"
-REDIS_HINT = "a Redis URL needs the redis client: pip install 'jiyi[redis]'"
+POSTGRES_HINT = f"the PostgreSQL backend needs psycopg 3 and psycopg-pool: {install_hint('postgres')}"
+REDIS_HINT = f"a Redis URL needs the redis client: {install_hint('redis')}"
 
 REPLICA_TIMEOUT = 2.0
 """Seconds a read waits for a connection to the read replica before the primary answers it."""

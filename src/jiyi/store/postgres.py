@@ -1,6 +1,6 @@
 """The server backend: PostgreSQL with pgvector, behind the same narrow interface as SQLite.
 
-Install with ``pip install 'jiyi[postgres]'`` (psycopg 3 and psycopg-pool); the server
+Install with the ``postgres`` extra (psycopg 3 and psycopg-pool); the server
 needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is missing).
 
 * **One implementation, two drivers.** Every operation is a *plan*: a generator that
@@ -203,10 +203,10 @@ try:
     from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
     from psycopg_pool.abc import ConninfoParam, KwargsParam
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from jiyi.errors import ConfigError
+    from jiyi.errors import ConfigError, install_hint
 
     raise ConfigError(
-        "the PostgreSQL backend needs psycopg 3 and psycopg-pool: pip install 'jiyi[postgres]'"
+        f"the PostgreSQL backend needs psycopg 3 and psycopg-pool: {install_hint('postgres')}"
     ) from exc
 
 R = TypeVar("R")

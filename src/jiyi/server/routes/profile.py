@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
 from jiyi.errors import InvalidInput
 from jiyi.memory import AsyncMemory
+from jiyi.model import MAX_ID_LENGTH
 from jiyi.server.auth import Principal
-from jiyi.server.deps import READ, WRITE, Mine, Reader, ScopeQuery, Writer, dump_entries, owned, same_tenant
+from jiyi.server.deps import READ, WRITE, Mine, Reader, Writer, dump_entries, owned, same_tenant
 from jiyi.server.schemas import ProfilePatch, ProfileResponse
+
+# A profile is a user's or a project's: exactly one of the two (not any scope id).
+ProfileOf = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=MAX_ID_LENGTH,
+        description="Whose profile: give user_id or project_id, not both.",
+    ),
+]
 
 router = APIRouter(tags=["profiles"])
 
@@ -46,7 +57,7 @@ async def _check_editor_owns(
     responses=READ,
 )
 async def get_profile(
-    who: Reader, memory: Mine, user_id: ScopeQuery = None, project_id: ScopeQuery = None
+    who: Reader, memory: Mine, user_id: ProfileOf = None, project_id: ProfileOf = None
 ) -> ProfileResponse:
     profile = await memory.profile(user_id=user_id, project_id=project_id)
     return ProfileResponse.model_validate(profile.to_json_dict())
@@ -67,7 +78,7 @@ def _one_of(name: str, in_query: str | None, in_body: str | None) -> str | None:
     responses=WRITE,
 )
 async def patch_profile(
-    body: ProfilePatch, who: Writer, memory: Mine, user_id: ScopeQuery = None, project_id: ScopeQuery = None
+    body: ProfilePatch, who: Writer, memory: Mine, user_id: ProfileOf = None, project_id: ProfileOf = None
 ) -> ProfileResponse:
     same_tenant(who, body.tenant_id)
     user_id = _one_of("user_id", user_id, body.user_id)

@@ -1,5 +1,5 @@
-"""Sessions: remembering messages (which queues extraction), reading them back, and
-checkpoints."""
+"""Sessions: remembering messages (which queues extraction), reading them back,
+checkpoints, and ending a session."""
 
 from __future__ import annotations
 
@@ -22,8 +22,10 @@ from jiyi.server.deps import (
 from jiyi.server.schemas import (
     CheckpointRequest,
     CompactionOut,
+    EndSessionRequest,
     RememberRequest,
     RememberResponse,
+    SessionEnded,
 )
 from jiyi.session.model import Checkpoint, Message
 
@@ -124,3 +126,20 @@ async def restore_checkpoint(
     replace_messages: bool = True,
 ) -> Checkpoint:
     return await memory.restore_checkpoint(session_id, checkpoint_id, replace_messages=replace_messages)
+
+
+@router.post(
+    "/v1/sessions/{session_id}/end",
+    summary="End a session: archive its session memories, queue an episode of its remaining turns",
+    responses=WRITE,
+)
+async def end_session(
+    session_id: SessionId, body: EndSessionRequest, who: Writer, memory: Mine, request: Request
+) -> SessionEnded:
+    same_tenant(who, body.tenant_id)
+    job_id = await memory.end_session(
+        session_id, user_id=body.user_id, project_id=body.project_id, agent_id=body.agent_id
+    )
+    if job_id is not None and (worker := server_state(request).worker) is not None:
+        worker.wake()  # summarise now, not at the next poll
+    return SessionEnded(session_id=session_id, episode_job_id=job_id)
