@@ -33,6 +33,7 @@ from jiyi.store.base import (
     Retrieve,
     Retrieved,
     Viewer,
+    detached,
 )
 from jiyi.text.timeparse import TimeWindows, time_windows
 from jiyi.text.tokenize import query_terms
@@ -122,7 +123,9 @@ def search(
 
 
 def _hits(scored: list[Scored], rel: _Relevance | None) -> list[SearchHit]:
-    hits = [SearchHit(s.candidate.item, s.score, s.similarity, s.breakdown) for s in scored]
+    """The results, each item the caller's own (candidates' items are shared, see
+    :attr:`Retrieve.shared_items`)."""
+    hits = [SearchHit(detached(s.candidate.item), s.score, s.similarity, s.breakdown) for s in scored]
     return hits if rel is None else rel.annotate(hits)
 
 
@@ -269,6 +272,7 @@ def _candidates(
         neighbours=cfg.neighbours,
         time_ranges=query.windows.ranges,
         time_months=query.windows.months,
+        shared_items=True,  # read here; only the hits are copied (_hits)
     )
     candidates = yield from call(retrieve)
     # A fact and the turn it came from will take one place (read/sources.py); when the
@@ -351,8 +355,7 @@ def follow_replacements(
     for target_id, src in wanted.items():
         cur = by_id.get(target_id)
         if cur is not None and cur.item.status in shown:
-            by_id[target_id] = replace(
-                cur,
+            by_id[target_id] = cur._replace(
                 cosine=max(cur.cosine or 0.0, src.cosine or 0.0),
                 keyword=max(cur.keyword or 0.0, src.keyword or 0.0) or None,
             )

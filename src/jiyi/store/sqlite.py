@@ -1119,12 +1119,13 @@ class _Search:
                     f"SELECT pk, doc FROM items WHERE pk IN ({','.join('?' * len(asked))})", asked
                 ).fetchall()
             )
+        load = self.items.shared if op.shared_items else self.items.load
         out: dict[str, Loaded] = {}
         for j, item_id in enumerate(ids):
             if item_id not in wanted:
                 out[item_id] = Loaded(None, None, cosines[j])
             elif (doc := docs.get(pks[j])) is not None:
-                out[item_id] = Loaded(self.items.load(doc), vectors[j], cosines[j])
+                out[item_id] = Loaded(load(doc), vectors[j], cosines[j])
         return out
 
     # ------------------------------------------------------------ shared within the snapshot
