@@ -60,7 +60,7 @@ STAGES = (
     ("    language of each text", "fusion.py:other_language"),
     ("    term coverage", "rank.py:term_coverage"),
     ("  learned fusion + breakdowns", "rank.py:_learned"),
-    ("  seed formula", "rank.py:final_score"),
+    ("  seed formula", "rank.py:seed_contributions"),
     ("relevance", "rank.py:relevances"),
     ("MMR", "rank.py:mmr_select"),
     ("touch + retrieval log write", "sqlite.py:_write"),

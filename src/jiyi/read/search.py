@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -107,7 +107,7 @@ def search(
     if as_of is not None:
         candidates = [c for c in candidates if c.item.valid_at(now)]
         touch = False
-    scored = score_candidates(candidates, rt.rank, now, query_.in_window, query)
+    scored = score_candidates(candidates, rt.rank, now, query_.time_test, query)
     floor = rt.rank.threshold if threshold is None else threshold
     rel = _Relevance.of(scored, query_) if min_relevance is not None or explain else None
     scored = _cut(scored, floor, rel, min_relevance)
@@ -253,6 +253,11 @@ class _Query:
     def in_window(self, item: MemoryItem) -> bool:
         return self.windows.contains(item.occurred_at)
 
+    @property
+    def time_test(self) -> Callable[[MemoryItem], bool] | None:
+        """:meth:`in_window`, or None when the query names no time (nothing to test)."""
+        return self.in_window if self.windows else None
+
 
 def _candidates(
     rt: Runtime, query: _Query, flt: Filter, wanted: tuple[Status, ...], limit: int
@@ -293,8 +298,7 @@ class _Relevance:
 
     @classmethod
     def of(cls, scored: list[Scored], query: _Query) -> _Relevance:
-        in_window = query.in_window if query.windows else None
-        columns = relevances([s.candidate for s in scored], query.terms, in_window)
+        columns = relevances([s.candidate for s in scored], query.terms, query.time_test)
         return cls(columns, {s.candidate.item.id: i for i, s in enumerate(scored)})
 
     def of_id(self, item_id: str) -> float:
