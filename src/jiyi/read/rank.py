@@ -499,10 +499,8 @@ def mmr_select(
     dim = dims.pop() if len(dims) == 1 else 0
     matrix = np.zeros((n, max(dim, 1)), dtype=np.float32)
     if dim:
-        for i, v in enumerate(vectors):
-            if v is not None:
-                matrix[i] = v
-    sims = np.clip((matrix @ matrix.T - floor) / max(1e-9, 1.0 - floor), 0.0, None)
+        present = [i for i, v in enumerate(vectors) if v is not None]
+        matrix[present] = np.stack([v for v in vectors if v is not None])
     relevance = lam * np.asarray(scores, dtype=np.float64)
     redundancy = np.zeros(n)
     available = np.ones(n, dtype=bool)
@@ -515,7 +513,10 @@ def mmr_select(
         best = int(np.argmax(value))
         chosen.append(best)
         available[best] = False
-        redundancy = np.maximum(redundancy, sims[best])
+        # One row of cosines per pick (k matrix-vector products), not the whole n x n
+        # matrix: that product ran on every BLAS thread and stalled on a busy machine.
+        sims = np.clip((matrix @ matrix[best] - floor) / max(1e-9, 1.0 - floor), 0.0, None)
+        redundancy = np.maximum(redundancy, sims)
         if group_of[best] >= 0:
             taken[group_of[best]] += 1
     return chosen
