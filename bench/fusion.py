@@ -71,7 +71,7 @@ class Recorder:
         cands: Sequence[Candidate],
         cfg: RankConfig,
         now: datetime,
-        in_time: Callable[[MemoryItem], bool],
+        in_time: Callable[[MemoryItem], bool] | None,
         query: str = "",
     ) -> list[Scored]:
         coverage = term_coverage(cands, query_terms(query), neighbours=False)

@@ -47,7 +47,8 @@ from scale import Recorder, TimedEmbedder, TimedStore
 
 PARTS = ("total", "embed", "retrieve", "write", "other")
 STAGES = (
-    # (label, function as ``file:name`` suffix in the profile); nested, read as shares.
+    # (label, function as ``file:name`` suffix in the profile, ``|`` between a function's
+    # names in different versions, so an older src can be profiled too); nested, read as shares.
     ("query embedding", "usem3.py:embed"),
     ("store Retrieve (SQLite)", "sqlite.py:_search"),
     ("  vector hits", "sqlite.py:vector_hits"),
@@ -60,7 +61,7 @@ STAGES = (
     ("    language of each text", "fusion.py:other_language"),
     ("    term coverage", "rank.py:term_coverage"),
     ("  learned fusion + breakdowns", "rank.py:_learned"),
-    ("  seed formula", "rank.py:final_score"),
+    ("  seed formula", "rank.py:seed_contributions|final_score"),  # final_score before 2026-11-28
     ("relevance", "rank.py:relevances"),
     ("MMR", "rank.py:mmr_select"),
     ("touch + retrieval log write", "sqlite.py:_write"),
@@ -117,9 +118,11 @@ def profile_shares(bench: Bench) -> list[dict[str, Any]]:
     n = len(bench.questions)
     rows = []
     for label, where in STAGES:
-        file, name = where.split(":")
+        file, names = where.split(":")
         found = [
-            (cc, ct) for (f, _, fn), (cc, _, _, ct, _) in stats.items() if f.endswith(file) and fn == name
+            (cc, ct)
+            for (f, _, fn), (cc, _, _, ct, _) in stats.items()
+            if f.endswith(file) and fn in names.split("|")
         ]
         calls = sum(c for c, _ in found)
         cum = sum(t for _, t in found)

@@ -50,14 +50,16 @@ def test_cross_language_fill_lets_a_strong_vector_match_win() -> None:
     for i in range(len(cands)):  # a pool large enough for a meaningful median
         cands.append(_cand(f"无关的记录 {i}", 0.2))
     never = lambda _item: False  # noqa: E731
-    off = similarities(cands, RankConfig(fusion="fixed"), never, "用的哪个前端框架？")
-    on = similarities(cands, RankConfig(fusion="fixed", cross_language_fill=1.0), never, "用的哪个前端框架？")
-    assert off[0][0] < off[1][0]  # keyword evidence swamps the cross-lingual match
-    assert on[0][0] > on[1][0]
-    assert on[1][0] == pytest.approx(off[1][0])  # same-language candidates are untouched
+    off, _ = similarities(cands, RankConfig(fusion="fixed"), never, "用的哪个前端框架？")
+    on, _ = similarities(
+        cands, RankConfig(fusion="fixed", cross_language_fill=1.0), never, "用的哪个前端框架？"
+    )
+    assert off[0] < off[1]  # keyword evidence swamps the cross-lingual match
+    assert on[0] > on[1]
+    assert on[1] == pytest.approx(off[1])  # same-language candidates are untouched
     # The learned fusion (the default) has a feature for it and needs no option.
-    learned = similarities(cands, RankConfig(), never, "用的哪个前端框架？")
-    assert learned[0][0] > learned[1][0] > learned[2][0]
+    learned, _ = similarities(cands, RankConfig(), never, "用的哪个前端框架？")
+    assert learned[0] > learned[1] > learned[2]
 
 
 def test_rank_config_checks_new_options() -> None:

@@ -97,12 +97,64 @@ def keyword_evidence(score: float, saturation: float) -> float:
     return score / (score + saturation)
 
 
-@dataclass
 class Scored:
-    candidate: Candidate
-    score: float
-    similarity: float
-    breakdown: dict[str, float]
+    """A candidate with its score and similarity, and the breakdown of the score (see
+    :class:`SearchHit`). The breakdown is made on first use from the pool's
+    :class:`Breakdowns`: a search shows it for its few hits, not for the ~100 candidates
+    it ranks."""
+
+    __slots__ = ("_breakdown", "_row", "_table", "candidate", "score", "similarity")
+
+    def __init__(
+        self,
+        candidate: Candidate,
+        score: float,
+        similarity: float,
+        breakdown: dict[str, float] | None = None,
+        table: Breakdowns | None = None,
+        row: int = 0,
+    ) -> None:
+        self.candidate = candidate
+        self.score = score
+        self.similarity = similarity
+        self._breakdown = breakdown
+        self._table = table
+        self._row = row
+
+    @property
+    def breakdown(self) -> dict[str, float]:
+        if self._breakdown is None:
+            self._breakdown = {} if self._table is None else self._table.row(self._row)
+        return self._breakdown
+
+    def but(
+        self, *, score: float | None = None, similarity: float | None = None, breakdown: dict[str, float]
+    ) -> Scored:
+        """A new value with these changed (``breakdown`` becomes the new one's own)."""
+        return Scored(
+            self.candidate,
+            self.score if score is None else score,
+            self.similarity if similarity is None else similarity,
+            breakdown,
+        )
+
+
+@dataclass(frozen=True)
+class Breakdowns:
+    """The breakdown of every candidate of a pool, as columns (name -> one value per
+    candidate, in breakdown order). A column in ``only`` belongs to the rows its mask
+    marks (a superseded item's discount); the others to every row."""
+
+    columns: dict[str, np.ndarray]
+    only: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def row(self, i: int) -> dict[str, float]:
+        only = self.only
+        return {
+            name: float(values[i])
+            for name, values in self.columns.items()
+            if name not in only or only[name][i]
+        }
 
 
 def other_language(query: str, cands: Sequence[Candidate]) -> np.ndarray:
@@ -118,12 +170,11 @@ def other_language(query: str, cands: Sequence[Candidate]) -> np.ndarray:
 def similarities(
     cands: Sequence[Candidate],
     cfg: RankConfig,
-    in_time: Callable[[MemoryItem], bool],
+    in_time: Callable[[MemoryItem], bool] | None,
     query: str = "",
-) -> list[tuple[float, dict[str, float]]]:
-    """Similarity of every candidate (0..1) and the parts it is made of."""
-    if not cands:
-        return []
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Similarity of every candidate (0..1) and the columns it is made of (the first part
+    of each candidate's breakdown). ``in_time`` None: the query names no time."""
     if cfg.fusion == "learned":
         return _learned(cands, in_time, query)
     cos, bm25, cos_n, bm25_n = fusion.evidence(cands)
@@ -142,7 +193,7 @@ def similarities(
     base_n = at_neighbours(base, prev, nxt)
     g, t = cfg.context_score, cfg.time_weight
     norm = 1.0 + g + t
-    timely = np.array([1.0 if t > 0 and in_time(x.item) else 0.0 for x in cands])
+    timely = np.array([1.0 if t > 0 and in_time is not None and in_time(x.item) else 0.0 for x in cands])
     parts = {
         "similarity.vector": (1.0 - w) * vec / norm,
         "similarity.keyword": w * kw / norm,
@@ -157,28 +208,16 @@ def similarities(
     }
     fused: np.ndarray = functools.reduce(np.add, parts.values())
     similarity = 1.0 - np.exp(-fused / cfg.similarity_scale)
-    columns = {**evidence, **parts, "fused": fused}
-    return _rows(similarity, columns)
-
-
-def _rows(similarity: np.ndarray, columns: dict[str, np.ndarray]) -> list[tuple[float, dict[str, float]]]:
-    """Each candidate's similarity and breakdown from the columns (as Python floats, made
-    a column at a time: one dict per candidate is the slow part)."""
-    keys = list(columns)
-    values = zip(*(np.asarray(v, dtype=np.float64).tolist() for v in columns.values()), strict=True)
-    return [
-        (sim, dict(zip(keys, row, strict=True))) for sim, row in zip(similarity.tolist(), values, strict=True)
-    ]
+    return similarity, {**evidence, **parts, "fused": fused}
 
 
 def _learned(
-    cands: Sequence[Candidate], in_time: Callable[[MemoryItem], bool], query: str
-) -> list[tuple[float, dict[str, float]]]:
+    cands: Sequence[Candidate], in_time: Callable[[MemoryItem], bool] | None, query: str
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The learned fusion (:mod:`jiyi.read.fusion`): features, fused value, similarity."""
     coverage = term_coverage(cands, query_terms(query), neighbours=False)
     cols = fusion.features(cands, query, coverage, in_time)
     s = fusion.fused(cols)
-    similarity = fusion.similarity(s)
     columns = {
         "cosine": cols["cos"],
         "cosine.neighbours": cols["cos_n"],
@@ -188,7 +227,7 @@ def _learned(
         **{f"similarity.{k}": v for k, v in fusion.signal_parts(cols).items()},
         "fused": s,
     }
-    return _rows(similarity, columns)
+    return fusion.similarity(s), columns
 
 
 # ---------------------------------------------------------------- relevance
@@ -315,68 +354,77 @@ def relevances(
     }
 
 
-def _recency(item: MemoryItem, now: datetime, days: float) -> float:
-    last = item.last_used_at or item.updated_at
-    age = max(0.0, (now - last).total_seconds() / 86400.0)
-    return math.exp(-age / days) if days > 0 else 1.0
+def _recency(items: Sequence[MemoryItem], now: datetime, days: float) -> np.ndarray:
+    """``exp(-days since last use / days)`` of each item (1 with ``days`` 0)."""
+    out = []
+    for item in items:
+        last = item.last_used_at or item.updated_at
+        age = max(0.0, (now - last).total_seconds() / 86400.0)
+        out.append(math.exp(-age / days) if days > 0 else 1.0)
+    return np.array(out, dtype=np.float64)
 
 
-def final_score(item: MemoryItem, similarity: float, cfg: RankConfig, now: datetime) -> dict[str, float]:
-    """The seed formula's contributions (they sum to the score)."""
+def seed_contributions(
+    items: Sequence[MemoryItem], similarity: np.ndarray, cfg: RankConfig, now: datetime
+) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    """The seed formula's contributions of every item, as columns (each item's sum to its
+    score), and which items have the ``superseded`` one (None: no item has)."""
     if cfg.formula == "seed002":
         parts = {
             "similarity": similarity * cfg.w2_similarity,
-            "decay": _recency(item, now, cfg.decay_days) * cfg.w2_decay,
-            "importance": item.importance * cfg.w2_importance,
+            "decay": _recency(items, now, cfg.decay_days) * cfg.w2_decay,
+            "importance": np.array([i.importance for i in items], dtype=np.float64) * cfg.w2_importance,
         }
     else:
         parts = {
             "similarity": similarity * cfg.w_similarity,
-            "confidence": item.confidence * cfg.w_confidence,
-            "scope": cfg.scope_priority.get(item.scope, 0.0) * cfg.w_scope,
+            "confidence": np.array([i.confidence for i in items], dtype=np.float64) * cfg.w_confidence,
+            "scope": np.array([cfg.scope_priority.get(i.scope, 0.0) for i in items], dtype=np.float64)
+            * cfg.w_scope,
         }
     if cfg.importance_boost:
-        parts["importance_boost"] = cfg.importance_boost * item.importance
+        parts["importance_boost"] = cfg.importance_boost * np.array(
+            [i.importance for i in items], dtype=np.float64
+        )
     if cfg.recency_boost:
-        parts["recency_boost"] = cfg.recency_boost * _recency(item, now, cfg.recency_days)
-    if item.status == Status.SUPERSEDED and (item.valid_to is None or item.valid_to <= now):
-        # Only the match is discounted: an old value stays findable when asked for. (At a
-        # time it was still true, ``as_of``, it is not discounted.)
-        parts["superseded"] = -parts["similarity"] * (1.0 - cfg.superseded_factor)
-    return parts
-
-
-_CONTRIBUTION = {
-    name: f"contribution.{name}"
-    for name in (
-        "similarity",
-        "confidence",
-        "scope",
-        "decay",
-        "importance",
-        "importance_boost",
-        "recency_boost",
-        "superseded",
+        parts["recency_boost"] = cfg.recency_boost * _recency(items, now, cfg.recency_days)
+    retired = np.array(
+        [i.status == Status.SUPERSEDED and (i.valid_to is None or i.valid_to <= now) for i in items],
+        dtype=bool,
     )
-}
-"""Breakdown keys of the seed formulas' contributions (made once, not per candidate)."""
+    if not retired.any():
+        return parts, None
+    # Only the match is discounted: an old value stays findable when asked for. (At a
+    # time it was still true, ``as_of``, it is not discounted.)
+    parts["superseded"] = -parts["similarity"] * (1.0 - cfg.superseded_factor)
+    return parts, retired
 
 
 def score_candidates(
     cands: Sequence[Candidate],
     cfg: RankConfig,
     now: datetime,
-    in_time: Callable[[MemoryItem], bool],
+    in_time: Callable[[MemoryItem], bool] | None,
     query: str = "",
 ) -> list[Scored]:
-    """Score every candidate, best first, replacements above what they replaced."""
-    scored: list[Scored] = []
-    for cand, (sim, breakdown) in zip(cands, similarities(cands, cfg, in_time, query), strict=True):
-        contributions = final_score(cand.item, sim, cfg, now)
-        # The similarity parts are a fresh dict per candidate: the contributions go after them.
-        for name, value in contributions.items():
-            breakdown[_CONTRIBUTION.get(name) or f"contribution.{name}"] = value
-        scored.append(Scored(cand, sum(contributions.values()), sim, breakdown))
+    """Score every candidate, best first, replacements above what they replaced.
+    ``in_time`` None: the query names no time."""
+    if not cands:
+        return []
+    similarity, columns = similarities(cands, cfg, in_time, query)
+    parts, retired = seed_contributions([c.item for c in cands], similarity, cfg, now)
+    # Summed in the contributions' order (the discount last), as the breakdown lists them.
+    score = functools.reduce(np.add, [v for name, v in parts.items() if name != "superseded"])
+    if retired is not None:
+        score = score + np.where(retired, parts["superseded"], 0.0)
+    table = Breakdowns(
+        {**columns, **{f"contribution.{name}": v for name, v in parts.items()}},
+        {} if retired is None else {"contribution.superseded": retired},
+    )
+    scored = [
+        Scored(cand, total, sim, None, table, i)
+        for i, (cand, total, sim) in enumerate(zip(cands, score.tolist(), similarity.tolist(), strict=True))
+    ]
     replacements_first(scored)
     scored.sort(key=lambda s: -s.score)
     newer_versions_first(scored)
@@ -455,10 +503,8 @@ def mmr_select(
     dim = dims.pop() if len(dims) == 1 else 0
     matrix = np.zeros((n, max(dim, 1)), dtype=np.float32)
     if dim:
-        for i, v in enumerate(vectors):
-            if v is not None:
-                matrix[i] = v
-    sims = np.clip((matrix @ matrix.T - floor) / max(1e-9, 1.0 - floor), 0.0, None)
+        present = [i for i, v in enumerate(vectors) if v is not None]
+        matrix[present] = np.stack([v for v in vectors if v is not None])
     relevance = lam * np.asarray(scores, dtype=np.float64)
     redundancy = np.zeros(n)
     available = np.ones(n, dtype=bool)
@@ -471,7 +517,10 @@ def mmr_select(
         best = int(np.argmax(value))
         chosen.append(best)
         available[best] = False
-        redundancy = np.maximum(redundancy, sims[best])
+        # One row of cosines per pick (k matrix-vector products), not the whole n x n
+        # matrix: that product ran on every BLAS thread and stalled on a busy machine.
+        sims = np.clip((matrix @ matrix[best] - floor) / max(1e-9, 1.0 - floor), 0.0, None)
+        redundancy = np.maximum(redundancy, sims)
         if group_of[best] >= 0:
             taken[group_of[best]] += 1
     return chosen

@@ -34,7 +34,6 @@ import asyncio
 import importlib.util
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -401,7 +400,7 @@ def apply_rerank(
         breakdown["rerank.raw"] = float(r)
         breakdown["rerank.normalised"] = float(n)
         breakdown["rerank.similarity_before"] = old
-        out.append(replace(s, score=s.score + delta, similarity=new, breakdown=breakdown))
+        out.append(s.but(score=s.score + delta, similarity=new, breakdown=breakdown))
     replacements_first(out)
     out.sort(key=lambda s: -s.score)
     return out + rest

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -33,6 +33,7 @@ from jiyi.store.base import (
     Retrieve,
     Retrieved,
     Viewer,
+    detached,
 )
 from jiyi.text.timeparse import TimeWindows, time_windows
 from jiyi.text.tokenize import query_terms
@@ -106,7 +107,7 @@ def search(
     if as_of is not None:
         candidates = [c for c in candidates if c.item.valid_at(now)]
         touch = False
-    scored = score_candidates(candidates, rt.rank, now, query_.in_window, query)
+    scored = score_candidates(candidates, rt.rank, now, query_.time_test, query)
     floor = rt.rank.threshold if threshold is None else threshold
     rel = _Relevance.of(scored, query_) if min_relevance is not None or explain else None
     scored = _cut(scored, floor, rel, min_relevance)
@@ -122,7 +123,9 @@ def search(
 
 
 def _hits(scored: list[Scored], rel: _Relevance | None) -> list[SearchHit]:
-    hits = [SearchHit(s.candidate.item, s.score, s.similarity, s.breakdown) for s in scored]
+    """The results, each item the caller's own (candidates' items are shared, see
+    :attr:`Retrieve.shared_items`)."""
+    hits = [SearchHit(detached(s.candidate.item), s.score, s.similarity, s.breakdown) for s in scored]
     return hits if rel is None else rel.annotate(hits)
 
 
@@ -250,6 +253,11 @@ class _Query:
     def in_window(self, item: MemoryItem) -> bool:
         return self.windows.contains(item.occurred_at)
 
+    @property
+    def time_test(self) -> Callable[[MemoryItem], bool] | None:
+        """:meth:`in_window`, or None when the query names no time (nothing to test)."""
+        return self.in_window if self.windows else None
+
 
 def _candidates(
     rt: Runtime, query: _Query, flt: Filter, wanted: tuple[Status, ...], limit: int
@@ -269,6 +277,7 @@ def _candidates(
         neighbours=cfg.neighbours,
         time_ranges=query.windows.ranges,
         time_months=query.windows.months,
+        shared_items=True,  # read here; only the hits are copied (_hits)
     )
     candidates = yield from call(retrieve)
     # A fact and the turn it came from will take one place (read/sources.py); when the
@@ -289,8 +298,7 @@ class _Relevance:
 
     @classmethod
     def of(cls, scored: list[Scored], query: _Query) -> _Relevance:
-        in_window = query.in_window if query.windows else None
-        columns = relevances([s.candidate for s in scored], query.terms, in_window)
+        columns = relevances([s.candidate for s in scored], query.terms, query.time_test)
         return cls(columns, {s.candidate.item.id: i for i, s in enumerate(scored)})
 
     def of_id(self, item_id: str) -> float:
@@ -351,8 +359,7 @@ def follow_replacements(
     for target_id, src in wanted.items():
         cur = by_id.get(target_id)
         if cur is not None and cur.item.status in shown:
-            by_id[target_id] = replace(
-                cur,
+            by_id[target_id] = cur._replace(
                 cosine=max(cur.cosine or 0.0, src.cosine or 0.0),
                 keyword=max(cur.keyword or 0.0, src.keyword or 0.0) or None,
             )

@@ -14,13 +14,13 @@ core item) does not stand for any single turn.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from jiyi.model import TURN_TAG, MemoryItem, RelationType
 from jiyi.read.rank import Scored
 
 
 def _single_source(item: MemoryItem) -> str | None:
+    if not item.relations:  # most items: asked of every candidate of every search
+        return None
     sources = [r.target_id for r in item.relations if r.type == RelationType.DERIVED_FROM]
     return sources[0] if len(sources) == 1 and TURN_TAG not in item.tags else None
 
@@ -53,7 +53,7 @@ def one_per_statement(scored: list[Scored]) -> list[Scored]:
             if fact in moved:
                 promoted = scored[fact]
                 breakdown = {**promoted.breakdown, "source_score": s.score}
-                out.append(replace(promoted, score=max(promoted.score, s.score), breakdown=breakdown))
+                out.append(promoted.but(score=max(promoted.score, s.score), breakdown=breakdown))
             continue
         if i in moved:
             continue  # already placed where its turn was

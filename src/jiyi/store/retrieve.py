@@ -64,7 +64,8 @@ def retrieve_flow(op: Retrieve) -> Flow[list[Candidate]]:
     rounds = max(0, op.neighbours)
     links = yield from call(ThreadLinks(f, tuple(chosen), rounds))
     expand(chosen, links, rounds)
-    loaded = yield from call(LoadHits(f, op.model_id, op.vector, tuple(chosen), _beside(chosen, links)))
+    load = LoadHits(f, op.model_id, op.vector, tuple(chosen), _beside(chosen, links), op.shared_items)
+    loaded = yield from call(load)
     return candidates(chosen, links, loaded, keyword)
 
 

@@ -27,6 +27,7 @@ from jiyi.store.base import (
     Vector,
     Viewer,
     check_row_kind,
+    detached,
 )
 
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -155,19 +156,19 @@ class ItemCache:
     """Items parsed from their stored JSON documents, keyed by the document itself (least
     recently used out first).
 
-    A search loads every candidate (a LoCoMo-sized scope: ~120 per search), and parsing and
+    A search loads every candidate (a LoCoMo-sized scope: ~130 per search), and parsing and
     validating a document is most of what the store spends on it, though the same items
     come back search after search. Keyed by the whole document, a changed row simply
-    misses. Every hit is a fresh copy whose JSON fields (``metadata``, ``structured``) are
-    copies too, so a caller that changes a returned item's dict changes nothing here. Not
-    thread-safe: keep one per thread.
+    misses. :meth:`load` hands out a :func:`~jiyi.store.base.detached` copy, which a caller
+    may change; :meth:`shared` the cached value itself, for a reader that only reads (a
+    search's candidates: it copies the few it returns). Not thread-safe: keep one per thread.
     """
 
     def __init__(self, size: int = 2048) -> None:
         self._data: OrderedDict[str, MemoryItem] = OrderedDict()
         self._size = size
 
-    def load(self, doc: str) -> MemoryItem:
+    def shared(self, doc: str) -> MemoryItem:
         item = self._data.get(doc)
         if item is None:
             item = self._data[doc] = load_item(doc)
@@ -175,22 +176,10 @@ class ItemCache:
                 self._data.popitem(last=False)
         else:
             self._data.move_to_end(doc)
-        copy = item.model_copy()
-        # The model is frozen; its dicts are not. (Set on the copy's own __dict__, so the
-        # copy's set fields stay those of the document.)
-        copy.__dict__["metadata"] = _json_copy(item.metadata)
-        if item.structured is not None:
-            copy.__dict__["structured"] = _json_copy(item.structured)
-        return copy
+        return item
 
-
-def _json_copy(value: Any) -> Any:
-    """A deep copy of a JSON value (dicts, lists and scalars), faster than ``copy.deepcopy``."""
-    if isinstance(value, dict):
-        return {k: _json_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_copy(v) for v in value]
-    return value
+    def load(self, doc: str) -> MemoryItem:
+        return detached(self.shared(doc))
 
 
 def dumped_time(value: Any) -> datetime | None:

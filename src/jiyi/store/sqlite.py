@@ -1099,32 +1099,33 @@ class _Search:
         dim = None if op.vector is None else int(op.vector.shape[0])
         rows = self.rows(op.filter, op.model_id, dim)
         slot_of = rows.slot_of
-        ids = [i for i in dict.fromkeys((*op.ids, *op.context_ids)) if i in slot_of]
-        slots = np.fromiter((slot_of[i] for i in ids), dtype=np.int64, count=len(ids))
+        wanted = dict.fromkeys(i for i in op.ids if i in slot_of)
+        ids = [*wanted, *(i for i in dict.fromkeys(op.context_ids) if i in slot_of and i not in wanted)]
+        m = len(wanted)  # the first m of ids are asked for; the rest need only their cosines
+        slots = np.fromiter(map(slot_of.__getitem__, ids), dtype=np.int64, count=len(ids))
         cosines: list[float | None] = [None] * len(ids)
-        vectors: list[Vector | None] = [None] * len(ids)
+        vectors: list[Vector | None] = [None] * m
         if op.vector is not None and rows.matrix is not None:
-            has = rows.has_vector[slots]
+            has = rows.has_vector[slots].tolist()
             values = self.cosines(rows, op.vector)[slots].tolist()
-            block = rows.matrix[slots]  # a copy: the cached matrix is patched in place later
-            cosines = [c if h else None for c, h in zip(values, has.tolist(), strict=True)]
-            vectors = [block[j] if h else None for j, h in enumerate(has.tolist())]
-        wanted = set(op.ids)
-        pks = rows.pks[slots].tolist()
+            block = rows.matrix[slots[:m]]  # a copy: the cached matrix is patched in place later
+            cosines = [c if h else None for c, h in zip(values, has, strict=True)]
+            vectors = [block[j] if h else None for j, h in enumerate(has[:m])]
+        pks = rows.pks[slots[:m]].tolist()
         docs: dict[int, str] = {}
-        asked = [pk for pk, i in zip(pks, ids, strict=True) if i in wanted]
-        if asked:
+        if pks:
             docs = dict(
                 self.conn.execute(
-                    f"SELECT pk, doc FROM items WHERE pk IN ({','.join('?' * len(asked))})", asked
+                    f"SELECT pk, doc FROM items WHERE pk IN ({','.join('?' * m)})", pks
                 ).fetchall()
             )
+        load = self.items.shared if op.shared_items else self.items.load
         out: dict[str, Loaded] = {}
-        for j, item_id in enumerate(ids):
-            if item_id not in wanted:
-                out[item_id] = Loaded(None, None, cosines[j])
-            elif (doc := docs.get(pks[j])) is not None:
-                out[item_id] = Loaded(self.items.load(doc), vectors[j], cosines[j])
+        for j, (item_id, pk) in enumerate(zip(wanted, pks, strict=True)):
+            if (doc := docs.get(pk)) is not None:
+                out[item_id] = Loaded(load(doc), vectors[j], cosines[j])
+        for j in range(m, len(ids)):
+            out[ids[j]] = Loaded(None, None, cosines[j])
         return out
 
     # ------------------------------------------------------------ shared within the snapshot
