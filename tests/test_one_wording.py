@@ -156,7 +156,7 @@ def test_the_library_lists_every_problem_as_rest_and_the_tools_do(mem: Memory) -
     assert searched.value.problems == (
         "query must not be empty",
         "limit must be at least 1, got 0",
-        "threshold must be within 0..1, got 4",
+        "threshold must be at most 1.0, got 4",
         f"memory_types must be one of: {TYPES}; got 'opinion'",
     )
     assert str(searched.value) == "; ".join(searched.value.problems)

@@ -20,6 +20,7 @@ from jiyi.model import (
     as_utc,
     in_agent_space,
 )
+from jiyi.problems import too_large, too_small
 from jiyi.read.rank import Scored, SearchHit, mmr_select, relevances, score_candidates
 from jiyi.read.rerank import apply_rerank, rerank_texts
 from jiyi.read.retrievals import check_kind, record_access
@@ -220,7 +221,13 @@ def _check_options(
     problems.check(check_text, query, "query")
     problems.check(check_limit, limit)
     if threshold is not None and not 0.0 <= threshold <= 1.0:
-        problems.add(f"threshold must be within 0..1, got {threshold!r}", "threshold")
+        # REST's words for the same bound (jiyi.problems)
+        word = (
+            too_small("threshold", 0.0, threshold)
+            if threshold < 0
+            else too_large("threshold", 1.0, threshold)
+        )
+        problems.add(word, "threshold")
     if min_relevance is not None and (
         isinstance(min_relevance, bool)
         or not isinstance(min_relevance, int | float)
