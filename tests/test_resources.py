@@ -197,3 +197,29 @@ def test_what_counts_as_an_acknowledgement(text: str, ack: bool) -> None:
     from jiyi.text.lowvalue import is_acknowledgement
 
     assert is_acknowledgement(text) is ack
+
+
+def test_an_assistants_answer_is_kept_with_less_confidence_than_what_the_user_said(mem: Memory) -> None:
+    # The assistant's reply repeats the user's words at length; what the person said is
+    # the memory (confidence 1.0), the reply a record of an answer (the gate's minimum).
+    answer = (
+        "Taking the train from the airport to your hotel is usually much cheaper than a taxi. "
+        "From the airport the express train to the city centre costs about 20 dollars, while a taxi "
+        "from the airport to a hotel in the centre can cost 60 to 80 dollars, more at night. "
+        "If your hotel is near a station, the train from the airport is also faster than a taxi "
+        "in traffic; a taxi is easier with heavy luggage."
+    )
+    mem.remember(
+        [
+            ("user", "I'm taking the train from the airport to my hotel, a taxi quoted me 70 dollars"),
+            ("assistant", answer),
+        ],
+        session_id="s1",
+        user_id="u",
+    )
+    mem.process_jobs()
+    turns = mem.list(user_id="u", tags=["turn"], limit=10).items
+    assert sorted((t.metadata["role"], t.confidence) for t in turns) == [("assistant", 0.7), ("user", 1.0)]
+    hits = mem.search("how much does a taxi from the airport to my hotel cost?", user_id="u", limit=5)
+    weight = {h.item.metadata.get("role"): h.breakdown["contribution.confidence"] for h in hits}
+    assert weight["assistant"] == pytest.approx(0.7 * 0.3)  # the seed formula weighs confidence at 0.3

@@ -8,6 +8,12 @@ its source. What extraction finds in a turn links back to it (``derived_from``),
 fact no rule extracted is still findable, and every extracted fact can show its source.
 Pure acknowledgements ("OK", "Thanks!", "好的", "收到") are not kept (:func:`keeps_turn`).
 
+A user's turn is kept with confidence 1.0 (it is what the person said); an assistant's
+with the gate's minimum confidence (``GateConfig.min_confidence``, 0.7): it is a record
+of what the assistant answered, not something the person stated, and its long, topical
+text must not crowd the person's own words out of a search (the seed formula weighs
+confidence at 0.3).
+
 Resources are exempt from decay and never reconciled against (they are evidence, not
 claims); how long raw turns are kept is ``LifecyclePolicy.retention_days["turns"]``
 (default: kept, like the memories they support).
@@ -111,7 +117,7 @@ def _turn_item(
         session_id=owner.get("session_id"),
         agent_id=owner.get("agent_id"),
         thread_id=owner.get("session_id"),
-        confidence=1.0,
+        confidence=1.0 if turn["role"] == "user" else rt.gate.min_confidence,
         importance=0.3,
         tags=(RESOURCE_TAG, TURN_TAG),
         metadata=meta,
