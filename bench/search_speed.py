@@ -39,18 +39,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from common import REPO_ROOT, git_commit, machine_info, now_iso, percentiles_ms
 from jiyi.embed.base import resolve_embedder
 from jiyi.memory import Memory
+from jiyi.store.base import KeywordHits, Op, Retrieve
 from jiyi.store.sqlite import SQLiteStore
 from locomo import DEFAULT_DATA, load_conversation
 from scale import Recorder, TimedEmbedder, TimedStore
 
 PARTS = ("total", "embed", "retrieve", "write", "other")
+FLOOR_PARTS = (*PARTS, "keyword")
+"""``--floor`` adds the keyword query (FTS5 BM25), a part of ``retrieve``."""
+R = TypeVar("R")
 STAGES = (
     # (label, function as ``file:name`` suffix in the profile, ``|`` between a function's
     # names in different versions, so an older src can be profiled too); nested, read as shares.
@@ -81,7 +85,7 @@ class Bench:
         self.conv = load_conversation(conversation, sample)
         self.recorder = Recorder()
         inner = self.embedder = resolve_embedder(None)
-        self.store = TimedStore(SQLiteStore(db_dir / f"{self.conv.sample_id}.db"), self.recorder)
+        self.store = _Store(SQLiteStore(db_dir / f"{self.conv.sample_id}.db"), self.recorder)
         self.mem = Memory(self.store, embedder=TimedEmbedder(inner, self.recorder))
         self.mem.import_items(self.conv.records)
         for record in self.conv.records[:20]:  # jieba, the model and the scope cache warm
@@ -108,23 +112,44 @@ class Bench:
 
     def floor(self, repeat: int) -> dict[str, float]:
         """Each part's fastest of ``repeat`` runs per question, median over the questions
-        (the searches find the query vector cached; ``embed`` is timed alone)."""
-        best: dict[str, list[float]] = {p: [] for p in PARTS}
+        (the searches find the query vector cached; ``embed`` and the keyword query of the
+        search's Retrieve, part of ``retrieve``, are timed alone)."""
+        best: dict[str, list[float]] = {p: [] for p in FLOOR_PARTS}
         for text in self.questions:
             runs = self.run([text] * (repeat + 1))[1:]  # the first embeds and caches the vector
-            embeds = []
-            for _ in range(repeat):
-                t0 = time.perf_counter()
-                self.embedder.embed([text])
-                embeds.append((time.perf_counter() - t0) * 1000.0)
+            op = self.store.last
+            assert op is not None
+            keyword = KeywordHits(op.filter, op.terms, op.keyword_k)
             parts = {
-                "embed": min(embeds),
+                "embed": _fastest(repeat, self.embedder.embed, [text]),
                 **{p: min(r[p] for r in runs) for p in ("retrieve", "write", "other")},
+                "keyword": _fastest(repeat, self.store.inner.execute, keyword),
             }
-            parts["total"] = sum(parts.values())
-            for p in PARTS:
+            parts["total"] = sum(v for p, v in parts.items() if p != "keyword")
+            for p in FLOOR_PARTS:
                 best[p].append(parts[p])
         return {p: statistics.median(v) for p, v in best.items()}
+
+
+class _Store(TimedStore):
+    """:class:`TimedStore` that keeps the last Retrieve (its keyword query is timed alone)."""
+
+    last: Retrieve | None = None
+
+    def execute(self, op: Op[R]) -> R:
+        if isinstance(op, Retrieve):
+            self.last = op
+        return super().execute(op)
+
+
+def _fastest(repeat: int, fn: Callable[[Any], object], arg: Any) -> float:
+    """The fastest of ``repeat`` calls of ``fn(arg)``, in ms."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn(arg)
+        times.append(time.perf_counter() - t0)
+    return min(times) * 1000.0
 
 
 def summary(samples: list[dict[str, float]]) -> dict[str, Any]:
@@ -269,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print_summary("search", out["search"])
             if args.floor:
                 out["floor"] = bench.floor(args.floor)
-                cells = "  ".join(f"{p} {out['floor'][p]:.2f}" for p in PARTS)
+                cells = "  ".join(f"{p} {out['floor'][p]:.2f}" for p in FLOOR_PARTS)
                 print(f"floor    fastest of {args.floor} per question, median over questions, ms: {cells}")
             if args.profile:
                 out["profile"] = profile_shares(bench)
