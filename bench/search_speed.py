@@ -16,11 +16,15 @@ The machine is shared, so absolute milliseconds drift; two measures that do not:
   own overhead, which inflates Python-heavy stages);
 * ``--compare SRC``: two worker processes, one importing jiyi from ``SRC`` (e.g. a copy
   of main's ``src``) and one from this checkout, answer the same blocks of questions in
-  turn (ABBA order), so both see the same machine state; p50/p95 of each side.
+  turn (ABBA order), so both see the same machine state; p50/p95 of each side;
+* ``--floor N``: every question searched N times in a row (query vector cached) and
+  embedded N times alone; per question the fastest run of each part, median over the
+  questions: what a search costs when the machine lets it run (load only adds to it).
 
     python bench/search_speed.py                          # this checkout
     python bench/search_speed.py --profile                # + where the time goes
     python bench/search_speed.py --compare /tmp/main_src --rounds 5
+    python bench/search_speed.py --floor 10               # each part's fastest of 10
 """
 
 from __future__ import annotations
@@ -30,22 +34,27 @@ import cProfile
 import json
 import os
 import pstats
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from common import REPO_ROOT, git_commit, machine_info, now_iso, percentiles_ms
 from jiyi.embed.base import resolve_embedder
 from jiyi.memory import Memory
+from jiyi.store.base import KeywordHits, Op, Retrieve
 from jiyi.store.sqlite import SQLiteStore
 from locomo import DEFAULT_DATA, load_conversation
 from scale import Recorder, TimedEmbedder, TimedStore
 
 PARTS = ("total", "embed", "retrieve", "write", "other")
+FLOOR_PARTS = (*PARTS, "keyword")
+"""``--floor`` adds the keyword query (FTS5 BM25), a part of ``retrieve``."""
+R = TypeVar("R")
 STAGES = (
     # (label, function as ``file:name`` suffix in the profile, ``|`` between a function's
     # names in different versions, so an older src can be profiled too); nested, read as shares.
@@ -75,8 +84,8 @@ class Bench:
         sample = json.loads(data.read_text(encoding="utf-8"))[conversation - 1]
         self.conv = load_conversation(conversation, sample)
         self.recorder = Recorder()
-        inner = resolve_embedder(None)
-        self.store = TimedStore(SQLiteStore(db_dir / f"{self.conv.sample_id}.db"), self.recorder)
+        inner = self.embedder = resolve_embedder(None)
+        self.store = _Store(SQLiteStore(db_dir / f"{self.conv.sample_id}.db"), self.recorder)
         self.mem = Memory(self.store, embedder=TimedEmbedder(inner, self.recorder))
         self.mem.import_items(self.conv.records)
         for record in self.conv.records[:20]:  # jieba, the model and the scope cache warm
@@ -100,6 +109,47 @@ class Bench:
             sample["other"] = total - sum(v for k, v in s.items() if k != "embed") - sample["embed"]
             out.append({k: v * 1000.0 for k, v in sample.items()})
         return out
+
+    def floor(self, repeat: int) -> dict[str, float]:
+        """Each part's fastest of ``repeat`` runs per question, median over the questions
+        (the searches find the query vector cached; ``embed`` and the keyword query of the
+        search's Retrieve, part of ``retrieve``, are timed alone)."""
+        best: dict[str, list[float]] = {p: [] for p in FLOOR_PARTS}
+        for text in self.questions:
+            runs = self.run([text] * (repeat + 1))[1:]  # the first embeds and caches the vector
+            op = self.store.last
+            assert op is not None
+            keyword = KeywordHits(op.filter, op.terms, op.keyword_k)
+            parts = {
+                "embed": _fastest(repeat, self.embedder.embed, [text]),
+                **{p: min(r[p] for r in runs) for p in ("retrieve", "write", "other")},
+                "keyword": _fastest(repeat, self.store.inner.execute, keyword),
+            }
+            parts["total"] = sum(v for p, v in parts.items() if p != "keyword")
+            for p in FLOOR_PARTS:
+                best[p].append(parts[p])
+        return {p: statistics.median(v) for p, v in best.items()}
+
+
+class _Store(TimedStore):
+    """:class:`TimedStore` that keeps the last Retrieve (its keyword query is timed alone)."""
+
+    last: Retrieve | None = None
+
+    def execute(self, op: Op[R]) -> R:
+        if isinstance(op, Retrieve):
+            self.last = op
+        return super().execute(op)
+
+
+def _fastest(repeat: int, fn: Callable[[Any], object], arg: Any) -> float:
+    """The fastest of ``repeat`` calls of ``fn(arg)``, in ms."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn(arg)
+        times.append(time.perf_counter() - t0)
+    return min(times) * 1000.0
 
 
 def summary(samples: list[dict[str, float]]) -> dict[str, Any]:
@@ -203,6 +253,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
     p.add_argument("--rounds", type=int, default=3, help="times every question is searched")
     p.add_argument("--profile", action="store_true", help="cProfile one round: shares by stage")
+    p.add_argument(
+        "--floor", type=int, default=0, metavar="N", help="each part's fastest of N runs per question"
+    )
     p.add_argument("--compare", type=Path, default=None, metavar="SRC", help="interleave with jiyi from SRC")
     p.add_argument("--block", type=int, default=10, help="--compare: questions per turn")
     p.add_argument("--json", type=Path, default=None, metavar="OUT.json")
@@ -239,6 +292,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 samples += bench.run(bench.questions)
             out["search"] = summary(samples)
             print_summary("search", out["search"])
+            if args.floor:
+                out["floor"] = bench.floor(args.floor)
+                cells = "  ".join(f"{p} {out['floor'][p]:.2f}" for p in FLOOR_PARTS)
+                print(f"floor    fastest of {args.floor} per question, median over questions, ms: {cells}")
             if args.profile:
                 out["profile"] = profile_shares(bench)
                 for row in out["profile"]:
