@@ -264,6 +264,7 @@ def test_demo_runs(tmp_path: Path) -> None:
     assert "reinforced" in out
     assert "refused" in out
     assert "Next.js" in out
+    assert "Stored 7 memories: constraint 1, decision 1, fact 2, habit 1, preference 2" in out  # not a dict
 
 
 def test_remember_worker_jobs_context(db: Path) -> None:

@@ -71,7 +71,8 @@ def run_demo(db: Path | None = None, keep: bool = False, embedder: str | None = 
                     f"+ {b['contribution.confidence']:.2f} confidence + {b['contribution.scope']:.2f} scope"
                 )
         stats = mem.stats(user_id=USER)
-        print(f"\n3) Stored {stats.total} memories: {stats.by_type}")
+        counts = ", ".join(f"{kind} {n}" for kind, n in sorted(stats.by_type.items()))
+        print(f"\n3) Stored {stats.total} memories: {counts}")
         print("\n4) The profile aggregated from them (what an agent's system prompt starts with):")
         for line in mem.profile(user_id=USER).to_prompt().splitlines():
             print(f"   {line}")
