@@ -266,33 +266,3 @@ def test_async_driver_takes_min_relevance(tmp_path: Path) -> None:
             assert none == [] and some and "penicillin" in some[0].item.content
 
     asyncio.run(scenario())
-
-
-@pytest.mark.parametrize(
-    ("query", "user", "meaning"),
-    [
-        ("what does alice do for a living?", "alice", "what does do for a living?"),
-        ("What is Alice's job?", "alice", "What is job?"),
-        ("小王喜欢什么？", "小王", "喜欢什么？"),
-        ("where does malice live", "alice", "where does malice live"),  # a word, not a part of one
-        ("alice", "alice", "alice"),  # nothing else left: kept
-    ],
-)
-def test_the_searched_users_own_name_is_left_out_of_the_query(query: str, user: str, meaning: str) -> None:
-    from jiyi.read.search import without_owner
-
-    assert without_owner(query, user) == meaning
-
-
-def test_a_question_naming_the_user_finds_her_first_person_memory(tmp_path: Path) -> None:
-    # Her memories say "I ..."; her name in the question pulled its meaning away from all
-    # of them (the job memory was cut by the default min_relevance on every agent interface).
-    with Memory.open(tmp_path / "a.db", background=False) as mem:
-        for text in (
-            "I'm a backend engineer at a fintech start-up",
-            "我对花生过敏",
-            "I like hiking on weekends",
-        ):
-            mem.add(text, user_id="alice")
-        hits = mem.search("What is Alice's job?", user_id="alice", limit=5, min_relevance=0.05)
-        assert hits and hits[0].item.content.startswith("I'm a backend engineer")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -102,15 +101,14 @@ def search(
         as_of,
     )
     now = flt.now or rt.now()
-    meaning = without_owner(query, user_id)
-    query_ = _Query(meaning, time_windows(meaning, now))
+    query_ = _Query(query, time_windows(query, now))
     candidates = yield from _candidates(rt, query_, flt, wanted, limit)
     # Agents do not see each other's user memories (jiyi.model.in_agent_space).
     candidates = [c for c in candidates if in_agent_space(c.item, agent_id)]
     if as_of is not None:
         candidates = [c for c in candidates if c.item.valid_at(now)]
         touch = False
-    scored = score_candidates(candidates, rt.rank, now, query_.time_test, meaning)
+    scored = score_candidates(candidates, rt.rank, now, query_.time_test, query)
     floor = rt.rank.threshold if threshold is None else threshold
     rel = _Relevance.of(scored, query_) if min_relevance is not None or explain else None
     scored = _cut(scored, floor, rel, min_relevance)
@@ -123,22 +121,6 @@ def search(
     if touch:
         yield from record_access(rt, flt.tenant_id, kind, query, served(hits), now, owner=owner, actor=actor)
     return hits
-
-
-_HAN = re.compile(r"[\u3400-\u9fff]")
-
-
-def without_owner(query: str, user_id: str | None) -> str:
-    """The query without the name of the user whose memories are searched: in "what does
-    alice do for a living?" asked of alice's memories, "alice" says nothing (her memories
-    are in the first person: "I'm a backend engineer") and pulls the query's meaning away
-    from every one of them. Kept when nothing else is left."""
-    if not user_id or not user_id.strip():
-        return query
-    name = re.escape(user_id.strip())
-    pattern = name if _HAN.search(user_id) else rf"\b{name}(?:'s|’s)?\b"
-    rest = re.sub(r"\s{2,}", " ", re.sub(pattern, " ", query, flags=re.IGNORECASE)).strip()
-    return rest if re.search(r"\w", rest) else query
 
 
 def _hits(scored: list[Scored], rel: _Relevance | None) -> list[SearchHit]:
