@@ -28,6 +28,7 @@ import re
 
 from jiyi.model import RESOURCE_TAG, MemoryItem, MemoryType
 from jiyi.store.base import Candidate
+from jiyi.text.tokenize import terms
 from jiyi.write.extract import Extracted
 from jiyi.write.reconcile import Existing, ReconcileConfig, decide
 from jiyi.write.slots import apart
@@ -110,7 +111,12 @@ def is_later_restatement(newer: Candidate, older: Candidate) -> bool:
         return False
     if not _later(b, a) or not (_one_sentence(b.content) and _one_sentence(a.content)):
         return False
-    return _cosine(newer, older) >= RESTATEMENT_COSINE and apart(a.content, b.content) is None
+    # A shared word as well as the cosine: how close unrelated sentences sit depends on the
+    # embedder (a stronger one puts most pairs above 0.7), a word in common does not.
+    shared = set(terms(a.content)) & set(terms(b.content))
+    return (
+        bool(shared) and _cosine(newer, older) >= RESTATEMENT_COSINE and apart(a.content, b.content) is None
+    )
 
 
 def is_newer_version(newer: Candidate, older: Candidate, cfg: ReconcileConfig) -> bool:
