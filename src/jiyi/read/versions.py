@@ -113,10 +113,10 @@ def is_later_restatement(newer: Candidate, older: Candidate) -> bool:
         return False
     # A shared word as well as the cosine: how close unrelated sentences sit depends on the
     # embedder (a stronger one puts most pairs above 0.7), a word in common does not.
-    shared = set(terms(a.content)) & set(terms(b.content))
-    return (
-        bool(shared) and _cosine(newer, older) >= RESTATEMENT_COSINE and apart(a.content, b.content) is None
-    )
+    # Cheapest first: this runs for pairs among a search's ten best, on every search.
+    if _cosine(newer, older) < RESTATEMENT_COSINE:
+        return False
+    return bool(set(terms(a.content)) & set(terms(b.content))) and apart(a.content, b.content) is None
 
 
 def is_newer_version(newer: Candidate, older: Candidate, cfg: ReconcileConfig) -> bool:
