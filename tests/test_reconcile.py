@@ -185,8 +185,14 @@ def test_same_text_reinforces_whatever_the_cosine() -> None:
 
 
 def test_close_but_different_numbers_or_keys_are_kept_both() -> None:
+    # Another count of the same things is a change (rule g); other numbers are other facts.
     cats = stored("User has 2 cats", item_id="cats", memory_type=MemoryType.FACT)
     decision = decide(cand("User has 3 cats", memory_type=MemoryType.FACT), [Existing(cats, 0.96)])
+    assert decision.action == "supersede" and "rule g" in decision.reason
+    room = stored("Room 214 is booked for the offsite", item_id="room", memory_type=MemoryType.FACT)
+    decision = decide(
+        cand("Room 215 is booked for the offsite", memory_type=MemoryType.FACT), [Existing(room, 0.96)]
+    )
     assert decision.action == "keep_both" and "numbers differ" in decision.reason
     city = stored(
         "用户的家乡是杭州", item_id="home", metadata={"key": "home_city"}, memory_type=MemoryType.FACT

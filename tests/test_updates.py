@@ -360,3 +360,46 @@ def test_an_unreconciled_newer_turn_ranks_above_the_statement_it_changes(tmp_pat
         assert not any(
             "contribution.newer_version" in h.breakdown and "sister" in h.item.content for h in hits
         )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "cosine"),
+    [
+        ("My monthly rent is 1,450 euros.", "I pay 1,520 euros in rent each month.", 0.84),
+        ("Our team has 6 engineers.", "We're nine engineers on the team.", 0.84),
+        ("那台数据库服务器内存是16G。", "数据库服务器加了内存条，现在是64G。", 0.81),
+        ("我周二下午两点半看牙医。", "说错了，看牙是周二下午三点半。", 0.76),
+        (
+            "Our test suite has 2,400 tests.",
+            "We're at 2,650 tests in the suite.",
+            0.9,
+        ),  # past the duplicate bar too
+    ],
+)
+def test_another_amount_of_the_same_unit_supersedes(old: str, new: str, cosine: float) -> None:
+    item = stored(old, item_id="old", memory_type=MemoryType.FACT)
+    decision = decide(Extracted(new, MemoryType.FACT, 0.9), [Existing(item, cosine)])
+    assert decision.action == "supersede" and decision.target_id == "old"
+    assert "rule g" in decision.reason and "->" in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "cosine", "kind"),
+    [
+        # another subject, shown by another number outside the amount
+        ("Q1 revenue was 1.2 million.", "Q2 revenue came in at 1.5 million.", 0.78, MemoryType.FACT),
+        # another holder
+        ("My daughter is 6 years old.", "My son is 9 years old.", 0.8, MemoryType.FACT),
+        # less alike than the bar (another activity with the same unit)
+        ("I run 10 km every week.", "I swim 2 km every week.", 0.62, MemoryType.FACT),
+        # events and habits add up rather than replace
+        ("I ran 5 km on Monday.", "I ran 8 km on Monday.", 0.8, MemoryType.EVENT),
+        ("I read 2 books a month.", "I read 3 books a month.", 0.8, MemoryType.HABIT),
+        # another unit
+        ("The laptop has 16 GB of memory.", "The laptop has 512 GB of disk space.", 0.8, MemoryType.FACT),
+    ],
+)
+def test_amounts_that_are_not_a_change_are_kept(old: str, new: str, cosine: float, kind: MemoryType) -> None:
+    item = stored(old, item_id="old", memory_type=kind)
+    decision = decide(Extracted(new, kind, 0.9), [Existing(item, cosine)])
+    assert decision.action != "supersede", decision.reason

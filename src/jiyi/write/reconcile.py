@@ -22,7 +22,11 @@ Two deciders return the same :class:`Decision`:
      as "I no longer prefer tabs; I prefer spaces", or a decision whose choice the other
      one rejected) -> ``supersede``, at any similarity (the caller found the items similar;
      the object must match);
-  e. related (cosine >= ``related_threshold``) but different facts -> ``keep_both``.
+  e. related (cosine >= ``related_threshold``) but different facts -> ``keep_both``;
+  g. (before e) a statement that gives another amount of the same unit ("my rent is 1,450
+     euros" / "I pay 1,520 euros in rent"), cosine >= ``amount_threshold``, every other
+     number the same, by the same holder about the same subject (:func:`jiyi.write.slots.apart`),
+     and neither an event nor something that adds up (habit, preference, skill) -> ``supersede``.
 
   They are checked in the order b, c (same text), d, c (cosine), e, a: the polarity
   check comes before the cosine duplicate check because "I like X" and "I no longer
@@ -53,10 +57,10 @@ from jiyi.errors import ConfigError, InvalidInput, LLMError
 from jiyi.llm.base import ChatFlow, ChatModel, Message, arun_chat, json_flow, resolve_chat_model, run_chat
 from jiyi.llm.jsonfix import repair_json
 from jiyi.model import MemoryItem, MemoryType, Status
-from jiyi.text.tokenize import terms
+from jiyi.text.tokenize import EN_STOP, terms
 from jiyi.write.extract import Extracted
 from jiyi.write.gate import reinforced_confidence
-from jiyi.write.slots import Claim, SlotMatch, claims, compare, digits
+from jiyi.write.slots import Claim, SlotMatch, apart, claims, compare, digits
 
 __all__ = [
     "RECONCILE_SYSTEM_PROMPT",
@@ -114,9 +118,19 @@ class ReconcileConfig:
     without such a cue the bar is 0.1 higher (rule f)."""
     reinforce_step: float = 0.05
     """Confidence added to a re-confirmed item (seed 001), capped at 1.0."""
+    amount_threshold: float = 0.7
+    """Cosine from which a statement giving another amount of the same unit supersedes a
+    stored one when nothing else differs (rule g; the later-statement bar of
+    :mod:`jiyi.read.versions`: below it, "I run 10 km a week" / "I swim 2 km a week")."""
 
     def __post_init__(self) -> None:
-        for name in ("duplicate_threshold", "related_threshold", "reinforce_step", "slot_threshold"):
+        for name in (
+            "duplicate_threshold",
+            "related_threshold",
+            "reinforce_step",
+            "slot_threshold",
+            "amount_threshold",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise ConfigError(f"{name} must be a number within 0..1, not {value!r}")
@@ -202,6 +216,45 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 def _numbers(text: str) -> frozenset[str]:
     # "five" and 五岁 are the same numbers as 5 and 5岁.
     return frozenset(_NUMBER.findall(digits(unicodedata.normalize("NFKC", text).casefold())))
+
+
+# A number and what it counts: the next word ("1,450 euros", "20 mg", "nine engineers") or
+# the next Han characters (4岁, 76公斤, 50万), and what it is "of" ("16 GB of memory").
+_QUANTITY = re.compile(
+    r"(?<![a-z\d.,])(\d+(?:[.,]\d+)?)\s*([a-z%]+|[\u4e00-\u9fff]{1,2})(?:\s+of\s+([a-z]+))?"
+)
+
+
+def _quantities(text: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+    """Each unit of ``text`` with the numbers it comes with ("euros" -> {"1,450"}), and the
+    numbers outside those quantities (the 2 of 周二, the 1 of Q1)."""
+    norm = digits(unicodedata.normalize("NFKC", text).casefold())
+    out: dict[str, set[str]] = {}
+    for m in _QUANTITY.finditer(norm):
+        unit = m.group(2)
+        if unit in EN_STOP:  # "room 214 is", "at 9 on": no unit
+            continue
+        unit = unit[:-1] if len(unit) > 3 and unit.endswith("s") else unit
+        out.setdefault(unit, set()).add(m.group(1))
+        if m.group(3):  # "16 GB of memory" and "512 GB of disk" count different things
+            out.setdefault(f"{unit} of", set()).add(m.group(3))
+    rest = frozenset(_NUMBER.findall(_QUANTITY.sub(" ", norm)))
+    return {u: frozenset(n) for u, n in out.items()}, rest
+
+
+def _changed_quantity(new: str, old: str) -> str | None:
+    """The unit whose amount changed between two statements that count the same things with
+    one number each ("my rent is 1,450 euros" / "I pay 1,520 euros in rent") while every
+    other number stays, or None."""
+    (a, a_rest), (b, b_rest) = _quantities(old), _quantities(new)
+    if a_rest != b_rest:
+        return None
+    if any(a[u] != b[u] for u in a.keys() & b.keys() if u.endswith(" of")):
+        return None
+    for unit in a.keys() & b.keys():
+        if not unit.endswith(" of") and len(a[unit]) == len(b[unit]) == 1 and a[unit] != b[unit]:
+            return f"{unit}: {next(iter(a[unit]))} -> {next(iter(b[unit]))}"
+    return None
 
 
 # -- polarity ----------------------------------------------------------------------------------
@@ -636,6 +689,9 @@ def _by_similarity(candidate: Extracted, active: list[Existing], cfg: ReconcileC
                 f"{new_confidence:.2f}, mentions +1",
                 new_confidence,
             )
+        changed = _new_amount(candidate, best.item)
+        if changed:
+            return _amount_changed(candidate, best, changed)
         return Decision(
             "keep_both",
             best.item.id,
@@ -644,6 +700,10 @@ def _by_similarity(candidate: Extracted, active: list[Existing], cfg: ReconcileC
             f"but {different}; keep both (related)",
             candidate.confidence,
         )
+    if best.cosine >= max(cfg.amount_threshold, cfg.related_threshold) and (
+        changed := _new_amount(candidate, best.item)
+    ):
+        return _amount_changed(candidate, best, changed)
     if best.cosine >= cfg.related_threshold:
         return Decision(
             "keep_both",
@@ -662,6 +722,30 @@ def _by_similarity(candidate: Extracted, active: list[Existing], cfg: ReconcileC
         f"{cfg.related_threshold:.2f}; add as new",
         candidate.confidence,
     )
+
+
+def _amount_changed(candidate: Extracted, best: Existing, changed: str) -> Decision:
+    return Decision(
+        "supersede",
+        best.item.id,
+        None,
+        f"rule g (same quantity, new amount): cosine {best.cosine:.3f} with {best.item.id}, {changed}, "
+        f"and nothing in the two statements' structure keeps them apart; the newer statement "
+        f"supersedes it, which is kept as superseded",
+        candidate.confidence,
+    )
+
+
+def _new_amount(candidate: Extracted, item: MemoryItem) -> str | None:
+    """Rule g: a statement (not an event or a habit, which add up) that gives another amount
+    of the same unit than a close stored one by the same holder about the same subject."""
+    kinds = {candidate.memory_type, item.memory_type}
+    if kinds & (_NO_SLOT_TYPES | _STACKING_TYPES):
+        return None
+    changed = _changed_quantity(candidate.content, item.content)
+    if changed is None or apart(item.content, candidate.content) is not None:
+        return None
+    return changed
 
 
 def _different_facts(candidate: Extracted, item: MemoryItem) -> str | None:
