@@ -285,6 +285,7 @@ def test_compaction_after_an_end_does_not_summarise_the_ended_turns_again(
             [("user", f"Fact {i} about the build system") for i in range(3)], session_id="s", user_id="u"
         )
         mem.end_session("s", user_id="u")
+        clock.now += timedelta(minutes=1)  # jobs are listed oldest first
         result = mem.remember(
             [("user", "A later note about the deploy"), ("user", "And one about the tests")],
             session_id="s",
@@ -295,8 +296,21 @@ def test_compaction_after_an_end_does_not_summarise_the_ended_turns_again(
             [f"Fact {i} about the build system" for i in range(3)],
             ["A later note about the deploy"],
         ]
+        clock.now += timedelta(minutes=1)
         ended = mem.end_session("s", user_id="u")
         assert ended.turns == 1 and _episode_jobs(mem)[-1] == ["And one about the tests"]
+
+
+def test_the_end_mark_does_not_make_a_session_members_only(mem: Memory) -> None:
+    """``project_id`` files the episode under a project; the session itself (of no
+    project) stays readable by a viewer of another project, before and after its end."""
+    from jiyi.store.base import Viewer
+
+    outsider = Viewer(actor="bob", projects=("other",))
+    mem.remember([("user", "We chose Hangzhou for the launch")], session_id="s", user_id="li")
+    mem.end_session("s", user_id="li", project_id="launch")
+    assert len(mem.messages("s", viewer=outsider)) == 2
+    assert mem.end_session("s", viewer=outsider).already_ended
 
 
 def test_ending_a_session_that_has_no_message_records_nothing(mem: Memory) -> None:

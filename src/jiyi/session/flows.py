@@ -95,7 +95,7 @@ class SessionEnd:
     archived: int = 0
     """Session-scope memories archived by this call."""
     ended_at: datetime | None = None
-    """When the session was (first, for ``already_ended``) ended."""
+    """When the session was ended: now, or for ``already_ended`` the earlier end that still holds."""
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -592,7 +592,9 @@ def end_session(
             "through_seq": last_seq,
             "episode_job_id": job.id if job else None,
             "turns": len(turns),
-            **_project_mark(msgs, project_id),
+            # the session's own projects only: ``project_id`` files the episode, and must
+            # not make the session members-only after the fact
+            **_project_mark(msgs, None),
             **_marks(viewer, None),
         },
         token_count=0,
