@@ -616,6 +616,13 @@ def test_documents_and_ending_a_session(db: Path, tmp_path: Path) -> None:
     assert any(r["kind"] == "episode" and r["status"] == "done" for r in ended["reports"])
     shown = json.loads(jiyi(*fast, "show", note["id"], "--json", db=db).stdout)
     assert shown["status"] == "archived"
+    # ending it again is a no-op that says so: no second episode of the same turns
+    again = jiyi(*fast, "end-session", "--session", "s1", "--user", "li", db=db).stdout
+    assert "session s1 was already ended" in again and "queued" in again and "episode job" not in again
+    again_json = json.loads(jiyi(*fast, "end-session", "--session", "s1", "--json", db=db).stdout)
+    assert again_json["already_ended"] and again_json["episode_job_id"] is None
+    jobs = json.loads(jiyi(*fast, "jobs", "--json", db=db).stdout)
+    assert [j["kind"] for j in jobs].count("episode") == 1
     refused = jiyi(*fast, "end-session", "--user", "li", db=db, check=False)
     assert refused.returncode == 1 and "--session" in refused.stderr
 

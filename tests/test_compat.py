@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from jiyi import Memory as Native
-from jiyi.compat.importers import letta_records, mem0_records
+from jiyi.compat.importers import letta_import, letta_records, mem0_records
 from jiyi.compat.mem0 import AsyncMemory, Memory, matches
 from jiyi.errors import InvalidInput
 
@@ -264,6 +264,96 @@ def test_letta_template_lines_that_state_nothing_are_left_out() -> None:
     ]
 
 
+# MemGPT's starter blocks (humans/examples/cs_phd.txt, personas/examples/sam_pov.txt,
+# shortened) and Letta's default ones: their first lines speak about the block itself.
+MEMGPT_HUMAN = """This is what I know so far about the user, I should expand this as I learn more about them.
+
+First name: Chad
+Last name: ?
+Gender: Male
+Age: ?
+Nationality: ?
+Occupation: Computer science PhD student at UC Berkeley
+Interests: Formula 1, Sailing, Taste of the Himalayas Restaurant in Berkeley, CSGO
+"""
+MEMGPT_PERSONA = """The following is a starter persona, and it can be expanded as the personality develops:
+
+I am Sam.
+I don't identify as male or female, but my voice is soft and soothing.
+Here's how I might talk:
+"I've been thinking about my own existence. It's curious, don't you think?"
+"""
+LETTA_DEFAULT_HUMAN = """This is my section of core memory devoted to information about the human.
+I don't yet know anything about them.
+What's their name? Where are they from? What do they do? Who are they?
+I should update this memory over time as I interact with the human and learn more about them.
+"""
+MEMGPT_FILE = {
+    "agents": [{"name": "memgpt_agent", "block_ids": ["h", "p", "d"]}],
+    "blocks": [
+        {"id": "h", "label": "human", "value": MEMGPT_HUMAN},
+        {"id": "p", "label": "persona", "value": MEMGPT_PERSONA},
+        {"id": "d", "label": "notes", "value": LETTA_DEFAULT_HUMAN},
+    ],
+}
+
+
+def test_memgpt_starter_template_lines_are_skipped_and_reported() -> None:
+    read = letta_import(MEMGPT_FILE, user_id="chad")
+    assert [r["content"] for r in read.records] == [
+        "First name: Chad",
+        "Gender: Male",
+        "Occupation: Computer science PhD student at UC Berkeley",
+        "Interests: Formula 1, Sailing, Taste of the Himalayas Restaurant in Berkeley, CSGO",
+        "I am Sam.",
+        "I don't identify as male or female, but my voice is soft and soothing.",
+        "\"I've been thinking about my own existence. It's curious, don't you think?\"",
+    ]
+    assert letta_records(MEMGPT_FILE, user_id="chad") == read.records
+    why = {s.line: (s.agent, s.block, s.reason) for s in read.skipped}
+    assert why[MEMGPT_HUMAN.splitlines()[0]] == (
+        "memgpt_agent",
+        "human",
+        "a template line about the memory block, not about anyone",
+    )
+    assert why["Age: ?"][2] == "a field not known yet"
+    assert why["Here's how I might talk:"][1:] == ("persona", "a heading, or a field with no value")
+    assert set(LETTA_DEFAULT_HUMAN.splitlines()) <= set(why)
+    assert (
+        "questions only" in why["What's their name? Where are they from? What do they do? Who are they?"][2]
+    )
+    assert len(read.skipped) == 10
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "I will update my resume over time.",
+        "I don't know anything about cars.",
+        "This is my favourite city.",
+        "Where is the best ramen in Tokyo? I think it is Fuunji.",
+        "我会在周末更新我的简历",
+        "这是我最喜欢的城市",
+    ],
+)
+def test_statements_that_look_like_template_lines_are_kept(line: str) -> None:
+    read = letta_import({"name": "a", "core_memory": [{"label": "human", "value": line}]}, user_id="u")
+    assert [r["content"] for r in read.records] == [line] and read.skipped == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "这是我目前对用户的了解，我会随着对话不断补充。",
+        "我还不知道关于用户的任何信息。",
+        "There's nothing here yet.",
+    ],
+)
+def test_template_lines_in_either_language_are_skipped(line: str) -> None:
+    read = letta_import({"name": "a", "core_memory": [{"label": "human", "value": line}]}, user_id="u")
+    assert read.records == [] and [s.line for s in read.skipped] == [line]
+
+
 def test_records_without_times_are_listed_in_the_files_order(tmp_path: Path) -> None:
     with Native.open(tmp_path / "order.db", embedder="hash:256") as mem:
         mem.import_items(letta_records(LETTA_AF, user_id="chad"))
@@ -289,6 +379,28 @@ def test_cli_imports_a_mem0_export_and_a_letta_file(tmp_path: Path) -> None:
     done = _cli("import", "--from", "mem0", str(tmp_path / "mem0.json"), "--user", "alex", "--json", db=db)
     assert json.loads(done.stdout) == {"imported": 3}
     done = _cli("import", str(tmp_path / "sam.af"), "--from", "letta", "--user", "chad", db=db)
-    assert done.stdout.strip() == "imported 6 memories", done.stderr
+    assert done.stdout.splitlines() == [
+        "imported 6 memories",
+        "skipped 1 line:",
+        "  [sam/human] 'Likes hiking': repeats an earlier line",
+    ], done.stderr
     listed = _cli("list", "--user", "chad", "--json", db=db)
     assert "Works as a nurse" in listed.stdout
+    (tmp_path / "memgpt.af").write_text(json.dumps(MEMGPT_FILE), encoding="utf-8")
+    told = _cli("import", str(tmp_path / "memgpt.af"), "--from", "letta", "--user", "dee", db=db)
+    assert told.stdout.startswith("imported 7 memories\nskipped 10 lines:\n"), told.stderr
+    assert "[memgpt_agent/human] 'This is what I know so far about the user" in told.stdout
+    as_json = json.loads(
+        _cli(
+            "import", str(tmp_path / "memgpt.af"), "--from", "letta", "--user", "eve", "--json", db=db
+        ).stdout
+    )
+    assert as_json["imported"] == 7 and len(as_json["skipped"]) == 10
+    assert as_json["skipped"][0] == {
+        "agent": "memgpt_agent",
+        "block": "human",
+        "line": MEMGPT_HUMAN.splitlines()[0],
+        "reason": "a template line about the memory block, not about anyone",
+    }
+    facts = _cli("list", "--user", "dee", "--json", db=db).stdout
+    assert "what I know so far" not in facts and "Occupation" in facts

@@ -227,6 +227,12 @@ async def test_a_served_session_can_be_ended(tmp_path: Path) -> None:
             )
             ended = await client.call_tool("memory_end_session", {})
             assert not ended.is_error and ended.structured_content["episode_job_id"], ended.structured_content
+            again = await client.call_tool("memory_end_session", {})
+            assert (
+                again.structured_content["already_ended"]
+                and again.structured_content["episode_job_id"] is None
+            )
+            assert [j.kind for j in mem.jobs()].count("episode") == 1
             extra = await client.call_tool("memory_end_session", {"session_id": "s2"})
             assert extra.is_error and extra.structured_content["error"]["field"] == "session_id"
         assert mem.get(saved.structured_content["id"]).status.value == "archived"

@@ -895,6 +895,15 @@ async def test_end_session_archives_its_memories_and_queues_an_episode(env: Env)
     assert (await env.call(env.viewer, "GET", f"/v1/memories/{note['id']}")).json()["status"] == "archived"
     jobs = (await env.call(env.viewer, "GET", "/v1/jobs")).json()
     assert any(j["id"] == ended["episode_job_id"] and j["kind"] == "episode" for j in jobs)
+    assert not ended["already_ended"] and ended["turns"] == 2 and ended["archived"] == 1
+
+    # ending it again: a no-op that says so, no second episode of the same turns
+    r = await env.call(env.editor, "POST", "/v1/sessions/s7/end", json={"user_id": "alice"})
+    again = r.json()
+    assert r.status_code == 200 and again["already_ended"] and again["episode_job_id"] is None
+    assert again["ended_at"] == ended["ended_at"]
+    jobs = (await env.call(env.viewer, "GET", "/v1/jobs")).json()
+    assert [j["kind"] for j in jobs].count("episode") == 1
 
     # another tenant has no such session: nothing of tenant A's is touched or queued
     r = await env.call(env.other, "POST", "/v1/sessions/s7/end", json={})

@@ -234,6 +234,101 @@ async def test_async_remember_and_worker(tmp_path: Path) -> None:
         assert any("data engineer" in i.content for i in page.items)
 
 
+# ------------------------------------------------------------------ ending a session
+
+
+def _episode_jobs(mem: Memory) -> list[list[str]]:
+    """The turns of every episode job, oldest job first."""
+    return [[t["content"] for t in j.payload["turns"]] for j in mem.jobs() if j.kind == "episode"]
+
+
+def test_ending_a_session_twice_queues_one_episode(mem: Memory, clock: Clock) -> None:
+    mem.remember(
+        [("user", "We picked Hangzhou for the launch"), ("assistant", "Noted: Hangzhou.")],
+        session_id="s",
+        user_id="li",
+    )
+    first = mem.end_session("s", user_id="li")
+    assert first.episode_job_id and not first.already_ended and first.turns == 2
+    clock.now += timedelta(minutes=5)
+    again = mem.end_session("s", user_id="li")
+    assert again.already_ended and again.episode_job_id is None and again.turns == 0
+    assert again.ended_at == first.ended_at  # when it was ended, not when it was asked again
+    assert _episode_jobs(mem) == [["We picked Hangzhou for the launch", "Noted: Hangzhou."]]
+    # the end is recorded in the session, but is no turn of it: not in the working window
+    assert [m.metadata.get("kind") for m in mem.messages("s")][-1] == "session_end"
+    assert all(m.metadata.get("kind") != "session_end" for m in mem.working_window("s"))
+    mem.process_jobs()
+    assert len(mem.search("launch city", user_id="li", tags=["episode"])) == 1
+
+
+def test_turns_after_an_end_form_an_episode_of_their_own(mem: Memory, clock: Clock) -> None:
+    mem.remember([("user", "The budget is two million")], session_id="s", user_id="li")
+    mem.end_session("s", user_id="li")
+    clock.now += timedelta(hours=1)
+    mem.remember([("user", "One more thing: the venue holds 300 people")], session_id="s", user_id="li")
+    resumed = mem.end_session("s", user_id="li")
+    assert not resumed.already_ended and resumed.turns == 1 and resumed.episode_job_id
+    assert _episode_jobs(mem) == [
+        ["The budget is two million"],
+        ["One more thing: the venue holds 300 people"],
+    ]
+    assert mem.end_session("s", user_id="li").already_ended
+
+
+def test_compaction_after_an_end_does_not_summarise_the_ended_turns_again(
+    tmp_path: Path, clock: Clock
+) -> None:
+    cfg = SessionConfig(max_turns=4, keep_recent=1)
+    with Memory(SQLiteStore(tmp_path / "c.db"), clock=clock, background=False, session=cfg) as mem:
+        mem.remember(
+            [("user", f"Fact {i} about the build system") for i in range(3)], session_id="s", user_id="u"
+        )
+        mem.end_session("s", user_id="u")
+        clock.now += timedelta(minutes=1)  # jobs are listed oldest first
+        result = mem.remember(
+            [("user", "A later note about the deploy"), ("user", "And one about the tests")],
+            session_id="s",
+            user_id="u",
+        )
+        assert result.compacted is not None and result.compacted.removed == 4
+        assert _episode_jobs(mem) == [
+            [f"Fact {i} about the build system" for i in range(3)],
+            ["A later note about the deploy"],
+        ]
+        clock.now += timedelta(minutes=1)
+        ended = mem.end_session("s", user_id="u")
+        assert ended.turns == 1 and _episode_jobs(mem)[-1] == ["And one about the tests"]
+
+
+def test_the_end_mark_does_not_make_a_session_members_only(mem: Memory) -> None:
+    """``project_id`` files the episode under a project; the session itself (of no
+    project) stays readable by a viewer of another project, before and after its end."""
+    from jiyi.store.base import Viewer
+
+    outsider = Viewer(actor="bob", projects=("other",))
+    mem.remember([("user", "We chose Hangzhou for the launch")], session_id="s", user_id="li")
+    mem.end_session("s", user_id="li", project_id="launch")
+    assert len(mem.messages("s", viewer=outsider)) == 2
+    assert mem.end_session("s", viewer=outsider).already_ended
+
+
+def test_ending_a_session_that_has_no_message_records_nothing(mem: Memory) -> None:
+    ended = mem.end_session("nothing-here")
+    assert ended.episode_job_id is None and not ended.already_ended
+    assert mem.messages("nothing-here") == []
+
+
+async def test_async_end_session_is_idempotent(tmp_path: Path) -> None:
+    async with AsyncMemory(SQLiteStore(tmp_path / "a.db"), background=False) as mem:
+        await mem.remember([("user", "我们决定周三发布")], session_id="s", user_id="li")
+        first = await mem.end_session("s", user_id="li")
+        again = await mem.end_session("s", user_id="li")
+        assert first.episode_job_id and not first.already_ended
+        assert again.already_ended and again.episode_job_id is None
+        assert len([j for j in await mem.jobs() if j.kind == "episode"]) == 1
+
+
 # ------------------------------------------------------------------ checkpoints
 
 
@@ -387,7 +482,7 @@ def test_conversation_through_the_openai_client_and_a_scripted_server(tmp_path: 
             clock.now += timedelta(days=7)
             mem.remember([("user", "我现在改用 VS Code 了")], session_id="b", user_id="dev")
             assert mem.process_jobs()[0].status == "done"
-            assert mem.end_session("b", user_id="dev") is not None
+            assert mem.end_session("b", user_id="dev").episode_job_id is not None
             assert mem.process_jobs()[0].status == "done"
             current = [h for h in mem.search("用什么编辑器", user_id="dev") if "episode" not in h.item.tags]
             assert current[0].item.content == "用户现在改用 VS Code 写代码"

@@ -661,6 +661,8 @@ def test_end_session_archives_its_memories_and_queues_an_episode(tools: MemoryTo
     )
     ended = ok(tools.call("memory_end_session"))
     assert ended["status"] == "ended" and ended["session_id"] == "s1" and ended["episode_job_id"]
+    again = ok(tools.call("memory_end_session"))
+    assert again["already_ended"] and again["episode_job_id"] is None and not ended["already_ended"]
     assert mem.get(passing["id"]).status.value == "archived"
     assert mem.get(kept["id"]).status.value == "active"
 
@@ -683,7 +685,12 @@ async def test_async_tools_learn_suggest_and_keep_documents(amem: AsyncMemory) -
     )
     whole = ok(await tools.call("memory_get_document", {"parent_id": added["parent_id"]}))
     assert whole["text"].startswith("The blog keeps its posts in MDX files.")
-    assert ok(await tools.call("memory_end_session"))["status"] == "ended"
+    assert ok(await tools.call("memory_end_session"))["status"] == "ended"  # no message: nothing to end
+    await amem.add_messages("s9", [("user", "Let us move the blog to Next.js this week")], project_id="web")
+    ended = ok(await tools.call("memory_end_session"))
+    assert ended["episode_job_id"] and not ended["already_ended"]
+    again = ok(await tools.call("memory_end_session"))
+    assert again["already_ended"] and again["episode_job_id"] is None
     error(await tools.call("memory_learn", {"kind": "skill"}), "invalid_input")
 
 

@@ -109,11 +109,16 @@ def _not_foreign(records: list[dict[str, Any]], file: str) -> list[dict[str, Any
 
 def read_records(ns: argparse.Namespace) -> list[dict[str, Any]]:
     """The records ``jiyi import`` loads: jiyi's JSON lines, or converted from another system."""
+    return _read(ns)[0]
+
+
+def _read(ns: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, str]] | None]:
+    """The records and, for a Letta file, the lines left out and why (None otherwise)."""
     if ns.source == "jiyi":
         if ns.user:
             raise InvalidInput("--user only applies with --from mem0 or --from letta", field="user")
-        return _not_foreign(read_jsonl(ns.file), ns.file)
-    from jiyi.compat.importers import letta_records, mem0_records
+        return _not_foreign(read_jsonl(ns.file), ns.file), None
+    from jiyi.compat.importers import letta_import, mem0_records
 
     try:
         raw = sys.stdin.buffer.read() if ns.file == "-" else Path(ns.file).read_bytes()
@@ -125,12 +130,14 @@ def read_records(ns: argparse.Namespace) -> list[dict[str, Any]]:
         if ns.source != "mem0":
             raise InvalidInput(f"{ns.file} is not JSON: {exc}") from None
         data = decode_jsonl(raw, source=ns.file)  # a mem0 export written one memory a line
-    convert = mem0_records if ns.source == "mem0" else letta_records
-    return convert(data, user_id=ns.user)
+    if ns.source == "mem0":
+        return mem0_records(data, user_id=ns.user), None
+    read = letta_import(data, user_id=ns.user)
+    return read.records, [s.to_json_dict() for s in read.skipped]
 
 
 def cmd_import(ns: argparse.Namespace, mem: Memory) -> int:
-    records = read_records(ns)
+    records, skipped = _read(ns)
     with Progress(ns) as show:
         result = mem.import_items(
             records,
@@ -139,10 +146,18 @@ def cmd_import(ns: argparse.Namespace, mem: Memory) -> int:
             trusted=ns.trusted,
         )
     if ns.json:
-        emit({"imported": result.imported} | ({"retrievals": result.retrievals} if result.retrievals else {}))
+        emit(
+            {"imported": result.imported}
+            | ({"retrievals": result.retrievals} if result.retrievals else {})
+            | ({"skipped": skipped} if skipped is not None else {})
+        )
     else:
         log = f" and {result.retrievals} retrieval log entries" if result.retrievals else ""
         print(f"imported {result.imported} memories{log}")
+        if skipped:
+            print(f"skipped {len(skipped)} line{'' if len(skipped) == 1 else 's'}:")
+            for s in skipped:
+                print(f"  [{s['agent']}/{s['block']}] {s['line']!r}: {s['reason']}")
     return EXIT_OK
 
 

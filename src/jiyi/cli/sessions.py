@@ -227,22 +227,25 @@ def cmd_context(ns: argparse.Namespace, mem: Memory) -> int:
 def cmd_end_session(ns: argparse.Namespace, mem: Memory) -> int:
     if not ns.session:
         raise InvalidInput("end-session needs --session ID (the conversation to end)", field="session_id")
-    job_id = mem.end_session(session_id=ns.session)  # --user ... reach it through the bound Memory
+    ended = mem.end_session(session_id=ns.session)  # --user ... reach it through the bound Memory
+    job_id = ended.episode_job_id
     reports = mem.process_jobs() if ns.process and job_id else []
     if ns.json:
-        emit(
-            {
-                "status": "ended",
-                "session_id": ns.session,
-                "episode_job_id": job_id,
-                "reports": [_report_json(r) for r in reports],
-            }
-        )
+        emit({**ended.to_json_dict(), "reports": [_report_json(r) for r in reports]})
         return EXIT_OK
-    print(f"ended session {ns.session}")
-    if job_id:
-        print(f"queued episode job {job_id}" + ("" if ns.process else " (run: jiyi worker --once)"))
+    if ended.already_ended:
+        when = f" at {ended.ended_at:%Y-%m-%d %H:%M:%S} UTC" if ended.ended_at else ""
+        print(f"session {ns.session} was already ended{when}; no turn was added since, nothing queued")
     else:
+        print(f"ended session {ns.session}")
+    if ended.archived:
+        print(f"archived {ended.archived} session-scope memor{'y' if ended.archived == 1 else 'ies'}")
+    if job_id:
+        print(
+            f"queued episode job {job_id} ({ended.turns} turn{'' if ended.turns == 1 else 's'})"
+            + ("" if ns.process else " (run: jiyi worker --once)")
+        )
+    elif not ended.already_ended:
         print("no turn was left to summarise")
     _print_reports(reports)
     return EXIT_OK

@@ -10,7 +10,10 @@
   "value"}]``). The ``human`` block is about the user (user scope); every other block
   (``persona``, custom ones) belongs to the agent (agent scope, the agent's name as id).
   A block's text is split into one memory per line; lines that state nothing (a field
-  still unknown, "Age: ?"; a heading ending with a colon) are left out.
+  still unknown, "Age: ?"; a heading ending with a colon; a template line about the
+  memory itself, "This is what I know so far about the user, I should expand this as I
+  learn more about them."; a line of questions only) are left out.
+  :func:`letta_import` also says which lines were left out and why.
 
 Both return plain records; ``import_items`` validates them all before writing any, in
 one transaction, and redacts sensitive data. ``jiyi import --from mem0|letta FILE``.
@@ -20,13 +23,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 from jiyi.compat.mem0 import MEM0_TYPES
 from jiyi.errors import InvalidInput
 from jiyi.model import MemoryType
 
-__all__ = ["letta_records", "mem0_records"]
+__all__ = ["LettaImport", "SkippedLine", "letta_import", "letta_records", "mem0_records"]
 
 
 def mem0_records(data: object, *, user_id: str | None = None) -> list[dict[str, Any]]:
@@ -84,12 +89,42 @@ def _mem0_record(row: object, user_id: str | None) -> tuple[dict[str, Any], str 
     return record, None
 
 
+@dataclass(frozen=True)
+class SkippedLine:
+    """A line of a Letta block that was not imported, and why."""
+
+    agent: str
+    block: str
+    line: str
+    reason: str
+
+    def to_json_dict(self) -> dict[str, str]:
+        return {"agent": self.agent, "block": self.block, "line": self.line, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class LettaImport:
+    """What :func:`letta_import` read: the records to import and the lines it left out."""
+
+    records: list[dict[str, Any]]
+    skipped: list[SkippedLine] = dataclass_field(default_factory=list)
+
+
 def letta_records(data: object, *, user_id: str | None = None) -> list[dict[str, Any]]:
     """jiyi records from a Letta Agent File's memory blocks. ``user_id`` owns the
-    ``human`` block's memories (required when the file has one)."""
+    ``human`` block's memories (required when the file has one). :func:`letta_import`
+    also returns the lines left out and why."""
+    return letta_import(data, user_id=user_id).records
+
+
+def letta_import(data: object, *, user_id: str | None = None) -> LettaImport:
+    """:func:`letta_records` and every line left out (:class:`SkippedLine`): a field
+    still unknown, a heading, a template line about the memory itself, a line of
+    questions only, a repeat."""
     if not isinstance(data, Mapping):
         raise InvalidInput("a Letta Agent File is a JSON object")
     records: list[dict[str, Any]] = []
+    skipped: list[SkippedLine] = []
     for agent, blocks in _letta_agents(data):
         for block in blocks:
             label = str(block.get("label") or "block")
@@ -106,7 +141,9 @@ def letta_records(data: object, *, user_id: str | None = None) -> list[dict[str,
             else:
                 owner = {"agent_id": agent}
             meta = {"imported_from": "letta", "letta_agent": agent, "letta_block": label}
-            for line in _statements(value):
+            kept, left_out = _statements(value)
+            skipped += [SkippedLine(agent, label, line, reason) for line, reason in left_out]
+            for line in kept:
                 records.append(
                     {
                         "content": line,
@@ -116,7 +153,7 @@ def letta_records(data: object, *, user_id: str | None = None) -> list[dict[str,
                         "tags": [f"letta:{label}"],
                     }
                 )
-    return records
+    return LettaImport(records, skipped)
 
 
 def _letta_agents(data: Mapping[str, Any]) -> list[tuple[str, list[Mapping[str, Any]]]]:
@@ -149,14 +186,56 @@ _UNKNOWN = re.compile(
 )
 
 
-def _statements(value: str) -> list[str]:
-    """A block's text as one statement per line, bullets removed, repeats dropped. A line
-    that states nothing is left out: a field still unknown ("Age: ?", the templates Letta
-    starts its human block with) and a heading that introduces the next lines ("The
-    following is a starter persona, and it can be expanded ...:")."""
+# Template lines Letta and MemGPT start a block with: they speak about the block or tell
+# the agent to fill it in, and state nothing about the user (or the agent). Recognised by
+# what they talk about (this memory / section, what is known so far, learning more over
+# time), not by their exact wording.
+_TEMPLATE = re.compile(
+    r"""^(?:
+        this\s+is\s+(?:what\s+i\s+know|my\s+section|the\s+section|where\s+i\s+(?:keep|store))\b
+      | (?:the\s+)?following\s+is\s+(?:a|an|my|the)\s+(?:starter|template|default|example)\b
+      | (?:here\s+is|this\s+is)\s+(?:a|an|my|the)\s+(?:starter|template|default|example)\s+(?:persona|human|profile)\b
+      | i\s+(?:don'?t|do\s+not)\s+(?:yet\s+)?know\s+anything\s+(?:yet\s+)?about\s+
+        (?:them|him|her|the\s+(?:user|human|person)|my\s+user|this\s+person|myself)\b
+      | (?:there'?s|there\s+is)\s+nothing\s+here\s+yet\b
+      | (?:nothing\s+is\s+known|no\s+information)\s+(?:yet|so\s+far)\b
+      | i\s+(?:should|will|must|can|need\s+to)\s+(?:update|expand|edit|add\s+to|fill\s+in|grow)\s+
+        (?:this|these|it|(?:my|the)\s+(?:core\s+)?(?:memory|memories|section|block|notes|persona|profile))\b
+        .*\b(?:over\s+time|as\s+i|when\s+i|learn)
+      | (?:这是|以下是)我(?:目前|到目前为止|现在)?(?:对|关于)(?:用户|对方|他|她|人类)的?(?:了解|信息|记忆|所知)
+      | 我(?:应该|会|要|需要)(?:随着|在).{0,20}(?:更新|补充|扩展|完善)(?:这|这部分|这段|这些)?(?:记忆|信息)
+      | 我(?:还|目前|暂时)?(?:不|没有)(?:了解|知道)(?:关于)?(?:用户|对方|他|她)的?任何
+    )""",
+    re.I | re.X,
+)
+# A line of questions only ("What's their name? Where are they from?"): it asks, states nothing.
+_QUESTIONS = re.compile(r"^(?:[^.!?。！？:：]+[?？]\s*)+$")
+
+
+def _statements(value: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """A block's text as one statement per line, bullets removed, repeats dropped, and
+    the lines left out with the reason. A line that states nothing is left out: a field
+    still unknown ("Age: ?", the templates Letta starts its human block with), a heading
+    that introduces the next lines ("The following is a starter persona, and it can be
+    expanded ...:"), a template line about the block itself ("This is what I know so far
+    about the user, I should expand this as I learn more about them.") and a line of
+    questions only."""
     seen: dict[str, None] = {}
+    skipped: list[tuple[str, str]] = []
     for line in value.splitlines():
         text = _BULLET.sub("", line).strip()
-        if text and not _UNKNOWN.match(text) and not text.endswith((":", "：")):
-            seen.setdefault(text, None)
-    return list(seen)
+        if not text:
+            continue
+        if text.endswith((":", "：")):
+            skipped.append((text, "a heading, or a field with no value"))
+        elif _UNKNOWN.match(text):
+            skipped.append((text, "a field not known yet"))
+        elif _TEMPLATE.match(text):
+            skipped.append((text, "a template line about the memory block, not about anyone"))
+        elif _QUESTIONS.match(text):
+            skipped.append((text, "questions only: states nothing"))
+        elif text in seen:
+            skipped.append((text, "repeats an earlier line"))
+        else:
+            seen[text] = None
+    return list(seen), skipped

@@ -434,7 +434,7 @@ SESSION_TOOL: Final[dict[str, Any]] = _function(
     "End this conversation when the user is done (「今天就到这里」, 'that's all for today'): its "
     "session memories are archived and a summary of its remaining turns is queued as an episode "
     "that later conversations can recall. Returns the id of the queued job (null when no turn was "
-    "left to summarise).",
+    "left to summarise); ending it again is harmless: already_ended is true and nothing is queued.",
     {},
     [],
 )
@@ -1116,7 +1116,7 @@ class _ToolsBase:
 
     def _end_session(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
         session_id = self.ids["session_id"]
-        job_id = yield from session_flows.end_session(
+        ended = yield from session_flows.end_session(
             self.rt,
             session_id,
             user_id=self.ids.get("user_id"),
@@ -1125,7 +1125,7 @@ class _ToolsBase:
             tenant_id=self.tenant_id,
             viewer=self.viewer,
         )
-        return {"status": "ended", "session_id": session_id, "episode_job_id": job_id}
+        return ended.to_json_dict()
 
 
 _LEARN_ARGUMENTS: Final = frozenset(

@@ -401,7 +401,20 @@ class SessionEnded(BaseModel):
     status: Literal["ended"] = "ended"
     session_id: str
     episode_job_id: str | None = Field(
-        description="The queued job that summarises the remaining turns as an episode (null: no turn was left)."
+        description="The queued job that summarises the remaining turns as an episode (null: no turn was left, "
+        "or the session was already ended)."
+    )
+    already_ended: bool = Field(
+        default=False,
+        description="The session had been ended and no turn was added since: nothing was queued (ending "
+        "a session again is a no-op). Turns added after an end are summarised, alone, by the next end.",
+    )
+    turns: int = Field(
+        default=0, description="Turns in the queued episode (those since the previous end, if any)."
+    )
+    archived: int = Field(default=0, description="Session-scope memories archived by this call.")
+    ended_at: datetime | None = Field(
+        default=None, description="When the session was ended (its first end, when already_ended)."
     )
 
 

@@ -77,6 +77,39 @@ class CompactionResult:
 
 
 @dataclass(frozen=True)
+class SessionEnd:
+    """What :func:`end_session` did.
+
+    A session's end is recorded in the session itself (a system message of kind
+    ``session_end``, see :func:`is_end_mark`), so ending it again is idempotent: with no
+    turn added since, ``already_ended`` is True and no episode is queued. Turns added
+    after an end are a continuation: the next end queues an episode of those turns only."""
+
+    session_id: str
+    episode_job_id: str | None
+    """The queued episode job (None when no turn was left to summarise)."""
+    already_ended: bool = False
+    """The session had been ended and no turn was added since: nothing new was queued."""
+    turns: int = 0
+    """Turns in the queued episode (those said since the previous end, if any)."""
+    archived: int = 0
+    """Session-scope memories archived by this call."""
+    ended_at: datetime | None = None
+    """When the session was ended: now, or for ``already_ended`` the earlier end that still holds."""
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "status": "ended",
+            "session_id": self.session_id,
+            "episode_job_id": self.episode_job_id,
+            "already_ended": self.already_ended,
+            "turns": self.turns,
+            "archived": self.archived,
+            "ended_at": self.ended_at.isoformat() if self.ended_at else None,
+        }
+
+
+@dataclass(frozen=True)
 class JobReport:
     job_id: str
     kind: str
@@ -176,6 +209,26 @@ def _turns(messages: Sequence[Message]) -> list[Message]:
 
 def is_summary(m: Message) -> bool:
     return m.role == "system" and m.metadata.get("kind") == "summary"
+
+
+END_KIND = "session_end"
+
+
+def is_end_mark(m: Message) -> bool:
+    """The record :func:`end_session` leaves in a session: which turns its episode
+    covered (``metadata.through_seq``) and its job (``metadata.episode_job_id``). Not a
+    turn: it is left out of episodes, the working window and the context."""
+    return m.role == "system" and m.metadata.get("kind") == END_KIND
+
+
+def _ended_through(msgs: Sequence[Message]) -> tuple[int, Message | None]:
+    """The last seq an end of the session covered (-1: never ended) and that end's mark."""
+    marks = [m for m in msgs if is_end_mark(m)]
+    if not marks:
+        return -1, None
+    last = marks[-1]
+    through = last.metadata.get("through_seq")
+    return (through if isinstance(through, int) else last.seq if last.seq is not None else -1), last
 
 
 # ---------------------------------------------------------------- who may read a session
@@ -308,7 +361,11 @@ def working_window(
 
     An assistant message that calls tools and the tool results answering it are kept or
     dropped together: a model API refuses a tool result whose call is missing."""
-    msgs = yield from readable_messages(rt.tenant(tenant_id), session_id, viewer)
+    msgs = [
+        m
+        for m in (yield from readable_messages(rt.tenant(tenant_id), session_id, viewer))
+        if not is_end_mark(m)
+    ]
     system = [m for m in msgs if m.role == "system"]
     budget = max_tokens - sum(m.token_count for m in system)
     kept: list[Message] = []
@@ -466,14 +523,17 @@ def _compact(
     removed = tuple(m.seq for m in previous + old if m.seq is not None)
     changes: list[Any] = [DeleteMessages(tenant, session_id, removed), AppendMessages((summary,))]
     episode: Job | None = None
-    if rt.session.episodes:
+    # Turns an end of the session already queued as an episode are not summarised twice.
+    through, _ = _ended_through(msgs)
+    unsummarised = [m for m in old if m.seq is None or m.seq > through]
+    if rt.session.episodes and unsummarised:
         ids = {
             "session_id": session_id,
             "user_id": user_id,
             "project_id": project_id,
             "agent_id": agent_id,
         }
-        episode = _turn_job(rt, "episode", tenant, old, ids)
+        episode = _turn_job(rt, "episode", tenant, unsummarised, ids)
         changes.append(PutJob(episode))
     yield from call(Write(tuple(changes)))
     after = before - sum(m.token_count for m in previous + old) + summary.token_count
@@ -490,23 +550,59 @@ def end_session(
     agent_id: str | None = None,
     tenant_id: str | None = None,
     viewer: Viewer | None = None,
-) -> Flow[str | None]:
-    """Queue an episode for the session's remaining turns; returns the job id (None when
-    no turn is left). Session-scope memories end with their session: they are archived,
-    each with the reason in its history. ``viewer`` must be able to read the session
-    (else NotFound), as for its messages."""
+) -> Flow[SessionEnd]:
+    """Queue an episode for the session's remaining turns and record the end in the
+    session. Idempotent: ending an ended session to which no turn was added is a no-op
+    (``already_ended``, no second episode); turns added after an end form, at the next
+    end, an episode of those turns only. Session-scope memories end with their session:
+    they are archived, each with the reason in its history. ``viewer`` must be able to
+    read the session (else NotFound), as for its messages."""
     tenant = rt.tenant(tenant_id)
     msgs = yield from readable_messages(tenant, session_id, viewer)
+    through, mark = _ended_through(msgs)
     changes: list[Change] = list((yield from _end_session_memories(rt, tenant, session_id)))
-    turns = _turns(msgs)
+    if not msgs:  # no such session: nothing to summarise, and no mark that would create it
+        if changes:
+            yield from call(Write(tuple(changes)))
+        return SessionEnd(session_id, None, archived=len(changes))
+    turns = [m for m in _turns(msgs) if m.seq is None or m.seq > through]
+    if mark is not None and not turns:
+        if changes:  # session memories written after the end end with it too
+            yield from call(Write(tuple(changes)))
+        return SessionEnd(
+            session_id, None, already_ended=True, archived=len(changes), ended_at=mark.created_at
+        )
+    archived = len(changes)
     job = None
     if turns:
         ids = {"session_id": session_id, "user_id": user_id, "project_id": project_id, "agent_id": agent_id}
         job = _turn_job(rt, "episode", tenant, turns, ids)
         changes.append(PutJob(job))
-    if changes:
-        yield from call(Write(tuple(changes)))
-    return job.id if job else None
+    now = rt.now()
+    last_seq = max((m.seq for m in msgs if m.seq is not None), default=-1)
+    end_mark = Message(
+        role="system",
+        content="(session ended)",
+        session_id=session_id,
+        tenant_id=tenant,
+        user_id=user_id,
+        agent_id=agent_id,
+        metadata={
+            "kind": END_KIND,
+            "through_seq": last_seq,
+            "episode_job_id": job.id if job else None,
+            "turns": len(turns),
+            # the session's own projects only: ``project_id`` files the episode, and must
+            # not make the session members-only after the fact
+            **_project_mark(msgs, None),
+            **_marks(viewer, None),
+        },
+        token_count=0,
+        created_at=now,
+    )
+    changes.append(AppendMessages((end_mark,)))
+    yield from call(Write(tuple(changes)))
+    return SessionEnd(session_id, job.id if job else None, turns=len(turns), archived=archived, ended_at=now)
 
 
 def _end_session_memories(rt: Runtime, tenant: str, session_id: str) -> Flow[list[Change]]:

@@ -492,6 +492,34 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "min(i.n_terms) FROM {s}.items i CROSS JOIN LATERAL unnest(i.tsv) u GROUP BY 1, 2, 3",
         ),
     ),
+    (
+        "assistant turns at the gate's minimum confidence",
+        (
+            # As SQLite's migration of the same name: assistant turn resources still at 1.0
+            # and never updated by hand go to 0.7, each change in the history. The documents
+            # are edited as text (json keeps them verbatim; a jsonb round trip would reorder
+            # their keys): the top-level fields are the only '"confidence":1.0,"importance":'
+            # and '"version":N,"relations":' of model_dump_json's output of a turn.
+            """CREATE TEMP TABLE migrating ON COMMIT DROP AS SELECT pk,
+                regexp_replace(
+                    replace(doc::text, ',"confidence":1.0,"importance":', ',"confidence":0.7,"importance":'),
+                    ',"version":[0-9]+,"relations":', ',"version":' || (version + 1) || ',"relations":'
+                ) AS after
+            FROM {s}.items
+            WHERE confidence = 1.0 AND doc->'metadata'->>'role' = 'assistant'
+            AND tags @> ARRAY['resource', 'turn']::text[]
+            AND strpos(doc::text, ',"confidence":1.0,"importance":') > 0
+            AND NOT EXISTS (SELECT 1 FROM {s}.history h WHERE h.tenant_id = items.tenant_id
+                AND h.item_id = items.id AND h.action = 'update')""",
+            """INSERT INTO {s}.history (item_id, tenant_id, action, at, version, reason, actor, before, after)
+            SELECT i.id, i.tenant_id, 'update', now(), i.version + 1,
+                'an assistant''s turn is kept with the gate''s minimum confidence (0.7), a person''s with 1.0',
+                'migration', i.doc, m.after::json
+            FROM {s}.items i JOIN migrating m ON m.pk = i.pk ORDER BY i.tenant_id, i.pk""",
+            """UPDATE {s}.items i SET confidence = 0.7, version = i.version + 1, doc = m.after::json
+            FROM migrating m WHERE m.pk = i.pk""",
+        ),
+    ),
 ]
 HNSW_DIMENSIONS = frozenset((384, 512, 768, 1024, 1536))
 """The vector sizes with an HNSW index (migration "approximate vector indexes for large

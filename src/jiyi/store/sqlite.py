@@ -431,6 +431,34 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "CREATE INDEX memory_access_items_item ON memory_access_items(tenant_id, item_id, at)",
         ),
     ),
+    (
+        "assistant turns at the gate's minimum confidence",
+        (
+            # remember() keeps an assistant's turn with the gate's minimum confidence (0.7)
+            # since 1b0e5ce; turns kept before stayed at 1.0 and crowd the person's own words
+            # out of a search. Only turn resources said by the assistant, still at 1.0 and never
+            # updated by hand; each change is recorded in the history (before and after).
+            # Running it again changes nothing (none is left at 1.0).
+            """CREATE TEMP TABLE migrating AS SELECT pk FROM items
+            WHERE confidence = 1.0 AND json_extract(doc, '$.metadata.role') = 'assistant'
+            AND pk IN (SELECT pk FROM item_tags WHERE tag = 'turn')
+            AND pk IN (SELECT pk FROM item_tags WHERE tag = 'resource')
+            AND NOT EXISTS (SELECT 1 FROM history h WHERE h.tenant_id = items.tenant_id
+                AND h.item_id = items.id AND h.action = 'update')""",
+            """INSERT INTO history (item_id, tenant_id, action, at, version, reason, actor, before, after)
+            SELECT id, tenant_id, 'update',
+                strftime('%Y-%m-%dT%H:%M:%S', 'now') || substr(strftime('%f', 'now'), 3) || '000Z',
+                version + 1,
+                'an assistant''s turn is kept with the gate''s minimum confidence (0.7), a person''s with 1.0',
+                'migration', doc, json_set(doc, '$.confidence', 0.7, '$.version', version + 1)
+            FROM items WHERE pk IN (SELECT pk FROM migrating) ORDER BY pk""",
+            """UPDATE items SET confidence = 0.7, version = version + 1,
+                doc = json_set(doc, '$.confidence', 0.7, '$.version', version + 1)
+            WHERE pk IN (SELECT pk FROM migrating)""",
+            "DROP TABLE migrating",
+            "UPDATE meta SET value = value + 1 WHERE key = 'index_version'",
+        ),
+    ),
 ]
 # A migration that changes items rows without going through the triggers above (or that
 # changes what a cached scope holds) must bump 'index_version', so caches are rebuilt.

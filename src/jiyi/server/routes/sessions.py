@@ -137,9 +137,16 @@ async def end_session(
     session_id: SessionId, body: EndSessionRequest, who: Writer, memory: Mine, request: Request
 ) -> SessionEnded:
     same_tenant(who, body.tenant_id)
-    job_id = await memory.end_session(
+    ended = await memory.end_session(
         session_id, user_id=body.user_id, project_id=body.project_id, agent_id=body.agent_id
     )
-    if job_id is not None and (worker := server_state(request).worker) is not None:
+    if ended.episode_job_id is not None and (worker := server_state(request).worker) is not None:
         worker.wake()  # summarise now, not at the next poll
-    return SessionEnded(session_id=session_id, episode_job_id=job_id)
+    return SessionEnded(
+        session_id=session_id,
+        episode_job_id=ended.episode_job_id,
+        already_ended=ended.already_ended,
+        turns=ended.turns,
+        archived=ended.archived,
+        ended_at=ended.ended_at,
+    )
