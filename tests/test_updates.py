@@ -253,7 +253,7 @@ def test_apart_reads_what_keeps_two_statements_apart(old: str, new: str, why: st
 
 
 def test_digits() -> None:
-    assert digits("我女儿今年六岁，五点四十五起床") == "我女儿今年6岁，5点45起床"
+    assert digits("我女儿今年六岁，五点四十五起床") == "我女儿今年6岁，5:45起床"
     assert digits("two cats and one dog") == "2 cats and one dog"  # "one" is often a pronoun
     assert digits("我们一起去") == "我们一起去"
 
@@ -403,3 +403,27 @@ def test_amounts_that_are_not_a_change_are_kept(old: str, new: str, cosine: floa
     item = stored(old, item_id="old", memory_type=kind)
     decision = decide(Extracted(new, kind, 0.9), [Existing(item, cosine)])
     assert decision.action != "supersede", decision.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("周日上午八点一刻，我飞大连", "周日上午8:15，我飞大连"),
+        ("我周日早上8点15飞大连", "我周日早上8:15飞大连"),
+        ("下午两点半开会", "下午2:30开会"),
+        ("三点三刻", "3:45"),
+        ("10点45分", "10:45"),
+        ("快点来", "快点来"),
+        ("12点", "12点"),
+    ],
+)
+def test_a_chinese_clock_time_reads_as_hours_and_minutes(text: str, expected: str) -> None:
+    assert digits(text) == expected
+
+
+def test_one_clock_time_in_two_spellings_is_the_same_fact() -> None:
+    item = stored("我周日早上8点15飞大连。", item_id="flight", memory_type=MemoryType.FACT)
+    same = decide(Extracted("周日上午八点一刻，我飞大连。", MemoryType.FACT, 0.9), [Existing(item, 0.89)])
+    assert same.action == "reinforce", same.reason
+    later = decide(Extracted("我周日早上9点15飞大连。", MemoryType.FACT, 0.9), [Existing(item, 0.95)])
+    assert later.action == "supersede", later.reason

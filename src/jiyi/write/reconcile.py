@@ -225,11 +225,17 @@ _QUANTITY = re.compile(
 )
 
 
+_CLOCK = re.compile(r"(?<![\d.,:])\d{1,2}:\d{2}(?![\d:])")
+
+
 def _quantities(text: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
     """Each unit of ``text`` with the numbers it comes with ("euros" -> {"1,450"}), and the
     numbers outside those quantities (the 2 of 周二, the 1 of Q1)."""
     norm = digits(unicodedata.normalize("NFKC", text).casefold())
     out: dict[str, set[str]] = {}
+    for m in _CLOCK.finditer(norm):  # a time of day counts hours: 2:30pm, 下午2:30 (digits())
+        out.setdefault("o'clock", set()).add(m.group())
+    norm = _CLOCK.sub(" ", norm)
     for m in _QUANTITY.finditer(norm):
         unit = m.group(2)
         if unit in EN_STOP:  # "room 214 is", "at 9 on": no unit

@@ -397,9 +397,27 @@ def _value_terms(predicate: str, person: bool) -> list[str]:
 
 
 def digits(text: str) -> str:
-    """``text`` with number words as digits: 五岁 -> 5岁, "two cats" -> "2 cats"."""
+    """``text`` with number words as digits: 五岁 -> 5岁, "two cats" -> "2 cats"; a Chinese
+    clock time as hours:minutes, so its two spellings agree: 8点15 / 八点一刻 -> 8:15,
+    两点半 -> 2:30, 10点45分 -> 10:45."""
     text = _ZH_NUMBER.sub(lambda m: _zh_number(m.group()), text)
+    text = _ZH_CLOCK.sub(_clock, text)
     return _EN_NUMBER.sub(lambda m: _EN_NUMBERS[m.group().casefold()], text)
+
+
+# Hours, then minutes as a number (分 optional), a quarter (刻) or a half (半).
+_ZH_CLOCK = re.compile(r"(?<!\d)(\d{1,2})[点點]\s*(?:([13])刻|(半)|0?(\d{1,2})分?)")
+
+
+def _clock(m: re.Match[str]) -> str:
+    hours, quarters, half, minutes = m.groups()
+    if minutes is not None:
+        value = int(minutes)
+    elif quarters is not None:
+        value = 15 * int(quarters)
+    else:
+        value = 30 if half else 0
+    return f"{hours}:{value:02d}" if value < 60 else m.group()
 
 
 def _zh_number(word: str) -> str:
