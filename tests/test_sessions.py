@@ -262,6 +262,32 @@ def test_ending_a_session_twice_queues_one_episode(mem: Memory, clock: Clock) ->
     assert len(mem.search("launch city", user_id="li", tags=["episode"])) == 1
 
 
+def test_two_ends_at_once_queue_one_episode(mem: Memory) -> None:
+    """One end reads the session, another ends it meanwhile: the first one's write is
+    refused (the session scope's clock moved) and it reads again, finding the end."""
+    from jiyi.errors import WriteConflict
+    from jiyi.session import flows
+    from jiyi.store.base import Write
+
+    mem.remember([("user", "We picked Hangzhou for the launch")], session_id="s", user_id="li")
+    store = mem.runtime.store
+    slow = flows.end_session(mem.runtime, "s", user_id="li")
+    op = next(slow)
+    while not isinstance(op, Write):  # the slow end has read the session, not yet written
+        op = slow.send(store.execute(op))
+    fast = mem.end_session("s", user_id="li")
+    assert fast.episode_job_id and not fast.already_ended
+    with pytest.raises(WriteConflict):
+        store.execute(op)
+    op = slow.throw(WriteConflict("the session scope moved"))
+    with pytest.raises(StopIteration) as done:
+        while True:
+            op = slow.send(store.execute(op))
+    late = done.value.value
+    assert late.already_ended and late.episode_job_id is None
+    assert _episode_jobs(mem) == [["We picked Hangzhou for the launch"]]
+
+
 def test_turns_after_an_end_form_an_episode_of_their_own(mem: Memory, clock: Clock) -> None:
     mem.remember([("user", "The budget is two million")], session_id="s", user_id="li")
     mem.end_session("s", user_id="li")

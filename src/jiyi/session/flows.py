@@ -18,7 +18,7 @@ from typing import Any
 
 from jiyi.effects import Flow, call
 from jiyi.embed.cached import embed_documents
-from jiyi.errors import Forbidden, InvalidInput, LLMError, NotFound
+from jiyi.errors import Forbidden, InvalidInput, LLMError, NotFound, WriteConflict
 from jiyi.items import all_items, change_event
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, owner_scope, scope_key
 from jiyi.runtime import Runtime
@@ -34,10 +34,12 @@ from jiyi.store.base import (
     GetCheckpoint,
     GetItems,
     GetMessages,
+    Guard,
     HistoryAction,
     ListCheckpoints,
     PutCheckpoint,
     PutJob,
+    ScopeClock,
     Upsert,
     Viewer,
     Write,
@@ -46,7 +48,7 @@ from jiyi.text.tokenize import index_text
 from jiyi.text.tokens import count_message_tokens
 from jiyi.write.extract import Extracted, Turn
 from jiyi.write.gate import scrub
-from jiyi.write.pipeline import Outcome, store_extracted
+from jiyi.write.pipeline import GUARD_ATTEMPTS, Outcome, store_extracted
 from jiyi.write.resources import keeps_turn, store_turns
 
 log = logging.getLogger(__name__)
@@ -556,23 +558,53 @@ def end_session(
     (``already_ended``, no second episode); turns added after an end form, at the next
     end, an episode of those turns only. Session-scope memories end with their session:
     they are archived, each with the reason in its history. ``viewer`` must be able to
-    read the session (else NotFound), as for its messages."""
+    read the session (else NotFound), as for its messages.
+
+    Two ends at once (threads, processes, replicas) queue one episode: each guards its
+    write with the session scope's clock (:class:`~jiyi.store.base.Guard`), and the one
+    that lost the race reads the session again and finds it ended."""
     tenant = rt.tenant(tenant_id)
+    key = scope_key(Scope.SESSION, session_id)
+    for attempt in range(1, GUARD_ATTEMPTS + 1):
+        seen = yield from call(ScopeClock(tenant, key))
+        try:
+            return (
+                yield from _end_once(
+                    rt, session_id, tenant, Guard(tenant, key, seen), user_id, project_id, agent_id, viewer
+                )
+            )
+        except WriteConflict:
+            if attempt == GUARD_ATTEMPTS:
+                raise
+            log.debug("session %s changed while it was ended; reading it again", session_id)
+    raise AssertionError("unreachable")
+
+
+def _end_once(
+    rt: Runtime,
+    session_id: str,
+    tenant: str,
+    guard: Guard,
+    user_id: str | None,
+    project_id: str | None,
+    agent_id: str | None,
+    viewer: Viewer | None,
+) -> Flow[SessionEnd]:
     msgs = yield from readable_messages(tenant, session_id, viewer)
     through, mark = _ended_through(msgs)
-    changes: list[Change] = list((yield from _end_session_memories(rt, tenant, session_id)))
+    changes: list[Change] = [guard, *(yield from _end_session_memories(rt, tenant, session_id))]
     if not msgs:  # no such session: nothing to summarise, and no mark that would create it
-        if changes:
+        if len(changes) > 1:
             yield from call(Write(tuple(changes)))
-        return SessionEnd(session_id, None, archived=len(changes))
+        return SessionEnd(session_id, None, archived=len(changes) - 1)
     turns = [m for m in _turns(msgs) if m.seq is None or m.seq > through]
     if mark is not None and not turns:
-        if changes:  # session memories written after the end end with it too
+        if len(changes) > 1:  # session memories written after the end end with it too
             yield from call(Write(tuple(changes)))
         return SessionEnd(
-            session_id, None, already_ended=True, archived=len(changes), ended_at=mark.created_at
+            session_id, None, already_ended=True, archived=len(changes) - 1, ended_at=mark.created_at
         )
-    archived = len(changes)
+    archived = len(changes) - 1
     job = None
     if turns:
         ids = {"session_id": session_id, "user_id": user_id, "project_id": project_id, "agent_id": agent_id}
