@@ -407,6 +407,17 @@ def test_documents_are_chunked_and_reassembled(mem: Memory) -> None:
 # ------------------------------------------------------------------ hierarchical context
 
 
+def test_context_counts_recent_turns_not_system_messages(mem: Memory) -> None:
+    """A system prompt or an end mark among the last messages does not take a recent
+    turn's place."""
+    mem.add_messages("s", [("system", "Answer briefly.")])
+    mem.remember([("user", f"Turn {i} about the launch plan") for i in range(4)], session_id="s", user_id="u")
+    mem.end_session("s", user_id="u")
+    ctx = mem.context("launch plan", user_id="u", session_id="s", recent=3)
+    recent = [e.text for e in ctx.entries if e.source == "recent"]
+    assert recent == [f"user: Turn {i} about the launch plan" for i in (1, 2, 3)]
+
+
 def test_context_assembles_recent_semantic_and_summary(mem: Memory) -> None:
     mem.add("User prefers concise answers with code", user_id="u", memory_type="preference")
     mem.add("项目必须支持 PostgreSQL 16", user_id="u", memory_type="constraint")

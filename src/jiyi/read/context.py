@@ -177,10 +177,15 @@ def _recent_turns(
     tenant: str, session_id: str, recent: int, fresh: Callable[[str], bool]
 ) -> Flow[list[ContextEntry]]:
     msgs = yield from call(GetMessages(tenant, session_id, last=recent))
+    if any(m.role == "system" for m in msgs):
+        # A system prompt, a compaction summary or an end mark is no turn: the last
+        # ``recent`` turns lie further back (compaction keeps a session short).
+        msgs = yield from call(GetMessages(tenant, session_id))
+    turns = [m for m in msgs if m.role != "system"][-recent:]
     return [
         ContextEntry("recent", f"{m.role}: {m.content}", m.token_count, message=m)
-        for m in msgs
-        if m.role != "system" and fresh(m.content)
+        for m in turns
+        if fresh(m.content)
     ]
 
 
