@@ -1,0 +1,204 @@
+"""PostgreSQL search in few round trips (issue 14): a ``Retrieve`` runs its vector and
+keyword searches side by side in one pipelined snapshot and commits with its last
+statement, and a search's usage write is one round trip that does not wait for the disk.
+
+Searches must find what they found before: the same hits, in the same order, with the
+same scores, as a store that runs each primitive on its own in a plain transaction (the
+way every search ran before pipelining), on the exact and on the HNSW path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+from psycopg_pool import ConnectionPool
+
+from jiyi.embed.hashing import HashEmbedder
+from jiyi.errors import JiyiError
+from jiyi.memory import AsyncMemory, Memory
+from jiyi.read.rank import SearchHit
+from jiyi.store.base import Filter, Op, Retrieve, VectorHits
+from jiyi.store.postgres import PostgresStore
+from jiyi.store.retrieve import retrieve
+from tests.pg import drop_schema, new_schema, pg_dsn  # noqa: F401
+
+TENANT = "pipe"
+WORDS = "report meeting budget deploy garden harbor coffee tennis 预算 会议 报告 部署 咖啡 花园".split()
+TIMES = ("", "last month", "上个月", "in March", "yesterday", "去年")
+START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+
+class OneByOne(PostgresStore):
+    """Each primitive of a ``Retrieve`` on its own (:func:`jiyi.store.retrieve.retrieve`);
+    give it a pool of connections that are not in autocommit, so no session is pipelined
+    and every read runs in a plain transaction: the path searches took before."""
+
+    def execute(self, op: Op[Any]) -> Any:
+        if isinstance(op, Retrieve):
+            return retrieve(op, super().execute)
+        return super().execute(op)
+
+
+def _records(rng: random.Random, user: str, n: int) -> list[dict[str, Any]]:
+    out = []
+    for k in range(n):
+        when = START + timedelta(days=rng.randint(0, 330), minutes=k)
+        record: dict[str, Any] = {
+            "content": " ".join(rng.choices(WORDS, k=rng.randint(3, 8))) + f" note {user} {k}",
+            "memory_type": rng.choice(("fact", "event", "decision", "preference")),
+            "user_id": user,
+            "occurred_at": when,
+            "created_at": when,
+            "importance": round(rng.uniform(0.2, 0.9), 2),
+        }
+        if k % 4 == 0:
+            record["thread_id"] = f"{user}-thread-{k % 9}"
+        out.append(record)
+    return out
+
+
+@pytest.fixture(scope="module")
+def stores(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore, str]]:  # noqa: F811
+    """One schema: user "big" (400 memories, searched through HNSW: approximate_from is
+    150) and "small" (60, exact), with threads and times; the pipelined store and the
+    one-primitive-at-a-time reference over it."""
+    schema = new_schema()
+    store = PostgresStore(pg_dsn, schema=schema, approximate_from=150)
+    pool = ConnectionPool(pg_dsn, kwargs={"autocommit": False}, min_size=1, max_size=2, open=True)
+    reference = OneByOne(pool=pool, approximate_from=150, schema=schema)
+    rng = random.Random(5)
+    with Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT) as mem:
+        mem.import_items(_records(rng, "big", 400) + _records(rng, "small", 60))
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f'ANALYZE "{schema}".items, "{schema}".vectors')
+        yield store, reference, schema
+    reference.close()
+    pool.close()
+    drop_schema(pg_dsn, schema)
+
+
+def _queries(n: int) -> list[str]:
+    rng = random.Random(9)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(1, 3))) + " " + rng.choice(TIMES) for _ in range(n)]
+
+
+def _seen(hits: list[SearchHit]) -> list[tuple[str, float, float]]:
+    return [(h.item.id, h.score, h.similarity) for h in hits]
+
+
+def test_the_big_scope_walks_hnsw_and_the_small_one_is_exact(stores: Any) -> None:
+    store = stores[0]
+    vector = HashEmbedder(512).embed(["report budget"])[0]
+    now = datetime.now(UTC)
+    for user, walks in (("big", True), ("small", False)):
+        ask = VectorHits(Filter(TENANT, (f"user:{user}",), now=now), "hash:512", vector, 30)
+        assert ("vectors_hnsw_512" in store.explain(ask)) is walks, user
+
+
+def test_pipelined_searches_find_what_one_primitive_at_a_time_finds(stores: Any) -> None:
+    """Same hits, order, scores and similarities, sync and async, on both paths."""
+    store, reference, _ = stores
+    queries = _queries(30)
+    pipelined = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
+    plain = Memory(reference, embedder=HashEmbedder(512), tenant_id=TENANT)
+    expected: dict[tuple[str, str], list[tuple[str, float, float]]] = {}
+    found = 0
+    for user in ("big", "small"):
+        for q in queries:
+            want = _seen(plain.search(q, user_id=user, touch=False))
+            assert _seen(pipelined.search(q, user_id=user, touch=False)) == want, (user, q)
+            expected[user, q] = want
+            found += len(want)
+    assert found > 2 * len(queries) * 5  # most searches find something
+
+    async def main() -> None:
+        amem = AsyncMemory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
+        for (user, q), want in expected.items():
+            assert _seen(await amem.search(q, user_id=user, touch=False)) == want, (user, q)
+
+    asyncio.run(main())
+
+
+def test_a_failed_pipelined_search_rolls_back_and_the_connection_serves_the_next(
+    pg_dsn: str,  # noqa: F811
+) -> None:
+    """A statement that fails inside a pipelined read (a table gone) raises, and the one
+    pooled connection is rolled back: the next search, sync or async, works."""
+    schema = new_schema()
+    store = PostgresStore(pg_dsn, schema=schema, max_size=1)
+    try:
+        mem = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
+        mem.import_items(_records(random.Random(1), "small", 30))
+        before = _seen(mem.search("report budget", user_id="small", touch=False))
+        assert before
+
+        def rename(a: str, b: str) -> None:
+            with psycopg.connect(pg_dsn, autocommit=True) as conn:
+                conn.execute(f'ALTER TABLE "{schema}".{a} RENAME TO {b}')
+
+        async def asearch() -> list[tuple[str, float, float]]:
+            amem = AsyncMemory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
+            return _seen(await amem.search("report budget", user_id="small", touch=False))
+
+        rename("keyword_terms", "keyword_terms_away")
+        with pytest.raises(JiyiError):
+            mem.search("report budget", user_id="small", touch=False)
+        with pytest.raises(JiyiError):
+            asyncio.run(asearch())
+        rename("keyword_terms_away", "keyword_terms")
+        assert _seen(mem.search("report budget", user_id="small", touch=False)) == before
+        assert asyncio.run(asearch()) == before
+    finally:
+        store.close()
+        drop_schema(pg_dsn, schema)
+
+
+def test_only_a_searchs_usage_write_commits_without_waiting_for_the_disk(
+    pg_dsn: str,  # noqa: F811
+) -> None:
+    """Triggers note synchronous_commit as each write sees it: off for the usage write
+    (counters and retrieval log, sync and async), on for the item writes. (The test server
+    has it off for speed; the store's connections here have it on, as a real server does.)"""
+    schema = new_schema()
+    store = PostgresStore(make_conninfo(pg_dsn, options="-c synchronous_commit=on"), schema=schema)
+    s = f'"{schema}"'
+    try:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f"CREATE TABLE {s}.seen (what text, sync text)")
+            conn.execute(
+                f"CREATE FUNCTION {s}.note() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                f"INSERT INTO {s}.seen VALUES (TG_TABLE_NAME || ' ' || TG_OP, "
+                "current_setting('synchronous_commit')); RETURN NULL; END $$"
+            )
+            for table in ("items", "memory_access"):
+                conn.execute(
+                    f"CREATE TRIGGER note AFTER INSERT OR UPDATE ON {s}.{table} "
+                    f"FOR EACH STATEMENT EXECUTE FUNCTION {s}.note()"
+                )
+        mem = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
+        mem.add("the budget report is due on Friday", user_id="small")
+        assert mem.search("budget report", user_id="small")
+
+        async def asearch() -> None:
+            amem = AsyncMemory(store, embedder=HashEmbedder(512), tenant_id=TENANT, background=False)
+            assert await amem.search("budget", user_id="small")
+
+        asyncio.run(asearch())
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            seen = conn.execute(f"SELECT what, sync FROM {s}.seen").fetchall()
+        usage = [sync for what, sync in seen if what == "memory_access INSERT"]
+        item_writes = [sync for what, sync in seen if what == "items INSERT"]
+        assert usage == ["off", "off"]
+        assert item_writes and set(item_writes) == {"on"}
+        # The touch's UPDATE of the counters runs in the same transaction as the log.
+        assert [sync for what, sync in seen if what == "items UPDATE"] == ["off", "off"]
+    finally:
+        store.close()
+        drop_schema(pg_dsn, schema)
