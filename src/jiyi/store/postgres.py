@@ -1261,6 +1261,22 @@ async def _run_batch_async(conn: AConn, queries: Sequence[_Query]) -> list[Rows]
     return [[] if q.deferred else await cur.fetchall() for q, cur in zip(queries, cursors, strict=True)]
 
 
+def _run_last_sync(conn: Conn, q: _Query, commit: Callable[[], Any]) -> Rows:
+    """In pipeline mode: send ``q``, then ``commit`` (COMMIT and the pipeline's closing
+    Sync: one round trip for both), then read its rows."""
+    cur = conn.cursor(binary=True)
+    cur.execute(q.sql, q.params)
+    commit()
+    return [] if q.deferred else cur.fetchall()
+
+
+async def _run_last_async(conn: AConn, q: _Query, commit: Callable[[], Awaitable[Any]]) -> Rows:
+    cur = conn.cursor(binary=True)
+    await cur.execute(q.sql, q.params)
+    await commit()
+    return [] if q.deferred else await cur.fetchall()
+
+
 def _run_sync(conn: Conn, q: _Query) -> Rows:
     with conn.cursor(binary=True) as cur:
         if q.batch is not None:
@@ -1400,11 +1416,8 @@ class _Session:
         conn = self.conn if self.conn is not None else self._open()
         if not self.pipelined:
             return _run_sync(conn, query)
-        cur = conn.cursor(binary=True)
-        cur.execute(query.sql, query.params)
         self.pipelined = False
-        self.pipe.close()
-        return [] if query.deferred else cur.fetchall()
+        return _run_last_sync(conn, query, self.pipe.close)
 
     def run_gather(self, gather: _Gather) -> list[Any]:
         return drive(self.store._gathered(gather), self.handlers)
@@ -1464,11 +1477,8 @@ class _AsyncSession:
         conn = self.conn if self.conn is not None else await self._open()
         if not self.pipelined:
             return await _run_async(conn, query)
-        cur = conn.cursor(binary=True)
-        await cur.execute(query.sql, query.params)
         self.pipelined = False
-        await self.pipe.aclose()
-        return [] if query.deferred else await cur.fetchall()
+        return await _run_last_async(conn, query, self.pipe.aclose)
 
     async def run_gather(self, gather: _Gather) -> list[Any]:
         return await adrive(self.store._gathered(gather), self.handlers)
