@@ -224,6 +224,20 @@ Rows = list[tuple[Any, ...]]
 Conn = psycopg.Connection[Any]
 AConn = psycopg.AsyncConnection[Any]
 
+_SCOPED_TSV = "tsv || array_to_tsvector(ARRAY[tenant_id || ' ' || scope_key])"
+"""The keyword index per scope's expression (migration "keyword index per scope"); a query
+spells it with the table's alias (:func:`_scoped_tsv`)."""
+
+
+def _scoped_tsv(alias: str) -> str:
+    return f"({alias}.tsv || array_to_tsvector(ARRAY[{alias}.tenant_id || ' ' || {alias}.scope_key]))"
+
+
+def scope_lexemes(tenant_id: str, scope_keys: Sequence[str]) -> str:
+    """The ``tsquery`` of the scopes' lexemes in the keyword index per scope (an OR)."""
+    return " | ".join(tsquery_operand(f"{tenant_id} {key}") for key in scope_keys)
+
+
 # Append-only: never edit a released entry, add a new one. ``{s}`` is the quoted schema,
 # ``{vector}`` the schema-qualified pgvector type.
 MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
@@ -500,6 +514,16 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "INSERT INTO {s}.keyword_terms (tenant_id, scope_key, term, docs, max_tf, min_len) "
             "SELECT i.tenant_id, i.scope_key, u.lexeme, count(*), max(coalesce(array_length(u.positions, 1), 1)), "
             "min(i.n_terms) FROM {s}.items i CROSS JOIN LATERAL unnest(i.tsv) u GROUP BY 1, 2, 3",
+        ),
+    ),
+    (
+        "keyword index per scope",
+        (
+            # Each row's terms plus one lexeme naming its tenant and scope (no term holds a
+            # space): a keyword round of a scope asks for (terms) AND (its scope), and the
+            # GIN index intersects the two, so other users' rows holding a common word are
+            # never read (PostgresStore._keyword_pruned).
+            f"CREATE INDEX IF NOT EXISTS items_scope_tsv ON {{s}}.items USING gin (({_SCOPED_TSV}))",
         ),
     ),
 ]
@@ -2251,7 +2275,11 @@ class PostgresStore(Store):
         never read."""
         s = self._s
         wanted, params = _filter_sql(op.filter, "h")
-        params |= {"kw_terms": terms, "k": op.k}
+        params |= {
+            "kw_terms": terms,
+            "k": op.k,
+            "kw_scopes": scope_lexemes(op.filter.tenant_id, op.filter.scope_keys),
+        }
         stats, _ = self._keyword_collection(op.filter, params)
         first = _Query(
             f"WITH st AS ({stats}) SELECT st.n, st.avgdl, d.term, d.df, d.max_tf, d.min_len FROM st LEFT JOIN "
@@ -2266,7 +2294,8 @@ class PostgresStore(Store):
             "kw_hits AS MATERIALIZED (SELECT h.pk, u.lexeme AS term, "
             "coalesce(array_length(u.positions, 1), 1)::float8 AS tf, h.n_terms "
             f"FROM {s}.items h CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
-            f"WHERE {wanted} AND h.tsv @@ to_tsquery('pg_catalog.simple', %(kw_query)s) "
+            f"WHERE {wanted} AND {_scoped_tsv('h')} @@ (to_tsquery('pg_catalog.simple', %(kw_query)s) "
+            "&& %(kw_scopes)s::tsquery) "
             "AND u.lexeme = ANY(%(t_all)s::text[])), "
             f"kw_top AS (SELECT k.pk, {_bm25_sum('%(avgdl)s::float8')} AS score "
             "FROM kw_hits k JOIN kw_terms t ON t.term = k.term GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
