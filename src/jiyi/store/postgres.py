@@ -39,9 +39,11 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   read-only transaction, so its statements see one state as a single statement would.
   That transaction is pipelined (psycopg's pipeline mode): BEGIN goes with the first
   statements, the vector and keyword searches run side by side (their statements share
-  round trips), and COMMIT goes with the last statement, so a search of a large scope
-  takes 4 round trips (scope size and keyword statistics; the HNSW walk and the first
-  keyword round; thread links; loading the hits and COMMIT) where it took 11.
+  round trips), and COMMIT goes with the last statement, so a ``Retrieve`` of a large
+  scope takes 4 round trips (scope size and keyword statistics; the HNSW walk and the
+  first keyword round; thread links; loading the hits and COMMIT) where it took 10
+  (BEGIN, the snapshot and sort settings and COMMIT each took one); a further keyword
+  round or a time-window search adds one each.
   Thread positions are numbered only in the threads of the items asked about.
 * **Keyword index**: PostgreSQL's parser keeps a whole run of Han characters as one
   token, so the index stores the pre-segmented terms of :mod:`jiyi.text.tokenize`
