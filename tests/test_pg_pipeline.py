@@ -66,20 +66,23 @@ def _records(rng: random.Random, user: str, n: int) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def stores(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore, str]]:  # noqa: F811
+def stores(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore, PostgresStore]]:  # noqa: F811
     """One schema: user "big" (400 memories, searched through HNSW: approximate_from is
-    150) and "small" (60, exact), with threads and times; the pipelined store and the
-    one-primitive-at-a-time reference over it."""
+    150) and "small" (60, exact), with threads and times; the pipelined store, the
+    one-primitive-at-a-time reference over it, and a store on the reference's pool (not in
+    autocommit: its Retrieve runs the searches side by side, but in a plain transaction)."""
     schema = new_schema()
     store = PostgresStore(pg_dsn, schema=schema, approximate_from=150)
     pool = ConnectionPool(pg_dsn, kwargs={"autocommit": False}, min_size=1, max_size=2, open=True)
     reference = OneByOne(pool=pool, approximate_from=150, schema=schema)
+    borrowed = PostgresStore(pool=pool, approximate_from=150, schema=schema)
     rng = random.Random(5)
     with Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT) as mem:
         mem.import_items(_records(rng, "big", 400) + _records(rng, "small", 60))
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(f'ANALYZE "{schema}".items, "{schema}".vectors')
-        yield store, reference, schema
+        yield store, reference, borrowed
+    borrowed.close()
     reference.close()
     pool.close()
     drop_schema(pg_dsn, schema)
@@ -105,16 +108,18 @@ def test_the_big_scope_walks_hnsw_and_the_small_one_is_exact(stores: Any) -> Non
 
 def test_pipelined_searches_find_what_one_primitive_at_a_time_finds(stores: Any) -> None:
     """Same hits, order, scores and similarities, sync and async, on both paths."""
-    store, reference, _ = stores
+    store, reference, borrowed = stores
     queries = _queries(30)
     pipelined = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
     plain = Memory(reference, embedder=HashEmbedder(512), tenant_id=TENANT)
+    unpipelined = Memory(borrowed, embedder=HashEmbedder(512), tenant_id=TENANT)
     expected: dict[tuple[str, str], list[tuple[str, float, float]]] = {}
     found = 0
     for user in ("big", "small"):
         for q in queries:
             want = _seen(plain.search(q, user_id=user, touch=False))
             assert _seen(pipelined.search(q, user_id=user, touch=False)) == want, (user, q)
+            assert _seen(unpipelined.search(q, user_id=user, touch=False)) == want, (user, q)
             expected[user, q] = want
             found += len(want)
     assert found > 2 * len(queries) * 5  # most searches find something
