@@ -251,3 +251,22 @@ def test_the_keyword_index_per_scope_is_built_over_an_existing_store_and_keeps_t
         assert re.search(r"Bitmap Heap Scan on items h \(actual rows=40(\.00)? ", plan), plan
     finally:
         drop_schema(pg_dsn, schema)
+
+
+def test_without_pipeline_mode_searches_run_one_statement_at_a_time(
+    stores: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A libpq before 14 has no pipeline mode: no session is pipelined, and searches
+    (with their usage writes) still work and find the same hits."""
+    import jiyi.store.postgres as pg_store
+
+    store = stores[0]
+    mem = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
+    queries = _queries(4)
+    want = {(u, q): _seen(mem.search(q, user_id=u, touch=False)) for u in ("big", "small") for q in queries}
+    monkeypatch.setattr(pg_store, "PIPELINE", False)
+    assert pg_store._opening(False, False, True) is None
+    assert pg_store._opening(True, True, True) is None
+    for (user, q), hits in want.items():
+        assert _seen(mem.search(q, user_id=user, touch=False)) == hits, (user, q)
+    assert mem.search(queries[0], user_id="small")  # the usage write, in autocommit

@@ -222,6 +222,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 R = TypeVar("R")
+
+PIPELINE = psycopg.capabilities.has_pipeline()
+"""Whether this libpq has pipeline mode (14 or newer; psycopg[binary] bundles one): else
+every session runs its statements one round trip at a time, as before."""
 Rows = list[tuple[Any, ...]]
 Conn = psycopg.Connection[Any]
 AConn = psycopg.AsyncConnection[Any]
@@ -1531,8 +1535,9 @@ def _opening(write: bool, single: bool, autocommit: bool) -> tuple[str, ...] | N
     """How a pipelined session opens its transaction, or None for one that is not
     pipelined: reads of several statements (one snapshot) and a search's usage write
     (``single`` writes are only those, see PostgresStore._plan). A connection that is not
-    in autocommit (a borrowed pool's) begins its own transactions: not pipelined."""
-    if not autocommit:
+    in autocommit (a borrowed pool's) begins its own transactions, and a libpq before 14
+    has no pipeline mode: not pipelined then."""
+    if not autocommit or not PIPELINE:
         return None
     if not write and not single:
         return _SNAPSHOT_BEGIN
