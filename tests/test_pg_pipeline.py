@@ -270,3 +270,45 @@ def test_without_pipeline_mode_searches_run_one_statement_at_a_time(
     for (user, q), hits in want.items():
         assert _seen(mem.search(q, user_id=user, touch=False)) == hits, (user, q)
     assert mem.search(queries[0], user_id="small")  # the usage write, in autocommit
+
+
+def test_thread_links_are_asked_only_when_a_hit_is_in_a_thread(
+    pg_dsn: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The vector and keyword statements say which hits are in a thread; when none is, the
+    thread-links statement (whose answer would be empty) is not sent, and the hits are
+    those of the one-primitive-at-a-time path all the same."""
+    import jiyi.store.postgres as pg_store
+
+    schema = new_schema()
+    store = PostgresStore(pg_dsn, schema=schema)
+    pool = ConnectionPool(pg_dsn, kwargs={"autocommit": False}, min_size=1, max_size=1, open=True)
+    reference = OneByOne(pool=pool, schema=schema)
+    try:
+        mem = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
+        flat = [
+            {k: v for k, v in r.items() if k != "thread_id"} for r in _records(random.Random(2), "flat", 40)
+        ]
+        mem.import_items(flat + _records(random.Random(3), "threads", 40))
+        plain = Memory(reference, embedder=HashEmbedder(512), tenant_id=TENANT)
+        sent: list[str] = []
+        inner = pg_store._run_batch_sync
+
+        def spy(conn: Any, queries: Any) -> Any:
+            sent.extend(q.sql for q in queries)
+            return inner(conn, queries)
+
+        monkeypatch.setattr(pg_store, "_run_batch_sync", spy)
+        for user, links in (("flat", False), ("threads", True)):
+            for q in _queries(6):
+                sent.clear()
+                hits = _seen(mem.search(q, user_id=user, touch=False))
+                assert hits == _seen(plain.search(q, user_id=user, touch=False)), (user, q)
+                if hits:
+                    assert any(sql.startswith("WITH t AS MATERIALIZED") for sql in sent) is links, (user, q)
+    finally:
+        reference.close()
+        pool.close()
+        store.close()
+        drop_schema(pg_dsn, schema)

@@ -696,8 +696,8 @@ def test_a_term_bound_is_above_every_score_it_gives() -> None:
 class _ScanAll(PostgresStore):
     """Reads every row holding a query term (no pruning): the reference."""
 
-    def _keyword_pruned(self, op: KeywordHits, terms: list[str]) -> Any:
-        return self._keyword_scan(op, terms)
+    def _keyword_pruned(self, op: KeywordHits, terms: list[str], threaded: set[str] | None = None) -> Any:
+        return self._keyword_scan(op, terms, threaded)
 
 
 @pytest.mark.parametrize("groups", [0, 8, 10_000])  # always the wide condition, the default, never

@@ -1224,6 +1224,8 @@ class _Gather:
     side (:func:`_side_by_side`), so their statements share round trips."""
 
     asks: tuple[VectorHits | KeywordHits, ...]
+    threaded: set[str] = field(default_factory=set, compare=False)
+    """Filled by the searches: the rows they read that are in a thread."""
 
 
 Plan = Generator[_Query | _Batch, Any, R]
@@ -1955,8 +1957,9 @@ class PostgresStore(Store):
         run side by side (:class:`_Gather`): in a pipelined session their statements share
         round trips."""
         asks = hit_asks(op)
-        found = (yield _Gather(asks)) if asks else []
-        return (yield from from_hits(op, asks, found))
+        gather = _Gather(asks)
+        found = (yield gather) if asks else []
+        return (yield from from_hits(op, asks, found, threads=bool(gather.threaded)))
 
     def _gathered(self, gather: _Gather) -> Generator[_Batch, list[Rows], list[Any]]:
         """The answers to ``gather.asks``, in order: the vector searches one after the other
@@ -1965,9 +1968,10 @@ class PostgresStore(Store):
         vectors = [a for a in gather.asks if isinstance(a, VectorHits)]
         keyword = [a for a in gather.asks if not isinstance(a, VectorHits)]
         plans: list[Plan[Any]] = []
+        t = gather.threaded
         if vectors:
-            plans.append(_in_turn([cast(Plan[Any], self._plan(a)[0]()) for a in vectors]))
-        plans += [_in_turn([cast(Plan[Any], self._plan(a)[0]())]) for a in keyword]
+            plans.append(_in_turn([self._vector_hits(a, t)() for a in vectors]))
+        plans += [_in_turn([self._keyword_hits(a, t)()]) for a in keyword if isinstance(a, KeywordHits)]
         groups = yield from _side_by_side(plans)
         answers = iter([hits for group in groups for hits in group])
         by_kind = {id(a): next(answers) for a in (*vectors, *keyword)}
@@ -2115,17 +2119,20 @@ class PostgresStore(Store):
         }
         return f"coalesce(nullif(v.vec {self._cosine} %(qvec)s, 'NaN'::float8), 1.0::float8)", params
 
-    def _vector_hits(self, op: VectorHits) -> Callable[[], Plan[list[Hit]]]:
+    def _vector_hits(self, op: VectorHits, threaded: set[str] | None = None) -> Callable[[], Plan[list[Hit]]]:
         """Exact for scopes under ``approximate_from`` items; larger ones through the HNSW
         index of the vector's dimension, when it has one. The scope's size comes from
         ``keyword_scopes`` (kept by every write), in a first statement that also sets the
-        index scan's options for this transaction."""
+        index scan's options for this transaction. ``threaded`` collects the hits that
+        are in a thread."""
         queries = self._vector_queries(op)
         if queries is None:
             return lambda: _done([])
         exact, sized = queries
 
         def convert(rows: Rows) -> list[Hit]:
+            if threaded is not None:
+                threaded.update(r[0] for r in rows if r[2])
             return [Hit(r[0], 1.0 - float(r[1])) for r in rows]
 
         if sized is None:
@@ -2160,7 +2167,7 @@ class PostgresStore(Store):
         exact = _Query(
             f"WITH scoped AS MATERIALIZED (SELECT i.pk, i.occurred_at, {dist} AS dist "
             f"FROM {s}.items i JOIN {s}.vectors v ON {_VECTOR_ROW} WHERE {where}) "
-            f"SELECT i.id, x.dist FROM (SELECT pk, dist FROM scoped "
+            f"SELECT i.id, x.dist, i.thread_id IS NOT NULL FROM (SELECT pk, dist FROM scoped "
             f"{'WHERE ' + _in_windows('occurred_at') + ' ' if windowed else ''}ORDER BY dist, pk LIMIT %(k)s) x "
             f"JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.dist, x.pk",
             params,
@@ -2215,26 +2222,31 @@ class PostgresStore(Store):
             f"WHERE v.dim = {dim} AND v.model = %(model)s "
             f"AND {where} "
             f"ORDER BY v.vec::{self._vector_type}({dim}) {self._cosine} %(qvec)s LIMIT %(k)s) "
-            f"SELECT i.id, x.dist FROM near x JOIN {s}.items i "
+            f"SELECT i.id, x.dist, i.thread_id IS NOT NULL FROM near x JOIN {s}.items i "
             f"ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.dist, x.pk",
             params,
         )
 
-    def _keyword_hits(self, op: KeywordHits) -> Callable[[], Plan[list[Hit]]]:
+    def _keyword_hits(
+        self, op: KeywordHits, threaded: set[str] | None = None
+    ) -> Callable[[], Plan[list[Hit]]]:
         """BM25's collection is the searched scopes (the tenant when none is named), whatever
         their status: as if they were one FTS5 table of their own (see the module notes).
         Named scopes that the searcher sees whole are searched with pruning
         (:meth:`_keyword_pruned`); otherwise every row holding a query term is read
-        (:meth:`_keyword_scan`). Both give the same scores."""
+        (:meth:`_keyword_scan`). Both give the same scores. ``threaded`` collects the rows
+        read that are in a thread (every hit among them)."""
         f = op.filter
         terms = list(dict.fromkeys(t for t in (fold_term(t) for t in op.terms) if t))
         if not terms or op.k <= 0:
             return lambda: _done([])
         if f.scope_keys and (f.viewer is None or f.viewer.sees_all):
-            return self._keyword_pruned(op, terms)
-        return self._keyword_scan(op, terms)
+            return self._keyword_pruned(op, terms, threaded)
+        return self._keyword_scan(op, terms, threaded)
 
-    def _keyword_scan(self, op: KeywordHits, terms: list[str]) -> Callable[[], Plan[list[Hit]]]:
+    def _keyword_scan(
+        self, op: KeywordHits, terms: list[str], threaded: set[str] | None = None
+    ) -> Callable[[], Plan[list[Hit]]]:
         """Every row of the collection holding a query term, once per term it holds
         (``kw_hits``), gives the document frequencies and, for rows the filter admits, the
         scores: one statement."""
@@ -2262,13 +2274,21 @@ class PostgresStore(Store):
             f"kw_top AS (SELECT k.pk, {_bm25_sum('st.avgdl')} AS score "
             "FROM kw_hits k JOIN kw_terms t ON t.term = k.term CROSS JOIN kw_stats st "
             "WHERE k.wanted GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
-            f"SELECT i.id, kt.score FROM kw_top kt JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk "
-            "ORDER BY kt.score DESC, kt.pk",
+            f"SELECT i.id, kt.score, i.thread_id IS NOT NULL FROM kw_top kt JOIN {s}.items i "
+            "ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk ORDER BY kt.score DESC, kt.pk",
             params,
         )
-        return lambda: _single(query, lambda rows: [Hit(r[0], float(r[1])) for r in rows])
 
-    def _keyword_pruned(self, op: KeywordHits, terms: list[str]) -> Callable[[], Plan[list[Hit]]]:
+        def convert(rows: Rows) -> list[Hit]:
+            if threaded is not None:
+                threaded.update(r[0] for r in rows if r[2])
+            return [Hit(r[0], float(r[1])) for r in rows]
+
+        return lambda: _single(query, convert)
+
+    def _keyword_pruned(
+        self, op: KeywordHits, terms: list[str], threaded: set[str] | None = None
+    ) -> Callable[[], Plan[list[Hit]]]:
         """The exact top k of searched scopes (a collection all may see) without reading every
         row that holds a query term. A first statement reads the collection's size and each
         term's document frequency and score bound (``keyword_terms``, kept by every write).
@@ -2306,7 +2326,8 @@ class PostgresStore(Store):
             "AND u.lexeme = ANY(%(t_all)s::text[])), "
             f"kw_top AS (SELECT k.pk, {_bm25_sum('%(avgdl)s::float8')} AS score "
             "FROM kw_hits k JOIN kw_terms t ON t.term = k.term GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
-            f"SELECT i.id, kt.score, kt.pk FROM kw_top kt JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk"
+            f"SELECT i.id, kt.score, kt.pk, i.thread_id IS NOT NULL FROM kw_top kt JOIN {s}.items i "
+            "ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk"
         )
 
         def plan() -> Plan[list[Hit]]:
@@ -2336,6 +2357,8 @@ class PostgresStore(Store):
                     got = yield _Query(
                         score, more | {"kw_query": f"({query}) & !({read})" if read else query}
                     )
+                    if threaded is not None:
+                        threaded.update(str(r[0]) for r in got if r[3])
                     found = {h[1]: h for h in top} | {
                         int(r[2]): (float(r[1]), int(r[2]), str(r[0])) for r in got
                     }

@@ -70,9 +70,11 @@ def hit_asks(op: Retrieve) -> tuple[VectorHits | KeywordHits, ...]:
 
 
 def from_hits(
-    op: Retrieve, asks: tuple[VectorHits | KeywordHits, ...], found: list[list[Hit]]
+    op: Retrieve, asks: tuple[VectorHits | KeywordHits, ...], found: list[list[Hit]], *, threads: bool = True
 ) -> Flow[list[Candidate]]:
-    """Steps 2 and 3, from the answers ``found`` to :func:`hit_asks`."""
+    """Steps 2 and 3, from the answers ``found`` to :func:`hit_asks`. ``threads=False``: the
+    backend knows that no hit is in a thread, so :class:`ThreadLinks` would answer nothing
+    and is not asked."""
     f = op.filter
     chosen: dict[str, None] = {}
     keyword: dict[str, float] = {}
@@ -83,7 +85,7 @@ def from_hits(
     if not chosen:
         return []
     rounds = max(0, op.neighbours)
-    links = yield from call(ThreadLinks(f, tuple(chosen), rounds))
+    links = (yield from call(ThreadLinks(f, tuple(chosen), rounds))) if threads else {}
     expand(chosen, links, rounds)
     load = LoadHits(f, op.model_id, op.vector, tuple(chosen), _beside(chosen, links), op.shared_items)
     loaded = yield from call(load)
