@@ -43,7 +43,8 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   scope takes 4 round trips (scope size and keyword statistics; the HNSW walk and the
   first keyword round; thread links; loading the hits and COMMIT) where it took 10
   (BEGIN, the snapshot and sort settings and COMMIT each took one); a further keyword
-  round or a time-window search adds one each.
+  round or a time-window search adds one each, and thread links are not asked when the
+  vector and keyword statements found no hit in a thread (3 round trips then).
   Thread positions are numbered only in the threads of the items asked about.
 * **Keyword index**: PostgreSQL's parser keeps a whole run of Han characters as one
   token, so the index stores the pre-segmented terms of :mod:`jiyi.text.tokenize`
