@@ -2316,20 +2316,7 @@ class PostgresStore(Store):
             "AND term = ANY(%(kw_terms)s::text[]) AND docs > 0 GROUP BY term) d ON true",
             params,
         )
-        score = (
-            f"WITH kw_terms AS (SELECT term, {_bm25_idf('%(n)s::float8', 'df')} AS idf "
-            "FROM unnest(%(t_all)s::text[], %(t_df)s::float8[]) AS x(term, df)), "
-            "kw_hits AS MATERIALIZED (SELECT h.pk, u.lexeme AS term, "
-            "coalesce(array_length(u.positions, 1), 1)::float8 AS tf, h.n_terms "
-            f"FROM {s}.items h CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
-            f"WHERE {wanted} AND {_scoped_tsv('h')} @@ (to_tsquery('pg_catalog.simple', %(kw_query)s) "
-            "&& %(kw_scopes)s::tsquery) "
-            "AND u.lexeme = ANY(%(t_all)s::text[])), "
-            f"kw_top AS (SELECT k.pk, {_bm25_sum('%(avgdl)s::float8')} AS score "
-            "FROM kw_hits k JOIN kw_terms t ON t.term = k.term GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
-            f"SELECT i.id, kt.score, kt.pk, i.thread_id IS NOT NULL FROM kw_top kt JOIN {s}.items i "
-            "ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk"
-        )
+        score = self._keyword_round(wanted)
 
         def plan() -> Plan[list[Hit]]:
             rows = yield first
@@ -2371,6 +2358,26 @@ class PostgresStore(Store):
                 level = kth if kth is not None else level * KEYWORD_LEVEL_STEP
 
         return plan
+
+    def _keyword_round(self, wanted: str) -> str:
+        """One round of :meth:`_keyword_pruned`: the rows of the searched scopes (``wanted``,
+        alias h) that the round's ``tsquery`` admits, through the keyword index per scope,
+        scored on every query term; the top k with their pk and whether each is in a thread."""
+        s = self._s
+        return (
+            f"WITH kw_terms AS (SELECT term, {_bm25_idf('%(n)s::float8', 'df')} AS idf "
+            "FROM unnest(%(t_all)s::text[], %(t_df)s::float8[]) AS x(term, df)), "
+            "kw_hits AS MATERIALIZED (SELECT h.pk, u.lexeme AS term, "
+            "coalesce(array_length(u.positions, 1), 1)::float8 AS tf, h.n_terms "
+            f"FROM {s}.items h CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
+            f"WHERE {wanted} AND {_scoped_tsv('h')} @@ (to_tsquery('pg_catalog.simple', %(kw_query)s) "
+            "&& %(kw_scopes)s::tsquery) "
+            "AND u.lexeme = ANY(%(t_all)s::text[])), "
+            f"kw_top AS (SELECT k.pk, {_bm25_sum('%(avgdl)s::float8')} AS score "
+            "FROM kw_hits k JOIN kw_terms t ON t.term = k.term GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
+            f"SELECT i.id, kt.score, kt.pk, i.thread_id IS NOT NULL FROM kw_top kt JOIN {s}.items i "
+            "ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk"
+        )
 
     def _keyword_collection(self, f: Filter, params: dict[str, Any]) -> tuple[str, str]:
         """The document count and average length of BM25's collection (a statement), and
