@@ -403,14 +403,17 @@ STATEMENT_KINDS = (  # (kind, regex on the statement's start): the statements a 
 def time_statements(recorder: Recorder) -> None:
     """``--statements``: record the time of every SQL statement the PostgreSQL store runs
     (synchronous path), by kind (:data:`STATEMENT_KINDS`; else its first words), under
-    ``sql:KIND``. What a Retrieve takes beyond its statements is the client's work, the
-    transaction's BEGIN/COMMIT and taking a pooled connection."""
+    ``sql:KIND``. A pipelined session's statements go in round trips: each is recorded
+    once, as the kinds whose rows it waited for joined by " + " (settings and other
+    deferred statements ride along unnamed; "+ COMMIT" when the commit went with it). What
+    a Retrieve takes beyond its statements is the client's work, a plain transaction's
+    BEGIN/COMMIT and taking a pooled connection."""
     import re
 
     from jiyi.store import postgres
 
     kinds = [(name, re.compile(pattern, re.S)) for name, pattern in STATEMENT_KINDS]
-    inner = postgres._run_sync
+    inner, batch, last = postgres._run_sync, postgres._run_batch_sync, postgres._run_last_sync
 
     @functools.cache
     def kind_of(sql: str) -> str:
@@ -426,7 +429,25 @@ def time_statements(recorder: Recorder) -> None:
         finally:
             recorder.add(SQL_LABEL + kind_of(query.sql), time.perf_counter() - t0)
 
+    def run_batch(conn: Any, queries: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return batch(conn, queries)
+        finally:
+            waited = [kind_of(q.sql) for q in queries if not q.deferred]
+            if waited:  # else nothing was sent yet: it goes with the next round trip
+                recorder.add(SQL_LABEL + "rt: " + " + ".join(waited), time.perf_counter() - t0)
+
+    def run_last(conn: Any, query: Any, commit: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return last(conn, query, commit)
+        finally:
+            recorder.add(SQL_LABEL + f"rt: {kind_of(query.sql)} + COMMIT", time.perf_counter() - t0)
+
     postgres._run_sync = run  # type: ignore[assignment]
+    postgres._run_batch_sync = run_batch  # type: ignore[assignment]
+    postgres._run_last_sync = run_last  # type: ignore[assignment]
 
 
 # ---------------------------------------------------------------- backends

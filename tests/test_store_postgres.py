@@ -696,8 +696,8 @@ def test_a_term_bound_is_above_every_score_it_gives() -> None:
 class _ScanAll(PostgresStore):
     """Reads every row holding a query term (no pruning): the reference."""
 
-    def _keyword_pruned(self, op: KeywordHits, terms: list[str]) -> Any:
-        return self._keyword_scan(op, terms)
+    def _keyword_pruned(self, op: KeywordHits, terms: list[str], threaded: set[str] | None = None) -> Any:
+        return self._keyword_scan(op, terms, threaded)
 
 
 @pytest.mark.parametrize("groups", [0, 8, 10_000])  # always the wide condition, the default, never
@@ -843,8 +843,9 @@ def test_concurrent_appends_to_one_session_get_contiguous_positions(store: Postg
 
 
 def test_a_search_touch_is_one_statement_outside_a_transaction(store: PostgresStore, pg_dsn: str) -> None:  # noqa: F811
-    """The usage write after a search updates two columns in autocommit; the document is
-    not rewritten, and every read path lays the columns over it."""
+    """The usage write after a search updates two columns in one statement (pipelined with
+    its BEGIN and COMMIT: one round trip); the document is not rewritten, and every read
+    path lays the columns over it."""
     item = make_item("touch me", access_count=2)
     put(store, item)
     assert store._plan(Write((Touch(TENANT, (item.id,), T0),)))[1:] == (True, True)

@@ -37,6 +37,14 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   hits, thread links, loading hits), one statement each; ``Retrieve`` is the shared flow
   of :mod:`jiyi.store.retrieve` over them, run on one connection in a repeatable-read,
   read-only transaction, so its statements see one state as a single statement would.
+  That transaction is pipelined (psycopg's pipeline mode): BEGIN goes with the first
+  statements, the vector and keyword searches run side by side (their statements share
+  round trips), and COMMIT goes with the last statement, so a ``Retrieve`` of a large
+  scope takes 4 round trips (scope size and keyword statistics; the HNSW walk and the
+  first keyword round; thread links; loading the hits and COMMIT) where it took 10
+  (BEGIN, the snapshot and sort settings and COMMIT each took one); a further keyword
+  round or a time-window search adds one each, and thread links are not asked when the
+  vector and keyword statements found no hit in a thread (3 round trips then).
   Thread positions are numbered only in the threads of the items asked about.
 * **Keyword index**: PostgreSQL's parser keeps a whole run of Han characters as one
   token, so the index stores the pre-segmented terms of :mod:`jiyi.text.tokenize`
@@ -65,9 +73,13 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   columns that filters use mirror SQLite's, times as ``timestamptz`` and keys with the
   ``"C"`` collation so ordering — and therefore cursors — match SQLite's.
 * **Usage counters**: ``Touch`` (every search's usage write) updates only the
-  ``access_count`` and ``last_used_at`` columns, in one statement in autocommit, and
-  reads lay the columns over the document's copies, which the next full write of the
-  item refreshes; ad-hoc SQL should read those two fields from the columns.
+  ``access_count`` and ``last_used_at`` columns, in one statement (with the retrieval
+  log's inserts), and reads lay the columns over the document's copies, which the next
+  full write of the item refreshes; ad-hoc SQL should read those two fields from the
+  columns. It is one round trip (BEGIN, ``SET LOCAL synchronous_commit = off``, the
+  statement and COMMIT pipelined): a crash of the server may lose the last moments'
+  counts and log rows, never an item (docs/deploy.md); every other write commits
+  synchronously.
 * **Sessions and jobs**: messages, checkpoints and jobs are ``json`` documents with key
   columns. Appends to a session queue on a per-session advisory lock, so a batch gets
   consecutive ``seq`` numbers as under SQLite's single writer; workers claim jobs with
@@ -119,6 +131,7 @@ from jiyi.store.base import (
     AppendMessages,
     CacheGet,
     CachePut,
+    Candidate,
     Change,
     ClaimJobs,
     ClearRows,
@@ -170,7 +183,7 @@ from jiyi.store.base import (
     vector_from_text,
     vector_to_text,
 )
-from jiyi.store.retrieve import retrieve_flow
+from jiyi.store.retrieve import from_hits, hit_asks
 from jiyi.store.sqlcommon import (
     ACCESS_COLUMNS,
     ACCESS_TABLES,
@@ -210,9 +223,27 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 R = TypeVar("R")
+
+PIPELINE = psycopg.capabilities.has_pipeline()
+"""Whether this libpq has pipeline mode (14 or newer; psycopg[binary] bundles one): else
+every session runs its statements one round trip at a time, as before."""
 Rows = list[tuple[Any, ...]]
 Conn = psycopg.Connection[Any]
 AConn = psycopg.AsyncConnection[Any]
+
+_SCOPED_TSV = "tsv || array_to_tsvector(ARRAY[tenant_id || ' ' || scope_key])"
+"""The keyword index per scope's expression (migration "keyword index per scope"); a query
+spells it with the table's alias (:func:`_scoped_tsv`)."""
+
+
+def _scoped_tsv(alias: str) -> str:
+    return f"({alias}.tsv || array_to_tsvector(ARRAY[{alias}.tenant_id || ' ' || {alias}.scope_key]))"
+
+
+def scope_lexemes(tenant_id: str, scope_keys: Sequence[str]) -> str:
+    """The ``tsquery`` of the scopes' lexemes in the keyword index per scope (an OR)."""
+    return " | ".join(tsquery_operand(f"{tenant_id} {key}") for key in scope_keys)
+
 
 # Append-only: never edit a released entry, add a new one. ``{s}`` is the quoted schema,
 # ``{vector}`` the schema-qualified pgvector type.
@@ -518,6 +549,16 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             FROM {s}.items i JOIN migrating m ON m.pk = i.pk ORDER BY i.tenant_id, i.pk""",
             """UPDATE {s}.items i SET confidence = 0.7, version = i.version + 1, doc = m.after::json
             FROM migrating m WHERE m.pk = i.pk""",
+        ),
+    ),
+    (
+        "keyword index per scope",
+        (
+            # Each row's terms plus one lexeme naming its tenant and scope (no term holds a
+            # space): a keyword round of a scope asks for (terms) AND (its scope), and the
+            # GIN index intersects the two, so other users' rows holding a common word are
+            # never read (PostgresStore._keyword_pruned).
+            f"CREATE INDEX IF NOT EXISTS items_scope_tsv ON {{s}}.items USING gin (({_SCOPED_TSV}))",
         ),
     ),
 ]
@@ -1187,14 +1228,114 @@ class _LoopPool:
 
 @dataclass(frozen=True)
 class _Query:
-    """One statement for a driver to run. ``batch`` makes it an ``executemany``."""
+    """One statement for a driver to run. ``batch`` makes it an ``executemany``.
+    ``deferred``: its rows are not needed (a setting, a write without RETURNING); in a
+    pipelined session it is sent with the next statement whose rows are, or at the end."""
 
     sql: str
     params: Mapping[str, Any] | None = None
     batch: Sequence[Mapping[str, Any]] | None = None
+    deferred: bool = False
 
 
-Plan = Generator[_Query, Rows, R]
+@dataclass(frozen=True)
+class _Batch:
+    """Statements to send together, in this order (in a pipelined session, one round trip);
+    the answer is each one's rows."""
+
+    queries: tuple[_Query, ...]
+
+
+@dataclass(frozen=True)
+class _Gather:
+    """Search primitives that do not depend on each other (a ``Retrieve``'s first step,
+    :func:`~jiyi.store.retrieve.hit_asks`), answered in this order. Their plans run side by
+    side (:func:`_side_by_side`), so their statements share round trips."""
+
+    asks: tuple[VectorHits | KeywordHits, ...]
+    threaded: set[str] = field(default_factory=set, compare=False)
+    """Filled by the searches: the rows they read that are in a thread."""
+
+
+Plan = Generator[_Query | _Batch, Any, R]
+
+
+def _in_turn(plans: Sequence[Plan[Any]]) -> Plan[list[Any]]:
+    """One plan after the other (they share settings that must not interleave)."""
+    out: list[Any] = []
+    for plan in plans:
+        out.append((yield from plan))
+    return out
+
+
+def _side_by_side(plans: Sequence[Plan[Any]]) -> Generator[_Batch, list[Rows], list[Any]]:
+    """Run ``plans`` together: each step sends the next statements of every unfinished plan
+    as one batch (in plan order) and gives each plan its rows. Their answers, in order."""
+    results: list[Any] = [None] * len(plans)
+    waiting: dict[int, _Query | _Batch] = {}
+
+    def step(i: int, sent: Any) -> None:
+        try:
+            waiting[i] = plans[i].send(sent)
+        except StopIteration as stop:
+            waiting.pop(i, None)
+            results[i] = stop.value
+
+    for i in range(len(plans)):
+        step(i, None)
+    while waiting:
+        order = sorted(waiting)
+        parts = [(i, waiting[i]) for i in order]
+        sent = [p.queries if isinstance(p, _Batch) else (p,) for _, p in parts]
+        rows = yield _Batch(tuple(q for qs in sent for q in qs))
+        at = 0
+        for (i, asked), qs in zip(parts, sent, strict=True):
+            got = rows[at : at + len(qs)]
+            at += len(qs)
+            step(i, got if isinstance(asked, _Batch) else got[0])
+    return results
+
+
+def _run_batch_sync(conn: Conn, queries: Sequence[_Query]) -> list[Rows]:
+    """In pipeline mode: send ``queries``, then read the rows of those not deferred (the
+    first read flushes them all: one round trip)."""
+    cursors = []
+    for q in queries:
+        cur = conn.cursor(binary=True)
+        if q.batch is not None:
+            cur.executemany(q.sql, q.batch)
+        else:
+            cur.execute(q.sql, q.params)
+        cursors.append(cur)
+    return [[] if q.deferred else cur.fetchall() for q, cur in zip(queries, cursors, strict=True)]
+
+
+async def _run_batch_async(conn: AConn, queries: Sequence[_Query]) -> list[Rows]:
+    cursors = []
+    for q in queries:
+        cur = conn.cursor(binary=True)
+        if q.batch is not None:
+            await cur.executemany(q.sql, q.batch)
+        else:
+            await cur.execute(q.sql, q.params)
+        cursors.append(cur)
+    return [[] if q.deferred else await cur.fetchall() for q, cur in zip(queries, cursors, strict=True)]
+
+
+def _run_last_sync(conn: Conn, q: _Query, commit: Callable[[], Any]) -> Rows:
+    """In pipeline mode: send ``q``, then ``commit`` (COMMIT and the pipeline's closing
+    Sync: one round trip for both), then read its rows."""
+    cur = conn.cursor(binary=True)
+    cur.execute(q.sql, q.params)
+    commit()
+    return [] if q.deferred else cur.fetchall()
+
+
+async def _run_last_async(conn: AConn, q: _Query, commit: Callable[[], Awaitable[Any]]) -> Rows:
+    cur = conn.cursor(binary=True)
+    await cur.execute(q.sql, q.params)
+    await commit()
+    return [] if q.deferred else await cur.fetchall()
 
 
 def _run_sync(conn: Conn, q: _Query) -> Rows:
@@ -1225,44 +1366,134 @@ def _done(value: R) -> Plan[R]:
     return value
 
 
-_ANY_SORT = _Query("SET LOCAL enable_sort TO DEFAULT")
-"""After an HNSW search (see PostgresStore._scope_size): the rest of the transaction plans as usual."""
+_NO_SORT = _Query("SET LOCAL enable_sort TO off", deferred=True)
+"""Before an HNSW search: the planner would otherwise cost a sort of the scope below the
+walk (it cannot know the walk was chosen, see PostgresStore._scope_size)."""
+_ANY_SORT = _Query("SET LOCAL enable_sort TO DEFAULT", deferred=True)
+"""After an HNSW search: the rest of the transaction plans as usual."""
 
 _SNAPSHOT_SQL = _Query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 """The first statement of a read of several statements (a ``Retrieve``'s primitives): they
 all see one state, as one statement would."""
+
+_SNAPSHOT_BEGIN = ("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",)
+"""The same, opening a pipelined read (see :func:`_pipelined`)."""
+
+_USAGE_BEGIN = ("BEGIN", "SET LOCAL synchronous_commit TO off")
+"""A search's usage write (counters and the retrieval log) commits without waiting for its
+WAL to reach the disk: a crash may lose the last moments' counts and log rows (at most
+about three times ``wal_writer_delay``, 0.6 s by default), never an item, and never leaves
+them half written (docs/deploy.md). Every other write commits synchronously."""
+
+
+@contextmanager
+def _pipelined(conn: Conn, opening: Sequence[str]) -> Iterator[None]:
+    """A transaction in pipeline mode: ``opening`` (BEGIN, settings) goes with the first
+    statement, COMMIT with the closing Sync, so a plan of n dependent statements costs n
+    round trips (plus one when its last statement's rows are needed), not n + 2 or more.
+    On failure the transaction is rolled back."""
+    done = False
+    try:
+        with conn.pipeline():
+            for sql in opening:
+                conn.execute(sql)
+            yield
+            conn.execute("COMMIT")
+        done = True
+    finally:
+        if not done and not conn.closed and not conn.broken:
+            with suppress(psycopg.Error):
+                if conn.info.transaction_status != TransactionStatus.IDLE:
+                    conn.rollback()
+
+
+@asynccontextmanager
+async def _apipelined(conn: AConn, opening: Sequence[str]) -> AsyncIterator[None]:
+    """:func:`_pipelined` on an async connection."""
+    done = False
+    try:
+        async with conn.pipeline():
+            for sql in opening:
+                await conn.execute(sql)
+            yield
+            await conn.execute("COMMIT")
+        done = True
+    finally:
+        if not done and not conn.closed and not conn.broken:
+            with suppress(psycopg.Error):
+                if conn.info.transaction_status != TransactionStatus.IDLE:
+                    await conn.rollback()
 
 
 class _Session:
     """One attempt at an operation: the handler table that drives its plan.
 
     ``write``: the operation writes (retried only if it had not begun); ``single``: it is
-    one statement, atomic alone in autocommit (no BEGIN/COMMIT round trips); else it runs
-    in a transaction, a repeatable-read one for a read. The connection is taken at the
+    one statement, atomic alone (a read runs in autocommit, no BEGIN/COMMIT round trips);
+    else it runs in a transaction, a repeatable-read one for a read. The connection is taken at the
     plan's first statement (a plan that needs none, or that fails while building it, never
     touches the pool); ``stack`` gives it back when the attempt ends, committing or rolling
     back first. A search primitive that a ``Retrieve`` flow yields runs its own plan on the
-    same connection and snapshot."""
+    same connection and snapshot.
 
-    def __init__(self, store: PostgresStore, write: bool, single: bool, stack: ExitStack) -> None:
-        self.store, self.write, self.single, self.stack = store, write, single, stack
+    Reads of several statements and a search's usage write are pipelined (:func:`_opening`):
+    BEGIN goes with the first statement, settings and other deferred statements with the
+    next one, COMMIT with the last one when its operation is ``last`` (a ``Retrieve``'s
+    ``LoadHits``), whose rows are then read after the commit."""
+
+    def __init__(
+        self, store: PostgresStore, write: bool, single: bool, stack: ExitStack, last: type | None = None
+    ) -> None:
+        self.store, self.write, self.single, self.stack, self.last = store, write, single, stack, last
         self.conn: Conn | None = None
         self.begun = False  # BEGIN went through: a write's statements may have run
-        self.handlers: dict[type, Handler] = {_Query: self.run, Op: self.run_op}
+        self.pipelined = False
+        self.pipe = ExitStack()  # the pipelined transaction, closed by run_last or with stack
+        self.handlers: dict[type, Handler] = {
+            _Query: self.run,
+            _Batch: self.run_batch,
+            _Gather: self.run_gather,
+            Op: self.run_op,
+        }
 
     def run(self, query: _Query) -> Rows:
+        return self.run_batch(_Batch((query,)))[0]
+
+    def run_batch(self, batch: _Batch) -> list[Rows]:
         conn = self.conn if self.conn is not None else self._open()
-        return _run_sync(conn, query)
+        if self.pipelined:
+            return _run_batch_sync(conn, batch.queries)
+        return [_run_sync(conn, q) for q in batch.queries]
 
     def run_op(self, op: Op[Any]) -> Any:
-        return drive(self.store._plan(op)[0](), self.handlers)
+        handlers = self.handlers
+        if self.last is not None and isinstance(op, self.last):
+            handlers = {**handlers, _Query: self.run_last}
+        return drive(self.store._plan(op)[0](), handlers)
+
+    def run_last(self, query: _Query) -> Rows:
+        """The last statement of the session: in a pipeline, sent with COMMIT and the
+        closing Sync (one round trip), its rows read afterwards."""
+        conn = self.conn if self.conn is not None else self._open()
+        if not self.pipelined:
+            return _run_sync(conn, query)
+        self.pipelined = False
+        return _run_last_sync(conn, query, self.pipe.close)
+
+    def run_gather(self, gather: _Gather) -> list[Any]:
+        return drive(self.store._gathered(gather), self.handlers)
 
     def _open(self) -> Conn:
         self.conn = conn = self.stack.enter_context(self.store._connection())
-        if not self.single or not conn.autocommit:
+        opening = _opening(self.write, self.single, conn.autocommit)
+        if opening is not None:
+            self.stack.enter_context(self.pipe)
+            self.pipe.enter_context(_pipelined(conn, opening))
+            self.pipelined = True
+        elif not self.single or not conn.autocommit:
             self.stack.enter_context(conn.transaction())
         self.begun = True
-        if not self.single and not self.write:
+        if not self.single and not self.write and not self.pipelined:
             _run_sync(conn, _SNAPSHOT_SQL)
         return conn
 
@@ -1273,30 +1504,77 @@ class _Session:
 class _AsyncSession:
     """:class:`_Session` on an async connection."""
 
-    def __init__(self, store: PostgresStore, write: bool, single: bool, stack: AsyncExitStack) -> None:
-        self.store, self.write, self.single, self.stack = store, write, single, stack
+    def __init__(
+        self, store: PostgresStore, write: bool, single: bool, stack: AsyncExitStack, last: type | None = None
+    ) -> None:
+        self.store, self.write, self.single, self.stack, self.last = store, write, single, stack, last
         self.conn: AConn | None = None
         self.begun = False
-        self.handlers: dict[type, AsyncHandler] = {_Query: self.run, Op: self.run_op}
+        self.pipelined = False
+        self.pipe = AsyncExitStack()
+        self.handlers: dict[type, AsyncHandler] = {
+            _Query: self.run,
+            _Batch: self.run_batch,
+            _Gather: self.run_gather,
+            Op: self.run_op,
+        }
 
     async def run(self, query: _Query) -> Rows:
+        return (await self.run_batch(_Batch((query,))))[0]
+
+    async def run_batch(self, batch: _Batch) -> list[Rows]:
         conn = self.conn if self.conn is not None else await self._open()
-        return await _run_async(conn, query)
+        if self.pipelined:
+            return await _run_batch_async(conn, batch.queries)
+        return [await _run_async(conn, q) for q in batch.queries]
 
     async def run_op(self, op: Op[Any]) -> Any:
-        return await adrive(self.store._plan(op)[0](), self.handlers)
+        handlers = self.handlers
+        if self.last is not None and isinstance(op, self.last):
+            handlers = {**handlers, _Query: self.run_last}
+        return await adrive(self.store._plan(op)[0](), handlers)
+
+    async def run_last(self, query: _Query) -> Rows:
+        conn = self.conn if self.conn is not None else await self._open()
+        if not self.pipelined:
+            return await _run_async(conn, query)
+        self.pipelined = False
+        return await _run_last_async(conn, query, self.pipe.aclose)
+
+    async def run_gather(self, gather: _Gather) -> list[Any]:
+        return await adrive(self.store._gathered(gather), self.handlers)
 
     async def _open(self) -> AConn:
         self.conn = conn = await self.stack.enter_async_context(self.store._aconnection())
-        if not self.single or not conn.autocommit:
+        opening = _opening(self.write, self.single, conn.autocommit)
+        if opening is not None:
+            await self.stack.enter_async_context(self.pipe)
+            await self.pipe.enter_async_context(_apipelined(conn, opening))
+            self.pipelined = True
+        elif not self.single or not conn.autocommit:
             await self.stack.enter_async_context(conn.transaction())
         self.begun = True
-        if not self.single and not self.write:
+        if not self.single and not self.write and not self.pipelined:
             await _run_async(conn, _SNAPSHOT_SQL)
         return conn
 
     def retry(self, exc: BaseException, attempt: int) -> bool:
         return _may_retry(exc, self.conn, attempt, self.write and self.begun)
+
+
+def _opening(write: bool, single: bool, autocommit: bool) -> tuple[str, ...] | None:
+    """How a pipelined session opens its transaction, or None for one that is not
+    pipelined: reads of several statements (one snapshot) and a search's usage write
+    (``single`` writes are only those, see PostgresStore._plan). A connection that is not
+    in autocommit (a borrowed pool's) begins its own transactions, and a libpq before 14
+    has no pipeline mode: not pipelined then."""
+    if not autocommit or not PIPELINE:
+        return None
+    if not write and not single:
+        return _SNAPSHOT_BEGIN
+    if write and single:
+        return _USAGE_BEGIN
+    return None
 
 
 def _may_retry(exc: BaseException, conn: Conn | AConn | None, attempt: int, wrote: bool) -> bool:
@@ -1648,7 +1926,7 @@ class PostgresStore(Store):
         while True:
             attempt += 1
             stack = ExitStack()
-            session = _Session(self, write, single, stack)
+            session = _Session(self, write, single, stack, LoadHits if isinstance(op, Retrieve) else None)
             try:
                 with stack:  # gives the connection back, committing or rolling back first
                     return drive(make(), session.handlers)
@@ -1665,7 +1943,9 @@ class PostgresStore(Store):
         while True:
             attempt += 1
             astack = AsyncExitStack()
-            asession = _AsyncSession(self, write, single, astack)
+            asession = _AsyncSession(
+                self, write, single, astack, LoadHits if isinstance(op, Retrieve) else None
+            )
             try:
                 async with astack:
                     return await adrive(make(), asession.handlers)
@@ -1683,13 +1963,13 @@ class PostgresStore(Store):
         match op:
             case Write():
                 # A search's usage write (a Touch and its RecordAccess) is one statement
-                # (see _write), so autocommit suffices.
+                # (see _write), pipelined with its BEGIN and COMMIT (_opening).
                 single = _usage_write(op) is not None
                 return (lambda: cast(Plan[R], self._write(op))), True, single
             case ClaimJobs():
                 return (lambda: cast(Plan[R], self._claim_jobs(op))), True, False
             case Retrieve():
-                return (lambda: cast(Flow[R], retrieve_flow(op))), False, False
+                return (lambda: cast(Flow[R], self._retrieve(op))), False, False
         build = self._reads.get(type(op))
         if build is None:
             raise InvalidInput(f"PostgresStore does not know operation {type(op).__name__}")
@@ -1700,6 +1980,31 @@ class PostgresStore(Store):
             or (isinstance(op, KeywordHits) and op.filter.scope_keys)
         )
         return cast(Callable[[], Plan[R]], build(op)), False, single
+
+    def _retrieve(self, op: Retrieve) -> Flow[list[Candidate]]:
+        """:func:`~jiyi.store.retrieve.retrieve_flow`, with the vector and keyword searches
+        run side by side (:class:`_Gather`): in a pipelined session their statements share
+        round trips."""
+        asks = hit_asks(op)
+        gather = _Gather(asks)
+        found = (yield gather) if asks else []
+        return (yield from from_hits(op, asks, found, threads=bool(gather.threaded)))
+
+    def _gathered(self, gather: _Gather) -> Generator[_Batch, list[Rows], list[Any]]:
+        """The answers to ``gather.asks``, in order: the vector searches one after the other
+        (each may set the index scan's options for the transaction), side by side with the
+        keyword search."""
+        vectors = [a for a in gather.asks if isinstance(a, VectorHits)]
+        keyword = [a for a in gather.asks if not isinstance(a, VectorHits)]
+        plans: list[Plan[Any]] = []
+        t = gather.threaded
+        if vectors:
+            plans.append(_in_turn([self._vector_hits(a, t)() for a in vectors]))
+        plans += [_in_turn([self._keyword_hits(a, t)()]) for a in keyword if isinstance(a, KeywordHits)]
+        groups = yield from _side_by_side(plans)
+        answers = iter([hits for group in groups for hits in group])
+        by_kind = {id(a): next(answers) for a in (*vectors, *keyword)}
+        return [by_kind[id(a)] for a in gather.asks]
 
     def _may_approximate(self, vector: Vector) -> bool:
         return (
@@ -1750,10 +2055,14 @@ class PostgresStore(Store):
                 _run_sync(conn, _SNAPSHOT_SQL)
                 plan, out = cast(Plan[Any], make()), []
                 with suppress(StopIteration):
-                    query = next(plan)
+                    asked = next(plan)
                     while True:
-                        out += _run_sync(conn, _Query(f"EXPLAIN ({options}) {query.sql}", query.params))
-                        query = plan.send(_run_sync(conn, query))
+                        if isinstance(asked, _Batch):  # (no plan explained here asks for one)
+                            raise InvalidInput(
+                                f"explain does not show batched statements of {type(op).__name__}"
+                            )
+                        out += _run_sync(conn, _Query(f"EXPLAIN ({options}) {asked.sql}", asked.params))
+                        asked = plan.send(_run_sync(conn, asked))
                 return out
 
             return "\n".join(str(r[0]) for r in self._admin(each))
@@ -1764,8 +2073,9 @@ class PostgresStore(Store):
 
         def run(conn: Conn) -> Rows:  # in one transaction (_admin), so the scan's options hold
             chosen = query
-            if sized is not None:  # the path a search of this scope takes
-                chosen = sized[1] if _run_sync(conn, sized[0])[0][-1] else query
+            if sized is not None and _run_sync(conn, sized[0])[0][-1]:  # the path a search takes
+                _run_sync(conn, _NO_SORT)
+                chosen = sized[1]
             return _run_sync(conn, _Query(f"EXPLAIN ({options}) {chosen.sql}", chosen.params))
 
         return "\n".join(str(r[0]) for r in self._admin(run))
@@ -1838,17 +2148,20 @@ class PostgresStore(Store):
         }
         return f"coalesce(nullif(v.vec {self._cosine} %(qvec)s, 'NaN'::float8), 1.0::float8)", params
 
-    def _vector_hits(self, op: VectorHits) -> Callable[[], Plan[list[Hit]]]:
+    def _vector_hits(self, op: VectorHits, threaded: set[str] | None = None) -> Callable[[], Plan[list[Hit]]]:
         """Exact for scopes under ``approximate_from`` items; larger ones through the HNSW
         index of the vector's dimension, when it has one. The scope's size comes from
         ``keyword_scopes`` (kept by every write), in a first statement that also sets the
-        index scan's options for this transaction."""
+        index scan's options for this transaction. ``threaded`` collects the hits that
+        are in a thread."""
         queries = self._vector_queries(op)
         if queries is None:
             return lambda: _done([])
         exact, sized = queries
 
         def convert(rows: Rows) -> list[Hit]:
+            if threaded is not None:
+                threaded.update(r[0] for r in rows if r[2])
             return [Hit(r[0], 1.0 - float(r[1])) for r in rows]
 
         if sized is None:
@@ -1859,9 +2172,8 @@ class PostgresStore(Store):
             rows = yield size
             if not rows[0][-1]:
                 return convert((yield exact))
-            hits = convert((yield approximate))
-            yield _ANY_SORT
-            return hits
+            walked = yield _Batch((_NO_SORT, approximate, _ANY_SORT))
+            return convert(walked[1])
 
         return plan
 
@@ -1884,7 +2196,7 @@ class PostgresStore(Store):
         exact = _Query(
             f"WITH scoped AS MATERIALIZED (SELECT i.pk, i.occurred_at, {dist} AS dist "
             f"FROM {s}.items i JOIN {s}.vectors v ON {_VECTOR_ROW} WHERE {where}) "
-            f"SELECT i.id, x.dist FROM (SELECT pk, dist FROM scoped "
+            f"SELECT i.id, x.dist, i.thread_id IS NOT NULL FROM (SELECT pk, dist FROM scoped "
             f"{'WHERE ' + _in_windows('occurred_at') + ' ' if windowed else ''}ORDER BY dist, pk LIMIT %(k)s) x "
             f"JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.dist, x.pk",
             params,
@@ -1911,12 +2223,10 @@ class PostgresStore(Store):
             )
         else:
             count = f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_stats WHERE tenant_id = %(t)s"
-        # With the walk chosen, sorting is off until _ANY_SORT: the planner would otherwise
-        # cost a sort of the scope below the walk (it cannot know the decision is made).
+        # With the walk chosen, sorting is off around it (_NO_SORT, _ANY_SORT).
         return _Query(
             "SELECT n, set_config('hnsw.iterative_scan', 'relaxed_order', true), "
             f"set_config('hnsw.ef_search', %(ef)s, true), set_config('hnsw.max_scan_tuples', '{HNSW_MAX_SCAN}', true), "
-            "set_config('enable_sort', CASE WHEN walk THEN 'off' ELSE current_setting('enable_sort') END, true), "
             "walk FROM (SELECT n, n >= %(from)s AND rows IS NOT NULL "
             f"AND n * {HNSW_MAX_SCAN}.0 >= greatest(rows, 0) * %(need)s AS walk "
             f"FROM ({count}) c(n), (SELECT (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s))) r(rows)) d",
@@ -1941,26 +2251,31 @@ class PostgresStore(Store):
             f"WHERE v.dim = {dim} AND v.model = %(model)s "
             f"AND {where} "
             f"ORDER BY v.vec::{self._vector_type}({dim}) {self._cosine} %(qvec)s LIMIT %(k)s) "
-            f"SELECT i.id, x.dist FROM near x JOIN {s}.items i "
+            f"SELECT i.id, x.dist, i.thread_id IS NOT NULL FROM near x JOIN {s}.items i "
             f"ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.dist, x.pk",
             params,
         )
 
-    def _keyword_hits(self, op: KeywordHits) -> Callable[[], Plan[list[Hit]]]:
+    def _keyword_hits(
+        self, op: KeywordHits, threaded: set[str] | None = None
+    ) -> Callable[[], Plan[list[Hit]]]:
         """BM25's collection is the searched scopes (the tenant when none is named), whatever
         their status: as if they were one FTS5 table of their own (see the module notes).
         Named scopes that the searcher sees whole are searched with pruning
         (:meth:`_keyword_pruned`); otherwise every row holding a query term is read
-        (:meth:`_keyword_scan`). Both give the same scores."""
+        (:meth:`_keyword_scan`). Both give the same scores. ``threaded`` collects the rows
+        read that are in a thread (every hit among them)."""
         f = op.filter
         terms = list(dict.fromkeys(t for t in (fold_term(t) for t in op.terms) if t))
         if not terms or op.k <= 0:
             return lambda: _done([])
         if f.scope_keys and (f.viewer is None or f.viewer.sees_all):
-            return self._keyword_pruned(op, terms)
-        return self._keyword_scan(op, terms)
+            return self._keyword_pruned(op, terms, threaded)
+        return self._keyword_scan(op, terms, threaded)
 
-    def _keyword_scan(self, op: KeywordHits, terms: list[str]) -> Callable[[], Plan[list[Hit]]]:
+    def _keyword_scan(
+        self, op: KeywordHits, terms: list[str], threaded: set[str] | None = None
+    ) -> Callable[[], Plan[list[Hit]]]:
         """Every row of the collection holding a query term, once per term it holds
         (``kw_hits``), gives the document frequencies and, for rows the filter admits, the
         scores: one statement."""
@@ -1988,13 +2303,21 @@ class PostgresStore(Store):
             f"kw_top AS (SELECT k.pk, {_bm25_sum('st.avgdl')} AS score "
             "FROM kw_hits k JOIN kw_terms t ON t.term = k.term CROSS JOIN kw_stats st "
             "WHERE k.wanted GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
-            f"SELECT i.id, kt.score FROM kw_top kt JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk "
-            "ORDER BY kt.score DESC, kt.pk",
+            f"SELECT i.id, kt.score, i.thread_id IS NOT NULL FROM kw_top kt JOIN {s}.items i "
+            "ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk ORDER BY kt.score DESC, kt.pk",
             params,
         )
-        return lambda: _single(query, lambda rows: [Hit(r[0], float(r[1])) for r in rows])
 
-    def _keyword_pruned(self, op: KeywordHits, terms: list[str]) -> Callable[[], Plan[list[Hit]]]:
+        def convert(rows: Rows) -> list[Hit]:
+            if threaded is not None:
+                threaded.update(r[0] for r in rows if r[2])
+            return [Hit(r[0], float(r[1])) for r in rows]
+
+        return lambda: _single(query, convert)
+
+    def _keyword_pruned(
+        self, op: KeywordHits, terms: list[str], threaded: set[str] | None = None
+    ) -> Callable[[], Plan[list[Hit]]]:
         """The exact top k of searched scopes (a collection all may see) without reading every
         row that holds a query term. A first statement reads the collection's size and each
         term's document frequency and score bound (``keyword_terms``, kept by every write).
@@ -2008,7 +2331,11 @@ class PostgresStore(Store):
         never read."""
         s = self._s
         wanted, params = _filter_sql(op.filter, "h")
-        params |= {"kw_terms": terms, "k": op.k}
+        params |= {
+            "kw_terms": terms,
+            "k": op.k,
+            "kw_scopes": scope_lexemes(op.filter.tenant_id, op.filter.scope_keys),
+        }
         stats, _ = self._keyword_collection(op.filter, params)
         first = _Query(
             f"WITH st AS ({stats}) SELECT st.n, st.avgdl, d.term, d.df, d.max_tf, d.min_len FROM st LEFT JOIN "
@@ -2017,18 +2344,7 @@ class PostgresStore(Store):
             "AND term = ANY(%(kw_terms)s::text[]) AND docs > 0 GROUP BY term) d ON true",
             params,
         )
-        score = (
-            f"WITH kw_terms AS (SELECT term, {_bm25_idf('%(n)s::float8', 'df')} AS idf "
-            "FROM unnest(%(t_all)s::text[], %(t_df)s::float8[]) AS x(term, df)), "
-            "kw_hits AS MATERIALIZED (SELECT h.pk, u.lexeme AS term, "
-            "coalesce(array_length(u.positions, 1), 1)::float8 AS tf, h.n_terms "
-            f"FROM {s}.items h CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
-            f"WHERE {wanted} AND h.tsv @@ to_tsquery('pg_catalog.simple', %(kw_query)s) "
-            "AND u.lexeme = ANY(%(t_all)s::text[])), "
-            f"kw_top AS (SELECT k.pk, {_bm25_sum('%(avgdl)s::float8')} AS score "
-            "FROM kw_hits k JOIN kw_terms t ON t.term = k.term GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
-            f"SELECT i.id, kt.score, kt.pk FROM kw_top kt JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk"
-        )
+        score = self._keyword_round(wanted)
 
         def plan() -> Plan[list[Hit]]:
             rows = yield first
@@ -2057,6 +2373,8 @@ class PostgresStore(Store):
                     got = yield _Query(
                         score, more | {"kw_query": f"({query}) & !({read})" if read else query}
                     )
+                    if threaded is not None:
+                        threaded.update(str(r[0]) for r in got if r[3])
                     found = {h[1]: h for h in top} | {
                         int(r[2]): (float(r[1]), int(r[2]), str(r[0])) for r in got
                     }
@@ -2068,6 +2386,26 @@ class PostgresStore(Store):
                 level = kth if kth is not None else level * KEYWORD_LEVEL_STEP
 
         return plan
+
+    def _keyword_round(self, wanted: str) -> str:
+        """One round of :meth:`_keyword_pruned`: the rows of the searched scopes (``wanted``,
+        alias h) that the round's ``tsquery`` admits, through the keyword index per scope,
+        scored on every query term; the top k with their pk and whether each is in a thread."""
+        s = self._s
+        return (
+            f"WITH kw_terms AS (SELECT term, {_bm25_idf('%(n)s::float8', 'df')} AS idf "
+            "FROM unnest(%(t_all)s::text[], %(t_df)s::float8[]) AS x(term, df)), "
+            "kw_hits AS MATERIALIZED (SELECT h.pk, u.lexeme AS term, "
+            "coalesce(array_length(u.positions, 1), 1)::float8 AS tf, h.n_terms "
+            f"FROM {s}.items h CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
+            f"WHERE {wanted} AND {_scoped_tsv('h')} @@ (to_tsquery('pg_catalog.simple', %(kw_query)s) "
+            "&& %(kw_scopes)s::tsquery) "
+            "AND u.lexeme = ANY(%(t_all)s::text[])), "
+            f"kw_top AS (SELECT k.pk, {_bm25_sum('%(avgdl)s::float8')} AS score "
+            "FROM kw_hits k JOIN kw_terms t ON t.term = k.term GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
+            f"SELECT i.id, kt.score, kt.pk, i.thread_id IS NOT NULL FROM kw_top kt JOIN {s}.items i "
+            "ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk"
+        )
 
     def _keyword_collection(self, f: Filter, params: dict[str, Any]) -> tuple[str, str]:
         """The document count and average length of BM25's collection (a statement), and
@@ -2660,11 +2998,11 @@ class PostgresStore(Store):
                 )
         if change is None or not change.ids:
             if ctes:
-                yield _Query(f"WITH {', '.join(ctes)} SELECT 1", params)
+                yield _Query(f"WITH {', '.join(ctes)} SELECT 1", params, deferred=True)
             return
         # One statement: the columns are the truth for these two fields (the document's
         # copies are overlaid on reading, see _read_item), so the document is not rewritten
-        # and a search's usage write runs in autocommit: one round trip, no BEGIN/COMMIT.
+        # and a search's usage write is one round trip (pipelined, see _USAGE_BEGIN).
         # Rows are locked in pk order, so concurrent touches cannot deadlock; an id listed
         # twice counts twice, as in SQLite; "+" on the newest row version loses no count.
         ctes += [
@@ -2677,6 +3015,7 @@ class PostgresStore(Store):
             f"UPDATE {s}.items i SET last_used_at = %(at)s, access_count = i.access_count + l.n "
             "FROM l WHERE i.tenant_id = %(tenant)s AND i.pk = l.pk",
             params | {"tenant": change.tenant_id, "ids": list(change.ids), "at": as_utc(change.at)},
+            deferred=True,
         )
 
     def _forget_accesses(self, change: ForgetAccesses) -> _Query:

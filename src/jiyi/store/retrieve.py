@@ -45,24 +45,47 @@ from jiyi.store.base import (
 
 def retrieve_flow(op: Retrieve) -> Flow[list[Candidate]]:
     """The candidates of ``op``, asked of the search primitives (see the module doc)."""
+    asks = hit_asks(op)
+    found: list[list[Hit]] = []
+    for ask in asks:
+        found.append((yield from call(ask)))
+    return (yield from from_hits(op, asks, found))
+
+
+def hit_asks(op: Retrieve) -> tuple[VectorHits | KeywordHits, ...]:
+    """The searches of step 1, in the order their hits are taken. They do not depend on
+    each other, so a backend may run them together (PostgreSQL pipelines them) and give
+    their answers, in this order, to :func:`from_hits`."""
     f = op.filter
     if not f.include_expired and f.now is None:
         raise InvalidInput("a filter that hides expired items needs 'now'", field="now")
-    chosen: dict[str, None] = {}
+    asks: list[VectorHits | KeywordHits] = []
     if op.vector is not None and op.vector_k > 0:
-        _add(chosen, (yield from call(VectorHits(f, op.model_id, op.vector, op.vector_k))))
+        asks.append(VectorHits(f, op.model_id, op.vector, op.vector_k))
         if op.time_ranges or op.time_months:
-            in_time = VectorHits(f, op.model_id, op.vector, op.vector_k, op.time_ranges, op.time_months)
-            _add(chosen, (yield from call(in_time)))
-    keyword: dict[str, float] = {}
+            asks.append(VectorHits(f, op.model_id, op.vector, op.vector_k, op.time_ranges, op.time_months))
     if op.terms and op.keyword_k > 0:
-        hits = yield from call(KeywordHits(f, op.terms, op.keyword_k))
-        keyword = {h.id: h.score for h in hits}
+        asks.append(KeywordHits(f, op.terms, op.keyword_k))
+    return tuple(asks)
+
+
+def from_hits(
+    op: Retrieve, asks: tuple[VectorHits | KeywordHits, ...], found: list[list[Hit]], *, threads: bool = True
+) -> Flow[list[Candidate]]:
+    """Steps 2 and 3, from the answers ``found`` to :func:`hit_asks`. ``threads=False``: the
+    backend knows that no hit is in a thread, so :class:`ThreadLinks` would answer nothing
+    and is not asked."""
+    f = op.filter
+    chosen: dict[str, None] = {}
+    keyword: dict[str, float] = {}
+    for ask, hits in zip(asks, found, strict=True):
+        if isinstance(ask, KeywordHits):
+            keyword = {h.id: h.score for h in hits}
         _add(chosen, hits)
     if not chosen:
         return []
     rounds = max(0, op.neighbours)
-    links = yield from call(ThreadLinks(f, tuple(chosen), rounds))
+    links = (yield from call(ThreadLinks(f, tuple(chosen), rounds))) if threads else {}
     expand(chosen, links, rounds)
     load = LoadHits(f, op.model_id, op.vector, tuple(chosen), _beside(chosen, links), op.shared_items)
     loaded = yield from call(load)
