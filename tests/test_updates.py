@@ -427,3 +427,21 @@ def test_one_clock_time_in_two_spellings_is_the_same_fact() -> None:
     assert same.action == "reinforce", same.reason
     later = decide(Extracted("我周日早上9点15飞大连。", MemoryType.FACT, 0.9), [Existing(item, 0.95)])
     assert later.action == "supersede", later.reason
+
+
+def test_a_clause_naming_nobody_continues_the_person_before_it() -> None:
+    # "下午从不喝浓茶" is about 李娜, not the speaker; an aside in brackets is no claim, and a
+    # leading time of day is no subject.
+    first, second = claims("李娜每天早上喝豆浆，下午从不喝浓茶（记录编号 t0c1n33）")
+    assert first.subject == second.subject == frozenset({"李娜"})
+    assert [c.subject for c in claims("我每天早上喝豆浆，下午从不喝浓茶")] == [frozenset(), frozenset()]
+    assert len(claims("I live in Berlin (record 17)")) == 1
+    # a time or frequency word where the subject would stand is no subject either
+    assert [c.subject for c in claims("刘洋养了一只猫，今年4岁")] == [frozenset({"刘洋"})] * 2
+    _, never = claims("Hiroshi prefers espresso and never drinks black tea after noon")
+    assert never.subject == frozenset({"hiroshi"}) and never.negated
+    older = stored("张伟每天早上喝豆浆，下午从不喝奶茶", item_id="zhang", memory_type=MemoryType.HABIT)
+    other = decide(
+        Extracted("李娜每天早上喝豆浆，下午从不喝浓茶", MemoryType.HABIT, 0.9), [Existing(older, 0.93)]
+    )
+    assert other.action != "supersede", other.reason

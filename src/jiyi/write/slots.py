@@ -248,7 +248,7 @@ def claims(text: str) -> list[Claim]:
     norm = _norm(text)
     cue = has_cue(norm)
     out: list[Claim] = []
-    body = _ABBREV.sub(lambda m: m.group()[:-1], _LEAD_CUE.sub("", norm))
+    body = _ABBREV.sub(lambda m: m.group()[:-1], _LEAD_CUE.sub("", _ASIDE.sub(" ", norm)))
     topic = ""
     for raw in _CLAUSES.split(body):
         clause = _LEAD_CUE.sub("", raw).strip()
@@ -257,12 +257,33 @@ def claims(text: str) -> list[Claim]:
         zh = bool(re.search(r"[\u4e00-\u9fff]", clause))
         clause = _as_state(_ZH_LEAD.sub("", clause) if zh else _EN_LEAD.sub("", clause), zh)
         claim = _claim(clause, cue, zh)
-        if claim is None and topic:
-            claim = _claim(f"{topic}{'' if zh else ' '}{clause}", cue, zh)
+        if topic and (claim is None or _no_subject(claim, clause, zh)):
+            claim = _claim(f"{topic}{'' if zh else ' '}{clause}", cue, zh) or claim
         if claim is not None:
             out.append(claim)
         topic = _topic(clause, zh) or topic
     return out
+
+
+# A remark in brackets is an aside to its sentence ("(record 17)", "（记录编号 t0c1n13）",
+# "(since 2019)"), not a claim of its own, nor one that continues the sentence's topic.
+_ASIDE = re.compile(r"[(（][^()（）]*[)）]")
+
+_FIRST_PERSON = re.compile(r"^(?:我|咱|俺)|^(?:i|we|my|our|me|us)\b")
+
+
+# Words that may stand where a subject stands but say when or how often, not who or what:
+# "今年4岁" after "刘洋养了一只猫", "never drinks cola after noon" after "Hiroshi prefers mate".
+_NOT_SUBJECT = frozenset(
+    "never always usually often sometimes rarely also still just "
+    "今年 去年 明年 今天 昨天 明天 平时 每天 每周 每月 每年 上午 下午 晚上 早上 中午 凌晨".split()
+)
+
+
+def _no_subject(claim: Claim, clause: str, zh: bool) -> bool:
+    """A clause that names nobody ("下午从不喝奶茶" after "李娜每天早上喝豆浆"): read as the
+    speaker's only when it says so (我 / I), else as the clause before's topic."""
+    return claim.subject <= _NOT_SUBJECT and not claim.holder and not _FIRST_PERSON.match(clause)
 
 
 _ZH_REPLACED = re.compile(
@@ -335,7 +356,10 @@ def _split_en(clause: str) -> tuple[str, str]:
 
 # Adverbs a Chinese clause may open with, before its subject.
 _ZH_LEAD = re.compile(
-    r"^(?:现在|目前|如今|已经|最近|后来|这阵子|这些天|其实|还是|从下周起|从今天起|从明天起|以后)+"
+    r"^(?:现在|目前|如今|已经|最近|后来|这阵子|这些天|其实|还是|从下周起|从今天起|从明天起|以后|"
+    # a time of day leading a clause says when, it is no subject ("下午从不喝奶茶"); with 的
+    # it is part of one ("下午的会改到三点")
+    r"(?:每天)?(?:上午|下午|晚上|早上|中午|凌晨)(?!的))+"
 )
 
 
