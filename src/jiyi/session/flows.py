@@ -592,19 +592,18 @@ def _end_once(
 ) -> Flow[SessionEnd]:
     msgs = yield from readable_messages(tenant, session_id, viewer)
     through, mark = _ended_through(msgs)
-    changes: list[Change] = [guard, *(yield from _end_session_memories(rt, tenant, session_id))]
+    ended = yield from _end_session_memories(rt, tenant, session_id)
+    archived = len(ended)
     if not msgs:  # no such session: nothing to summarise, and no mark that would create it
-        if len(changes) > 1:
-            yield from call(Write(tuple(changes)))
-        return SessionEnd(session_id, None, archived=len(changes) - 1)
+        if ended:
+            yield from call(Write((guard, *ended)))
+        return SessionEnd(session_id, None, archived=archived)
     turns = [m for m in _turns(msgs) if m.seq is None or m.seq > through]
     if mark is not None and not turns:
-        if len(changes) > 1:  # session memories written after the end end with it too
-            yield from call(Write(tuple(changes)))
-        return SessionEnd(
-            session_id, None, already_ended=True, archived=len(changes) - 1, ended_at=mark.created_at
-        )
-    archived = len(changes) - 1
+        if ended:  # session memories written after the end end with it too
+            yield from call(Write((guard, *ended)))
+        return SessionEnd(session_id, None, already_ended=True, archived=archived, ended_at=mark.created_at)
+    changes: list[Change] = [guard, *ended]
     job = None
     if turns:
         ids = {"session_id": session_id, "user_id": user_id, "project_id": project_id, "agent_id": agent_id}

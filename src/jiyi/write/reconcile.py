@@ -213,9 +213,13 @@ def _shown(value: Any, content: str) -> str:
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 
 
+def _plain(text: str) -> str:
+    # "five" and 五岁 are the same numbers as 5 and 5岁; 八点一刻 the same time as 8:15.
+    return digits(unicodedata.normalize("NFKC", text).casefold())
+
+
 def _numbers(text: str) -> frozenset[str]:
-    # "five" and 五岁 are the same numbers as 5 and 5岁.
-    return frozenset(_NUMBER.findall(digits(unicodedata.normalize("NFKC", text).casefold())))
+    return frozenset(_NUMBER.findall(_plain(text)))
 
 
 # A number and what it counts: the next word ("1,450 euros", "20 mg", "nine engineers") or
@@ -223,43 +227,50 @@ def _numbers(text: str) -> frozenset[str]:
 _QUANTITY = re.compile(
     r"(?<![a-z\d.,])(\d+(?:[.,]\d+)?)\s*([a-z%]+|[\u4e00-\u9fff]{1,2})(?:\s+of\s+([a-z]+))?"
 )
-
-
+# A time of day, hours:minutes (2:30pm; 下午2:30 as digits() writes 两点半).
 _CLOCK = re.compile(r"(?<![\d.,:])\d{1,2}:\d{2}(?![\d:])")
 
 
-def _quantities(text: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
-    """Each unit of ``text`` with the numbers it comes with ("euros" -> {"1,450"}), and the
-    numbers outside those quantities (the 2 of 周二, the 1 of Q1)."""
-    norm = digits(unicodedata.normalize("NFKC", text).casefold())
-    out: dict[str, set[str]] = {}
-    for m in _CLOCK.finditer(norm):  # a time of day counts hours: 2:30pm, 下午2:30 (digits())
-        out.setdefault("o'clock", set()).add(m.group())
+@dataclass(frozen=True)
+class _Quantities:
+    amounts: dict[str, set[str]]
+    """Each unit with the numbers it comes with ("euro" -> {"1,450"}; times as "o'clock")."""
+    of: dict[str, set[str]]
+    """Each unit with what it is of ("gb" -> {"memory"})."""
+    rest: frozenset[str]
+    """The numbers outside those quantities (the 2 of 周二, the 1 of Q1)."""
+
+
+def _quantities(text: str) -> _Quantities:
+    norm = _plain(text)
+    amounts: dict[str, set[str]] = {}
+    of: dict[str, set[str]] = {}
+    for m in _CLOCK.finditer(norm):
+        amounts.setdefault("o'clock", set()).add(m.group())
     norm = _CLOCK.sub(" ", norm)
     for m in _QUANTITY.finditer(norm):
         unit = m.group(2)
         if unit in EN_STOP:  # "room 214 is", "at 9 on": no unit
             continue
         unit = unit[:-1] if len(unit) > 3 and unit.endswith("s") else unit
-        out.setdefault(unit, set()).add(m.group(1))
-        if m.group(3):  # "16 GB of memory" and "512 GB of disk" count different things
-            out.setdefault(f"{unit} of", set()).add(m.group(3))
-    rest = frozenset(_NUMBER.findall(_QUANTITY.sub(" ", norm)))
-    return {u: frozenset(n) for u, n in out.items()}, rest
+        amounts.setdefault(unit, set()).add(m.group(1))
+        if m.group(3):
+            of.setdefault(unit, set()).add(m.group(3))
+    return _Quantities(amounts, of, frozenset(_NUMBER.findall(_QUANTITY.sub(" ", norm))))
 
 
 def _changed_quantity(new: str, old: str) -> str | None:
     """The unit whose amount changed between two statements that count the same things with
     one number each ("my rent is 1,450 euros" / "I pay 1,520 euros in rent") while every
-    other number stays, or None."""
-    (a, a_rest), (b, b_rest) = _quantities(old), _quantities(new)
-    if a_rest != b_rest:
+    other number stays, or None. "16 GB of memory" and "512 GB of disk" count different
+    things."""
+    a, b = _quantities(old), _quantities(new)
+    if a.rest != b.rest or any(a.of[u] != b.of[u] for u in a.of.keys() & b.of.keys()):
         return None
-    if any(a[u] != b[u] for u in a.keys() & b.keys() if u.endswith(" of")):
-        return None
-    for unit in a.keys() & b.keys():
-        if not unit.endswith(" of") and len(a[unit]) == len(b[unit]) == 1 and a[unit] != b[unit]:
-            return f"{unit}: {next(iter(a[unit]))} -> {next(iter(b[unit]))}"
+    for unit in a.amounts.keys() & b.amounts.keys():
+        was, now = a.amounts[unit], b.amounts[unit]
+        if len(was) == len(now) == 1 and was != now:
+            return f"{unit}: {next(iter(was))} -> {next(iter(now))}"
     return None
 
 

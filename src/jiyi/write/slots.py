@@ -257,7 +257,7 @@ def claims(text: str) -> list[Claim]:
         zh = bool(re.search(r"[\u4e00-\u9fff]", clause))
         clause = _as_state(_ZH_LEAD.sub("", clause) if zh else _EN_LEAD.sub("", clause), zh)
         claim = _claim(clause, cue, zh)
-        if topic and (claim is None or _no_subject(claim, clause, zh)):
+        if topic and (claim is None or _no_subject(claim, clause)):
             claim = _claim(f"{topic}{'' if zh else ' '}{clause}", cue, zh) or claim
         if claim is not None:
             out.append(claim)
@@ -280,7 +280,7 @@ _NOT_SUBJECT = frozenset(
 )
 
 
-def _no_subject(claim: Claim, clause: str, zh: bool) -> bool:
+def _no_subject(claim: Claim, clause: str) -> bool:
     """A clause that names nobody ("下午从不喝奶茶" after "李娜每天早上喝豆浆"): read as the
     speaker's only when it says so (我 / I), else as the clause before's topic."""
     return claim.subject <= _NOT_SUBJECT and not claim.holder and not _FIRST_PERSON.match(clause)

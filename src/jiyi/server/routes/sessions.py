@@ -142,11 +142,4 @@ async def end_session(
     )
     if ended.episode_job_id is not None and (worker := server_state(request).worker) is not None:
         worker.wake()  # summarise now, not at the next poll
-    return SessionEnded(
-        session_id=session_id,
-        episode_job_id=ended.episode_job_id,
-        already_ended=ended.already_ended,
-        turns=ended.turns,
-        archived=ended.archived,
-        ended_at=ended.ended_at,
-    )
+    return SessionEnded.model_validate(ended.to_json_dict())
