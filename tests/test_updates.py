@@ -108,6 +108,11 @@ NEAR_MISSES = [
     ("我的体重是82公斤。", "我的行李箱重23公斤。"),
     ("服务器的内存是32GB。", "笔记本的内存是16GB。"),
     ("我工作日早上六点半起床。", "我周末早上九点起床。"),
+    # one person, two relations, even with a word of change
+    ("Tom is 30 years old.", "Tom moved to Paris in 2019."),
+    ("李娜今年5岁。", "李娜在2005年搬到了厦门。"),
+    ("王芳养了两只猫。", "王芳去年搬到了杭州。"),
+    ("我女儿上三年级。", "我女儿现在在学小提琴。"),
 ]
 
 
@@ -445,3 +450,30 @@ def test_a_clause_naming_nobody_continues_the_person_before_it() -> None:
         Extracted("李娜每天早上喝豆浆，下午从不喝浓茶", MemoryType.HABIT, 0.9), [Existing(older, 0.93)]
     )
     assert other.action != "supersede", other.reason
+
+
+def test_a_quantity_changes_only_into_the_same_kind_of_quantity() -> None:
+    def changed(old: str, new: str) -> bool:
+        found = [compare(a, b, cosine=0.9) for a in claims(old) for b in claims(new)]
+        return any(m is not None and m.changed for m in found)
+
+    # an age is not a year; an amount that gives way to words is another fact
+    assert not changed("Tom is 30 years old.", "Tom moved to Paris in 2019.")
+    assert not changed("李娜今年5岁。", "李娜在2005年搬到了厦门。")
+    assert not changed("我女儿上三年级。", "我女儿现在在学小提琴。")
+    # the same kind still changes: an age whose unit one side leaves out, ordinals, a
+    # date given way to a state ("expires in 2025" / "was renewed")
+    assert changed("My daughter is 5 years old.", "Actually, my daughter just turned 6.")
+    assert changed("Grandma's visit is on the 3rd.", "Grandma's visit is postponed to the 10th.")
+    assert changed("我们2019年搬到了杭州。", "其实我们2020年搬到了杭州。")
+
+
+def test_chinese_hundreds_and_thousands_read_as_numbers() -> None:
+    assert digits("家里宽带升级到千兆了") == "家里宽带升级到1000兆了"
+    assert digits("两千块，一百零五个，一千二百元") == "2000块，105个，1200元"
+    assert digits("五六个人，百分之五十") == "五六个人，百分之五十"  # no one number; a percentage
+
+
+def test_a_frequency_word_is_no_subject_on_its_own() -> None:
+    (never,) = claims("Never drink coffee after 3pm")
+    assert never.subject == frozenset() and never.negated

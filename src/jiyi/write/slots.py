@@ -152,7 +152,8 @@ _ZH_DIGITS = {
 }
 # A Chinese numeral counts as a number before a measure word or unit (not 一起, 一直).
 _ZH_NUMBER = re.compile(
-    r"[零一二两三四五六七八九十]+(?=[个只岁年月日号点层楼周次分公斤块元万千百倍本位名天小时码])|(?<=点)[零一二三四五六七八九十]+"
+    r"[零一二两三四五六七八九十百千]+(?=[个只岁年月日号点层楼周次分公斤块元万千百倍本位名天小时码兆])(?!分之)"
+    r"|(?<=点)[零一二三四五六七八九十]+"
 )
 _EN_NUMBERS = {
     w: str(i)
@@ -280,10 +281,16 @@ _NOT_SUBJECT = frozenset(
 )
 
 
+@lru_cache(maxsize=1)
+def _not_subject_terms() -> frozenset[str]:
+    """:data:`_NOT_SUBJECT` as the tokenizer gives them ("usually" -> "usual")."""
+    return _NOT_SUBJECT | frozenset(terms(" ".join(sorted(_NOT_SUBJECT))))
+
+
 def _no_subject(claim: Claim, clause: str) -> bool:
     """A clause that names nobody ("下午从不喝奶茶" after "李娜每天早上喝豆浆"): read as the
     speaker's only when it says so (我 / I), else as the clause before's topic."""
-    return claim.subject <= _NOT_SUBJECT and not claim.holder and not _FIRST_PERSON.match(clause)
+    return not claim.subject and not claim.holder and not _FIRST_PERSON.match(clause)
 
 
 _ZH_REPLACED = re.compile(
@@ -315,6 +322,8 @@ def _claim(clause: str, cue: bool, zh: bool) -> Claim | None:
         frozenset(terms(subject)) - frozenset(_PEOPLE_ZH) - frozenset(_PEOPLE_EN) - {"我", "我们", "咱们"}
     )
     subject_terms -= {t for t in subject_terms if t in {"user", "用户", "家"}}
+    # "Never drink coffee after 3pm": a frequency word before the verb says how often, not who.
+    subject_terms -= _not_subject_terms()
     person = not subject_terms  # the speaker or a person is the subject, not a thing
     pred_terms = tuple(_value_terms(predicate, person))
     numeric = frozenset(t for t in pred_terms if _is_numeric(t))
@@ -336,7 +345,7 @@ def _claim(clause: str, cue: bool, zh: bool) -> Claim | None:
         cue,
         bool(_ADDITIVE.search(clause)),
         bool(_STILL.search(clause)),
-        bool(_NEGATION.search(predicate)),
+        bool(_NEGATION.search(predicate)) or bool(_NEGATION.search(subject)),
         multi,
     )
 
@@ -444,18 +453,31 @@ def _clock(m: re.Match[str]) -> str:
     return f"{hours}:{value:02d}" if value < 60 else m.group()
 
 
+_ZH_PLACES = {"十": 10, "百": 100, "千": 1000}
+
+
 def _zh_number(word: str) -> str:
-    """四 -> 4, 十二 -> 12, 二十 -> 20; anything else unchanged."""
-    if "十" not in word:
-        if len(word) == 1 and word in _ZH_DIGITS:
-            return str(_ZH_DIGITS[word])
-        return word
-    head, _, tail = word.partition("十")
-    if len(head) > 1 or len(tail) > 1:
-        return word
-    tens = _ZH_DIGITS.get(head, 1) if head else 1
-    ones = _ZH_DIGITS.get(tail, 0) if tail else 0
-    return str(tens * 10 + ones)
+    """四 -> 4, 十二 -> 12, 二十 -> 20, 两千 -> 2000, 千(兆) -> 1000, 一百零五 -> 105; anything
+    else unchanged (五六个: "five or six" is no one number)."""
+    total, digit, last_place = 0, None, 10_000
+    for ch in word:
+        if ch == "零":
+            digit = None
+        elif ch in _ZH_DIGITS:
+            if digit is not None:
+                return word
+            digit = _ZH_DIGITS[ch]
+        else:
+            place = _ZH_PLACES[ch]
+            if place >= last_place:
+                return word  # 十百, 百千: not a numeral
+            total += (1 if digit is None else digit) * place
+            digit, last_place = None, place
+    if digit is not None:
+        total += digit
+    elif total == 0:
+        return "0" if word == "零" else word
+    return str(total)
 
 
 @lru_cache(maxsize=1)
@@ -520,7 +542,15 @@ def compare(
 def _one_change(old: Claim, new: Claim, gone: set[str], came: set[str]) -> bool:
     """Whether what differs reads as one value replaced, not as another statement."""
     words_gone, words_came = gone - old.numeric, came - new.numeric
-    if (gone & old.numeric) and (came & new.numeric):
+    numbers_gone, numbers_came = gone & old.numeric, came & new.numeric
+    if words_came and not numbers_came and any(_kind(t).startswith("of ") for t in numbers_gone):
+        # An amount or age gave way to words alone ("王芳养了两只猫" / "王芳去年搬到了杭州",
+        # "上三年级" / "在学小提琴"): another fact of the same person. A date may ("expires in
+        # 2025" / "was renewed").
+        return False
+    if numbers_gone and numbers_came:
+        if not _same_kind(numbers_gone, numbers_came):
+            return False  # "今年5岁" / "2005年搬到厦门", "is 30" / "in 2019": an age is not a year
         # A number, date or time changed: everything else must stay (the counted thing, the
         # unit), except a qualifier one side leaves out.
         if words_gone and words_came and not new.cue:
@@ -531,6 +561,35 @@ def _one_change(old: Claim, new: Claim, gone: set[str], came: set[str]) -> bool:
         return False
     # Two things differ ("window seats on flights" / "aisle seats on trains").
     return not (_runs(old.predicate, gone) > 1 and _runs(new.predicate, came) > 1 and not new.cue)
+
+
+_YEAR = re.compile(r"^(?:1[89]|20)\d\d年?$")
+_UNIT = re.compile(r"^[\d.,:/]+(?P<unit>\D*)$")
+
+
+def _kind(term: str) -> str:
+    """What kind of quantity a number is: a time (9am, 周五, 8:15), a calendar year (2019,
+    2005年) or an amount, with its unit when written on it (16gb, 10th; "" when apart)."""
+    if term in _time_terms() or ":" in term or term.endswith(("am", "pm")):
+        return "time"
+    if _YEAR.match(term):
+        return "year"
+    m = _UNIT.match(term)
+    unit = m.group("unit") if m is not None else ""
+    return "of " + ("th" if unit in ("st", "nd", "rd") else unit)  # 3rd and 10th: one kind
+
+
+def _same_kind(old: set[str], new: set[str]) -> bool:
+    """Whether some changed number on each side is the same kind of quantity. A bare amount
+    agrees with any amount or time, never with a calendar year ("is 30" / "in 2019",
+    "今年5岁" / "2005年")."""
+
+    def agree(a: str, b: str) -> bool:
+        if a == b or {a, b} == {"time", "year"}:
+            return True
+        return (a == "of " and b != "year") or (b == "of " and a != "year")
+
+    return any(agree(_kind(a), _kind(b)) for a in old for b in new)
 
 
 def _cosine_needed(old: Claim, new: Claim, shared: set[str], base: float) -> float:
