@@ -360,6 +360,26 @@ async def test_async_end_session_is_idempotent(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ checkpoints
 
 
+def test_restoring_a_checkpoint_from_before_an_end_does_not_summarise_its_turns_again(
+    mem: Memory, clock: Clock
+) -> None:
+    mem.add_messages("s", [("user", "We picked Hangzhou for the launch"), ("assistant", "Noted.")])
+    saved = mem.save_checkpoint("s")
+    mem.add_messages("s", [("user", "And the date is May 3")])
+    assert mem.end_session("s").turns == 3
+    clock.now += timedelta(minutes=5)
+    mem.restore_checkpoint("s", saved.id)
+    # the end's episode already holds the two restored turns
+    assert [m.content for m in mem.working_window("s")] == ["We picked Hangzhou for the launch", "Noted."]
+    assert mem.end_session("s").already_ended
+    mem.add_messages("s", [("user", "Let us move it to May 10")])
+    assert mem.end_session("s").turns == 1
+    assert _episode_jobs(mem) == [
+        ["We picked Hangzhou for the launch", "Noted.", "And the date is May 3"],
+        ["Let us move it to May 10"],
+    ]
+
+
 def test_checkpoint_round_trip_restores_exactly(mem: Memory, clock: Clock) -> None:
     mem.add_messages("s", [("user", "Book me a flight to Osaka"), ("assistant", "Which date?")])
     saved = mem.save_checkpoint(

@@ -937,8 +937,24 @@ def restore_checkpoint(
         seqs = tuple(m.seq for m in current if m.seq is not None)
         # A checkpoint saved before redaction (or under another policy) is redacted as it is written back.
         restored = tuple(scrub_message(rt, m) for m in cp.messages)
+        restored += _carried_end(current, restored)
         yield from call(Write((DeleteMessages(tenant, session_id, seqs), AppendMessages(restored))))
     return cp
+
+
+def _carried_end(current: Sequence[Message], restored: Sequence[Message]) -> tuple[Message, ...]:
+    """An end that already queued an episode for turns the checkpoint brings back still
+    covers them: without its mark, the next end would summarise them a second time. The
+    mark is carried over, covering the restored turns only (turns added after the restore
+    are new and form an episode of their own)."""
+    through, mark = _ended_through(current)
+    kept, _ = _ended_through(restored)
+    covered = [m.seq for m in restored if m.seq is not None and kept < m.seq <= through]
+    if mark is None or not covered:
+        return ()
+    return (
+        mark.model_copy(update={"seq": None, "metadata": {**mark.metadata, "through_seq": max(covered)}}),
+    )
 
 
 def _check_may_replace(
