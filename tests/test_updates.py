@@ -477,3 +477,32 @@ def test_chinese_hundreds_and_thousands_read_as_numbers() -> None:
 def test_a_frequency_word_is_no_subject_on_its_own() -> None:
     (never,) = claims("Never drink coffee after 3pm")
     assert never.subject == frozenset() and never.negated
+
+
+def test_one_persons_facts_that_add_up_or_differ_in_kind_stay_apart() -> None:
+    def changed(old: str, new: str) -> bool:
+        found = [compare(a, b, cosine=0.9) for a in claims(old) for b in claims(new)]
+        return any(m is not None and m.changed for m in found)
+
+    # allergies, pets and skills learned add up, whoever is named
+    assert not changed("Priya is allergic to gluten.", "Priya is allergic to peanuts.")
+    assert not changed("王芳对花生过敏。", "王芳对芒果过敏。")
+    # "今年N岁" after a pet is that pet's age: another pet's age is no change of it
+    assert not changed("陈静养了一只叫团子的猫，今年4岁。", "陈静养了一只叫豆豆的兔子，今年9岁。")
+    # what someone never does adds up, and is no value of what they do
+    assert not changed("Priya never drinks black tea after noon.", "Priya never drinks cola after noon.")
+    assert not changed("张伟每天早上喝豆浆，下午从不喝奶茶。", "张伟每天晚上喝啤酒。")
+    assert not changed("徐涛下午从不喝浓茶。", "徐涛在2021年搬到哈尔滨。")
+    # another recurring day is another slot; a move to an earlier year is history
+    assert not changed("Oskar runs 29 km every Friday in Bergen.", "Oskar runs 19 km every Tuesday in Cusco.")
+    assert not changed("李娜在2005年搬到了厦门。", "李娜在2002年搬到了杭州。")
+    # a word of change belongs to its sentence, not to another person's in the same text
+    assert not changed(
+        "Oskar runs 29 km every Friday.",
+        "Dmitri moved to Bergen in 2020; also, Oskar runs 19 km every Tuesday.",
+    )
+    # while real changes still are
+    assert changed("李娜在2002年搬到了杭州。", "李娜在2005年搬到了厦门。")
+    assert changed("我抽烟。", "我去年把烟戒了。")
+    assert changed("张伟每天早上喝豆浆。", "张伟每天早上喝咖啡。")
+    assert changed("The team sync is every Monday.", "The team sync moved to every Wednesday.")

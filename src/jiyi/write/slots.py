@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from jiyi.text.tokenize import terms
@@ -188,6 +188,15 @@ _FILLER_ZH = frozenset(
 )
 _MULTI_EN = frozenset("have has had own owns like likes love loves enjoy enjoys prefer prefers".split())
 _MULTI_ZH = re.compile(r"有|养|喜欢|爱")
+# Relations only a person has, which add up whoever is named: pets, allergies, skills learned
+# ("Priya is allergic to gluten" and to peanuts; "王芳养了一只猫" and a parrot).
+_MULTI_ANY_EN = frozenset("allergic learned learnt".split())
+_MULTI_ANY_ZH = re.compile(r"养|过敏|学会")
+# A recurring day ("every Friday", "每个周六", "每周三"): another day is another slot.
+_EVERY = re.compile(
+    r"\bevery\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b"
+    r"|每(?:个|一个)?(?:周|星期)([一二三四五六日天末])"
+)
 _SINGLE = re.compile(r"\b(?:favou?rite|best|main|go-to)\b|最")
 _CANON = {
     # change verbs name the state they lead to
@@ -215,6 +224,11 @@ class Claim:
     negated: bool
     multi: bool
     """The relation may hold several values at once (have, like, 有, 喜欢): only a cue changes it."""
+    every: frozenset[str] = frozenset()
+    """The recurring days it holds on ("every friday" -> {"friday"}; 每个周六 -> {"六"})."""
+    context: frozenset[str] = frozenset()
+    """For a clause that continues one that introduced a thing ("王芳养了一只猫，今年4岁"): that
+    clause's values, since what it says may be about the thing, not the person."""
 
 
 @dataclass(frozen=True)
@@ -247,23 +261,39 @@ def claims(text: str) -> list[Claim]:
     languages allow ("我跳槽了，现在在字节跳动工作"; "I quit Netflix and now use Disney+");
     after "换了X" / "changed my X" the topic is that X ("我换了家庭医生，现在是赵医生")."""
     norm = _norm(text)
-    cue = has_cue(norm)
+    # "Actually, ..." opening the text corrects all of it; a word of change inside it belongs
+    # to its sentence ("Dmitri moved to Bergen; also, Oskar runs every Tuesday": Oskar's
+    # running is no change).
+    opened = bool(_LEAD_CUE.match(_ASIDE.sub(" ", norm))) and has_cue(norm)
     out: list[Claim] = []
     body = _ABBREV.sub(lambda m: m.group()[:-1], _LEAD_CUE.sub("", _ASIDE.sub(" ", norm)))
-    topic = ""
-    for raw in _CLAUSES.split(body):
-        clause = _LEAD_CUE.sub("", raw).strip()
-        if not clause:
-            continue
-        zh = bool(re.search(r"[\u4e00-\u9fff]", clause))
-        clause = _as_state(_ZH_LEAD.sub("", clause) if zh else _EN_LEAD.sub("", clause), zh)
-        claim = _claim(clause, cue, zh)
-        if topic and (claim is None or _no_subject(claim, clause)):
-            claim = _claim(f"{topic}{'' if zh else ' '}{clause}", cue, zh) or claim
-        if claim is not None:
-            out.append(claim)
-        topic = _topic(clause, zh) or topic
+    topic, before = "", None
+    for sentence in _SENTENCES.split(body):
+        cue = opened or has_cue(sentence)
+        for raw in _CLAUSES.split(sentence):
+            clause = _LEAD_CUE.sub("", raw).strip()
+            if not clause:
+                continue
+            zh = bool(re.search(r"[\u4e00-\u9fff]", clause))
+            lead = _ZH_LEAD.match(clause) if zh else None
+            # a time of day leading the clause says when, which stays part of what it says
+            when = "".join(_TIME_OF_DAY.findall(lead.group())) if lead else ""
+            clause = _as_state(_ZH_LEAD.sub("", clause) if zh else _EN_LEAD.sub("", clause), zh)
+            claim = _claim(clause, cue, zh)
+            if topic and (claim is None or _no_subject(claim, clause)):
+                continued = _claim(f"{topic}{'' if zh else ' '}{when}{clause}", cue, zh)
+                if continued is not None and before is not None and before.multi:
+                    continued = replace(continued, context=frozenset(before.predicate) - {_GAP})
+                claim = continued or claim
+            if claim is not None:
+                out.append(claim)
+                before = claim
+            topic = _topic(clause, zh) or topic
     return out
+
+
+_SENTENCES = re.compile(r"[;；。.!！?？\n]+(?!\d)")
+_TIME_OF_DAY = re.compile(r"上午|下午|晚上|早上|中午|凌晨")
 
 
 # A remark in brackets is an aside to its sentence ("(record 17)", "（记录编号 t0c1n13）",
@@ -332,8 +362,9 @@ def _claim(clause: str, cue: bool, zh: bool) -> Claim | None:
     if not set(pred_terms) - {_GAP}:
         return None  # "我跳槽了", "I moved": a change with no value said is nothing to compare
     # Possession and liking may hold several values at once ("I have 2 cats" and a dog).
-    multi = person and (
-        bool(_MULTI_ZH.search(predicate)) if zh else bool(set(predicate.split()[:2]) & _MULTI_EN)
+    first_words = set(predicate.split()[:2])
+    multi = (person and (bool(_MULTI_ZH.search(predicate)) if zh else bool(first_words & _MULTI_EN))) or (
+        bool(_MULTI_ANY_ZH.search(predicate)) if zh else bool(first_words & _MULTI_ANY_EN)
     )
     multi = multi and not _SINGLE.search(clause)
     return Claim(
@@ -347,6 +378,7 @@ def _claim(clause: str, cue: bool, zh: bool) -> Claim | None:
         bool(_STILL.search(clause)),
         bool(_NEGATION.search(predicate)) or bool(_NEGATION.search(subject)),
         multi,
+        frozenset(a or b for a, b in _EVERY.findall(clause)),
     )
 
 
@@ -505,22 +537,25 @@ def compare(
 
     ``None``: different holders, subjects or relations (a near miss: nothing to retire).
     """
-    if old.holder != new.holder:
-        return None
-    if not _same_subject(old.subject, new.subject, loose=new.cue):
-        return None
-    if new.still and not new.cue:
-        return None  # "still", "还是": a restatement, whatever the word order
     a, b = set(old.predicate) - {_GAP}, set(new.predicate) - {_GAP}
-    if (a & _SCOPES) != (b & _SCOPES):
+    if _other_slot(old, new) or (a & _SCOPES) != (b & _SCOPES):
         return None
     gone, came = a - b, b - a
     shared = a & b
-    if old.negated != new.negated and shared and len(gone) + len(came) <= 1 and cosine >= min_cosine:
-        said = "no longer" if new.negated else "now"
-        return SlotMatch(True, (), (), f"same holder and subject ({_show(old)}), {said}: {_list(shared)}")
+    if old.negated != new.negated:
+        if shared and len(gone) + len(came) <= 1 and cosine >= min_cosine:
+            said = "no longer" if new.negated else "now"
+            return SlotMatch(True, (), (), f"same holder and subject ({_show(old)}), {said}: {_list(shared)}")
+        if not shared - _time_terms() and not (new.cue and new.negated):
+            # "never drinks cola" / "drinks coffee every morning": two facts; but "我抽烟" /
+            # "我去年把烟戒了" stops what was said
+            return None
     if not gone and not came:
         return SlotMatch(False, (), (), "same holder, subject and value")
+    if old.negated and new.negated and not new.cue:
+        return None  # what someone never does adds up ("never cola", "never black tea")
+    if _earlier(old.predicate, new.predicate):
+        return None  # "moved to Lhasa in 2015" after "... in 2022": history, not a newer value
     if new.additive and not new.cue:
         return None  # "I also like ramen": one more value, not another one
     if (old.multi or new.multi or stacking) and not new.cue:
@@ -537,6 +572,25 @@ def compare(
         tuple(sorted(came)),
         f"same holder and subject ({_show(old)}), value {_list(gone)} -> {_list(came)}",
     )
+
+
+def _other_slot(old: Claim, new: Claim) -> bool:
+    """Whether the two claims' structure already says they fill different slots."""
+    if old.holder != new.holder or not _same_subject(old.subject, new.subject, loose=new.cue):
+        return True
+    if new.still and not new.cue:
+        return True  # "still", "还是": a restatement, whatever the word order
+    if old.context != new.context:
+        return True  # "今年4岁" said after another pet: about that pet, not the same slot
+    # "runs every Friday" / "runs every Tuesday": both may hold
+    return old.every != new.every and bool(old.every and new.every) and not new.cue
+
+
+def _earlier(old: tuple[str, ...], new: tuple[str, ...]) -> bool:
+    """Whether the later statement names only years before every year the earlier names."""
+    years_old = [int(t[:4]) for t in old if _YEAR.match(t)]
+    years_new = [int(t[:4]) for t in new if _YEAR.match(t)]
+    return bool(years_old and years_new) and max(years_new) < min(years_old)
 
 
 def _one_change(old: Claim, new: Claim, gone: set[str], came: set[str]) -> bool:
