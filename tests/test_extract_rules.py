@@ -893,3 +893,33 @@ def test_near_misses_are_no_name_and_no_project(text: str) -> None:
 def test_dont_call_me_is_a_rule_not_a_name() -> None:
     item = only("Don't call me before 9")
     assert item.memory_type is MemoryType.CONSTRAINT and item.key is None
+
+
+@pytest.mark.parametrize(
+    ("text", "tool"),
+    [
+        ("I use VS Code.", "VS Code"),
+        ("We use Jira for issue tracking.", "Jira"),
+        ("I write code in VS Code.", "VS Code"),
+        ("I track my expenses in a Google Sheet.", "Google Sheet"),
+        ("我用Excel记账。", "Excel"),
+        ("我写代码用VS Code。", "VS Code"),
+        ("我们前端用的是React。", "React"),
+    ],
+)
+def test_the_tools_someone_uses_are_facts(text: str, tool: str) -> None:
+    item = only(text)
+    assert item.memory_type is F and item.structured == {"value": tool}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I use it every day.",
+        "We use the park for picnics.",
+        "I used Excel yesterday.",
+        "我今天用Excel做了报表。",
+    ],
+)
+def test_no_tool_without_a_named_tool_in_the_present(text: str) -> None:
+    assert extract(text) == []

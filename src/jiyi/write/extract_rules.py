@@ -1155,6 +1155,43 @@ def _valued_statement(core: str) -> _Hit | None:
     return _Hit(MemoryType.FACT, rule, CONFIDENCE_FACT, None, {"value": core})
 
 
+# --- the tools someone uses: "I write code in VS Code", "We use Jira for issue tracking",
+# "我写代码用VS Code", "我们前端用的是React". A named tool (a capitalised or Latin name) for a
+# purpose, in the present tense: what an assistant should know when that purpose comes up.
+
+_TOOL_EN = re.compile(
+    r"^(?:I|[Ww]e)\s+(?:usually\s+|mostly\s+|always\s+|now\s+|currently\s+|still\s+|mainly\s+)?"
+    r"(?:use|(?:write|edit|track|log|manage|keep|do|build|design|take|store)\s+(?P<what>[a-z][\w' -]{1,30}?)"
+    r"\s+(?:in|on|with))\s+(?P<v>(?:(?:the|a|an)\s+)?[A-Z0-9][\w.+#-]*(?:\s+[A-Z0-9][\w.+#-]*){0,3})"
+    r"(?P<purpose>\s+(?:for|to)\s+[^,;]{2,40})?$"
+)
+_TOOL_ZH = re.compile(
+    r"^(?:我|我们|咱们)(?:平时|一般|通常|现在|目前|都|一直|主要)*"
+    r"(?:用|使用)(?P<v>[A-Za-z0-9][\w .+#-]{0,30}?|[\u4e00-\u9fff]{2,6}?)"
+    r"(?:来)?(?P<purpose>写|做|记|管理|跟踪|追踪|画|剪|看|听|存|开发|设计|编辑|沟通|协作)[\u4e00-\u9fff]{0,8}$"
+    r"|^(?:我|我们|咱们)(?P<what>[\u4e00-\u9fff]{1,6}?)(?:平时|一般|通常|现在|目前|都|一直|主要)*"
+    r"(?:用的是|用|使用的是|使用)(?P<v2>[A-Za-z0-9][\w .+#-]{0,30}|[\u4e00-\u9fff]{2,6})$"
+)
+
+
+def _tool(core: str) -> _Hit | None:
+    if _MODAL.search(core) or _TODAY.search(core):
+        return None
+    if _HAN.search(core):
+        m = _TOOL_ZH.match(core)
+        if m is None:
+            return None
+        return _fact("rule:self-zh", None, _value(m.group("v") or m.group("v2") or ""))
+    m = _TOOL_EN.match(core)
+    tool = _ARTICLE.sub("", m.group("v")) if m is not None else ""
+    if not tool or tool.split()[0].lower() in _NOT_TOOLS:
+        return None
+    return _fact("rule:self-en", None, _value(tool))
+
+
+_NOT_TOOLS = frozenset("i it this that them".split())
+
+
 def _changed_habit(core: str, zh: bool) -> _Hit | None:
     m = (_STOPPED_ZH if zh else _STOPPED_EN).match(core)
     if m:
@@ -1177,6 +1214,7 @@ _RULES: tuple[Callable[[str], _Hit | None], ...] = (
     _self_description,
     _project,
     _personal,
+    _tool,
     _valued_statement,
 )
 
