@@ -2,7 +2,8 @@
 session dates in LoCoMo's format and in order, unique dia_ids, and every question has a
 valid category and evidence that names turns of its own conversation; at least two
 questions per conversation ask what is true now (``"now": true``: a value that changed,
-whose evidence is the latest statement only)."""
+whose evidence is the latest statement only; ``"superseded"`` names the earlier turn it
+replaced)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ DATA = Path(__file__).resolve().parent.parent / "bench" / "data" / "conversation
 DATE_TIME = re.compile(r"\d{1,2}:\d{2} [ap]m on \d{1,2} [A-Z][a-z]+, \d{4}")
 SESSION = re.compile(r"session_(\d+)")
 CATEGORIES = {1, 2, 3, 4, 5}
+
+
+def turn_order(dia_id: str) -> tuple[int, int]:
+    session, turn = dia_id[1:].split(":")
+    return int(session), int(turn)
 
 
 def samples() -> list[dict[str, Any]]:
@@ -67,4 +73,11 @@ def test_conversation_well_formed(sample: dict[str, Any]) -> None:
         for ev in qa["evidence"]:
             assert ev in dia_ids, (qa["question"], ev)
         assert qa.get("now", False) in (True, False), qa
+        # The statement a "now" question's answer replaced: an earlier turn, never evidence.
+        old = qa.get("superseded", [])
+        assert not old or qa.get("now"), qa
+        assert not set(old) & set(qa["evidence"]), qa
+        for ev in old:
+            assert ev in dia_ids, (qa["question"], ev)
+            assert all(turn_order(ev) < turn_order(e) for e in qa["evidence"]), qa
     assert sum(1 for qa in sample["qa"] if qa.get("now")) >= 2
