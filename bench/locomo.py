@@ -21,6 +21,7 @@ ranked dia_ids are the union of its hits' ids in rank order, scored as in raw mo
     python bench/locomo.py --half-report         # 1-5 vs 6-10 vs all, one ingest each
     python bench/locomo.py --mode pipeline                         # default gate (3 per session/day)
     python bench/locomo.py --mode pipeline --max-extractions 1000000   # rate limit lifted
+    python bench/locomo.py --data bench/data/conversations_zh_en.json --half-report   # our zh/en set
 """
 
 from __future__ import annotations
@@ -804,6 +805,8 @@ def details_rows(runs: Sequence[ConversationRun]) -> Iterator[dict[str, Any]]:
                 "ranked": list(r.ranked),
                 "recall@10": round(evidence_recall(r, 10), 4) if q.evidence else None,
                 "ms": round(r.latency_ms, 2),
+                # Each part's ranking of the same store, to see where jiyi falls behind one.
+                "parts": {name: list(ranked) for name, ranked in r.parts.items()},
             }
 
 
