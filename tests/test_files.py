@@ -533,6 +533,26 @@ def test_watcher_syncs_an_edit(mem: Memory, root: Path) -> None:
     assert not watcher.alive
 
 
+def test_watcher_waits_for_a_file_to_hold_still(mem: Memory, root: Path) -> None:
+    """An editor that truncates and then writes: the half-written file is never synced (its
+    missing lines would read as deleted), only the file once it stopped changing."""
+    item = add(mem, "I usually go running before work", "habit")
+    reports: list[object] = []
+    watcher = watch_files(mem, interval=60, start=False, on_report=reports.append)
+    assert watcher.poll() == [] and watcher.poll() == []  # jiyi's own file: no edit
+    path = md(root)
+    text = path.read_text(encoding="utf-8")
+    path.write_text("", encoding="utf-8")  # caught between truncating and writing
+    assert watcher.poll() == []
+    time.sleep(0.01)  # a new modification time, as a real edit has
+    path.write_text(text.replace("running", "swimming"), encoding="utf-8")
+    assert watcher.poll() == [] and reports == []
+    assert len(watcher.poll()) == 1 and len(reports) == 1
+    assert mem.get(item).content == "I usually go swimming before work"
+    assert mem.get(item).status == Status.ACTIVE
+    assert [h.action for h in mem.history(item)].count("archive") == 0
+
+
 async def test_watcher_with_async_memory(tmp_path: Path, root: Path) -> None:
     async with AsyncMemory(SQLiteStore(tmp_path / "w.db"), files=root) as amem:
         item = (await amem.add("Reviews code in the morning", user_id="bob", memory_type="habit")).item

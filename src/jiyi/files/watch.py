@@ -4,8 +4,10 @@ Every ``interval`` seconds a thread looks at the size and modification time of e
 memory.md / learnings.md under the root (no extra dependency, works on every file
 system, network mounts included). When a file changed *and* no longer matches what
 jiyi last wrote (jiyi's own writes are not edits), its scope is handed to ``on_change``.
-The first look happens at start, so edits made while nothing was watching are synced
-too. ``jiyi serve --files DIR`` runs one; :func:`watch_files` starts one for any
+A file is acted on once it has stopped changing for one interval: an editor that
+truncates and then writes would otherwise have a half-written file synced (its missing
+lines read as deleted). The first look happens at start, so edits made while nothing was
+watching are synced too (one interval later). ``jiyi serve --files DIR`` runs one; :func:`watch_files` starts one for any
 :class:`~jiyi.memory.Memory` or :class:`~jiyi.memory.AsyncMemory`.
 """
 
@@ -51,6 +53,7 @@ class FileWatcher:
         self.tenant_id = tenant_id
         self._on_change = on_change
         self._seen: dict[tuple[ScopeRef, str], Signature] = {}
+        self._pending: set[tuple[ScopeRef, str]] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -81,10 +84,14 @@ class FileWatcher:
     def poll(self) -> list[ScopeRef]:
         """Look once; sync (via ``on_change``) the scopes whose files were edited."""
         current = self._signatures()
-        changed = {ref for key, sig in current.items() if self._seen.get(key) != sig for ref in [key[0]]}
-        changed |= {key[0] for key in self._seen if key not in current}
-        self._seen = current
-        edited = [ref for ref in sorted(changed) if self._edited(ref)]
+        previous, self._seen = self._seen, current
+        moved = {key for key, sig in current.items() if previous.get(key) != sig}
+        moved |= {key for key in previous if key not in current}
+        # A file that changed since the last look may still be being written: wait until
+        # it holds still for one interval.
+        settled = self._pending - moved
+        self._pending = (self._pending - settled) | moved
+        edited = [ref for ref in sorted({key[0] for key in settled}) if self._edited(ref)]
         if edited:
             self._on_change(edited)
         return edited
