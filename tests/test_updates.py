@@ -452,11 +452,13 @@ def test_a_clause_naming_nobody_continues_the_person_before_it() -> None:
     assert other.action != "supersede", other.reason
 
 
-def test_a_quantity_changes_only_into_the_same_kind_of_quantity() -> None:
-    def changed(old: str, new: str) -> bool:
-        found = [compare(a, b, cosine=0.9) for a in claims(old) for b in claims(new)]
-        return any(m is not None and m.changed for m in found)
+def changed(old: str, new: str) -> bool:
+    """Whether some claim of ``new`` changes the value of some claim of ``old`` (close texts)."""
+    found = [compare(a, b, cosine=0.9) for a in claims(old) for b in claims(new)]
+    return any(m is not None and m.changed for m in found)
 
+
+def test_a_quantity_changes_only_into_the_same_kind_of_quantity() -> None:
     # an age is not a year; an amount that gives way to words is another fact
     assert not changed("Tom is 30 years old.", "Tom moved to Paris in 2019.")
     assert not changed("李娜今年5岁。", "李娜在2005年搬到了厦门。")
@@ -480,10 +482,6 @@ def test_a_frequency_word_is_no_subject_on_its_own() -> None:
 
 
 def test_one_persons_facts_that_add_up_or_differ_in_kind_stay_apart() -> None:
-    def changed(old: str, new: str) -> bool:
-        found = [compare(a, b, cosine=0.9) for a in claims(old) for b in claims(new)]
-        return any(m is not None and m.changed for m in found)
-
     # allergies, pets and skills learned add up, whoever is named
     assert not changed("Priya is allergic to gluten.", "Priya is allergic to peanuts.")
     assert not changed("王芳对花生过敏。", "王芳对芒果过敏。")
