@@ -8,7 +8,8 @@ Offline and rule-based, Chinese and English. A statement is read as a :class:`Cl
 * **predicate**: the terms after it, split into **values** (numbers, dates, times,
   proper names, and whatever differs) and the relation around them;
 * **cue**: a correction or change cue ("actually", "no longer", "switched to",
-  "postponed to", "其实", "更正", "改成", "推迟到", "不再", "现在" ...).
+  "postponed to", "其实", "更正", "改成", "推迟到", "不再", "现在" ...) in the claim's
+  sentence, or opening the whole text.
 
 :func:`compare` says whether two claims fill the same slot (same holder, same subject,
 same relation) and, if so, whether the value changed. It never looks at which data it
@@ -223,7 +224,8 @@ class Claim:
     still: bool
     negated: bool
     multi: bool
-    """The relation may hold several values at once (have, like, 有, 喜欢): only a cue changes it."""
+    """The relation may hold several values at once (the speaker's have, like, 有, 喜欢; anyone's
+    pets, allergies, skills learned): only a cue changes it."""
     every: frozenset[str] = frozenset()
     """The recurring days it holds on ("every friday" -> {"friday"}; 每个周六 -> {"六"})."""
     context: frozenset[str] = frozenset()
