@@ -923,3 +923,25 @@ def test_the_tools_someone_uses_are_facts(text: str, tool: str) -> None:
 )
 def test_no_tool_without_a_named_tool_in_the_present(text: str) -> None:
     assert extract(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "structured"),
+    [
+        ("I joined Stripe last month, still doing backend work.", {"key": "employer", "value": "Stripe"}),
+        ("I started working at Google in 2020.", {"key": "employer", "value": "Google"}),
+        ("Home for me is Lyon.", {"key": "location", "value": "Lyon"}),
+        ("上个月我跳槽去了字节。", {"key": "employer", "value": "字节"}),
+        # a place or an organisation, which the words do not tell apart: no key
+        ("我在美团做后端开发。", {"value": "我在美团做后端开发"}),
+        ("我家就在青岛。", {"value": "我家就在青岛"}),
+    ],
+)
+def test_more_ways_to_say_where_one_works_or_lives(text: str, structured: dict[str, str]) -> None:
+    item = only(text)
+    assert item.memory_type is F and item.structured == structured
+
+
+@pytest.mark.parametrize("text", ["I joined a gym.", "我在家做饭。", "我下个月跳槽去腾讯。"])
+def test_no_employer_from_a_club_a_home_or_a_plan(text: str) -> None:
+    assert extract(text) == []

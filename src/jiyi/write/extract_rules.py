@@ -723,6 +723,14 @@ _MOVED_ZH = re.compile(
     r"^我(?:已经|刚|刚刚|最近|去年|前年|今年|上个?月|上周|上星期|前几天|前段时间|年初|这个月|其实)*"
     r"搬(?:到|去|来)了?(?P<v>[^，,]+?)(?:了|住)?$"
 )
+# "上个月我跳槽去了字节", "我在美团做后端开发", "我家就在青岛".
+_JOB_CHANGE_ZH = re.compile(
+    r"^(?:上个?月|去年|今年|最近|前不久|刚刚?)?我(?:已经|刚|刚刚|最近|上个?月|去年)*跳槽(?:去|到)了?(?P<v>[^，,]{2,12}?)了?$"
+)
+_WORK_AT_ZH = re.compile(
+    r"^我(?:现在|目前|一直)?在(?P<v>[^，,在]{2,10}?)(?:做|当|负责|搞)(?P<role>[^，,]{2,10})$"
+)
+_HOME_ZH = re.compile(r"^我家(?:就|现在|目前)?(?:在|住在)(?P<v>[^，,]{2,12})$")
 _PLAN_ZH = re.compile(r"打算|准备|计划|想|要|下个?月|明年|下周|将|会")
 _HOMETOWN_ZH = re.compile(r"^我(?:来自|老家(?:在|是)|出生在|出生于|是从)(?P<v>.+?)(?:来的)?$")
 _DO_FOR_A_LIVING_ZH = re.compile(r"^我(?:现在|目前)?是(?:做|搞|干|当)(?P<v>[^，,的]{1,20})的$")
@@ -758,6 +766,12 @@ _EMPLOYER_EN = re.compile(
     _I,
 )
 _WORK_AS_EN = re.compile(r"^i\s+(?:currently\s+|now\s+)?work\s+as\s+(?:an?\s+)?(?P<v>.+)$", _I)
+# "I joined Stripe last month": a named employer (capitalised), not "I joined a gym".
+_JOINED_EN = re.compile(
+    r"^I(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|finally\s+)*(?:joined|started\s+(?:working\s+)?at)\s+"
+    r"(?P<v>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3})(?:\s+(?:as|in|on|last|this|a|two|three|\d)\b.*)?$"
+)
+_HOME_EN = re.compile(r"^(?:home\s+for\s+me\s+is|my\s+home\s+is\s+(?:in|now\s+in))\s+(?P<v>.+)$", _I)
 _LOCATION_EN = re.compile(
     r"^(?:i|i'm|i\s+am)\s+(?:currently\s+|now\s+|still\s+)?(?:live|living|reside|residing|based|located)\s+"
     r"(?:in|at)\s+(?P<v>.+)$"
@@ -814,6 +828,14 @@ def _self_description_zh(core: str) -> _Hit | None:
     m = _HOMETOWN_ZH.match(core)
     if m:
         return _fact(rule, "hometown", m.group("v"))
+    m = _JOB_CHANGE_ZH.match(core)
+    if m and not _PLAN_ZH.search(m.group("v")):
+        return _fact(rule, "employer", m.group("v"))
+    # Where someone does their work, or where home is: a place or an organisation, which
+    # the words do not tell apart, so no key (a key would let it retire an employer or a city).
+    m = _WORK_AT_ZH.match(core) or _HOME_ZH.match(core)
+    if m and _value(m.group("v")) not in {"家", "家里", "这里", "那里", "这", "那", "这边", "那边"}:
+        return _fact(rule, None, core)
     m = _DO_FOR_A_LIVING_ZH.match(core)
     if m:
         return _fact(rule, "profession", m.group("v"))
@@ -857,6 +879,12 @@ def _self_description_en(core: str) -> _Hit | None:
     m = _WORK_AS_EN.match(core)
     if m:
         return _fact(rule, "profession", _PROFESSION_STOP.split(m.group("v"), maxsplit=1)[0])
+    m = _JOINED_EN.match(core)
+    if m and m.group("v").split()[0] not in ("The", "A", "An", "My", "Our"):
+        return _fact(rule, "employer", m.group("v"))
+    m = _HOME_EN.match(core)
+    if m:
+        return _fact(rule, "location", m.group("v"))
     m = _LOCATION_EN.match(core)
     if m:
         return _fact(rule, "location", m.group("v") or m.group("moved") or "")
