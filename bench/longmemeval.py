@@ -21,6 +21,8 @@ Overall, per question type and on the two halves of the file (even and odd line 
     python bench/longmemeval.py ../shared/data/lme_s_dev.jsonl.gz --limit 20
     python bench/longmemeval.py DATA --half odd --json out.json
     python bench/longmemeval.py DATA --mode pipeline --limit 10
+    python bench/longmemeval.py DATA --mode pipeline --every 3 --stores /tmp/lme-stores  # keeps them
+    python bench/longmemeval.py DATA --mode pipeline --every 3 --stores /tmp/lme-stores  # search only
 """
 
 from __future__ import annotations
@@ -203,13 +205,43 @@ def _pipeline_session(s: dict[str, Any]) -> tuple[Session, list[dict[str, Any]]]
     return session, messages
 
 
-def run_pipeline(q: Question, embedder: CachingEmbedder, tmp: Path, keep_turns: bool) -> Result:
-    """remember() each session in date order, then score through each item's source turns."""
+def run_pipeline(
+    q: Question, embedder: CachingEmbedder, tmp: Path, keep_turns: bool, stores: Path | None = None
+) -> Result:
+    """remember() each session in date order, then score through each item's source turns.
+
+    With ``stores`` (``--stores DIR``) the question's SQLite file and its item -> turn map
+    are kept there, and a later run with the same DIR searches them without ingesting
+    again: a change to the read side is measured in seconds instead of a full ingest."""
+    kept = None if stores is None else (stores / f"{q.qid}.db", stores / f"{q.qid}.sources.json")
+    if kept is not None and kept[0].exists() and kept[1].exists():
+        db, sources = kept[0], _load_sources(kept[1])
+    else:
+        db = kept[0] if kept is not None else tmp / f"{q.qid}.db"
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        sources = _ingest(q, embedder, db, keep_turns)
+        if kept is not None:
+            kept[1].write_text(json.dumps({k: list(v) for k, v in sources.items()}), encoding="utf-8")
+    now = q.now
+    with Memory(SQLiteStore(db), embedder=embedder, background=False, clock=lambda: now) as mem:
+        res = Result(q, memories=len(active_items(mem, q.qid)))
+        t0 = time.perf_counter()
+        hits = mem.search(q.row["question"], user_id=q.qid, limit=SEARCH_LIMIT, touch=False)
+        res.latency_ms = (time.perf_counter() - t0) * 1000.0
+        res.ranked["jiyi"] = _through_sources([h.item.id for h in hits], sources)
+        for name, ids in part_rankings(mem, q.row["question"], q.qid, now, SEARCH_LIMIT).items():
+            res.ranked[name] = _through_sources(ids, sources)
+    return res
+
+
+def _ingest(q: Question, embedder: CachingEmbedder, db: Path, keep_turns: bool) -> dict[str, dict[str, None]]:
+    """Every session of ``q`` through remember() into ``db``; each stored item's source turns."""
     sessions = q.sessions()
     clock = _Clock(parse_date(sessions[0]["date"]) if sessions else q.now)
     sources: dict[str, dict[str, None]] = {}
     mem = Memory(
-        SQLiteStore(tmp / f"{q.qid}.db"),
+        SQLiteStore(db),
         embedder=embedder,
         background=False,
         gate=GateConfig(),
@@ -229,15 +261,12 @@ def run_pipeline(q: Question, embedder: CachingEmbedder, tmp: Path, keep_turns: 
             contents = [m["content"] for m in messages]
             while reports := mem.process_jobs(worker="lme", limit=DRAIN_BATCH):
                 _record_outcomes(book, reports, session, contents, sources)
-        clock.at = q.now
-        res = Result(q, memories=len(active_items(mem, q.qid)))
-        t0 = time.perf_counter()
-        hits = mem.search(q.row["question"], user_id=q.qid, limit=SEARCH_LIMIT, touch=False)
-        res.latency_ms = (time.perf_counter() - t0) * 1000.0
-        res.ranked["jiyi"] = _through_sources([h.item.id for h in hits], sources)
-        for name, ids in part_rankings(mem, q.row["question"], q.qid, q.now, SEARCH_LIMIT).items():
-            res.ranked[name] = _through_sources(ids, sources)
-    return res
+    return sources
+
+
+def _load_sources(path: Path) -> dict[str, dict[str, None]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {item_id: dict.fromkeys(turns) for item_id, turns in data.items()}
 
 
 def _through_sources(item_ids: Sequence[str], sources: dict[str, dict[str, None]]) -> list[str]:
@@ -296,6 +325,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--embedder", default=None, help="embedder spec (default: jiyi's default)")
     p.add_argument("--json", type=Path, default=None, metavar="OUT.json")
     p.add_argument("--details", type=Path, default=None, metavar="OUT.jsonl", help="per-question rankings")
+    p.add_argument(
+        "--stores",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="pipeline: keep each question's store in DIR, or search the one kept there by an earlier "
+        "run (same data, options and write path) without ingesting again",
+    )
     args = p.parse_args(argv)
     if not args.data.exists():
         p.error(f"no data file at {args.data}")
@@ -305,6 +342,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--every must be >= 1")
     if not args.keep_turns and args.mode != "pipeline":
         p.error("--no-keep-turns is for --mode pipeline")
+    if args.stores is not None and args.mode != "pipeline":
+        p.error("--stores is for --mode pipeline")
     return args
 
 
@@ -320,12 +359,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     questions = select(load(args.data), args.half, args.every, args.limit)
     embedder = CachingEmbedder(resolve_embedder(args.embedder), args.cache)
     embedder.embed(["load the model before timing"])
+    if args.stores is not None:
+        args.stores.mkdir(parents=True, exist_ok=True)
     results: list[Result] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="jiyi-lme-") as tmp:
         for i, q in enumerate(questions, 1):
             if args.mode == "pipeline":
-                res = run_pipeline(q, embedder, Path(tmp), args.keep_turns)
+                res = run_pipeline(q, embedder, Path(tmp), args.keep_turns, args.stores)
             else:
                 res = run_raw(q, embedder, Path(tmp))
             (Path(tmp) / f"{q.qid}.db").unlink(missing_ok=True)
