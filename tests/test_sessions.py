@@ -262,6 +262,18 @@ def test_ending_a_session_twice_queues_one_episode(mem: Memory, clock: Clock) ->
     assert len(mem.search("launch city", user_id="li", tags=["episode"])) == 1
 
 
+def test_an_episode_jiyi_writes_is_held_less_surely_than_what_was_said(mem: Memory) -> None:
+    from jiyi.session.flows import EPISODE_CONFIDENCE
+
+    mem.remember([("user", "We picked Hangzhou for the launch")], session_id="s", user_id="li")
+    mem.end_session("s", user_id="li")
+    mem.process_jobs()
+    (episode,) = mem.list(user_id="li", tags=["episode"]).items
+    assert episode.confidence == EPISODE_CONFIDENCE < 1.0  # a user's kept turn has 1.0
+    # an episode handed in by a caller is theirs to rate
+    assert mem.add_episode("Planned the launch", user_id="li").confidence == 1.0
+
+
 def test_two_ends_at_once_queue_one_episode(mem: Memory) -> None:
     """One end reads the session, another ends it meanwhile: the first one's write is
     refused (the session scope's clock moved) and it reads again, finding the end."""

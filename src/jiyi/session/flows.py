@@ -47,6 +47,7 @@ from jiyi.store.base import (
 from jiyi.text.tokenize import index_text
 from jiyi.text.tokens import count_message_tokens
 from jiyi.write.extract import Extracted, Turn
+from jiyi.write.extract_rules import CONFIDENCE_FACT
 from jiyi.write.gate import scrub
 from jiyi.write.pipeline import GUARD_ATTEMPTS, Outcome, store_extracted
 from jiyi.write.resources import keeps_turn, store_turns
@@ -805,9 +806,23 @@ def _run_episode(rt: Runtime, job: Job) -> Flow[list[Outcome]]:
         outcomes=summary.outcomes,
         importance=summary.importance,
         occurred_at=occurred,
+        # What jiyi made of a session, not what anyone said: held as surely as a fact the
+        # extractor reads from a turn, below the turns themselves (1.0).
+        confidence=EPISODE_CONFIDENCE,
         **scope_ids,
     )
-    return [Outcome(Extracted(summary.summary, MemoryType.EVENT, 1.0), "episode", "episode written", item.id)]
+    return [
+        Outcome(
+            Extracted(summary.summary, MemoryType.EVENT, EPISODE_CONFIDENCE),
+            "episode",
+            "episode written",
+            item.id,
+        )
+    ]
+
+
+EPISODE_CONFIDENCE = CONFIDENCE_FACT
+"""The confidence of an episode a session's end writes (the extractor's for a stated fact)."""
 
 
 def add_episode(
@@ -825,6 +840,7 @@ def add_episode(
     project_id: str | None = None,
     agent_id: str | None = None,
     tenant_id: str | None = None,
+    confidence: float = 1.0,
 ) -> Flow[MemoryItem]:
     """Store an episode (seed 001): searchable like any memory, tagged ``episode``.
     Its text (summary, topics, actions, outcomes) is redacted like any stored text."""
@@ -844,7 +860,7 @@ def add_episode(
         session_id=session_id,
         agent_id=agent_id,
         importance=importance,
-        confidence=1.0,
+        confidence=confidence,
         source=Source.SYSTEM,
         tags=("episode",),
         structured={
