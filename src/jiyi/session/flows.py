@@ -843,7 +843,9 @@ def add_episode(
     confidence: float = 1.0,
 ) -> Flow[MemoryItem]:
     """Store an episode (seed 001): searchable like any memory, tagged ``episode``.
-    Its text (summary, topics, actions, outcomes) is redacted like any stored text."""
+    Its text (summary, topics, actions, outcomes) is redacted like any stored text.
+    ``confidence``: how sure the caller is of it (a session's end writes its own at
+    :data:`EPISODE_CONFIDENCE`)."""
     now = rt.now()
     summary, key_topics, actions_taken, outcomes = scrub(
         rt.gate, rt.tenant(tenant_id), (summary, tuple(key_topics), tuple(actions_taken), tuple(outcomes))
