@@ -358,27 +358,30 @@ def test_an_item_moved_to_another_scope_takes_its_vector_along(store: PostgresSt
     ) == [(0,)]
 
 
-def test_upgrading_fills_the_vectors_scope_key(pg_dsn: str, schema: str) -> None:  # noqa: F811
+def test_upgrading_fills_the_vectors_scope_key_and_stores_them_by_scope(pg_dsn: str, schema: str) -> None:  # noqa: F811
     rng = np.random.default_rng(13)
-    items = [make_item(f"v {k}", user_id=("alice", "bob")[k % 2]) for k in range(30)]
+    items = [make_item(f"v {k}", user_id=("alice", "bob", "carol")[k % 3]) for k in range(300)]
     items.append(make_item("elsewhere", tenant_id="other"))
     q = unit(rng)
     with PostgresStore(pg_dsn, schema=schema) as store:
         put(store, *items, vectors=[unit(rng) for _ in items])
         f = flt(scope_keys=("user:alice",))
         before = _vector_hits(store, f, q)
-    # Back to the schema as the migrations before this one left it.
-    version = next(v for v, (name, _) in enumerate(MIGRATIONS, 1) if name == "scope key on vectors")
-    _sql(pg_dsn, f'ALTER TABLE "{schema}".vectors DROP COLUMN scope_key')  # (drops its index too)
-    _sql(pg_dsn, f'DELETE FROM "{schema}".jiyi_schema_migrations WHERE version = %s', version)
+    # Back to the schema as the migrations before these left it, rows in arrival order.
+    s = f'"{schema}"'
+    _sql(pg_dsn, f"ALTER TABLE {s}.vectors DROP COLUMN scope_key")  # (drops its index too)
+    _sql(pg_dsn, f"CLUSTER {s}.vectors USING vectors_pkey")
+    names = ("scope key on vectors", "vectors stored by scope")
+    versions = [v for v, (name, _) in enumerate(MIGRATIONS, 1) if name in names]
+    assert len(versions) == 2
+    _sql(pg_dsn, f"DELETE FROM {s}.jiyi_schema_migrations WHERE version = ANY(%s)", versions)
     with PostgresStore(pg_dsn, schema=schema) as store:
         assert store.pending_migrations() == []
-        s = f'"{schema}"'
         assert _sql(
             pg_dsn,
             f"SELECT count(*), count(*) FILTER (WHERE v.scope_key = i.scope_key) FROM {s}.vectors v "
             f"JOIN {s}.items i ON i.tenant_id = v.tenant_id AND i.pk = v.pk",
-        ) == [(31, 31)]
+        ) == [(301, 301)]
         clustered = _sql(
             pg_dsn,
             "SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid "
@@ -386,10 +389,17 @@ def test_upgrading_fills_the_vectors_scope_key(pg_dsn: str, schema: str) -> None
             f"{s}.vectors",
         )
         assert clustered == [("vectors_scope",)]
-        # Reordered by (tenant, scope, pk), and the HNSW indexes built again afterwards.
+        # Reordered by (tenant, scope, pk), without the row versions the fill replaced (as
+        # small as a fresh rewrite), and the HNSW indexes built again afterwards.
         stored = _sql(pg_dsn, f"SELECT tenant_id, scope_key, pk FROM {s}.vectors ORDER BY ctid")
         assert stored == sorted(stored)
-        indexes = {r[0] for r in _sql(pg_dsn, "SELECT indexname FROM pg_indexes WHERE schemaname = %s", schema)}
+        size = f"SELECT pg_relation_size('{s}.vectors')"
+        migrated = _sql(pg_dsn, size)[0][0]
+        _sql(pg_dsn, f"VACUUM FULL {s}.vectors")
+        assert migrated <= _sql(pg_dsn, size)[0][0]
+        indexes = {
+            r[0] for r in _sql(pg_dsn, "SELECT indexname FROM pg_indexes WHERE schemaname = %s", schema)
+        }
         assert {f"vectors_hnsw_{d}" for d in HNSW_DIMENSIONS} <= indexes
         assert _vector_hits(store, f, q) == before
 
