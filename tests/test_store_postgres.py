@@ -303,6 +303,107 @@ def test_explain_shows_an_exact_scoped_plan_even_with_an_hnsw_index(big: Any, pg
         _sql(pg_dsn, f"DROP INDEX {index}")
 
 
+def _vector_hits(store: PostgresStore, f: Any, q: np.ndarray, k: int = 10) -> list[tuple[str, float]]:
+    return [(h.id, h.score) for h in store.execute(VectorHits(f, MODEL, q, k))]
+
+
+def test_clustering_the_vectors_by_scope_keeps_every_hit(big: Any, pg_dsn: str) -> None:  # noqa: F811
+    """docs/deploy.md's operator step (`CLUSTER vectors`, on the index the migration marks)
+    moves rows, never changes an answer; a scope's vectors are read through vectors_scope."""
+    store = big[0]
+    rng = np.random.default_rng(5)
+    filters = [flt(scope_keys=(f"user:u{u:02d}",)) for u in (0, 7, 19)]
+    filters += [flt(scope_keys=("user:u01", "user:u02")), flt()]
+    queries = [unit(rng, DIM) for _ in filters]
+    before = [_vector_hits(store, f, q, 25) for f, q in zip(filters, queries, strict=True)]
+    assert "vectors_scope" in store.explain(VectorHits(filters[0], MODEL, queries[0], 10))
+    _sql(pg_dsn, f'CLUSTER "{store.schema}".vectors')
+    _sql(pg_dsn, f'ANALYZE "{store.schema}".vectors')
+    after = [_vector_hits(store, f, q, 25) for f, q in zip(filters, queries, strict=True)]
+    assert after == before and all(len(h) == 25 for h in after)
+    # Stored in scope order now: a scope's rows are on consecutive pages.
+    pages = _sql(
+        pg_dsn,
+        f'SELECT count(DISTINCT (ctid::text::point)[0]) FROM "{store.schema}".vectors '
+        "WHERE tenant_id = %s AND scope_key = 'user:u07'",
+        TENANT,
+    )[0][0]
+    per_page = _sql(
+        pg_dsn,
+        f"SELECT ceil(count(*)::float8 / count(DISTINCT (ctid::text::point)[0])) "
+        f'FROM "{store.schema}".vectors',
+    )[0][0]
+    assert pages <= N_VECTORS / N_SCOPES / per_page + 1
+
+
+def test_an_item_moved_to_another_scope_takes_its_vector_along(store: PostgresStore, pg_dsn: str) -> None:  # noqa: F811
+    rng = np.random.default_rng(9)
+    q = unit(rng)
+    moved, stays = make_item("moves to bob"), make_item("stays with alice")
+    put(store, moved, stays, vectors=[q, unit(rng)])
+    alice, bob = flt(scope_keys=("user:alice",)), flt(scope_keys=("user:bob",))
+    assert [h[0] for h in _vector_hits(store, alice, q)] == [moved.id, stays.id]
+    # An update into bob's scope without a new vector, then one with a new vector.
+    put(store, make_item("moved to bob", id=moved.id, user_id="bob"))
+    assert [h[0] for h in _vector_hits(store, alice, q)] == [stays.id]
+    assert _vector_hits(store, bob, q) == [(moved.id, pytest.approx(1.0))]
+    put(store, make_item("back to alice", id=moved.id), vectors=[q])
+    assert [h[0] for h in _vector_hits(store, alice, q)] == [moved.id, stays.id]
+    assert _vector_hits(store, bob, q) == []
+    s = f'"{store.schema}"'
+    assert _sql(
+        pg_dsn,
+        f"SELECT count(*) FROM {s}.vectors v JOIN {s}.items i ON i.tenant_id = v.tenant_id AND i.pk = v.pk "
+        "WHERE v.scope_key <> i.scope_key",
+    ) == [(0,)]
+
+
+def test_upgrading_fills_the_vectors_scope_key_and_stores_them_by_scope(pg_dsn: str, schema: str) -> None:  # noqa: F811
+    rng = np.random.default_rng(13)
+    items = [make_item(f"v {k}", user_id=("alice", "bob", "carol")[k % 3]) for k in range(300)]
+    items.append(make_item("elsewhere", tenant_id="other"))
+    q = unit(rng)
+    with PostgresStore(pg_dsn, schema=schema) as store:
+        put(store, *items, vectors=[unit(rng) for _ in items])
+        f = flt(scope_keys=("user:alice",))
+        before = _vector_hits(store, f, q)
+    # Back to the schema as the migrations before these left it, rows in arrival order.
+    s = f'"{schema}"'
+    _sql(pg_dsn, f"ALTER TABLE {s}.vectors DROP COLUMN scope_key")  # (drops its index too)
+    _sql(pg_dsn, f"CLUSTER {s}.vectors USING vectors_pkey")
+    names = ("scope key on vectors", "vectors stored by scope")
+    versions = [v for v, (name, _) in enumerate(MIGRATIONS, 1) if name in names]
+    assert len(versions) == 2
+    _sql(pg_dsn, f"DELETE FROM {s}.jiyi_schema_migrations WHERE version = ANY(%s)", versions)
+    with PostgresStore(pg_dsn, schema=schema) as store:
+        assert store.pending_migrations() == []
+        assert _sql(
+            pg_dsn,
+            f"SELECT count(*), count(*) FILTER (WHERE v.scope_key = i.scope_key) FROM {s}.vectors v "
+            f"JOIN {s}.items i ON i.tenant_id = v.tenant_id AND i.pk = v.pk",
+        ) == [(301, 301)]
+        clustered = _sql(
+            pg_dsn,
+            "SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid "
+            "WHERE x.indrelid = %s::regclass AND x.indisclustered",
+            f"{s}.vectors",
+        )
+        assert clustered == [("vectors_scope",)]
+        # Reordered by (tenant, scope, pk), without the row versions the fill replaced (as
+        # small as a fresh rewrite), and the HNSW indexes built again afterwards.
+        stored = _sql(pg_dsn, f"SELECT tenant_id, scope_key, pk FROM {s}.vectors ORDER BY ctid")
+        assert stored == sorted(stored)
+        size = f"SELECT pg_relation_size('{s}.vectors')"
+        migrated = _sql(pg_dsn, size)[0][0]
+        _sql(pg_dsn, f"VACUUM FULL {s}.vectors")
+        assert migrated <= _sql(pg_dsn, size)[0][0]
+        indexes = {
+            r[0] for r in _sql(pg_dsn, "SELECT indexname FROM pg_indexes WHERE schemaname = %s", schema)
+        }
+        assert {f"vectors_hnsw_{d}" for d in HNSW_DIMENSIONS} <= indexes
+        assert _vector_hits(store, f, q) == before
+
+
 # ---------------------------------------------------------------- approximate search of large scopes
 
 HNSW_DIM = 384

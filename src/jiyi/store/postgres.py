@@ -21,7 +21,11 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   directly. So a search of a scope under ``approximate_from`` items (default 20,000)
   materialises the filter's live rows that have a vector, with their cosine distance
   (``<=>``), in a narrow ``MATERIALIZED`` CTE and sorts that: a top-N heap sort, exact,
-  equal to numpy brute force as with SQLite. Larger scopes cost a read and a distance
+  equal to numpy brute force as with SQLite. Each vector row also holds its item's
+  ``scope_key`` (kept equal by the writes), so a named scope's vectors are read through
+  ``vectors_scope`` and matched to the filter's items in one hash join; the operator's
+  ``CLUSTER vectors`` (docs/deploy.md) then puts each scope's vectors on consecutive
+  pages. Larger scopes cost a read and a distance
   per row (100k rows: hundreds of ms), so they go through an HNSW index instead: one
   partial expression index per common dimension (``vec::vector(d)`` where ``dim = d``,
   :data:`HNSW_DIMENSIONS`), walked with pgvector's iterative scan (>= 0.8), which keeps
@@ -244,6 +248,15 @@ def scope_lexemes(tenant_id: str, scope_keys: Sequence[str]) -> str:
     """The ``tsquery`` of the scopes' lexemes in the keyword index per scope (an OR)."""
     return " | ".join(tsquery_operand(f"{tenant_id} {key}") for key in scope_keys)
 
+
+_HNSW_INDEXES = tuple(
+    "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_am WHERE amname = 'hnsw') THEN EXECUTE "
+    f"'CREATE INDEX IF NOT EXISTS vectors_hnsw_{d} ON {{s}}.vectors "
+    f"USING hnsw ((vec::{{vector}}({d})) {{vector_schema}}.vector_cosine_ops) WHERE dim = {d}'; "
+    "END IF; END $$"
+    for d in (384, 512, 768, 1024, 1536)
+)
+"""The partial HNSW index of each common dimension (see the migration that adds them)."""
 
 # Append-only: never edit a released entry, add a new one. ``{s}`` is the quoted schema,
 # ``{vector}`` the schema-qualified pgvector type.
@@ -494,13 +507,7 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
         # per million vectors, and blocks writes meanwhile; IF NOT EXISTS lets an operator
         # build them beforehand with CREATE INDEX CONCURRENTLY (docs/deploy.md).
         # pgvector before 0.5 has no HNSW: the store then stays exact (and so before 0.8).
-        tuple(
-            "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_am WHERE amname = 'hnsw') THEN EXECUTE "
-            f"'CREATE INDEX IF NOT EXISTS vectors_hnsw_{d} ON {{s}}.vectors "
-            f"USING hnsw ((vec::{{vector}}({d})) {{vector_schema}}.vector_cosine_ops) WHERE dim = {d}'; "
-            "END IF; END $$"
-            for d in (384, 512, 768, 1024, 1536)
-        ),
+        _HNSW_INDEXES,
     ),
     (
         "keyword document frequencies per scope",
@@ -559,6 +566,35 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             # GIN index intersects the two, so other users' rows holding a common word are
             # never read (PostgresStore._keyword_pruned).
             f"CREATE INDEX IF NOT EXISTS items_scope_tsv ON {{s}}.items USING gin (({_SCOPED_TSV}))",
+        ),
+    ),
+    (
+        "scope key on vectors",
+        (
+            # The exact scan of a scope reads its vectors through vectors_scope instead of one
+            # primary-key lookup per item; writes keep the copy equal to items.scope_key.
+            # Filling it writes a new version of every row, and each would go into the HNSW
+            # graphs one by one (hours per million vectors): they are dropped here and built
+            # once by the next migration, over the reordered table.
+            *(f"DROP INDEX IF EXISTS {{s}}.vectors_hnsw_{d}" for d in (384, 512, 768, 1024, 1536)),
+            'ALTER TABLE {s}.vectors ADD COLUMN scope_key text COLLATE "C"',
+            "UPDATE {s}.vectors v SET scope_key = i.scope_key FROM {s}.items i "
+            "WHERE i.tenant_id = v.tenant_id AND i.pk = v.pk",
+            "ALTER TABLE {s}.vectors ALTER COLUMN scope_key SET NOT NULL",
+            "CREATE INDEX vectors_scope ON {s}.vectors (tenant_id, scope_key, pk)",
+        ),
+    ),
+    (
+        "vectors stored by scope",
+        (
+            # A migration of its own: CLUSTER in the fill's transaction would copy the rows
+            # the fill replaced too (still "recently dead" to it), doubling the table. Now a
+            # 1,000-item user's vectors sit on ~330 consecutive pages instead of 1,000 pages
+            # scattered over the table; rows written later go to the end until the next
+            # `CLUSTER vectors`, which uses the index marked here (docs/deploy.md).
+            "CLUSTER {s}.vectors USING vectors_scope",
+            "ANALYZE {s}.vectors",  # the planner's statistics of the new column, at once
+            *_HNSW_INDEXES,
         ),
     ),
 ]
@@ -681,11 +717,15 @@ _VECTOR_ROW = "v.tenant_id = i.tenant_id AND v.pk = i.pk AND v.model = %(model)s
 """Joins ``vectors v`` to ``items i``: the row of the searched model and dimension."""
 
 _VECTOR_UPSERT = (
-    "INSERT INTO {s}.vectors (tenant_id, pk, model, dim, vec) "
-    "VALUES (%(tenant)s, %(pk)s, %(model)s, %(dim)s, %(vec)s) ON CONFLICT (tenant_id, pk) "
-    "DO UPDATE SET model = EXCLUDED.model, dim = EXCLUDED.dim, vec = EXCLUDED.vec"
+    "INSERT INTO {s}.vectors (tenant_id, pk, scope_key, model, dim, vec) "
+    "VALUES (%(tenant)s, %(pk)s, %(scope)s, %(model)s, %(dim)s, %(vec)s) ON CONFLICT (tenant_id, pk) "
+    "DO UPDATE SET scope_key = EXCLUDED.scope_key, model = EXCLUDED.model, dim = EXCLUDED.dim, vec = EXCLUDED.vec"
 )
-"""An item's vector (one per item: a new model's replaces the old)."""
+"""An item's vector (one per item: a new model's replaces the old), with the item's scope."""
+
+_VECTOR_SCOPE = "UPDATE {s}.vectors SET scope_key = %(scope)s WHERE tenant_id = %(tenant)s AND pk = %(pk)s"
+"""An item moved to another scope without a new vector: its vector row follows it (the
+exact scan finds a scope's vectors by their own ``scope_key``)."""
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -2193,9 +2233,13 @@ class PostgresStore(Store):
                 "t_to": [as_utc(b) for _, b in op.time_ranges],
                 "t_months": list(op.time_months),
             }
+        # Named scopes: their vectors are read through vectors_scope (together on disk once
+        # the table is clustered) and matched to the filter's items by pk (a hash join),
+        # rather than looked up one primary key per item.
+        by_scope = " AND v.scope_key = ANY(%(f_scopes)s::text[])" if op.filter.scope_keys else ""
         exact = _Query(
             f"WITH scoped AS MATERIALIZED (SELECT i.pk, i.occurred_at, {dist} AS dist "
-            f"FROM {s}.items i JOIN {s}.vectors v ON {_VECTOR_ROW} WHERE {where}) "
+            f"FROM {s}.items i JOIN {s}.vectors v ON {_VECTOR_ROW} WHERE {where}{by_scope}) "
             f"SELECT i.id, x.dist, i.thread_id IS NOT NULL FROM (SELECT pk, dist FROM scoped "
             f"{'WHERE ' + _in_windows('occurred_at') + ' ' if windowed else ''}ORDER BY dist, pk LIMIT %(k)s) x "
             f"JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.dist, x.pk",
@@ -2848,6 +2892,11 @@ class PostgresStore(Store):
                 )
                 stats.item(item.tenant_id, old_scope, -1, int(old_terms), old_lexemes)
                 lexemes = new[0][0]
+                if old_scope != item.scope_key and vector is None:
+                    yield _Query(
+                        _VECTOR_SCOPE.format(s=self._s),
+                        {"tenant": item.tenant_id, "pk": pk, "scope": item.scope_key},
+                    )
                 break
             rows = yield _Query(
                 f"INSERT INTO {self._s}.items ({', '.join(_ITEM_COLUMNS)}) VALUES ({_ITEM_VALUES}) "
@@ -2864,6 +2913,7 @@ class PostgresStore(Store):
                 {
                     "tenant": item.tenant_id,
                     "pk": pk,
+                    "scope": item.scope_key,
                     "model": change.model_id,
                     "dim": int(vector.shape[0]),
                     "vec": vector,
@@ -3214,5 +3264,12 @@ class PostgresStore(Store):
         for model, vec in vectors:
             yield _Query(
                 _VECTOR_UPSERT.format(s=self._s),
-                {"tenant": item.tenant_id, "pk": pk, "model": model, "dim": int(vec.shape[0]), "vec": vec},
+                {
+                    "tenant": item.tenant_id,
+                    "pk": pk,
+                    "scope": item.scope_key,
+                    "model": model,
+                    "dim": int(vec.shape[0]),
+                    "vec": vec,
+                },
             )
