@@ -7,8 +7,9 @@ jiyi last wrote (jiyi's own writes are not edits), its scope is handed to ``on_c
 A file is acted on once it has stopped changing for one interval: an editor that
 truncates and then writes would otherwise have a half-written file synced (its missing
 lines read as deleted). The first look happens at start, so edits made while nothing was
-watching are synced too (one interval later). ``jiyi serve --files DIR`` runs one; :func:`watch_files` starts one for any
-:class:`~jiyi.memory.Memory` or :class:`~jiyi.memory.AsyncMemory`.
+watching are synced too (one interval later). ``jiyi serve --files DIR`` runs one;
+:func:`watch_files` starts one for any :class:`~jiyi.memory.Memory` or
+:class:`~jiyi.memory.AsyncMemory`.
 """
 
 from __future__ import annotations

@@ -23,9 +23,10 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   (``<=>``), in a narrow ``MATERIALIZED`` CTE and sorts that: a top-N heap sort, exact,
   equal to numpy brute force as with SQLite. Each vector row also holds its item's
   ``scope_key`` (kept equal by the writes), so a named scope's vectors are read through
-  ``vectors_scope`` and matched to the filter's items in one hash join; the operator's
-  ``CLUSTER vectors`` (docs/deploy.md) then puts each scope's vectors on consecutive
-  pages. Larger scopes cost a read and a distance
+  ``vectors_scope`` and matched to the filter's items in one hash join; the migration
+  "vectors stored by scope" clusters the table on it once, putting each scope's vectors
+  on consecutive pages, and an operator's later ``CLUSTER vectors`` (docs/deploy.md)
+  does so again for rows written since. Larger scopes cost a read and a distance
   per row (100k rows: hundreds of ms), so they go through an HNSW index instead: one
   partial expression index per common dimension (``vec::vector(d)`` where ``dim = d``,
   :data:`HNSW_DIMENSIONS`), walked with pgvector's iterative scan (>= 0.8), which keeps
@@ -249,12 +250,13 @@ def scope_lexemes(tenant_id: str, scope_keys: Sequence[str]) -> str:
     return " | ".join(tsquery_operand(f"{tenant_id} {key}") for key in scope_keys)
 
 
+_HNSW_DIMS = (384, 512, 768, 1024, 1536)
 _HNSW_INDEXES = tuple(
     "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_am WHERE amname = 'hnsw') THEN EXECUTE "
     f"'CREATE INDEX IF NOT EXISTS vectors_hnsw_{d} ON {{s}}.vectors "
     f"USING hnsw ((vec::{{vector}}({d})) {{vector_schema}}.vector_cosine_ops) WHERE dim = {d}'; "
     "END IF; END $$"
-    for d in (384, 512, 768, 1024, 1536)
+    for d in _HNSW_DIMS
 )
 """The partial HNSW index of each common dimension (see the migration that adds them)."""
 
@@ -576,7 +578,7 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             # Filling it writes a new version of every row, and each would go into the HNSW
             # graphs one by one (hours per million vectors): they are dropped here and built
             # once by the next migration, over the reordered table.
-            *(f"DROP INDEX IF EXISTS {{s}}.vectors_hnsw_{d}" for d in (384, 512, 768, 1024, 1536)),
+            *(f"DROP INDEX IF EXISTS {{s}}.vectors_hnsw_{d}" for d in _HNSW_DIMS),
             'ALTER TABLE {s}.vectors ADD COLUMN scope_key text COLLATE "C"',
             "UPDATE {s}.vectors v SET scope_key = i.scope_key FROM {s}.items i "
             "WHERE i.tenant_id = v.tenant_id AND i.pk = v.pk",
@@ -598,7 +600,7 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
 ]
-HNSW_DIMENSIONS = frozenset((384, 512, 768, 1024, 1536))
+HNSW_DIMENSIONS = frozenset(_HNSW_DIMS)
 """The vector sizes with an HNSW index (migration "approximate vector indexes for large
 scopes"): all-MiniLM/bge-small, USE-m3 and hash:512, bge-base/mpnet, bge-m3/bge-large,
 OpenAI text-embedding-3-small/ada-002. Other sizes are always searched exactly."""

@@ -727,11 +727,11 @@ _MOVED_ZH = re.compile(
 _JOB_CHANGE_ZH = re.compile(
     r"^(?:上个?月|去年|今年|最近|前不久|刚刚?)?我(?:已经|刚|刚刚|最近|上个?月|去年)*跳槽(?:去|到)了?(?P<v>[^，,]{2,12}?)了?$"
 )
-_WORK_AT_ZH = re.compile(
-    r"^我(?:现在|目前|一直)?在(?P<v>[^，,在]{2,10}?)(?:做|当|负责|搞)(?P<role>[^，,]{2,10})$"
-)
+_WORK_AT_ZH = re.compile(r"^我(?:现在|目前|一直)?在(?P<v>[^，,在]{2,10}?)(?:做|当|负责|搞)[^，,]{2,10}$")
 _HOME_ZH = re.compile(r"^我家(?:就|现在|目前)?(?:在|住在)(?P<v>[^，,]{2,12})$")
 _PLAN_ZH = re.compile(r"打算|准备|计划|想|要|下个?月|明年|下周|将|会")
+# "在家", "在这边": where, not a place or an organisation worth keeping.
+_HERE_ZH = frozenset({"家", "家里", "这里", "那里", "这", "那", "这边", "那边"})
 _HOMETOWN_ZH = re.compile(r"^我(?:来自|老家(?:在|是)|出生在|出生于|是从)(?P<v>.+?)(?:来的)?$")
 _DO_FOR_A_LIVING_ZH = re.compile(r"^我(?:现在|目前)?是(?:做|搞|干|当)(?P<v>[^，,的]{1,20})的$")
 _IAM_ZH = re.compile(r"^我(?:现在|目前)?是(?P<mw>一名|一个|一位|一枚|个|名|位)?(?P<v>.+)$")
@@ -814,7 +814,7 @@ def _self_description_zh(core: str) -> _Hit | None:
     if m:
         return _fact(rule, "name", m.group("v"))
     m = _EMPLOYER_ZH.match(core)
-    if m and _value(m.group("v")) not in {"家", "家里", "这里", "那里", "这", "那", "公司", "这边", "那边"}:
+    if m and _value(m.group("v")) not in _HERE_ZH | {"公司"}:
         return _fact(rule, "employer", m.group("v"))
     m = _EMPLOYER_ZH2.match(core)
     if m:
@@ -834,7 +834,7 @@ def _self_description_zh(core: str) -> _Hit | None:
     # Where someone does their work, or where home is: a place or an organisation, which
     # the words do not tell apart, so no key (a key would let it retire an employer or a city).
     m = _WORK_AT_ZH.match(core) or _HOME_ZH.match(core)
-    if m and _value(m.group("v")) not in {"家", "家里", "这里", "那里", "这", "那", "这边", "那边"}:
+    if m and _value(m.group("v")) not in _HERE_ZH:
         return _fact(rule, None, core)
     m = _DO_FOR_A_LIVING_ZH.match(core)
     if m:
@@ -1189,15 +1189,15 @@ def _valued_statement(core: str) -> _Hit | None:
 
 _TOOL_EN = re.compile(
     r"^(?:I|[Ww]e)\s+(?:usually\s+|mostly\s+|always\s+|now\s+|currently\s+|still\s+|mainly\s+)?"
-    r"(?:use|(?:write|edit|track|log|manage|keep|do|build|design|take|store)\s+(?P<what>[a-z][\w' -]{1,30}?)"
+    r"(?:use|(?:write|edit|track|log|manage|keep|do|build|design|take|store)\s+[a-z][\w' -]{1,30}?"
     r"\s+(?:in|on|with))\s+(?P<v>(?:(?:the|a|an)\s+)?[A-Z0-9][\w.+#-]*(?:\s+[A-Z0-9][\w.+#-]*){0,3})"
-    r"(?P<purpose>\s+(?:for|to)\s+[^,;]{2,40})?$"
+    r"(?:\s+(?:for|to)\s+[^,;]{2,40})?$"
 )
 _TOOL_ZH = re.compile(
     r"^(?:我|我们|咱们)(?:平时|一般|通常|现在|目前|都|一直|主要)*"
     r"(?:用|使用)(?P<v>[A-Za-z0-9][\w .+#-]{0,30}?|[\u4e00-\u9fff]{2,6}?)"
-    r"(?:来)?(?P<purpose>写|做|记|管理|跟踪|追踪|画|剪|看|听|存|开发|设计|编辑|沟通|协作)[\u4e00-\u9fff]{0,8}$"
-    r"|^(?:我|我们|咱们)(?P<what>[\u4e00-\u9fff]{1,6}?)(?:平时|一般|通常|现在|目前|都|一直|主要)*"
+    r"(?:来)?(?:写|做|记|管理|跟踪|追踪|画|剪|看|听|存|开发|设计|编辑|沟通|协作)[\u4e00-\u9fff]{0,8}$"
+    r"|^(?:我|我们|咱们)[\u4e00-\u9fff]{1,6}?(?:平时|一般|通常|现在|目前|都|一直|主要)*"
     r"(?:用的是|用|使用的是|使用)(?P<v2>[A-Za-z0-9][\w .+#-]{0,30}|[\u4e00-\u9fff]{2,6})$"
 )
 
@@ -1209,12 +1209,12 @@ def _tool(core: str) -> _Hit | None:
         m = _TOOL_ZH.match(core)
         if m is None:
             return None
-        return _fact("rule:self-zh", None, _value(m.group("v") or m.group("v2") or ""))
+        return _fact("rule:self-zh", None, m.group("v") or m.group("v2") or "")
     m = _TOOL_EN.match(core)
     tool = _ARTICLE.sub("", m.group("v")) if m is not None else ""
     if not tool or tool.split()[0].lower() in _NOT_TOOLS:
         return None
-    return _fact("rule:self-en", None, _value(tool))
+    return _fact("rule:self-en", None, tool)
 
 
 _NOT_TOOLS = frozenset("i it this that them".split())
