@@ -504,3 +504,61 @@ def test_one_persons_facts_that_add_up_or_differ_in_kind_stay_apart() -> None:
     assert changed("我抽烟。", "我去年把烟戒了。")
     assert changed("张伟每天早上喝豆浆。", "张伟每天早上喝咖啡。")
     assert changed("The team sync is every Monday.", "The team sync moved to every Wednesday.")
+
+
+def _said(mem: Memory, clock: Clock, turns: list[tuple[str, str]]) -> dict[str, str]:
+    """Turns said by named people, a session a week, through remember(): their ids by text."""
+    for i, (speaker, text) in enumerate(turns):
+        mem.remember([{"role": "user", "name": speaker, "content": text}], session_id=f"s{i}", user_id="u")
+        mem.process_jobs()
+        clock.now += timedelta(days=7)
+    return {t.content.split(": ", 1)[1]: t.id for t in mem.list(user_id="u", tags=["turn"]).items}
+
+
+def test_a_later_turn_saying_what_changed_ranks_above_what_it_changed(mem: Memory, clock: Clock) -> None:
+    # Chatty turns of several sentences: no slot rule reads them and nothing is reconciled,
+    # but the later one says, in a sentence with a word of change, that the defence moved.
+    old = "Every single one. My PhD defence is set for May 12th, so I'm writing like crazy."
+    new = "I have news too. My defence moved, my examiner can't travel in May. It's now June 23rd."
+    ids = _said(mem, clock, [("Hannah", old), ("Leo", "I bought a used guitar last week."), ("Hannah", new)])
+    hits = mem.search("When is Hannah's PhD defence?", user_id="u", limit=5, explain=True)
+    # a turn or the fact extracted from it, shown in its place (jiyi.read.sources)
+    turn_of = [next((r.target_id for r in h.item.relations), h.item.id) for h in hits]
+    assert turn_of.index(ids[new]) < turn_of.index(ids[old])
+    # the later turn rose above the earlier one, which kept its place below it
+    assert hits[turn_of.index(ids[new])].breakdown["contribution.said_change"] > 0
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        # the same person, another thing of theirs: a person in common is no tie
+        ("My brother works at Google.", "My brother just moved to Seattle.", "Where does my brother work?"),
+        ("李娜在银行上班，每天坐地铁。", "李娜最近搬到了厦门。", "李娜在哪里上班？"),
+        # a question asks, it does not tell
+        ("My rent is 1,450 euros a month.", "Is the rent going up now?", "How much is my rent?"),
+        # "still" restates
+        ("我们的周会在周一上午。", "周会还是周一上午，现在改在三楼开。", "周会在什么时候？"),
+    ],
+)
+def test_a_later_turn_about_something_else_is_no_said_change(
+    mem: Memory, clock: Clock, old: str, new: str, query: str
+) -> None:
+    _said(mem, clock, [("Ana", old), ("Ana", new)])
+    hits = mem.search(query, user_id="u", limit=5, explain=True)
+    assert all("contribution.said_change" not in h.breakdown for h in hits)
+
+
+def test_change_sentences_are_the_sentences_that_say_a_change() -> None:
+    from jiyi.write.slots import change_sentences
+
+    text = "Oh, Lucy's wedding moved. The venue flooded. Is it still in Portland? It's now on September 21st."
+    assert change_sentences(text) == ["oh, lucy's wedding moved.", " it's now on september 21st."]
+    assert change_sentences("其实最后没签那套。我们换了一套离地铁近的，月租4200。") == [
+        "其实最后没签那套。",
+        "我们换了一套离地铁近的,月租4200。",
+    ]
+    # a text opened by a correction changes all of it
+    opened = "Actually the first buyer backed out. I sold it to a colleague for 3,500."
+    assert len(change_sentences(opened, opened=True)) == 2
+    assert change_sentences(opened) == ["actually the first buyer backed out."]

@@ -57,7 +57,7 @@ from jiyi.read.fusion import at_neighbours, neighbour_index
 from jiyi.read.fusion import han_share as han_share  # re-exported: tests and callers use it here
 from jiyi.read.fusion import other_language as other_language_of
 from jiyi.read.versions import TOP as VERSIONS_TOP
-from jiyi.read.versions import is_later_restatement, is_newer_version
+from jiyi.read.versions import is_later_restatement, is_newer_version, is_said_change
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import normalise, query_terms
 from jiyi.write.reconcile import ReconcileConfig
@@ -427,7 +427,7 @@ def score_candidates(
     ]
     replacements_first(scored)
     scored.sort(key=lambda s: -s.score)
-    newer_versions_first(scored)
+    newer_versions_first(scored, query=query)
     scored.sort(key=lambda s: -s.score)
     return scored
 
@@ -454,12 +454,15 @@ def replacements_first(scored: list[Scored]) -> None:
             _place_below(older, newer, "contribution.replaced")
 
 
-def newer_versions_first(scored: list[Scored], cfg: ReconcileConfig | None = None) -> None:
+def newer_versions_first(scored: list[Scored], cfg: ReconcileConfig | None = None, query: str = "") -> None:
     """Among the best few (``scored`` best first), a newer version of a statement that
     was never reconciled with the older one (:mod:`jiyi.read.versions`) ranks just above
-    it, the drop shown as ``contribution.newer_version``."""
+    it: the older drops below it (``contribution.newer_version``, ``.later_statement``),
+    or, when a later turn says in one of its sentences that what the query asks about
+    changed, the newer rises above the older (``contribution.said_change``)."""
     cfg = cfg or ReconcileConfig()
     top = scored[:VERSIONS_TOP]
+    asked = frozenset(query_terms(query))
     for i, older in enumerate(top):
         for newer in top[i + 1 :]:
             if older.score < newer.score:
@@ -468,6 +471,18 @@ def newer_versions_first(scored: list[Scored], cfg: ReconcileConfig | None = Non
                 _place_below(older, newer, "contribution.newer_version")
             elif is_later_restatement(newer.candidate, older.candidate):
                 _place_below(older, newer, "contribution.later_statement")
+            elif asked and is_said_change(newer.candidate, older.candidate, asked):
+                # A looser test, so the milder move: the newer rises just above the older,
+                # which keeps its place (a question about the past still finds it).
+                _place_above(newer, older, "contribution.said_change")
+
+
+def _place_above(newer: Scored, older: Scored, why: str) -> None:
+    """Raise ``newer``'s score just above ``older``'s (if it is not already), shown as ``why``."""
+    if newer.score <= older.score:
+        lift = older.score - newer.score + 1e-6
+        newer.score += lift
+        newer.breakdown[why] = newer.breakdown.get(why, 0.0) + lift
 
 
 def _place_below(older: Scored, newer: Scored, why: str) -> None:

@@ -32,6 +32,17 @@ def doubled(items: list[MemoryItem]) -> int:
     return len({s for i in items if (s := _single_source(i)) is not None and s in present})
 
 
+_PLACE_REASONS = frozenset(
+    {
+        "contribution.replaced",
+        "contribution.newer_version",
+        "contribution.later_statement",
+        "contribution.said_change",
+    }
+)
+"""Breakdown entries that explain a turn's place among versions of one fact."""
+
+
 def one_per_statement(scored: list[Scored]) -> list[Scored]:
     """``scored`` (best first) with every turn whose extracted fact is also present
     replaced by that fact, at the turn's place when it ranked higher."""
@@ -52,7 +63,10 @@ def one_per_statement(scored: list[Scored]) -> list[Scored]:
             fact = fact_of[item_id]
             if fact in moved:
                 promoted = scored[fact]
-                breakdown = {**promoted.breakdown, "source_score": s.score}
+                # The turn's place came with the turn's reasons: a newer version shown
+                # above it says why it stands lower (explain every decision).
+                carried = {k: v for k, v in s.breakdown.items() if k in _PLACE_REASONS}
+                breakdown = {**promoted.breakdown, **carried, "source_score": s.score}
                 out.append(promoted.but(score=max(promoted.score, s.score), breakdown=breakdown))
             continue
         if i in moved:

@@ -20,10 +20,18 @@ person's statements first when the two are close in meaning (cosine >= 0.7) and 
 subject or scope, or "also" (:func:`jiyi.write.slots.apart`). Of two close statements
 about the same thing, the later is the better guess of what is true now; a near miss
 about another person or thing keeps its place.
+
+In a conversation the change is often said in a chatty turn of several sentences ("I have
+news too. My defence moved, my examiner can't travel in May. It's now June 23rd."), which
+neither test reads. A third (:func:`is_said_change`) puts such a turn first when one of
+its sentences carries a word of change (:func:`jiyi.write.slots.change_sentences`) and
+shares with the older statement a word of the query that is not a person: the query says
+what the two are about, the cue that the later one changed it.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 from jiyi.model import RESOURCE_TAG, MemoryItem, MemoryType
@@ -31,7 +39,7 @@ from jiyi.store.base import Candidate
 from jiyi.text.tokenize import terms
 from jiyi.write.extract import Extracted
 from jiyi.write.reconcile import Existing, ReconcileConfig, decide
-from jiyi.write.slots import apart
+from jiyi.write.slots import apart, change_sentences, claims, is_person
 
 TOP = 10
 """Pairs among this many best candidates are compared (at most 45 pairs)."""
@@ -139,3 +147,75 @@ def is_newer_version(newer: Candidate, older: Candidate, cfg: ReconcileConfig) -
     old = a.model_copy(update={"memory_type": MemoryType.FACT}) if RESOURCE_TAG in a.tags else a
     decision = decide(candidate, [Existing(old, cos)], cfg)
     return decision.action in CHANGES and decision.target_id == a.id
+
+
+def is_said_change(newer: Candidate, older: Candidate, asked: frozenset[str]) -> bool:
+    """Whether ``newer`` is a later turn or statement of the same person one of whose
+    sentences says that something changed ("My defence moved, ... It's now June 23rd",
+    "上线推到明年一月十五号") about what the query asks and ``older`` said: that sentence
+    and ``older`` share a word of the query (``asked``, its index terms) that names
+    neither a person nor a value (a person in common is another fact of theirs)."""
+    a, b = older.item, newer.item
+    if not _one_person(a, b) or not _later(b, a):
+        return False
+    old_text = _said(a)
+    topic = (_content_terms(old_text) & asked) - _who(old_text)
+    if not topic:
+        return False
+    return any(topic & _content_terms(s) - _who(s) for s in _change_sentences(_said(b)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _change_sentences(text: str) -> tuple[str, ...]:
+    # Texts come back search after search (the same turns rank for related queries).
+    return tuple(change_sentences(text, opened=True))
+
+
+def _said(item: MemoryItem) -> str:
+    """What a turn says, without the speaker's name in front (a name the two turns of one
+    speaker always share)."""
+    name = item.metadata.get("speaker")
+    if isinstance(name, str) and item.content.startswith(f"{name}: "):
+        return item.content[len(name) + 2 :]
+    return item.content
+
+
+@functools.lru_cache(maxsize=4096)
+def _content_terms(text: str) -> frozenset[str]:
+    """Terms that can tie two statements to one topic: not a lone Han character
+    (开, 说) and not a bare number (a value, which is what changes)."""
+    return frozenset(t for t in terms(text) if len(t) > 1 and not t.isdigit())
+
+
+def _one_person(a: MemoryItem, b: MemoryItem) -> bool:
+    """Whether ``b`` (a turn or statement) can change what ``a`` holds: the same speaker
+    (a turn, or a fact extracted from one, names who said it), or ``a`` is a summary of
+    that user's earlier session (an episode holds what was said then)."""
+    if a.user_id != b.user_id or not (_statement(b) or RESOURCE_TAG in b.tags):
+        return False
+    if "episode" in a.tags:
+        return True
+    if not (_statement(a) or RESOURCE_TAG in a.tags):
+        return False
+    sa, sb = a.metadata.get("speaker"), b.metadata.get("speaker")
+    ra, rb = a.metadata.get("role", "user"), b.metadata.get("role", "user")
+    return sa == sb and ra == rb == "user"
+
+
+# Any capitalised word, a sentence's first too ("Maria teaches math"): one that is not a
+# name ("Piano lessons ...") only makes the tie stricter.
+_NAME = re.compile(r"\b[A-Z][a-z]+")
+
+
+@functools.lru_cache(maxsize=4096)
+def _who(text: str) -> frozenset[str]:
+    """Terms naming whom a text is about: its claims' holders ("my brother"), subjects that
+    are people (a relative, a capitalised name, two or three Han characters led by a
+    common surname) and capitalised names. A person in common ties two statements to that
+    person, not to one fact of theirs ("My brother works at Google" / "My brother just
+    moved to Seattle"); a thing in common (the rent, the wedding, 血压) does."""
+    found = {m.group() for m in _NAME.finditer(text)}
+    for c in claims(text):
+        found.update(c.holder)
+        found.update(w for w in c.subject if is_person(w))
+    return frozenset(t for w in found for t in terms(w))

@@ -81,6 +81,7 @@ from typing import Any
 
 from jiyi.model import MemoryType
 from jiyi.text.lowvalue import low_value_reason
+from jiyi.text.names import SURNAMES_ZH
 from jiyi.write.extract import ChatTurn, Extracted, Language
 
 __all__ = [
@@ -746,10 +747,7 @@ _PROFESSION_ZH = re.compile(
 )
 # Believers and fans are not occupations: 完美主义者, 素食主义者, 摄影爱好者, 咖啡控.
 _TRAIT_ZH = re.compile(r"(?:主义者|爱好者|控|迷|党)$")
-_SURNAMES = (
-    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢"
-    "姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤欧上司诸"
-)
+_SURNAMES = SURNAMES_ZH
 _NAME_EN = re.compile(
     r"^(?:my\s+name\s+is|my\s+name's|i'm\s+called|i\s+am\s+called)\s+(?P<v>.+)$",
     _I,

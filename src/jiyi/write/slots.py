@@ -25,9 +25,20 @@ import unicodedata
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from jiyi.text.names import is_zh_name
 from jiyi.text.tokenize import terms
 
-__all__ = ["Claim", "SlotMatch", "apart", "claims", "compare", "digits", "has_cue"]
+__all__ = [
+    "Claim",
+    "SlotMatch",
+    "apart",
+    "change_sentences",
+    "claims",
+    "compare",
+    "digits",
+    "has_cue",
+    "is_person",
+]
 
 # -- cues ---------------------------------------------------------------------------------------
 
@@ -61,6 +72,15 @@ _PEOPLE_ZH = (
     "姐姐 妹妹 哥哥 弟弟 妈妈 母亲 爸爸 父亲 父母 儿子 女儿 孩子 老婆 妻子 老公 丈夫 对象 男朋友 女朋友 朋友 "
     "表哥 表姐 表弟 表妹 舅舅 叔叔 阿姨 姑姑 奶奶 爷爷 外婆 外公 侄子 侄女 同事 老板 邻居 室友 公婆 岳父 岳母"
 ).split()
+_PEOPLE = frozenset(_PEOPLE_EN) | frozenset(_PEOPLE_ZH)
+
+
+def is_person(word: str) -> bool:
+    """Whether a claim's holder or subject word names a person: a relative or a Chinese
+    name (capitalised Latin names are lost to case folding before claims are read)."""
+    return word in _PEOPLE or is_zh_name(word)
+
+
 _OTHERS_EN = frozenset({"he", "she", "they", "his", "her", "their", "him", "them"})
 _OTHERS_ZH = re.compile(r"他|她|邻居家|别人")
 
@@ -246,6 +266,22 @@ class SlotMatch:
 def has_cue(text: str) -> bool:
     norm = _norm(text)
     return bool(_CUE_EN.search(norm) or _CUE_ZH.search(norm))
+
+
+_SENTENCE = re.compile(r"[^;；。.!！?？\n]+(?:[;；。.!！?？\n]+(?!\d)|$)")
+_QUESTION = re.compile(r"[?？]\s*$|[吗呢]\W*$")
+
+
+def change_sentences(text: str, opened: bool = False) -> list[str]:
+    """The sentences of ``text`` that say something changed: a cue, not "still", not a
+    question ("现在住哪儿？", "any update on the running?" ask, they do not tell). With
+    ``opened``, a text that opens with a correction ("Actually, ...") changes all of it."""
+    norm = _norm(text)
+    found = [m.group() for m in _SENTENCE.finditer(norm)]
+    lead = opened and bool(_LEAD_CUE.match(norm)) and has_cue(norm)
+    return [
+        s for s in found if (lead or has_cue(s)) and not _STILL.search(s) and not _QUESTION.search(s.strip())
+    ]
 
 
 def _norm(text: str) -> str:
