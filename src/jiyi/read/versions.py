@@ -159,7 +159,9 @@ def is_said_change(newer: Candidate, older: Candidate, asked: frozenset[str]) ->
     if not _one_person(a, b) or not _later(b, a):
         return False
     old_text = _said(a)
-    topic = (_content_terms(old_text) & asked) - _who(old_text)
+    topic = _content_terms(old_text) & asked
+    if topic:  # cheapest first: most pairs share no query word
+        topic -= _who(old_text)
     if not topic:
         return False
     return any(topic & _content_terms(s) - _who(s) for s in _change_sentences(_said(b)))
