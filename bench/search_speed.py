@@ -71,6 +71,7 @@ STAGES = (
     ("    term coverage", "rank.py:term_coverage"),
     ("  learned fusion + breakdowns", "rank.py:_learned"),
     ("  seed formula", "rank.py:seed_contributions|final_score"),  # final_score before 2026-11-28
+    ("  newer versions first", "rank.py:newer_versions_first"),
     ("relevance", "rank.py:relevances"),
     ("MMR", "rank.py:mmr_select"),
     ("touch + retrieval log write", "sqlite.py:_write"),
