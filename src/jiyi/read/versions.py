@@ -170,7 +170,7 @@ def is_said_change(newer: Candidate, older: Candidate, asked: frozenset[str]) ->
 @functools.lru_cache(maxsize=4096)
 def _change_sentences(text: str) -> tuple[str, ...]:
     # Texts come back search after search (the same turns rank for related queries).
-    return tuple(change_sentences(text, opened=True))
+    return tuple(change_sentences(text))
 
 
 def _said(item: MemoryItem) -> str:

@@ -268,19 +268,23 @@ def has_cue(text: str) -> bool:
     return bool(_CUE_EN.search(norm) or _CUE_ZH.search(norm))
 
 
+# "now" after a duration tells how long, not that something changed ("I've been writing
+# for three months now"); nor does "right now" / "just now".
+_DURATION_NOW = re.compile(r"\b(?:for|been)\b[^.;!?]*\bnow\b|\b(?:right|just)\s+now\b")
 _SENTENCE = re.compile(r"[^;；。.!！?？\n]+(?:[;；。.!！?？\n]+(?!\d)|$)")
 _QUESTION = re.compile(r"[?？]\s*$|[吗呢]\W*$")
 
 
-def change_sentences(text: str, opened: bool = False) -> list[str]:
-    """The sentences of ``text`` that say something changed: a cue, not "still", not a
-    question ("现在住哪儿？", "any update on the running?" ask, they do not tell). With
-    ``opened``, a text that opens with a correction ("Actually, ...") changes all of it."""
-    norm = _norm(text)
-    found = [m.group() for m in _SENTENCE.finditer(norm)]
-    lead = opened and bool(_LEAD_CUE.match(norm)) and has_cue(norm)
+def change_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` that say something changed: a cue (not a duration's
+    "now"), not "still", not a question ("现在住哪儿？", "any update on the running?" ask,
+    they do not tell). A text opening with "Actually, ..." is not read as changing all of
+    it here: in chat that opening is as often a filler."""
+    found = (m.group() for m in _SENTENCE.finditer(_norm(text)))
     return [
-        s for s in found if (lead or has_cue(s)) and not _STILL.search(s) and not _QUESTION.search(s.strip())
+        s
+        for s in found
+        if has_cue(_DURATION_NOW.sub(" ", s)) and not _STILL.search(s) and not _QUESTION.search(s.strip())
     ]
 
 
