@@ -75,6 +75,7 @@ def stores(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore, Postgres
     store = PostgresStore(pg_dsn, schema=schema, approximate_from=150)
     pool = ConnectionPool(pg_dsn, kwargs={"autocommit": False}, min_size=1, max_size=2, open=True)
     reference = OneByOne(pool=pool, approximate_from=150, schema=schema)
+    reference._fold_first = False  # each first statement on its own, as before folding
     borrowed = PostgresStore(pool=pool, approximate_from=150, schema=schema)
     rng = random.Random(5)
     with Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT) as mem:
@@ -130,6 +131,69 @@ def test_pipelined_searches_find_what_one_primitive_at_a_time_finds(stores: Any)
             assert _seen(await amem.search(q, user_id=user, touch=False)) == want, (user, q)
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("scan_rows", [50, 100_000])
+def test_folded_first_statements_find_what_they_found_apart(
+    stores: Any, monkeypatch: pytest.MonkeyPatch, scan_rows: int
+) -> None:
+    """The exact scan sent with the scope size and the small collection's keyword round
+    sent with its statistics (each reading nothing when the size or the statistics say
+    otherwise) give the hits the statements gave one after the other; with a small
+    KEYWORD_SCAN_ROWS both users' keyword searches take the pruned rounds, with a large
+    one both score every row at once."""
+    import jiyi.store.postgres as pg
+
+    monkeypatch.setattr(pg, "KEYWORD_SCAN_ROWS", scan_rows)
+    store = stores[0]
+    folded = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
+    for user in ("big", "small"):
+        for q in _queries(20):
+            store._fold_first = False
+            want = _seen(folded.search(q, user_id=user, touch=False))
+            store._fold_first = True
+            assert _seen(folded.search(q, user_id=user, touch=False)) == want, (user, q)
+
+
+def test_usage_written_in_the_background_is_seen_by_the_next_read_and_kept_at_close(
+    pg_dsn: str,  # noqa: F811
+) -> None:
+    """A search returns before its usage write (counters and retrieval log) is sent; the
+    store's next operation waits for it, so a get, a log listing and the next search see
+    it, sync and async, as when the write was synchronous; close sends what is queued."""
+    schema = new_schema()
+    store = PostgresStore(pg_dsn, schema=schema)
+    try:
+        mem = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
+        mem.import_items(_records(random.Random(3), "small", 30))
+        for _ in range(3):
+            hits = mem.search("report budget", user_id="small")
+            assert hits
+            got = mem.get(hits[0].item.id)
+            assert got is not None and got.access_count >= 1
+        counts = {h.item.id: mem.get(h.item.id).access_count for h in hits}  # type: ignore[union-attr]
+        assert len(mem.retrievals(user_id="small").accesses) == 3
+
+        async def asearch() -> int:
+            amem = AsyncMemory(store, embedder=HashEmbedder(512), tenant_id=TENANT, background=False)
+            await amem.search("report budget", user_id="small")
+            return len((await amem.retrievals(user_id="small")).accesses)
+
+        assert asyncio.run(asearch()) == 4
+        for _ in range(5):  # queued, then close sends them
+            mem.search("garden coffee", user_id="small")
+        store.close()
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            row = conn.execute(f'SELECT count(*) FROM "{schema}".memory_access').fetchone()
+            assert row is not None and row[0] == 9
+            for item_id, n in counts.items():
+                row = conn.execute(
+                    f'SELECT access_count FROM "{schema}".items WHERE id = %s', (item_id,)
+                ).fetchone()
+                assert row is not None and row[0] >= n
+    finally:
+        store.close()
+        drop_schema(pg_dsn, schema)
 
 
 def test_a_failed_pipelined_search_rolls_back_and_the_connection_serves_the_next(
@@ -197,6 +261,7 @@ def test_only_a_searchs_usage_write_commits_without_waiting_for_the_disk(
             assert await amem.search("budget", user_id="small")
 
         asyncio.run(asearch())
+        store.flush()  # the usage writes are sent in the background
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             seen = conn.execute(f"SELECT what, sync FROM {s}.seen").fetchall()
         usage = [sync for what, sync in seen if what == "memory_access INSERT"]

@@ -108,7 +108,9 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
+import logging
 import math
 import os
 import re
@@ -116,6 +118,7 @@ import selectors
 import struct
 import threading
 import unicodedata
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager, suppress
@@ -1631,6 +1634,92 @@ def _may_retry(exc: BaseException, conn: Conn | AConn | None, attempt: int, wrot
     return lost and attempt < 2 and not wrote
 
 
+_usage_log = logging.getLogger("jiyi.retrievals")
+
+
+class _UsageWriter:
+    """Sends a store's search usage writes (counters and retrieval log, one statement each,
+    see PostgresStore._touch) from a thread of its own, so a search returns without waiting
+    for that round trip. The store calls :meth:`flush` before every other operation it
+    runs (a later search reads ``last_used_at``, a log listing reads the log: each sees
+    every usage write this process made before it, as when the writes were synchronous)
+    and at :meth:`close`, so a normal close loses nothing. Writes queued while one is being
+    sent go out next, one after the other. A failure is logged (``jiyi.retrievals``) and
+    dropped, as :func:`jiyi.read.retrievals.record_access` does with a synchronous one."""
+
+    def __init__(self, send: Callable[[Write], None]) -> None:
+        self._send = send
+        self._cond = threading.Condition()
+        self._queue: deque[Write] = deque()
+        self._pending = 0  # queued or being sent; read without the lock by flush()
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+
+    def submit(self, op: Write) -> bool:
+        """Queue ``op``; False once the writer is closed (the caller sends it itself)."""
+        with self._cond:
+            if self._stopping:
+                return False
+            self._queue.append(op)
+            self._pending += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="jiyi-usage-writer", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+        return True
+
+    @property
+    def pending(self) -> bool:
+        return self._pending > 0
+
+    def flush(self) -> None:
+        """Wait until every write queued so far has been sent and committed (or failed)."""
+        if self._pending == 0 or threading.current_thread() is self._thread:
+            return
+        with self._cond:
+            while self._pending:
+                self._cond.wait()
+
+    def close(self) -> None:
+        """Send what is queued, then stop the thread."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                op = self._queue.popleft()
+            try:
+                self._send(op)
+            except Exception:
+                _usage_log.warning(
+                    "a search's usage write failed; the counts and log entry are lost", exc_info=True
+                )
+            finally:
+                with self._cond:
+                    self._pending -= 1
+                    self._cond.notify_all()
+
+
+_writers: weakref.WeakSet[_UsageWriter] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """Send the usage writes of stores that were never closed (atexit runs before the
+    writers' daemon threads are stopped)."""
+    for writer in list(_writers):
+        writer.close()
+
+
 # ---------------------------------------------------------------- the store
 
 
@@ -1687,6 +1776,10 @@ class PostgresStore(Store):
         self._cosine = ""
         self._vector_oid = 0
         self._dumper: type[Dumper] = _VectorDumper
+        self._background_usage = True  # False: a search waits for its usage write (A/B, tests)
+        self._fold_first = True  # False: the first statements of a search each wait for the last (A/B, tests)
+        self._usage = _UsageWriter(self._execute_now)
+        _writers.add(self._usage)
 
         if pool is not None:
             self._borrow(pool)
@@ -1797,6 +1890,8 @@ class PostgresStore(Store):
             if self._closed:
                 return
             self._closed = True
+        self._usage.close()  # the queued usage writes go out first, on the pool
+        with self._lock:
             pools = list(self._loop_pools.values())
             self._loop_pools.clear()
         for pool in pools:
@@ -1963,6 +2058,27 @@ class PostgresStore(Store):
     def execute(self, op: Op[R]) -> R:
         if self._closed:
             raise StoreError(f"store {self!r} is closed")
+        if self._in_background(op):
+            return cast(R, None)
+        self._usage.flush()
+        return self._execute_now(op)
+
+    def flush(self) -> None:
+        """Wait until every search usage write this store has sent in the background
+        (counters and retrieval log, see :class:`_UsageWriter`) has committed. The store's
+        own reads do this first; call it before reading them through another connection."""
+        self._usage.flush()
+
+    def _in_background(self, op: Op[Any]) -> bool:
+        """Hand a search's usage write to the background writer (True), unless it is off."""
+        return (
+            self._background_usage
+            and isinstance(op, Write)
+            and _usage_write(op) is not None
+            and self._usage.submit(op)
+        )
+
+    def _execute_now(self, op: Op[R]) -> R:
         make, write, single = self._plan(op)
         attempt = 0
         while True:
@@ -1980,6 +2096,10 @@ class PostgresStore(Store):
     async def aexecute(self, op: Op[R]) -> R:
         if self._closed:
             raise StoreError(f"store {self!r} is closed")
+        if self._in_background(op):
+            return cast(R, None)
+        if self._usage.pending:
+            await asyncio.to_thread(self._usage.flush)
         make, write, single = self._plan(op)
         attempt = 0
         while True:
@@ -2099,12 +2219,11 @@ class PostgresStore(Store):
                 with suppress(StopIteration):
                     asked = next(plan)
                     while True:
-                        if isinstance(asked, _Batch):  # (no plan explained here asks for one)
-                            raise InvalidInput(
-                                f"explain does not show batched statements of {type(op).__name__}"
-                            )
-                        out += _run_sync(conn, _Query(f"EXPLAIN ({options}) {asked.sql}", asked.params))
-                        asked = plan.send(_run_sync(conn, asked))
+                        batch = asked.queries if isinstance(asked, _Batch) else (asked,)
+                        for q in batch:
+                            out += _run_sync(conn, _Query(f"EXPLAIN ({options}) {q.sql}", q.params))
+                        rows = [_run_sync(conn, q) for q in batch]
+                        asked = plan.send(rows if isinstance(asked, _Batch) else rows[0])
                 return out
 
             return "\n".join(str(r[0]) for r in self._admin(each))
@@ -2209,6 +2328,19 @@ class PostgresStore(Store):
         if sized is None:
             return lambda: _single(exact, convert)
         size, approximate = sized
+        if self._fold_first:
+            guarded = self._unless_walk(exact, op)
+
+            def folded() -> Plan[list[Hit]]:
+                # The exact scan goes with the size, in the same round trip; it reads
+                # nothing when the size says walk (a one-time filter).
+                first = yield _Batch((size, guarded))
+                if not first[0][0][-1]:
+                    return convert(first[1])
+                walked = yield _Batch((_NO_SORT, approximate, _ANY_SORT))
+                return convert(walked[1])
+
+            return folded
 
         def plan() -> Plan[list[Hit]]:
             rows = yield size
@@ -2218,6 +2350,17 @@ class PostgresStore(Store):
             return convert(walked[1])
 
         return plan
+
+    def _unless_walk(self, exact: _Query, op: VectorHits) -> _Query:
+        """``exact`` with the walk decision of :meth:`_scope_size` as a condition that reads
+        no row when the walk is chosen: the planner makes an uncorrelated subquery a
+        one-time filter over the scan."""
+        decision, params = self._walk_decision(op.filter, op.k, int(op.vector.shape[0]), "w_")
+        assert exact.params is not None
+        marker = " WHERE "  # the first WHERE is the scoped CTE's
+        at = exact.sql.index(marker) + len(marker)
+        sql = f"{exact.sql[:at]}NOT (SELECT walk FROM ({decision}) d) AND {exact.sql[at:]}"
+        return _Query(sql, {**exact.params, **params})
 
     def _vector_queries(self, op: VectorHits) -> tuple[_Query, tuple[_Query, _Query] | None] | None:
         """The exact statement, and when the store may search approximately the scope-size
@@ -2262,29 +2405,40 @@ class PostgresStore(Store):
         ``hnsw.max_scan_tuples`` (4x margin); no when the index is missing. Iterative scan:
         while the filter rejects the nearest rows (other scopes, archived items, other
         models), the walk goes on instead of returning fewer than k."""
-        if f.scope_keys:
-            count = (
-                f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_scopes "
-                "WHERE tenant_id = %(t)s AND scope_key = ANY(%(scopes)s::text[])"
-            )
-        else:
-            count = f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_stats WHERE tenant_id = %(t)s"
+        decision, params = self._walk_decision(f, k, dim)
         # With the walk chosen, sorting is off around it (_NO_SORT, _ANY_SORT).
         return _Query(
             "SELECT n, set_config('hnsw.iterative_scan', 'relaxed_order', true), "
             f"set_config('hnsw.ef_search', %(ef)s, true), set_config('hnsw.max_scan_tuples', '{HNSW_MAX_SCAN}', true), "
-            "walk FROM (SELECT n, n >= %(from)s AND rows IS NOT NULL "
-            f"AND n * {HNSW_MAX_SCAN}.0 >= greatest(rows, 0) * %(need)s AS walk "
-            f"FROM ({count}) c(n), (SELECT (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s))) r(rows)) d",
-            {
-                "t": f.tenant_id,
-                "scopes": list(f.scope_keys),
-                "ef": str(min(1000, max(HNSW_EF_SEARCH, k))),
-                "need": 4 * k,
-                "from": self.approximate_from,
-                "index": f"{self._s}.vectors_hnsw_{dim}",
-            },
+            f"walk FROM ({decision}) d",
+            params | {"ef": str(min(1000, max(HNSW_EF_SEARCH, k)))},
         )
+
+    def _walk_decision(self, f: Filter, k: int, dim: int, prefix: str = "") -> tuple[str, dict[str, Any]]:
+        """A statement of one row (n, walk): the searched scopes' size and whether to walk
+        the HNSW index (see :meth:`_scope_size`); its parameters' names start with
+        ``prefix``."""
+        t, scopes, need, start, index = (f"%({prefix}{n})s" for n in ("t", "scopes", "need", "from", "index"))
+        if f.scope_keys:
+            count = (
+                f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_scopes "
+                f"WHERE tenant_id = {t} AND scope_key = ANY({scopes}::text[])"
+            )
+        else:
+            count = f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_stats WHERE tenant_id = {t}"
+        sql = (
+            f"SELECT n, n >= {start} AND rows IS NOT NULL "
+            f"AND n * {HNSW_MAX_SCAN}.0 >= greatest(rows, 0) * {need} AS walk "
+            f"FROM ({count}) c(n), (SELECT (SELECT reltuples FROM pg_class WHERE oid = to_regclass({index}))) r(rows)"
+        )
+        params = {
+            "t": f.tenant_id,
+            "scopes": list(f.scope_keys),
+            "need": 4 * k,
+            "from": self.approximate_from,
+            "index": f"{self._s}.vectors_hnsw_{dim}",
+        }
+        return sql, {prefix + name: value for name, value in params.items()}
 
     def _approximate(self, where: str, dist: str, dim: int, params: dict[str, Any]) -> _Query:
         """The k nearest rows in HNSW order (``dim = d`` and the cast spelled as the
@@ -2383,17 +2537,33 @@ class PostgresStore(Store):
             "kw_scopes": scope_lexemes(op.filter.tenant_id, op.filter.scope_keys),
         }
         stats, _ = self._keyword_collection(op.filter, params)
+        per_term = (
+            "SELECT term, sum(docs)::float8 AS df, max(max_tf) AS max_tf, min(min_len) AS min_len "
+            f"FROM {s}.keyword_terms WHERE tenant_id = %(f_tenant)s AND scope_key = ANY(%(f_scopes)s::text[]) "
+            "AND term = ANY(%(kw_terms)s::text[]) AND docs > 0 GROUP BY term"
+        )
         first = _Query(
             f"WITH st AS ({stats}) SELECT st.n, st.avgdl, d.term, d.df, d.max_tf, d.min_len FROM st LEFT JOIN "
-            "(SELECT term, sum(docs)::float8 AS df, max(max_tf) AS max_tf, min(min_len) AS min_len "
-            f"FROM {s}.keyword_terms WHERE tenant_id = %(f_tenant)s AND scope_key = ANY(%(f_scopes)s::text[]) "
-            "AND term = ANY(%(kw_terms)s::text[]) AND docs > 0 GROUP BY term) d ON true",
+            f"({per_term}) d ON true",
             params,
         )
         score = self._keyword_round(wanted)
+        # A small collection's only round (level 0: every row holding a term), sent with
+        # the statistics; it reads no row unless the statistics make it that round.
+        at_once = (
+            _Query(
+                self._keyword_round(wanted, (stats, per_term)),
+                params | {"kw_query": " | ".join(tsquery_operand(t) for t in terms)},
+            )
+            if self._fold_first
+            else None
+        )
 
         def plan() -> Plan[list[Hit]]:
-            rows = yield first
+            if at_once is not None:
+                rows, early = yield _Batch((first, at_once))
+            else:
+                rows, early = (yield first), None
             known = {str(r[2]): (float(r[3]), int(r[4]), int(r[5])) for r in rows if r[2] is not None}
             if not known:
                 return []
@@ -2410,15 +2580,20 @@ class PostgresStore(Store):
             top: list[tuple[float, int, str]] = []
             level, read, wide = KEYWORD_FIRST_LEVEL * sum(b for _, b in bounds), "", False
             if min(n, sum(d[0] for d in known.values())) <= KEYWORD_SCAN_ROWS:
-                level = 0.0
+                level = 0.0  # (the condition _small_sql() gives the round sent with the statistics)
+            else:
+                early = None
             while True:
                 if level < bounds[-1][1]:
                     level = 0.0  # every row holding a term
                 query, wide = _reaching_query(bounds, level, wide)
                 if query != read:  # else this level admits no row the last one did not
-                    got = yield _Query(
-                        score, more | {"kw_query": f"({query}) & !({read})" if read else query}
-                    )
+                    if early is not None:
+                        got, early = early, None
+                    else:
+                        got = yield _Query(
+                            score, more | {"kw_query": f"({query}) & !({read})" if read else query}
+                        )
                     if threaded is not None:
                         threaded.update(str(r[0]) for r in got if r[3])
                     found = {h[1]: h for h in top} | {
@@ -2433,25 +2608,43 @@ class PostgresStore(Store):
 
         return plan
 
-    def _keyword_round(self, wanted: str) -> str:
+    def _keyword_round(self, wanted: str, stats: tuple[str, str] | None = None) -> str:
         """One round of :meth:`_keyword_pruned`: the rows of the searched scopes (``wanted``,
         alias h) that the round's ``tsquery`` admits, through the keyword index per scope,
-        scored on every query term; the top k with their pk and whether each is in a thread."""
+        scored on every query term; the top k with their pk and whether each is in a thread.
+
+        ``stats``: the round that goes with the statistics (:meth:`_keyword_all_at_once`),
+        which reads them from SQL, not from parameters: the statements of the collection's
+        size and average length (``st``) and of each term's document frequency (``d``),
+        and a condition on them under which the round reads rows at all."""
         s = self._s
+        n, avgdl, terms, known, only = "%(n)s::float8", "%(avgdl)s::float8", "", "%(t_all)s::text[]", ""
+        source = "unnest(%(t_all)s::text[], %(t_df)s::float8[]) AS x(term, df)"
+        if stats is not None:
+            n, avgdl, known = "(SELECT n FROM st)", "(SELECT avgdl FROM st)", "ARRAY(SELECT term FROM d)"
+            terms, only = f"WITH st AS ({stats[0]}), d AS ({stats[1]}), ", f" AND {self._small_sql()}"
+            source = "d"
         return (
-            f"WITH kw_terms AS (SELECT term, {_bm25_idf('%(n)s::float8', 'df')} AS idf "
-            "FROM unnest(%(t_all)s::text[], %(t_df)s::float8[]) AS x(term, df)), "
+            f"{terms or 'WITH '}kw_terms AS (SELECT term, {_bm25_idf(n, 'df')} AS idf FROM {source}), "
             "kw_hits AS MATERIALIZED (SELECT h.pk, u.lexeme AS term, "
             "coalesce(array_length(u.positions, 1), 1)::float8 AS tf, h.n_terms "
             f"FROM {s}.items h CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
             f"WHERE {wanted} AND {_scoped_tsv('h')} @@ (to_tsquery('pg_catalog.simple', %(kw_query)s) "
             "&& %(kw_scopes)s::tsquery) "
-            "AND u.lexeme = ANY(%(t_all)s::text[])), "
-            f"kw_top AS (SELECT k.pk, {_bm25_sum('%(avgdl)s::float8')} AS score "
+            f"AND u.lexeme = ANY({known}){only}), "
+            f"kw_top AS (SELECT k.pk, {_bm25_sum(avgdl)} AS score "
             "FROM kw_hits k JOIN kw_terms t ON t.term = k.term GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
             f"SELECT i.id, kt.score, kt.pk, i.thread_id IS NOT NULL FROM kw_top kt JOIN {s}.items i "
             "ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk"
         )
+
+    @staticmethod
+    def _small_sql() -> str:
+        """SQL for the test of :meth:`_keyword_pruned` that scores every row holding a term
+        in one round: the collection (``st``) or its rows holding a term (``d``'s document
+        frequencies, whole numbers, so their sum is exact in either language) are at most
+        :data:`KEYWORD_SCAN_ROWS`. Uncorrelated, so a one-time filter."""
+        return f"(SELECT least(st.n, coalesce((SELECT sum(df) FROM d), 0)) <= {KEYWORD_SCAN_ROWS} FROM st)"
 
     def _keyword_collection(self, f: Filter, params: dict[str, Any]) -> tuple[str, str]:
         """The document count and average length of BM25's collection (a statement), and
