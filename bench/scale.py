@@ -391,6 +391,7 @@ STATEMENT_KINDS = (  # (kind, regex on the statement's start): the statements a 
     ("vector: exact", r"WITH scoped AS"),
     ("vector: hnsw", r"WITH near AS"),
     ("vector: sort back on", r"SET LOCAL enable_sort"),
+    ("keyword: round at once", r"WITH st AS .*kw_hits"),
     ("keyword: statistics", r"WITH st AS"),
     ("keyword: round", r"WITH kw_terms AS"),
     ("keyword: scan", r"WITH kw_stats AS"),
@@ -438,12 +439,13 @@ def time_statements(recorder: Recorder) -> None:
             if waited:  # else nothing was sent yet: it goes with the next round trip
                 recorder.add(SQL_LABEL + "rt: " + " + ".join(waited), time.perf_counter() - t0)
 
-    def run_last(conn: Any, query: Any, commit: Any) -> Any:
+    def run_last(conn: Any, queries: Any, commit: Any) -> Any:
         t0 = time.perf_counter()
         try:
-            return last(conn, query, commit)
+            return last(conn, queries, commit)
         finally:
-            recorder.add(SQL_LABEL + f"rt: {kind_of(query.sql)} + COMMIT", time.perf_counter() - t0)
+            waited = " + ".join(kind_of(q.sql) for q in queries if not q.deferred)
+            recorder.add(SQL_LABEL + f"rt: {waited} + COMMIT", time.perf_counter() - t0)
 
     postgres._run_sync = run  # type: ignore[assignment]
     postgres._run_batch_sync = run_batch  # type: ignore[assignment]

@@ -47,7 +47,7 @@ class OneByOne(PostgresStore):
         return super().execute(op)
 
 
-def _records(rng: random.Random, user: str, n: int) -> list[dict[str, Any]]:
+def _records(rng: random.Random, user: str, n: int, threads: bool = True) -> list[dict[str, Any]]:
     out = []
     for k in range(n):
         when = START + timedelta(days=rng.randint(0, 330), minutes=k)
@@ -59,7 +59,7 @@ def _records(rng: random.Random, user: str, n: int) -> list[dict[str, Any]]:
             "created_at": when,
             "importance": round(rng.uniform(0.2, 0.9), 2),
         }
-        if k % 4 == 0:
+        if threads and k % 4 == 0:
             record["thread_id"] = f"{user}-thread-{k % 9}"
         out.append(record)
     return out
@@ -68,7 +68,8 @@ def _records(rng: random.Random, user: str, n: int) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def stores(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore, PostgresStore]]:  # noqa: F811
     """One schema: user "big" (400 memories, searched through HNSW: approximate_from is
-    150) and "small" (60, exact), with threads and times; the pipelined store, the
+    150) and "small" (60, exact), with threads and times, and "plain" (60, no threads: its
+    searches take one round trip); the pipelined store, the
     one-primitive-at-a-time reference over it, and a store on the reference's pool (not in
     autocommit: its Retrieve runs the searches side by side, but in a plain transaction)."""
     schema = new_schema()
@@ -76,10 +77,13 @@ def stores(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore, Postgres
     pool = ConnectionPool(pg_dsn, kwargs={"autocommit": False}, min_size=1, max_size=2, open=True)
     reference = OneByOne(pool=pool, approximate_from=150, schema=schema)
     reference._fold_first = False  # each first statement on its own, as before folding
+    reference._at_once = False
     borrowed = PostgresStore(pool=pool, approximate_from=150, schema=schema)
     rng = random.Random(5)
     with Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT) as mem:
-        mem.import_items(_records(rng, "big", 400) + _records(rng, "small", 60))
+        mem.import_items(
+            _records(rng, "big", 400) + _records(rng, "small", 60) + _records(rng, "plain", 60, threads=False)
+        )
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(f'ANALYZE "{schema}".items, "{schema}".vectors')
         yield store, reference, borrowed
@@ -116,14 +120,14 @@ def test_pipelined_searches_find_what_one_primitive_at_a_time_finds(stores: Any)
     unpipelined = Memory(borrowed, embedder=HashEmbedder(512), tenant_id=TENANT)
     expected: dict[tuple[str, str], list[tuple[str, float, float]]] = {}
     found = 0
-    for user in ("big", "small"):
+    for user in ("big", "small", "plain"):
         for q in queries:
             want = _seen(plain.search(q, user_id=user, touch=False))
             assert _seen(pipelined.search(q, user_id=user, touch=False)) == want, (user, q)
             assert _seen(unpipelined.search(q, user_id=user, touch=False)) == want, (user, q)
             expected[user, q] = want
             found += len(want)
-    assert found > 2 * len(queries) * 5  # most searches find something
+    assert found > 3 * len(queries) * 5  # most searches find something
 
     async def main() -> None:
         amem = AsyncMemory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
@@ -139,20 +143,28 @@ def test_folded_first_statements_find_what_they_found_apart(
 ) -> None:
     """The exact scan sent with the scope size and the small collection's keyword round
     sent with its statistics (each reading nothing when the size or the statistics say
-    otherwise) give the hits the statements gave one after the other; with a small
-    KEYWORD_SCAN_ROWS both users' keyword searches take the pruned rounds, with a large
-    one both score every row at once."""
+    otherwise), and the whole search in one round trip when it can be (else done again the
+    usual way), give the hits the statements gave one after the other; with a small
+    KEYWORD_SCAN_ROWS every user's keyword search takes the pruned rounds, with a large
+    one every collection is scored at once."""
     import jiyi.store.postgres as pg
 
     monkeypatch.setattr(pg, "KEYWORD_SCAN_ROWS", scan_rows)
     store = stores[0]
     folded = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
-    for user in ("big", "small"):
+    at_once = 0
+    for user in ("big", "small", "plain"):
         for q in _queries(20):
-            store._fold_first = False
+            store._fold_first = store._at_once = False
             want = _seen(folded.search(q, user_id=user, touch=False))
             store._fold_first = True
             assert _seen(folded.search(q, user_id=user, touch=False)) == want, (user, q)
+            store._at_once = True
+            store._not_at_once.clear()
+            assert _seen(folded.search(q, user_id=user, touch=False)) == want, (user, q)
+            at_once += not store._not_at_once
+            assert _seen(folded.search(q, user_id=user, touch=False)) == want, (user, q)  # remembered
+    assert at_once >= (20 if scan_rows > 60 else 0)  # "plain" at once with the large threshold
 
 
 def test_usage_written_in_the_background_is_seen_by_the_next_read_and_kept_at_close(

@@ -191,7 +191,7 @@ from jiyi.store.base import (
     vector_from_text,
     vector_to_text,
 )
-from jiyi.store.retrieve import from_hits, hit_asks
+from jiyi.store.retrieve import candidates, from_hits, hit_asks
 from jiyi.store.sqlcommon import (
     ACCESS_COLUMNS,
     ACCESS_TABLES,
@@ -717,6 +717,10 @@ def _reaching_query(bounds: Sequence[tuple[str, float]], level: float, wide: boo
         wide = True
     return " | ".join("(" + " & ".join(tsquery_operand(t) for t in g) + ")" for g in groups), wide
 
+
+_LOADED = ", i.doc::text, i.access_count, i.last_used_at, v.vec"
+"""What :class:`LoadHits` reads of a hit (``items i``, ``vectors v``): a search that loads
+its hits with the statements that find them (PostgresStore._at_once_statements)."""
 
 _VECTOR_ROW = "v.tenant_id = i.tenant_id AND v.pk = i.pk AND v.model = %(model)s AND v.dim = %(dim)s"
 """Joins ``vectors v`` to ``items i``: the row of the searched model and dimension."""
@@ -1292,6 +1296,20 @@ class _Batch:
 
 
 @dataclass(frozen=True)
+class _Final:
+    """Statements that end a pipelined transaction: sent with its COMMIT, one round trip
+    in all; the answer is each one's rows. (Outside a pipeline, a batch like any other.)"""
+
+    queries: tuple[_Query, ...]
+
+
+@dataclass(frozen=True)
+class _Reopen:
+    """After a :class:`_Final`: more statements follow, in a new transaction opened as the
+    first was (a new snapshot; nothing changes outside a pipeline)."""
+
+
+@dataclass(frozen=True)
 class _Gather:
     """Search primitives that do not depend on each other (a ``Retrieve``'s first step,
     :func:`~jiyi.store.retrieve.hit_asks`), answered in this order. Their plans run side by
@@ -1367,20 +1385,28 @@ async def _run_batch_async(conn: AConn, queries: Sequence[_Query]) -> list[Rows]
     return [[] if q.deferred else await cur.fetchall() for q, cur in zip(queries, cursors, strict=True)]
 
 
-def _run_last_sync(conn: Conn, q: _Query, commit: Callable[[], Any]) -> Rows:
-    """In pipeline mode: send ``q``, then ``commit`` (COMMIT and the pipeline's closing
-    Sync: one round trip for both), then read its rows."""
-    cur = conn.cursor(binary=True)
-    cur.execute(q.sql, q.params)
+def _run_last_sync(conn: Conn, queries: Sequence[_Query], commit: Callable[[], Any]) -> list[Rows]:
+    """In pipeline mode: send ``queries``, then ``commit`` (COMMIT and the pipeline's
+    closing Sync: one round trip for all), then read their rows."""
+    cursors = []
+    for q in queries:
+        cur = conn.cursor(binary=True)
+        cur.execute(q.sql, q.params)
+        cursors.append(cur)
     commit()
-    return [] if q.deferred else cur.fetchall()
+    return [[] if q.deferred else cur.fetchall() for q, cur in zip(queries, cursors, strict=True)]
 
 
-async def _run_last_async(conn: AConn, q: _Query, commit: Callable[[], Awaitable[Any]]) -> Rows:
-    cur = conn.cursor(binary=True)
-    await cur.execute(q.sql, q.params)
+async def _run_last_async(
+    conn: AConn, queries: Sequence[_Query], commit: Callable[[], Awaitable[Any]]
+) -> list[Rows]:
+    cursors = []
+    for q in queries:
+        cur = conn.cursor(binary=True)
+        await cur.execute(q.sql, q.params)
+        cursors.append(cur)
     await commit()
-    return [] if q.deferred else await cur.fetchall()
+    return [[] if q.deferred else await cur.fetchall() for q, cur in zip(queries, cursors, strict=True)]
 
 
 def _run_sync(conn: Conn, q: _Query) -> Rows:
@@ -1494,9 +1520,12 @@ class _Session:
         self.begun = False  # BEGIN went through: a write's statements may have run
         self.pipelined = False
         self.pipe = ExitStack()  # the pipelined transaction, closed by run_last or with stack
+        self.opening: tuple[str, ...] | None = None
         self.handlers: dict[type, Handler] = {
             _Query: self.run,
             _Batch: self.run_batch,
+            _Final: self.run_final,
+            _Reopen: self.run_reopen,
             _Gather: self.run_gather,
             Op: self.run_op,
         }
@@ -1519,18 +1548,28 @@ class _Session:
     def run_last(self, query: _Query) -> Rows:
         """The last statement of the session: in a pipeline, sent with COMMIT and the
         closing Sync (one round trip), its rows read afterwards."""
+        return self.run_final(_Final((query,)))[0]
+
+    def run_final(self, final: _Final) -> list[Rows]:
         conn = self.conn if self.conn is not None else self._open()
         if not self.pipelined:
-            return _run_sync(conn, query)
+            return [_run_sync(conn, q) for q in final.queries]
         self.pipelined = False
-        return _run_last_sync(conn, query, self.pipe.close)
+        return _run_last_sync(conn, final.queries, self.pipe.close)
+
+    def run_reopen(self, _: _Reopen) -> None:
+        if self.conn is not None and self.opening is not None and not self.pipelined:
+            self.pipe = ExitStack()
+            self.stack.enter_context(self.pipe)
+            self.pipe.enter_context(_pipelined(self.conn, self.opening))
+            self.pipelined = True
 
     def run_gather(self, gather: _Gather) -> list[Any]:
         return drive(self.store._gathered(gather), self.handlers)
 
     def _open(self) -> Conn:
         self.conn = conn = self.stack.enter_context(self.store._connection())
-        opening = _opening(self.write, self.single, conn.autocommit)
+        self.opening = opening = _opening(self.write, self.single, conn.autocommit)
         if opening is not None:
             self.stack.enter_context(self.pipe)
             self.pipe.enter_context(_pipelined(conn, opening))
@@ -1557,9 +1596,12 @@ class _AsyncSession:
         self.begun = False
         self.pipelined = False
         self.pipe = AsyncExitStack()
+        self.opening: tuple[str, ...] | None = None
         self.handlers: dict[type, AsyncHandler] = {
             _Query: self.run,
             _Batch: self.run_batch,
+            _Final: self.run_final,
+            _Reopen: self.run_reopen,
             _Gather: self.run_gather,
             Op: self.run_op,
         }
@@ -1580,18 +1622,28 @@ class _AsyncSession:
         return await adrive(self.store._plan(op)[0](), handlers)
 
     async def run_last(self, query: _Query) -> Rows:
+        return (await self.run_final(_Final((query,))))[0]
+
+    async def run_final(self, final: _Final) -> list[Rows]:
         conn = self.conn if self.conn is not None else await self._open()
         if not self.pipelined:
-            return await _run_async(conn, query)
+            return [await _run_async(conn, q) for q in final.queries]
         self.pipelined = False
-        return await _run_last_async(conn, query, self.pipe.aclose)
+        return await _run_last_async(conn, final.queries, self.pipe.aclose)
+
+    async def run_reopen(self, _: _Reopen) -> None:
+        if self.conn is not None and self.opening is not None and not self.pipelined:
+            self.pipe = AsyncExitStack()
+            await self.stack.enter_async_context(self.pipe)
+            await self.pipe.enter_async_context(_apipelined(self.conn, self.opening))
+            self.pipelined = True
 
     async def run_gather(self, gather: _Gather) -> list[Any]:
         return await adrive(self.store._gathered(gather), self.handlers)
 
     async def _open(self) -> AConn:
         self.conn = conn = await self.stack.enter_async_context(self.store._aconnection())
-        opening = _opening(self.write, self.single, conn.autocommit)
+        self.opening = opening = _opening(self.write, self.single, conn.autocommit)
         if opening is not None:
             await self.stack.enter_async_context(self.pipe)
             await self.pipe.enter_async_context(_apipelined(conn, opening))
@@ -1778,6 +1830,8 @@ class PostgresStore(Store):
         self._dumper: type[Dumper] = _VectorDumper
         self._background_usage = True  # False: a search waits for its usage write (A/B, tests)
         self._fold_first = True  # False: the first statements of a search each wait for the last (A/B, tests)
+        self._at_once = True  # False: no search in one round trip (A/B, tests)
+        self._not_at_once: dict[tuple[str, tuple[str, ...]], None] = {}  # scopes that were not
         self._usage = _UsageWriter(self._execute_now)
         _writers.add(self._usage)
 
@@ -2148,9 +2202,113 @@ class PostgresStore(Store):
         run side by side (:class:`_Gather`): in a pipelined session their statements share
         round trips."""
         asks = hit_asks(op)
+        once = self._at_once_statements(op, asks) if self._at_once else None
+        if once is not None:
+            key = (op.filter.tenant_id, op.filter.scope_keys)
+            if key not in self._not_at_once:
+                done = self._from_at_once(op, asks, once, (yield _Final(once[0])))
+                if done is not None:
+                    return done
+                if len(self._not_at_once) >= 100_000:
+                    self._not_at_once.clear()
+                self._not_at_once[key] = None
+                yield _Reopen()
         gather = _Gather(asks)
         found = (yield gather) if asks else []
         return (yield from from_hits(op, asks, found, threads=bool(gather.threaded)))
+
+    def _at_once_statements(
+        self, op: Retrieve, asks: tuple[VectorHits | KeywordHits, ...]
+    ) -> tuple[tuple[_Query, ...], list[tuple[VectorHits | KeywordHits, int, int]]] | None:
+        """A search of small scopes in one round trip, with its COMMIT: the scope size with
+        the exact scan (which then also gives each hit's item and vector, as
+        :class:`LoadHits` would), the keyword statistics with the round that scores every
+        row holding a term (the same), each guarded as in the folded statements
+        (:meth:`_unless_walk`, :meth:`_small_sql`). The statements, and per ask where its
+        rows are: the first statement's index and the hits' one. None when the search
+        cannot be answered so (no vector, or a keyword search that is not pruned)."""
+        if op.vector is None or not asks:
+            return None
+        queries: list[_Query] = []
+        where: list[tuple[VectorHits | KeywordHits, int, int]] = []
+        for ask in asks:
+            if isinstance(ask, VectorHits):
+                built = self._vector_queries(ask, loading=True)
+                if built is None:
+                    return None
+                exact, sized = built
+                if sized is not None:
+                    queries += [sized[0], self._unless_walk(exact, ask)]
+                    where.append((ask, len(queries) - 2, len(queries) - 1))
+                else:
+                    queries.append(exact)
+                    where.append((ask, -1, len(queries) - 1))
+                continue
+            f = ask.filter
+            terms = list(dict.fromkeys(t for t in (fold_term(t) for t in ask.terms) if t))
+            if not terms or ask.k <= 0:
+                where.append((ask, -1, -1))
+                continue
+            if not f.scope_keys or not (f.viewer is None or f.viewer.sees_all):
+                return None
+            first, once = self._keyword_first(ask, terms, op.model_id, op.vector)
+            queries += [first, once]
+            where.append((ask, len(queries) - 2, len(queries) - 1))
+        return tuple(queries), where
+
+    def _from_at_once(
+        self,
+        op: Retrieve,
+        asks: tuple[VectorHits | KeywordHits, ...],
+        once: tuple[tuple[_Query, ...], list[tuple[VectorHits | KeywordHits, int, int]]],
+        rows: list[Rows],
+    ) -> list[Candidate] | None:
+        """The candidates from :meth:`_at_once_statements`' rows, as
+        :func:`~jiyi.store.retrieve.from_hits` makes them; None when they are not the
+        whole answer: a scope large enough to walk, a keyword collection too large to score
+        at once, or a hit in a thread (its neighbours are wanted)."""
+        found: list[list[Hit]] = []
+        loaded: dict[str, Loaded] = {}
+        keyword: dict[str, float] = {}
+        for ask, first, hits_at in once[1]:
+            if isinstance(ask, VectorHits):
+                if first >= 0 and rows[first][0][-1]:
+                    return None  # the size says walk
+                hits = []
+                for item_id, dist, threaded, doc, count, used, vec in rows[hits_at]:
+                    if threaded:
+                        return None
+                    cos = 1.0 - float(dist)
+                    hits.append(Hit(item_id, cos))
+                    loaded[item_id] = Loaded(_read_item(doc, count, used), vec, cos)
+                found.append(hits)
+                continue
+            if hits_at < 0:
+                found.append([])
+                continue
+            stats = rows[first]
+            known = [float(r[3]) for r in stats if r[2] is not None]
+            if known and min(float(stats[0][0]), sum(known)) > KEYWORD_SCAN_ROWS:
+                return None  # pruned rounds: not at once
+            top: list[tuple[float, int, str]] = []
+            for item_id, score, pk, threaded, dist, doc, count, used, vec in rows[hits_at]:
+                if threaded:
+                    return None
+                top.append((float(score), int(pk), item_id))
+                if item_id not in loaded:
+                    item = _read_item(doc, count, used)
+                    if dist is None:  # no vector of this model
+                        loaded[item_id] = Loaded(item, None, None)
+                    else:
+                        loaded[item_id] = Loaded(item, vec, 1.0 - float(dist))
+            top = sorted(top, key=lambda h: (-h[0], h[1]))[: ask.k]
+            found.append([Hit(hit_id, hit_score) for hit_score, _, hit_id in top])
+            keyword = {h.id: h.score for h in found[-1]}
+        chosen: dict[str, None] = {}
+        for hits in found:
+            for hit in hits:
+                chosen[hit.id] = None
+        return candidates(chosen, {}, loaded, keyword)
 
     def _gathered(self, gather: _Gather) -> Generator[_Batch, list[Rows], list[Any]]:
         """The answers to ``gather.asks``, in order: the vector searches one after the other
@@ -2362,9 +2520,13 @@ class PostgresStore(Store):
         sql = f"{exact.sql[:at]}NOT (SELECT walk FROM ({decision}) d) AND {exact.sql[at:]}"
         return _Query(sql, {**exact.params, **params})
 
-    def _vector_queries(self, op: VectorHits) -> tuple[_Query, tuple[_Query, _Query] | None] | None:
+    def _vector_queries(
+        self, op: VectorHits, loading: bool = False
+    ) -> tuple[_Query, tuple[_Query, _Query] | None] | None:
         """The exact statement, and when the store may search approximately the scope-size
-        statement and the approximate one (None when there is nothing to search)."""
+        statement and the approximate one (None when there is nothing to search).
+        ``loading``: the exact statement also gives each hit's columns of :data:`_LOADED`
+        (see :meth:`_at_once_statements`)."""
         s = self._s
         where, params = _filter_sql(op.filter, "i")
         dist, more = self._query_vector(op.model_id, op.vector)
@@ -2385,9 +2547,10 @@ class PostgresStore(Store):
         exact = _Query(
             f"WITH scoped AS MATERIALIZED (SELECT i.pk, i.occurred_at, {dist} AS dist "
             f"FROM {s}.items i JOIN {s}.vectors v ON {_VECTOR_ROW} WHERE {where}{by_scope}) "
-            f"SELECT i.id, x.dist, i.thread_id IS NOT NULL FROM (SELECT pk, dist FROM scoped "
+            f"SELECT i.id, x.dist, i.thread_id IS NOT NULL{_LOADED if loading else ''} FROM (SELECT pk, dist FROM scoped "
             f"{'WHERE ' + _in_windows('occurred_at') + ' ' if windowed else ''}ORDER BY dist, pk LIMIT %(k)s) x "
-            f"JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.dist, x.pk",
+            f"JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk"
+            f"{f' JOIN {s}.vectors v ON {_VECTOR_ROW}' if loading else ''} ORDER BY x.dist, x.pk",
             params,
         )
         dim = int(op.vector.shape[0])
@@ -2529,30 +2692,13 @@ class PostgresStore(Store):
         is at least the level, no row left unread can reach it (its bounds add up to no
         more), so the top k is exact; the thousands of rows holding a common word alone are
         never read."""
-        s = self._s
-        wanted, params = _filter_sql(op.filter, "h")
-        params |= {
-            "kw_terms": terms,
-            "k": op.k,
-            "kw_scopes": scope_lexemes(op.filter.tenant_id, op.filter.scope_keys),
-        }
-        stats, _ = self._keyword_collection(op.filter, params)
-        per_term = (
-            "SELECT term, sum(docs)::float8 AS df, max(max_tf) AS max_tf, min(min_len) AS min_len "
-            f"FROM {s}.keyword_terms WHERE tenant_id = %(f_tenant)s AND scope_key = ANY(%(f_scopes)s::text[]) "
-            "AND term = ANY(%(kw_terms)s::text[]) AND docs > 0 GROUP BY term"
-        )
-        first = _Query(
-            f"WITH st AS ({stats}) SELECT st.n, st.avgdl, d.term, d.df, d.max_tf, d.min_len FROM st LEFT JOIN "
-            f"({per_term}) d ON true",
-            params,
-        )
+        wanted, params, first, stats = self._keyword_statistics(op, terms)
         score = self._keyword_round(wanted)
         # A small collection's only round (level 0: every row holding a term), sent with
         # the statistics; it reads no row unless the statistics make it that round.
         at_once = (
             _Query(
-                self._keyword_round(wanted, (stats, per_term)),
+                self._keyword_round(wanted, stats),
                 params | {"kw_query": " | ".join(tsquery_operand(t) for t in terms)},
             )
             if self._fold_first
@@ -2608,7 +2754,46 @@ class PostgresStore(Store):
 
         return plan
 
-    def _keyword_round(self, wanted: str, stats: tuple[str, str] | None = None) -> str:
+    def _keyword_statistics(
+        self, op: KeywordHits, terms: list[str]
+    ) -> tuple[str, dict[str, Any], _Query, tuple[str, str]]:
+        """A pruned keyword search's filter (alias h) and parameters, its first statement
+        (the collection's size and average length, each term's document frequency and score
+        bound) and that statement's two parts (see :meth:`_keyword_round`)."""
+        wanted, params = _filter_sql(op.filter, "h")
+        params |= {
+            "kw_terms": terms,
+            "k": op.k,
+            "kw_scopes": scope_lexemes(op.filter.tenant_id, op.filter.scope_keys),
+        }
+        stats, _ = self._keyword_collection(op.filter, params)
+        per_term = (
+            "SELECT term, sum(docs)::float8 AS df, max(max_tf) AS max_tf, min(min_len) AS min_len "
+            f"FROM {self._s}.keyword_terms WHERE tenant_id = %(f_tenant)s AND scope_key = ANY(%(f_scopes)s::text[]) "
+            "AND term = ANY(%(kw_terms)s::text[]) AND docs > 0 GROUP BY term"
+        )
+        first = _Query(
+            f"WITH st AS ({stats}) SELECT st.n, st.avgdl, d.term, d.df, d.max_tf, d.min_len FROM st LEFT JOIN "
+            f"({per_term}) d ON true",
+            params,
+        )
+        return wanted, params, first, (stats, per_term)
+
+    def _keyword_first(
+        self, op: KeywordHits, terms: list[str], model_id: str, vector: Vector
+    ) -> tuple[_Query, _Query]:
+        """The first statement of :meth:`_keyword_pruned` and the round that scores every
+        row holding a term when the collection is small, giving each hit's item, vector and
+        cosine as :class:`LoadHits` would (:meth:`_at_once_statements`)."""
+        wanted, params, first, stats = self._keyword_statistics(op, terms)
+        dist, more = self._query_vector(model_id, vector)
+        once = _Query(
+            self._keyword_round(wanted, stats, loading=dist),
+            params | more | {"kw_query": " | ".join(tsquery_operand(t) for t in terms)},
+        )
+        return first, once
+
+    def _keyword_round(self, wanted: str, stats: tuple[str, str] | None = None, loading: str = "") -> str:
         """One round of :meth:`_keyword_pruned`: the rows of the searched scopes (``wanted``,
         alias h) that the round's ``tsquery`` admits, through the keyword index per scope,
         scored on every query term; the top k with their pk and whether each is in a thread.
@@ -2616,7 +2801,9 @@ class PostgresStore(Store):
         ``stats``: the round that goes with the statistics (:meth:`_keyword_all_at_once`),
         which reads them from SQL, not from parameters: the statements of the collection's
         size and average length (``st``) and of each term's document frequency (``d``),
-        and a condition on them under which the round reads rows at all."""
+        and a condition on them under which the round reads rows at all. ``loading``: the
+        cosine of the hits' vectors (an SQL expression over ``v``, NULL without a vector),
+        and the columns of :data:`_LOADED` (see :meth:`_at_once_statements`)."""
         s = self._s
         n, avgdl, terms, known, only = "%(n)s::float8", "%(avgdl)s::float8", "", "%(t_all)s::text[]", ""
         source = "unnest(%(t_all)s::text[], %(t_df)s::float8[]) AS x(term, df)"
@@ -2634,8 +2821,10 @@ class PostgresStore(Store):
             f"AND u.lexeme = ANY({known}){only}), "
             f"kw_top AS (SELECT k.pk, {_bm25_sum(avgdl)} AS score "
             "FROM kw_hits k JOIN kw_terms t ON t.term = k.term GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
-            f"SELECT i.id, kt.score, kt.pk, i.thread_id IS NOT NULL FROM kw_top kt JOIN {s}.items i "
-            "ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk"
+            f"SELECT i.id, kt.score, kt.pk, i.thread_id IS NOT NULL"
+            f"{f', CASE WHEN v.pk IS NOT NULL THEN {loading} END{_LOADED}' if loading else ''} "
+            f"FROM kw_top kt JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk"
+            f"{f' LEFT JOIN {s}.vectors v ON {_VECTOR_ROW}' if loading else ''}"
         )
 
     @staticmethod
