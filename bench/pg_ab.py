@@ -10,7 +10,7 @@ background usage write; ``with_usage_written`` adds that wait (the time until th
 write committed: what a search right after it would wait for).
 
     python bench/pg_ab.py --dsn "$DSN" --schema pg1m --users 1000 --rounds 200 \\
-        --variants sync,background
+        --variants main,new
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ from jiyi.store.postgres import PostgresStore
 from scale import SENTINEL_USER, TENANT, TextGen
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "sync": {"_background_usage": False, "_fold_first": False},
-    "background": {"_background_usage": True, "_fold_first": False},
-    "fold": {"_background_usage": False, "_fold_first": True},
-    "new": {"_background_usage": True, "_fold_first": True},
+    "main": {"_background_usage": False, "_fold_first": False, "_at_once": False},
+    "background": {"_background_usage": True, "_fold_first": False, "_at_once": False},
+    "fold": {"_background_usage": False, "_fold_first": True, "_at_once": False},
+    "once": {"_background_usage": False, "_fold_first": True, "_at_once": True},
+    "new": {"_background_usage": True, "_fold_first": True, "_at_once": True},
 }
 
 
@@ -50,7 +51,7 @@ def main() -> int:
     p.add_argument("--schema", required=True)
     p.add_argument("--users", type=int, default=1000)
     p.add_argument("--rounds", type=int, default=200)
-    p.add_argument("--variants", default="sync,background")
+    p.add_argument("--variants", default="main,new")
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
