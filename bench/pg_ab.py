@@ -31,12 +31,13 @@ from jiyi.embed.hashing import HashEmbedder
 from jiyi.store.postgres import PostgresStore
 from scale import SENTINEL_USER, TENANT, TextGen
 
-VARIANTS: dict[str, dict[str, Any]] = {
-    "main": {"_background_usage": False, "_fold_first": False, "_at_once": False},
-    "background": {"_background_usage": True, "_fold_first": False, "_at_once": False},
-    "fold": {"_background_usage": False, "_fold_first": True, "_at_once": False},
-    "once": {"_background_usage": False, "_fold_first": True, "_at_once": True},
-    "new": {"_background_usage": True, "_fold_first": True, "_at_once": True},
+VARIANTS: dict[str, dict[str, Any]] = {  # "cache": the store's own item cache
+    "main": {"_background_usage": False, "_fold_first": False, "_at_once": False, "_items": None},
+    "background": {"_background_usage": True, "_fold_first": False, "_at_once": False, "_items": None},
+    "fold": {"_background_usage": False, "_fold_first": True, "_at_once": False, "_items": None},
+    "once": {"_background_usage": False, "_fold_first": True, "_at_once": True, "_items": None},
+    "cache": {"_background_usage": False, "_fold_first": False, "_at_once": False, "_items": "cache"},
+    "new": {"_background_usage": True, "_fold_first": True, "_at_once": True, "_items": "cache"},
 }
 
 
@@ -57,6 +58,7 @@ def main() -> int:
     args = p.parse_args()
     names = args.variants.split(",")
     store = PostgresStore(args.dsn, schema=args.schema)
+    cache = store._items
     mem = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
     gen = TextGen(args.seed)
     rng = random.Random(args.seed)
@@ -71,13 +73,13 @@ def main() -> int:
     for _ in range(args.rounds):
         user = rng.choice(users)
         for k, v in VARIANTS[names[0]].items():
-            setattr(store, k, v)
+            setattr(store, k, cache if v == "cache" else v)
         mem.search(gen.query() + f" {rng.randint(0, 10**6)}", user_id=user)  # cold
         order = names[:]
         rng.shuffle(order)
         for name in order:
             for k, v in VARIANTS[name].items():
-                setattr(store, k, v)
+                setattr(store, k, cache if v == "cache" else v)
             q = gen.query() + f" {rng.randint(0, 10**6)}"
             c0, p0, t0 = time.thread_time(), time.process_time(), time.perf_counter()
             mem.search(q, user_id=user)

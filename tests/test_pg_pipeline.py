@@ -78,6 +78,7 @@ def stores(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore, Postgres
     reference = OneByOne(pool=pool, approximate_from=150, schema=schema)
     reference._fold_first = False  # each first statement on its own, as before folding
     reference._at_once = False
+    reference._items = None  # every candidate parsed from its document
     borrowed = PostgresStore(pool=pool, approximate_from=150, schema=schema)
     rng = random.Random(5)
     with Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT) as mem:
@@ -203,6 +204,31 @@ def test_usage_written_in_the_background_is_seen_by_the_next_read_and_kept_at_cl
                     f'SELECT access_count FROM "{schema}".items WHERE id = %s', (item_id,)
                 ).fetchone()
                 assert row is not None and row[0] >= n
+    finally:
+        store.close()
+        drop_schema(pg_dsn, schema)
+
+
+def test_searches_read_items_anew_once_their_document_or_usage_changes(
+    pg_dsn: str,  # noqa: F811
+) -> None:
+    """Candidates are kept by their stored document's text (PostgresStore's item cache): an
+    update shows at once, and so do the usage counts a search's write left."""
+    schema = new_schema()
+    store = PostgresStore(pg_dsn, schema=schema)
+    try:
+        mem = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
+        mem.import_items(_records(random.Random(4), "plain", 20, threads=False))
+        first = mem.search("report budget", user_id="plain")[0].item
+        again = mem.search("report budget", user_id="plain")[0].item
+        assert again.id == first.id and again.access_count == first.access_count + 1
+        assert again.last_used_at is not None
+        mem.update(first.id, importance=0.95, tags=["changed"])
+        hit = next(h.item for h in mem.search("report budget", user_id="plain") if h.item.id == first.id)
+        assert tuple(hit.tags) == ("changed",) and hit.importance == 0.95
+        assert hit == mem.get(first.id).model_copy(  # type: ignore[union-attr]
+            update={"access_count": hit.access_count, "last_used_at": hit.last_used_at}
+        )
     finally:
         store.close()
         drop_schema(pg_dsn, schema)
