@@ -49,8 +49,18 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   first keyword round; thread links; loading the hits and COMMIT) where it took 10
   (BEGIN, the snapshot and sort settings and COMMIT each took one); a further keyword
   round or a time-window search adds one each, and thread links are not asked when the
-  vector and keyword statements found no hit in a thread (3 round trips then).
-  Thread positions are numbered only in the threads of the items asked about.
+  vector and keyword statements found no hit in a thread (3 round trips then). The
+  statements a search may need are sent before it knows it needs them, guarded so they
+  read nothing otherwise (an uncorrelated condition, a one-time filter): the exact scan
+  goes with the scope size, and a small keyword collection's only round with its
+  statistics. A search of a scope that is searched exactly, whose keyword collection is
+  small and whose hits are in no thread (most users of a large store) is then one round
+  trip, BEGIN to COMMIT: its hit statements also give what loading them would
+  (:meth:`PostgresStore._at_once_statements`); when that is not the whole answer, the
+  search goes on the usual way in a new transaction, and the store remembers the scope.
+  Candidates are kept by their stored document's text, so one that comes back unchanged
+  is not parsed again. Thread positions are numbered only in the threads of the items
+  asked about.
 * **Keyword index**: PostgreSQL's parser keeps a whole run of Han characters as one
   token, so the index stores the pre-segmented terms of :mod:`jiyi.text.tokenize`
   (Latin diacritics folded, as SQLite FTS5's ``remove_diacritics`` does) and a generated
@@ -84,7 +94,9 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   columns. It is one round trip (BEGIN, ``SET LOCAL synchronous_commit = off``, the
   statement and COMMIT pipelined): a crash of the server may lose the last moments'
   counts and log rows, never an item (docs/deploy.md); every other write commits
-  synchronously.
+  synchronously. It is sent by a thread of the store's own (:class:`_UsageWriter`), so
+  the search does not wait for it; the store's next operation waits until it is in, and
+  closing the store sends what is queued.
 * **Sessions and jobs**: messages, checkpoints and jobs are ``json`` documents with key
   columns. Appends to a session queue on a per-session advisory lock, so a batch gets
   consecutive ``seq`` numbers as under SQLite's single writer; workers claim jobs with
