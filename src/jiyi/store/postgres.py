@@ -2242,17 +2242,16 @@ class PostgresStore(Store):
         run side by side (:class:`_Gather`): in a pipelined session their statements share
         round trips."""
         asks = hit_asks(op)
-        once = self._at_once_statements(op, asks) if self._at_once else None
+        key = (op.filter.tenant_id, op.filter.scope_keys)
+        once = self._at_once_statements(op, asks) if self._at_once and key not in self._not_at_once else None
         if once is not None:
-            key = (op.filter.tenant_id, op.filter.scope_keys)
-            if key not in self._not_at_once:
-                done = self._from_at_once(op, asks, once, (yield _Final(once[0])))
-                if done is not None:
-                    return done
-                if len(self._not_at_once) >= 100_000:
-                    self._not_at_once.clear()
-                self._not_at_once[key] = None
-                yield _Reopen()
+            done = self._from_at_once(op, asks, once, (yield _Final(once[0])))
+            if done is not None:
+                return done
+            if len(self._not_at_once) >= 100_000:
+                self._not_at_once.clear()
+            self._not_at_once[key] = None
+            yield _Reopen()
         gather = _Gather(asks)
         found = (yield gather) if asks else []
         return (yield from from_hits(op, asks, found, threads=bool(gather.threaded)))
