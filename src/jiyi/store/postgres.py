@@ -1811,6 +1811,20 @@ def _flush_at_exit() -> None:
         writer.close()
 
 
+def _not_at_once(where: Sequence[tuple[VectorHits | KeywordHits, int, int]], rows: Sequence[Rows]) -> str:
+    """Why a search sent at once needs more statements ("walk", "keywords", both), from
+    its first statements' rows; "" when it does not (see PostgresStore._from_at_once)."""
+    why = []
+    for ask, first, _ in where:
+        if isinstance(ask, VectorHits) and first >= 0 and rows[first][0][-1]:
+            why.append("walk")
+        elif isinstance(ask, KeywordHits) and first >= 0:
+            known = [float(r[3]) for r in rows[first] if r[2] is not None]
+            if known and min(float(rows[first][0][0]), sum(known)) > KEYWORD_SCAN_ROWS:
+                why.append("keywords")  # pruned rounds
+    return " ".join(dict.fromkeys(why))
+
+
 # ---------------------------------------------------------------- the store
 
 
@@ -1870,7 +1884,9 @@ class PostgresStore(Store):
         self._background_usage = True  # False: a search waits for its usage write (A/B, tests)
         self._fold_first = True  # False: the first statements of a search each wait for the last (A/B, tests)
         self._at_once = True  # False: no search in one round trip (A/B, tests)
-        self._not_at_once: dict[tuple[str, tuple[str, ...]], None] = {}  # scopes that were not
+        # Scopes whose search could not be answered at once, and why ("walk", "keywords",
+        # "threads"); the first two also spare the folded statements that read nothing then.
+        self._not_at_once: dict[tuple[str, tuple[str, ...]], str] = {}
         self._items: _ItemCache | None = _ItemCache()  # None: parse every candidate (A/B)
         self._usage = _UsageWriter(self._execute_now)
         _writers.add(self._usage)
@@ -2246,11 +2262,11 @@ class PostgresStore(Store):
         once = self._at_once_statements(op, asks) if self._at_once and key not in self._not_at_once else None
         if once is not None:
             done = self._from_at_once(op, asks, once, (yield _Final(once[0])))
-            if done is not None:
+            if not isinstance(done, str):
                 return done
             if len(self._not_at_once) >= 100_000:
                 self._not_at_once.clear()
-            self._not_at_once[key] = None
+            self._not_at_once[key] = done
             yield _Reopen()
         gather = _Gather(asks)
         found = (yield gather) if asks else []
@@ -2301,23 +2317,25 @@ class PostgresStore(Store):
         asks: tuple[VectorHits | KeywordHits, ...],
         once: tuple[tuple[_Query, ...], list[tuple[VectorHits | KeywordHits, int, int]]],
         rows: list[Rows],
-    ) -> list[Candidate] | None:
+    ) -> list[Candidate] | str:
         """The candidates from :meth:`_at_once_statements`' rows, as
-        :func:`~jiyi.store.retrieve.from_hits` makes them; None when they are not the
-        whole answer: a scope large enough to walk, a keyword collection too large to score
-        at once, or a hit in a thread (its neighbours are wanted)."""
+        :func:`~jiyi.store.retrieve.from_hits` makes them; when they are not the whole
+        answer, why: "walk" (a scope large enough to walk its index), "keywords" (a keyword
+        collection too large to score at once) or "threads" (a hit in a thread, whose
+        neighbours are wanted); both of the first two when both hold."""
+        why = _not_at_once(once[1], rows)
+        if why:
+            return why
         found: list[list[Hit]] = []
         loaded: dict[str, Loaded] = {}
         keyword: dict[str, float] = {}
         read = self._items.read if op.shared_items and self._items is not None else _read_item
-        for ask, first, hits_at in once[1]:
+        for ask, _, hits_at in once[1]:
             if isinstance(ask, VectorHits):
-                if first >= 0 and rows[first][0][-1]:
-                    return None  # the size says walk
                 hits = []
                 for item_id, dist, threaded, doc, count, used, vec in rows[hits_at]:
                     if threaded:
-                        return None
+                        return "threads"
                     cos = 1.0 - float(dist)
                     hits.append(Hit(item_id, cos))
                     loaded[item_id] = Loaded(read(doc, count, used), vec, cos)
@@ -2326,14 +2344,10 @@ class PostgresStore(Store):
             if hits_at < 0:
                 found.append([])
                 continue
-            stats = rows[first]
-            known = [float(r[3]) for r in stats if r[2] is not None]
-            if known and min(float(stats[0][0]), sum(known)) > KEYWORD_SCAN_ROWS:
-                return None  # pruned rounds: not at once
             top: list[tuple[float, int, str]] = []
             for item_id, score, pk, threaded, dist, doc, count, used, vec in rows[hits_at]:
                 if threaded:
-                    return None
+                    return "threads"
                 top.append((float(score), int(pk), item_id))
                 if item_id not in loaded:
                     item = read(doc, count, used)
@@ -2526,7 +2540,9 @@ class PostgresStore(Store):
         if sized is None:
             return lambda: _single(exact, convert)
         size, approximate = sized
-        if self._fold_first:
+        if self._fold_first and "walk" not in self._not_at_once.get(
+            (op.filter.tenant_id, op.filter.scope_keys), ""
+        ):
             guarded = self._unless_walk(exact, op)
 
             def folded() -> Plan[list[Hit]]:
@@ -2742,6 +2758,7 @@ class PostgresStore(Store):
                 params | {"kw_query": " | ".join(tsquery_operand(t) for t in terms)},
             )
             if self._fold_first
+            and "keywords" not in self._not_at_once.get((op.filter.tenant_id, op.filter.scope_keys), "")
             else None
         )
 
