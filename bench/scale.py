@@ -444,7 +444,8 @@ def time_statements(recorder: Recorder) -> None:
         try:
             return last(conn, queries, commit)
         finally:
-            waited = " + ".join(kind_of(q.sql) for q in queries if not q.deferred)
+            sent = queries if isinstance(queries, list | tuple) else (queries,)  # (one, before 2026-11-28)
+            waited = " + ".join(kind_of(q.sql) for q in sent if not q.deferred)
             recorder.add(SQL_LABEL + f"rt: {waited} + COMMIT", time.perf_counter() - t0)
 
     postgres._run_sync = run  # type: ignore[assignment]
