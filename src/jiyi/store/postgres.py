@@ -2863,17 +2863,20 @@ class PostgresStore(Store):
         and the columns of :data:`_LOADED` (see :meth:`_at_once_statements`)."""
         s = self._s
         n, avgdl, terms, known, only = "%(n)s::float8", "%(avgdl)s::float8", "", "%(t_all)s::text[]", ""
-        source = "unnest(%(t_all)s::text[], %(t_df)s::float8[]) AS x(term, df)"
+        source, query = "unnest(%(t_all)s::text[], %(t_df)s::float8[]) AS x(term, df)", "%(kw_query)s"
         if stats is not None:
             n, avgdl, known = "(SELECT n FROM st)", "(SELECT avgdl FROM st)", "ARRAY(SELECT term FROM d)"
             terms, only = f"WITH st AS ({stats[0]}), d AS ({stats[1]}), ", f" AND {self._small_sql()}"
             source = "d"
+            # The terms the scopes hold, OR-ed and quoted as tsquery_operand does: the other
+            # terms' postings (other scopes' rows only) are not read.
+            query = "(SELECT string_agg('''' || replace(replace(term, '\\', '\\\\'), '''', '''''') || '''', ' | ') FROM d)"
         return (
             f"{terms or 'WITH '}kw_terms AS (SELECT term, {_bm25_idf(n, 'df')} AS idf FROM {source}), "
             "kw_hits AS MATERIALIZED (SELECT h.pk, u.lexeme AS term, "
             "coalesce(array_length(u.positions, 1), 1)::float8 AS tf, h.n_terms "
             f"FROM {s}.items h CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
-            f"WHERE {wanted} AND {_scoped_tsv('h')} @@ (to_tsquery('pg_catalog.simple', %(kw_query)s) "
+            f"WHERE {wanted} AND {_scoped_tsv('h')} @@ (to_tsquery('pg_catalog.simple', {query}) "
             "&& %(kw_scopes)s::tsquery) "
             f"AND u.lexeme = ANY({known}){only}), "
             f"kw_top AS (SELECT k.pk, {_bm25_sum(avgdl)} AS score "
