@@ -32,12 +32,10 @@ from jiyi.store.postgres import PostgresStore
 from scale import SENTINEL_USER, TENANT, TextGen
 
 VARIANTS: dict[str, dict[str, Any]] = {  # "cache": the store's own item cache
-    "main": {"_background_usage": False, "_fold_first": False, "_at_once": False, "_items": None},
-    "background": {"_background_usage": True, "_fold_first": False, "_at_once": False, "_items": None},
-    "fold": {"_background_usage": False, "_fold_first": True, "_at_once": False, "_items": None},
-    "once": {"_background_usage": False, "_fold_first": True, "_at_once": True, "_items": None},
-    "cache": {"_background_usage": False, "_fold_first": False, "_at_once": False, "_items": "cache"},
-    "new": {"_background_usage": True, "_fold_first": True, "_at_once": True, "_items": "cache"},
+    "main": {"_background_usage": False, "_items": None},
+    "background": {"_background_usage": True, "_items": None},
+    "cache": {"_background_usage": False, "_items": "cache"},
+    "new": {"_background_usage": True, "_items": "cache"},
 }
 
 

@@ -391,7 +391,6 @@ STATEMENT_KINDS = (  # (kind, regex on the statement's start): the statements a 
     ("vector: exact", r"WITH scoped AS"),
     ("vector: hnsw", r"WITH near AS"),
     ("vector: sort back on", r"SET LOCAL enable_sort"),
-    ("keyword: round at once", r"WITH st AS .*kw_hits"),
     ("keyword: statistics", r"WITH st AS"),
     ("keyword: round", r"WITH kw_terms AS"),
     ("keyword: scan", r"WITH kw_stats AS"),
@@ -439,14 +438,12 @@ def time_statements(recorder: Recorder) -> None:
             if waited:  # else nothing was sent yet: it goes with the next round trip
                 recorder.add(SQL_LABEL + "rt: " + " + ".join(waited), time.perf_counter() - t0)
 
-    def run_last(conn: Any, queries: Any, commit: Any) -> Any:
+    def run_last(conn: Any, query: Any, commit: Any) -> Any:
         t0 = time.perf_counter()
         try:
-            return last(conn, queries, commit)
+            return last(conn, query, commit)
         finally:
-            sent = queries if isinstance(queries, list | tuple) else (queries,)  # (one, before 2026-11-28)
-            waited = " + ".join(kind_of(q.sql) for q in sent if not q.deferred)
-            recorder.add(SQL_LABEL + f"rt: {waited} + COMMIT", time.perf_counter() - t0)
+            recorder.add(SQL_LABEL + f"rt: {kind_of(query.sql)} + COMMIT", time.perf_counter() - t0)
 
     postgres._run_sync = run  # type: ignore[assignment]
     postgres._run_batch_sync = run_batch  # type: ignore[assignment]

@@ -13,6 +13,7 @@ import asyncio
 import random
 import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -68,23 +69,18 @@ def _records(rng: random.Random, user: str, n: int, threads: bool = True) -> lis
 @pytest.fixture(scope="module")
 def stores(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore, PostgresStore]]:  # noqa: F811
     """One schema: user "big" (400 memories, searched through HNSW: approximate_from is
-    150) and "small" (60, exact), with threads and times, and "plain" (60, no threads: its
-    searches take one round trip); the pipelined store, the
+    150) and "small" (60, exact), with threads and times; the pipelined store, the
     one-primitive-at-a-time reference over it, and a store on the reference's pool (not in
     autocommit: its Retrieve runs the searches side by side, but in a plain transaction)."""
     schema = new_schema()
     store = PostgresStore(pg_dsn, schema=schema, approximate_from=150)
     pool = ConnectionPool(pg_dsn, kwargs={"autocommit": False}, min_size=1, max_size=2, open=True)
     reference = OneByOne(pool=pool, approximate_from=150, schema=schema)
-    reference._fold_first = False  # each first statement on its own, as before folding
-    reference._at_once = False
     reference._items = None  # every candidate parsed from its document
     borrowed = PostgresStore(pool=pool, approximate_from=150, schema=schema)
     rng = random.Random(5)
     with Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT) as mem:
-        mem.import_items(
-            _records(rng, "big", 400) + _records(rng, "small", 60) + _records(rng, "plain", 60, threads=False)
-        )
+        mem.import_items(_records(rng, "big", 400) + _records(rng, "small", 60))
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(f'ANALYZE "{schema}".items, "{schema}".vectors')
         yield store, reference, borrowed
@@ -121,14 +117,14 @@ def test_pipelined_searches_find_what_one_primitive_at_a_time_finds(stores: Any)
     unpipelined = Memory(borrowed, embedder=HashEmbedder(512), tenant_id=TENANT)
     expected: dict[tuple[str, str], list[tuple[str, float, float]]] = {}
     found = 0
-    for user in ("big", "small", "plain"):
+    for user in ("big", "small"):
         for q in queries:
             want = _seen(plain.search(q, user_id=user, touch=False))
             assert _seen(pipelined.search(q, user_id=user, touch=False)) == want, (user, q)
             assert _seen(unpipelined.search(q, user_id=user, touch=False)) == want, (user, q)
             expected[user, q] = want
             found += len(want)
-    assert found > 3 * len(queries) * 5  # most searches find something
+    assert found > 2 * len(queries) * 5  # most searches find something
 
     async def main() -> None:
         amem = AsyncMemory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
@@ -136,36 +132,6 @@ def test_pipelined_searches_find_what_one_primitive_at_a_time_finds(stores: Any)
             assert _seen(await amem.search(q, user_id=user, touch=False)) == want, (user, q)
 
     asyncio.run(main())
-
-
-@pytest.mark.parametrize("scan_rows", [50, 100_000])
-def test_folded_first_statements_find_what_they_found_apart(
-    stores: Any, monkeypatch: pytest.MonkeyPatch, scan_rows: int
-) -> None:
-    """The exact scan sent with the scope size and the small collection's keyword round
-    sent with its statistics (each reading nothing when the size or the statistics say
-    otherwise), and the whole search in one round trip when it can be (else done again the
-    usual way), give the hits the statements gave one after the other; with a small
-    KEYWORD_SCAN_ROWS every user's keyword search takes the pruned rounds, with a large
-    one every collection is scored at once."""
-    import jiyi.store.postgres as pg
-
-    monkeypatch.setattr(pg, "KEYWORD_SCAN_ROWS", scan_rows)
-    store = stores[0]
-    folded = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
-    at_once = 0
-    for user in ("big", "small", "plain"):
-        for q in _queries(20):
-            store._fold_first = store._at_once = False
-            want = _seen(folded.search(q, user_id=user, touch=False))
-            store._fold_first = True
-            assert _seen(folded.search(q, user_id=user, touch=False)) == want, (user, q)
-            store._at_once = True
-            store._not_at_once.clear()
-            assert _seen(folded.search(q, user_id=user, touch=False)) == want, (user, q)
-            at_once += not store._not_at_once
-            assert _seen(folded.search(q, user_id=user, touch=False)) == want, (user, q)  # remembered
-    assert at_once >= (20 if scan_rows > 60 else 0)  # "plain" at once with the large threshold
 
 
 def test_usage_written_in_the_background_is_seen_by_the_next_read_and_kept_at_close(
@@ -193,12 +159,24 @@ def test_usage_written_in_the_background_is_seen_by_the_next_read_and_kept_at_cl
             return len((await amem.retrievals(user_id="small")).accesses)
 
         assert asyncio.run(asearch()) == 4
+        # Concurrent searches: what queues while a write is out goes in one transaction.
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda _: mem.search("garden coffee", user_id="small"), range(40)))
         for _ in range(5):  # queued, then close sends them
             mem.search("garden coffee", user_id="small")
         store.close()
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             row = conn.execute(f'SELECT count(*) FROM "{schema}".memory_access').fetchone()
-            assert row is not None and row[0] == 9
+            assert row is not None and row[0] == 49
+            row = conn.execute(
+                f'SELECT count(*) FROM "{schema}".memory_access_items a JOIN "{schema}".memory_access m '
+                "ON m.id = a.access_id WHERE m.query = 'garden coffee'"
+            ).fetchone()
+            served = row[0] if row else 0
+            row = conn.execute(
+                f'SELECT sum(access_count) FROM "{schema}".items WHERE user_id = %s', ("small",)
+            ).fetchone()
+            assert row is not None and row[0] == served + 4 * 10  # the "report budget" searches: 10 hits each
             for item_id, n in counts.items():
                 row = conn.execute(
                     f'SELECT access_count FROM "{schema}".items WHERE id = %s', (item_id,)

@@ -49,15 +49,7 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   first keyword round; thread links; loading the hits and COMMIT) where it took 10
   (BEGIN, the snapshot and sort settings and COMMIT each took one); a further keyword
   round or a time-window search adds one each, and thread links are not asked when the
-  vector and keyword statements found no hit in a thread (3 round trips then). The
-  statements a search may need are sent before it knows it needs them, guarded so they
-  read nothing otherwise (an uncorrelated condition, a one-time filter): the exact scan
-  goes with the scope size, and a small keyword collection's only round with its
-  statistics. A search of a scope that is searched exactly, whose keyword collection is
-  small and whose hits are in no thread (most users of a large store) is then one round
-  trip, BEGIN to COMMIT: its hit statements also give what loading them would
-  (:meth:`PostgresStore._at_once_statements`); when that is not the whole answer, the
-  search goes on the usual way in a new transaction, and the store remembers the scope.
+  vector and keyword statements found no hit in a thread (3 round trips then).
   Candidates are kept by their stored document's text, so one that comes back unchanged
   is not parsed again. Thread positions are numbered only in the threads of the items
   asked about.
@@ -203,7 +195,7 @@ from jiyi.store.base import (
     vector_from_text,
     vector_to_text,
 )
-from jiyi.store.retrieve import candidates, from_hits, hit_asks
+from jiyi.store.retrieve import from_hits, hit_asks
 from jiyi.store.sqlcommon import (
     ACCESS_COLUMNS,
     ACCESS_TABLES,
@@ -729,10 +721,6 @@ def _reaching_query(bounds: Sequence[tuple[str, float]], level: float, wide: boo
         wide = True
     return " | ".join("(" + " & ".join(tsquery_operand(t) for t in g) + ")" for g in groups), wide
 
-
-_LOADED = ", i.doc::text, i.access_count, i.last_used_at, v.vec"
-"""What :class:`LoadHits` reads of a hit (``items i``, ``vectors v``): a search that loads
-its hits with the statements that find them (PostgresStore._at_once_statements)."""
 
 _VECTOR_ROW = "v.tenant_id = i.tenant_id AND v.pk = i.pk AND v.model = %(model)s AND v.dim = %(dim)s"
 """Joins ``vectors v`` to ``items i``: the row of the searched model and dimension."""
@@ -1335,20 +1323,6 @@ class _Batch:
 
 
 @dataclass(frozen=True)
-class _Final:
-    """Statements that end a pipelined transaction: sent with its COMMIT, one round trip
-    in all; the answer is each one's rows. (Outside a pipeline, a batch like any other.)"""
-
-    queries: tuple[_Query, ...]
-
-
-@dataclass(frozen=True)
-class _Reopen:
-    """After a :class:`_Final`: more statements follow, in a new transaction opened as the
-    first was (a new snapshot; nothing changes outside a pipeline)."""
-
-
-@dataclass(frozen=True)
 class _Gather:
     """Search primitives that do not depend on each other (a ``Retrieve``'s first step,
     :func:`~jiyi.store.retrieve.hit_asks`), answered in this order. Their plans run side by
@@ -1424,28 +1398,20 @@ async def _run_batch_async(conn: AConn, queries: Sequence[_Query]) -> list[Rows]
     return [[] if q.deferred else await cur.fetchall() for q, cur in zip(queries, cursors, strict=True)]
 
 
-def _run_last_sync(conn: Conn, queries: Sequence[_Query], commit: Callable[[], Any]) -> list[Rows]:
-    """In pipeline mode: send ``queries``, then ``commit`` (COMMIT and the pipeline's
-    closing Sync: one round trip for all), then read their rows."""
-    cursors = []
-    for q in queries:
-        cur = conn.cursor(binary=True)
-        cur.execute(q.sql, q.params)
-        cursors.append(cur)
+def _run_last_sync(conn: Conn, q: _Query, commit: Callable[[], Any]) -> Rows:
+    """In pipeline mode: send ``q``, then ``commit`` (COMMIT and the pipeline's closing
+    Sync: one round trip for both), then read its rows."""
+    cur = conn.cursor(binary=True)
+    cur.execute(q.sql, q.params)
     commit()
-    return [[] if q.deferred else cur.fetchall() for q, cur in zip(queries, cursors, strict=True)]
+    return [] if q.deferred else cur.fetchall()
 
 
-async def _run_last_async(
-    conn: AConn, queries: Sequence[_Query], commit: Callable[[], Awaitable[Any]]
-) -> list[Rows]:
-    cursors = []
-    for q in queries:
-        cur = conn.cursor(binary=True)
-        await cur.execute(q.sql, q.params)
-        cursors.append(cur)
+async def _run_last_async(conn: AConn, q: _Query, commit: Callable[[], Awaitable[Any]]) -> Rows:
+    cur = conn.cursor(binary=True)
+    await cur.execute(q.sql, q.params)
     await commit()
-    return [[] if q.deferred else await cur.fetchall() for q, cur in zip(queries, cursors, strict=True)]
+    return [] if q.deferred else await cur.fetchall()
 
 
 def _run_sync(conn: Conn, q: _Query) -> Rows:
@@ -1559,12 +1525,9 @@ class _Session:
         self.begun = False  # BEGIN went through: a write's statements may have run
         self.pipelined = False
         self.pipe = ExitStack()  # the pipelined transaction, closed by run_last or with stack
-        self.opening: tuple[str, ...] | None = None
         self.handlers: dict[type, Handler] = {
             _Query: self.run,
             _Batch: self.run_batch,
-            _Final: self.run_final,
-            _Reopen: self.run_reopen,
             _Gather: self.run_gather,
             Op: self.run_op,
         }
@@ -1587,28 +1550,18 @@ class _Session:
     def run_last(self, query: _Query) -> Rows:
         """The last statement of the session: in a pipeline, sent with COMMIT and the
         closing Sync (one round trip), its rows read afterwards."""
-        return self.run_final(_Final((query,)))[0]
-
-    def run_final(self, final: _Final) -> list[Rows]:
         conn = self.conn if self.conn is not None else self._open()
         if not self.pipelined:
-            return [_run_sync(conn, q) for q in final.queries]
+            return _run_sync(conn, query)
         self.pipelined = False
-        return _run_last_sync(conn, final.queries, self.pipe.close)
-
-    def run_reopen(self, _: _Reopen) -> None:
-        if self.conn is not None and self.opening is not None and not self.pipelined:
-            self.pipe = ExitStack()
-            self.stack.enter_context(self.pipe)
-            self.pipe.enter_context(_pipelined(self.conn, self.opening))
-            self.pipelined = True
+        return _run_last_sync(conn, query, self.pipe.close)
 
     def run_gather(self, gather: _Gather) -> list[Any]:
         return drive(self.store._gathered(gather), self.handlers)
 
     def _open(self) -> Conn:
         self.conn = conn = self.stack.enter_context(self.store._connection())
-        self.opening = opening = _opening(self.write, self.single, conn.autocommit)
+        opening = _opening(self.write, self.single, conn.autocommit)
         if opening is not None:
             self.stack.enter_context(self.pipe)
             self.pipe.enter_context(_pipelined(conn, opening))
@@ -1635,12 +1588,9 @@ class _AsyncSession:
         self.begun = False
         self.pipelined = False
         self.pipe = AsyncExitStack()
-        self.opening: tuple[str, ...] | None = None
         self.handlers: dict[type, AsyncHandler] = {
             _Query: self.run,
             _Batch: self.run_batch,
-            _Final: self.run_final,
-            _Reopen: self.run_reopen,
             _Gather: self.run_gather,
             Op: self.run_op,
         }
@@ -1661,28 +1611,18 @@ class _AsyncSession:
         return await adrive(self.store._plan(op)[0](), handlers)
 
     async def run_last(self, query: _Query) -> Rows:
-        return (await self.run_final(_Final((query,))))[0]
-
-    async def run_final(self, final: _Final) -> list[Rows]:
         conn = self.conn if self.conn is not None else await self._open()
         if not self.pipelined:
-            return [await _run_async(conn, q) for q in final.queries]
+            return await _run_async(conn, query)
         self.pipelined = False
-        return await _run_last_async(conn, final.queries, self.pipe.aclose)
-
-    async def run_reopen(self, _: _Reopen) -> None:
-        if self.conn is not None and self.opening is not None and not self.pipelined:
-            self.pipe = AsyncExitStack()
-            await self.stack.enter_async_context(self.pipe)
-            await self.pipe.enter_async_context(_apipelined(self.conn, self.opening))
-            self.pipelined = True
+        return await _run_last_async(conn, query, self.pipe.aclose)
 
     async def run_gather(self, gather: _Gather) -> list[Any]:
         return await adrive(self.store._gathered(gather), self.handlers)
 
     async def _open(self) -> AConn:
         self.conn = conn = await self.stack.enter_async_context(self.store._aconnection())
-        self.opening = opening = _opening(self.write, self.single, conn.autocommit)
+        opening = _opening(self.write, self.single, conn.autocommit)
         if opening is not None:
             await self.stack.enter_async_context(self.pipe)
             await self.pipe.enter_async_context(_apipelined(conn, opening))
@@ -1736,9 +1676,12 @@ class _UsageWriter:
     every usage write this process made before it, as when the writes were synchronous)
     and at :meth:`close`, so a normal close loses nothing. Writes queued while one is being
     sent go out next, one after the other. A failure is logged (``jiyi.retrievals``) and
-    dropped, as :func:`jiyi.read.retrievals.record_access` does with a synchronous one."""
+    dropped, as :func:`jiyi.read.retrievals.record_access` does with a synchronous one.
+    What is queued while a write is out goes next, all in one transaction (one round trip,
+    PostgresStore._send_usage): under many concurrent searches, what an operation that
+    must see them waits for stays about one round trip, whatever the queue's length."""
 
-    def __init__(self, send: Callable[[Write], None]) -> None:
+    def __init__(self, send: Callable[[list[Write]], None]) -> None:
         self._send = send
         self._cond = threading.Condition()
         self._queue: deque[Write] = deque()
@@ -1787,16 +1730,19 @@ class _UsageWriter:
                     self._cond.wait()
                 if not self._queue:
                     return
-                op = self._queue.popleft()
+                batch = list(self._queue)
+                self._queue.clear()
             try:
-                self._send(op)
+                self._send(batch)
             except Exception:
                 _usage_log.warning(
-                    "a search's usage write failed; the counts and log entry are lost", exc_info=True
+                    "%d search usage write(s) failed; their counts and log entries are lost",
+                    len(batch),
+                    exc_info=True,
                 )
             finally:
                 with self._cond:
-                    self._pending -= 1
+                    self._pending -= len(batch)
                     self._cond.notify_all()
 
 
@@ -1882,14 +1828,9 @@ class PostgresStore(Store):
         self._vector_oid = 0
         self._dumper: type[Dumper] = _VectorDumper
         self._background_usage = True  # False: a search waits for its usage write (A/B, tests)
-        self._fold_first = True  # False: the first statements of a search each wait for the last (A/B, tests)
-        self._at_once = True  # False: no search in one round trip (A/B, tests)
-        # Scopes whose search could not be answered at once, and why ("walk", "keywords",
-        # "threads"); the first two also spare the folded statements that read nothing then.
-        self._not_at_once: dict[tuple[str, tuple[str, ...]], str] = {}
-        self._items: _ItemCache | None = _ItemCache()  # None: parse every candidate (A/B)
-        self._usage = _UsageWriter(self._execute_now)
+        self._usage = _UsageWriter(self._send_usage)
         _writers.add(self._usage)
+        self._items: _ItemCache | None = _ItemCache()  # None: parse every candidate (A/B)
 
         if pool is not None:
             self._borrow(pool)
@@ -2188,6 +2129,33 @@ class PostgresStore(Store):
             and self._usage.submit(op)
         )
 
+    def _send_usage(self, ops: list[Write]) -> None:
+        """Search usage writes (see :class:`_UsageWriter`) in one transaction, pipelined as
+        one is (:func:`_opening`): their statements go with BEGIN and COMMIT, one round
+        trip. Retried whole after a deadlock or serialisation failure (nothing of it
+        committed), as any write."""
+        if len(ops) == 1:
+            self._execute_now(ops[0])
+            return
+
+        def plan() -> Plan[None]:
+            for op in ops:
+                yield from self._write(op)
+
+        attempt = 0
+        while True:
+            attempt += 1
+            stack = ExitStack()
+            session = _Session(self, True, True, stack)
+            try:
+                with stack:
+                    drive(plan(), session.handlers)
+                    return
+            except psycopg.Error as exc:
+                if session.retry(exc, attempt):
+                    continue
+                raise self._map_error(exc, session.conn) from exc
+
     def _execute_now(self, op: Op[R]) -> R:
         make, write, single = self._plan(op)
         attempt = 0
@@ -2258,111 +2226,9 @@ class PostgresStore(Store):
         run side by side (:class:`_Gather`): in a pipelined session their statements share
         round trips."""
         asks = hit_asks(op)
-        key = (op.filter.tenant_id, op.filter.scope_keys)
-        once = self._at_once_statements(op, asks) if self._at_once and key not in self._not_at_once else None
-        if once is not None:
-            done = self._from_at_once(op, asks, once, (yield _Final(once[0])))
-            if not isinstance(done, str):
-                return done
-            if len(self._not_at_once) >= 100_000:
-                self._not_at_once.clear()
-            self._not_at_once[key] = done
-            yield _Reopen()
         gather = _Gather(asks)
         found = (yield gather) if asks else []
         return (yield from from_hits(op, asks, found, threads=bool(gather.threaded)))
-
-    def _at_once_statements(
-        self, op: Retrieve, asks: tuple[VectorHits | KeywordHits, ...]
-    ) -> tuple[tuple[_Query, ...], list[tuple[VectorHits | KeywordHits, int, int]]] | None:
-        """A search of small scopes in one round trip, with its COMMIT: the scope size with
-        the exact scan (which then also gives each hit's item and vector, as
-        :class:`LoadHits` would), the keyword statistics with the round that scores every
-        row holding a term (the same), each guarded as in the folded statements
-        (:meth:`_unless_walk`, :meth:`_small_sql`). The statements, and per ask where its
-        rows are: the first statement's index and the hits' one. None when the search
-        cannot be answered so (no vector, or a keyword search that is not pruned)."""
-        if op.vector is None or not asks:
-            return None
-        queries: list[_Query] = []
-        where: list[tuple[VectorHits | KeywordHits, int, int]] = []
-        for ask in asks:
-            if isinstance(ask, VectorHits):
-                built = self._vector_queries(ask, loading=True)
-                if built is None:
-                    return None
-                exact, sized = built
-                if sized is not None:
-                    queries += [sized[0], self._unless_walk(exact, ask)]
-                    where.append((ask, len(queries) - 2, len(queries) - 1))
-                else:
-                    queries.append(exact)
-                    where.append((ask, -1, len(queries) - 1))
-                continue
-            f = ask.filter
-            terms = list(dict.fromkeys(t for t in (fold_term(t) for t in ask.terms) if t))
-            if not terms or ask.k <= 0:
-                where.append((ask, -1, -1))
-                continue
-            if not f.scope_keys or not (f.viewer is None or f.viewer.sees_all):
-                return None
-            first, once = self._keyword_first(ask, terms, op.model_id, op.vector)
-            queries += [first, once]
-            where.append((ask, len(queries) - 2, len(queries) - 1))
-        return tuple(queries), where
-
-    def _from_at_once(
-        self,
-        op: Retrieve,
-        asks: tuple[VectorHits | KeywordHits, ...],
-        once: tuple[tuple[_Query, ...], list[tuple[VectorHits | KeywordHits, int, int]]],
-        rows: list[Rows],
-    ) -> list[Candidate] | str:
-        """The candidates from :meth:`_at_once_statements`' rows, as
-        :func:`~jiyi.store.retrieve.from_hits` makes them; when they are not the whole
-        answer, why: "walk" (a scope large enough to walk its index), "keywords" (a keyword
-        collection too large to score at once) or "threads" (a hit in a thread, whose
-        neighbours are wanted); both of the first two when both hold."""
-        why = _not_at_once(once[1], rows)
-        if why:
-            return why
-        found: list[list[Hit]] = []
-        loaded: dict[str, Loaded] = {}
-        keyword: dict[str, float] = {}
-        read = self._items.read if op.shared_items and self._items is not None else _read_item
-        for ask, _, hits_at in once[1]:
-            if isinstance(ask, VectorHits):
-                hits = []
-                for item_id, dist, threaded, doc, count, used, vec in rows[hits_at]:
-                    if threaded:
-                        return "threads"
-                    cos = 1.0 - float(dist)
-                    hits.append(Hit(item_id, cos))
-                    loaded[item_id] = Loaded(read(doc, count, used), vec, cos)
-                found.append(hits)
-                continue
-            if hits_at < 0:
-                found.append([])
-                continue
-            top: list[tuple[float, int, str]] = []
-            for item_id, score, pk, threaded, dist, doc, count, used, vec in rows[hits_at]:
-                if threaded:
-                    return "threads"
-                top.append((float(score), int(pk), item_id))
-                if item_id not in loaded:
-                    item = read(doc, count, used)
-                    if dist is None:  # no vector of this model
-                        loaded[item_id] = Loaded(item, None, None)
-                    else:
-                        loaded[item_id] = Loaded(item, vec, 1.0 - float(dist))
-            top = sorted(top, key=lambda h: (-h[0], h[1]))[: ask.k]
-            found.append([Hit(hit_id, hit_score) for hit_score, _, hit_id in top])
-            keyword = {h.id: h.score for h in found[-1]}
-        chosen: dict[str, None] = {}
-        for hits in found:
-            for hit in hits:
-                chosen[hit.id] = None
-        return candidates(chosen, {}, loaded, keyword)
 
     def _gathered(self, gather: _Gather) -> Generator[_Batch, list[Rows], list[Any]]:
         """The answers to ``gather.asks``, in order: the vector searches one after the other
@@ -2431,11 +2297,12 @@ class PostgresStore(Store):
                 with suppress(StopIteration):
                     asked = next(plan)
                     while True:
-                        batch = asked.queries if isinstance(asked, _Batch) else (asked,)
-                        for q in batch:
-                            out += _run_sync(conn, _Query(f"EXPLAIN ({options}) {q.sql}", q.params))
-                        rows = [_run_sync(conn, q) for q in batch]
-                        asked = plan.send(rows if isinstance(asked, _Batch) else rows[0])
+                        if isinstance(asked, _Batch):  # (no plan explained here asks for one)
+                            raise InvalidInput(
+                                f"explain does not show batched statements of {type(op).__name__}"
+                            )
+                        out += _run_sync(conn, _Query(f"EXPLAIN ({options}) {asked.sql}", asked.params))
+                        asked = plan.send(_run_sync(conn, asked))
                 return out
 
             return "\n".join(str(r[0]) for r in self._admin(each))
@@ -2540,21 +2407,6 @@ class PostgresStore(Store):
         if sized is None:
             return lambda: _single(exact, convert)
         size, approximate = sized
-        if self._fold_first and "walk" not in self._not_at_once.get(
-            (op.filter.tenant_id, op.filter.scope_keys), ""
-        ):
-            guarded = self._unless_walk(exact, op)
-
-            def folded() -> Plan[list[Hit]]:
-                # The exact scan goes with the size, in the same round trip; it reads
-                # nothing when the size says walk (a one-time filter).
-                first = yield _Batch((size, guarded))
-                if not first[0][0][-1]:
-                    return convert(first[1])
-                walked = yield _Batch((_NO_SORT, approximate, _ANY_SORT))
-                return convert(walked[1])
-
-            return folded
 
         def plan() -> Plan[list[Hit]]:
             rows = yield size
@@ -2565,24 +2417,9 @@ class PostgresStore(Store):
 
         return plan
 
-    def _unless_walk(self, exact: _Query, op: VectorHits) -> _Query:
-        """``exact`` with the walk decision of :meth:`_scope_size` as a condition that reads
-        no row when the walk is chosen: the planner makes an uncorrelated subquery a
-        one-time filter over the scan."""
-        decision, params = self._walk_decision(op.filter, op.k, int(op.vector.shape[0]), "w_")
-        assert exact.params is not None
-        marker = " WHERE "  # the first WHERE is the scoped CTE's
-        at = exact.sql.index(marker) + len(marker)
-        sql = f"{exact.sql[:at]}NOT (SELECT walk FROM ({decision}) d) AND {exact.sql[at:]}"
-        return _Query(sql, {**exact.params, **params})
-
-    def _vector_queries(
-        self, op: VectorHits, loading: bool = False
-    ) -> tuple[_Query, tuple[_Query, _Query] | None] | None:
+    def _vector_queries(self, op: VectorHits) -> tuple[_Query, tuple[_Query, _Query] | None] | None:
         """The exact statement, and when the store may search approximately the scope-size
-        statement and the approximate one (None when there is nothing to search).
-        ``loading``: the exact statement also gives each hit's columns of :data:`_LOADED`
-        (see :meth:`_at_once_statements`)."""
+        statement and the approximate one (None when there is nothing to search)."""
         s = self._s
         where, params = _filter_sql(op.filter, "i")
         dist, more = self._query_vector(op.model_id, op.vector)
@@ -2603,10 +2440,9 @@ class PostgresStore(Store):
         exact = _Query(
             f"WITH scoped AS MATERIALIZED (SELECT i.pk, i.occurred_at, {dist} AS dist "
             f"FROM {s}.items i JOIN {s}.vectors v ON {_VECTOR_ROW} WHERE {where}{by_scope}) "
-            f"SELECT i.id, x.dist, i.thread_id IS NOT NULL{_LOADED if loading else ''} FROM (SELECT pk, dist FROM scoped "
+            f"SELECT i.id, x.dist, i.thread_id IS NOT NULL FROM (SELECT pk, dist FROM scoped "
             f"{'WHERE ' + _in_windows('occurred_at') + ' ' if windowed else ''}ORDER BY dist, pk LIMIT %(k)s) x "
-            f"JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk"
-            f"{f' JOIN {s}.vectors v ON {_VECTOR_ROW}' if loading else ''} ORDER BY x.dist, x.pk",
+            f"JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.dist, x.pk",
             params,
         )
         dim = int(op.vector.shape[0])
@@ -2624,40 +2460,29 @@ class PostgresStore(Store):
         ``hnsw.max_scan_tuples`` (4x margin); no when the index is missing. Iterative scan:
         while the filter rejects the nearest rows (other scopes, archived items, other
         models), the walk goes on instead of returning fewer than k."""
-        decision, params = self._walk_decision(f, k, dim)
+        if f.scope_keys:
+            count = (
+                f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_scopes "
+                "WHERE tenant_id = %(t)s AND scope_key = ANY(%(scopes)s::text[])"
+            )
+        else:
+            count = f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_stats WHERE tenant_id = %(t)s"
         # With the walk chosen, sorting is off around it (_NO_SORT, _ANY_SORT).
         return _Query(
             "SELECT n, set_config('hnsw.iterative_scan', 'relaxed_order', true), "
             f"set_config('hnsw.ef_search', %(ef)s, true), set_config('hnsw.max_scan_tuples', '{HNSW_MAX_SCAN}', true), "
-            f"walk FROM ({decision}) d",
-            params | {"ef": str(min(1000, max(HNSW_EF_SEARCH, k)))},
+            "walk FROM (SELECT n, n >= %(from)s AND rows IS NOT NULL "
+            f"AND n * {HNSW_MAX_SCAN}.0 >= greatest(rows, 0) * %(need)s AS walk "
+            f"FROM ({count}) c(n), (SELECT (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s))) r(rows)) d",
+            {
+                "t": f.tenant_id,
+                "scopes": list(f.scope_keys),
+                "ef": str(min(1000, max(HNSW_EF_SEARCH, k))),
+                "need": 4 * k,
+                "from": self.approximate_from,
+                "index": f"{self._s}.vectors_hnsw_{dim}",
+            },
         )
-
-    def _walk_decision(self, f: Filter, k: int, dim: int, prefix: str = "") -> tuple[str, dict[str, Any]]:
-        """A statement of one row (n, walk): the searched scopes' size and whether to walk
-        the HNSW index (see :meth:`_scope_size`); its parameters' names start with
-        ``prefix``."""
-        t, scopes, need, start, index = (f"%({prefix}{n})s" for n in ("t", "scopes", "need", "from", "index"))
-        if f.scope_keys:
-            count = (
-                f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_scopes "
-                f"WHERE tenant_id = {t} AND scope_key = ANY({scopes}::text[])"
-            )
-        else:
-            count = f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_stats WHERE tenant_id = {t}"
-        sql = (
-            f"SELECT n, n >= {start} AND rows IS NOT NULL "
-            f"AND n * {HNSW_MAX_SCAN}.0 >= greatest(rows, 0) * {need} AS walk "
-            f"FROM ({count}) c(n), (SELECT (SELECT reltuples FROM pg_class WHERE oid = to_regclass({index}))) r(rows)"
-        )
-        params = {
-            "t": f.tenant_id,
-            "scopes": list(f.scope_keys),
-            "need": 4 * k,
-            "from": self.approximate_from,
-            "index": f"{self._s}.vectors_hnsw_{dim}",
-        }
-        return sql, {prefix + name: value for name, value in params.items()}
 
     def _approximate(self, where: str, dist: str, dim: int, params: dict[str, Any]) -> _Query:
         """The k nearest rows in HNSW order (``dim = d`` and the cast spelled as the
@@ -2748,25 +2573,25 @@ class PostgresStore(Store):
         is at least the level, no row left unread can reach it (its bounds add up to no
         more), so the top k is exact; the thousands of rows holding a common word alone are
         never read."""
-        wanted, params, first, stats = self._keyword_statistics(op, terms)
-        score = self._keyword_round(wanted)
-        # A small collection's only round (level 0: every row holding a term), sent with
-        # the statistics; it reads no row unless the statistics make it that round.
-        at_once = (
-            _Query(
-                self._keyword_round(wanted, stats),
-                params | {"kw_query": " | ".join(tsquery_operand(t) for t in terms)},
-            )
-            if self._fold_first
-            and "keywords" not in self._not_at_once.get((op.filter.tenant_id, op.filter.scope_keys), "")
-            else None
+        s = self._s
+        wanted, params = _filter_sql(op.filter, "h")
+        params |= {
+            "kw_terms": terms,
+            "k": op.k,
+            "kw_scopes": scope_lexemes(op.filter.tenant_id, op.filter.scope_keys),
+        }
+        stats, _ = self._keyword_collection(op.filter, params)
+        first = _Query(
+            f"WITH st AS ({stats}) SELECT st.n, st.avgdl, d.term, d.df, d.max_tf, d.min_len FROM st LEFT JOIN "
+            "(SELECT term, sum(docs)::float8 AS df, max(max_tf) AS max_tf, min(min_len) AS min_len "
+            f"FROM {s}.keyword_terms WHERE tenant_id = %(f_tenant)s AND scope_key = ANY(%(f_scopes)s::text[]) "
+            "AND term = ANY(%(kw_terms)s::text[]) AND docs > 0 GROUP BY term) d ON true",
+            params,
         )
+        score = self._keyword_round(wanted)
 
         def plan() -> Plan[list[Hit]]:
-            if at_once is not None:
-                rows, early = yield _Batch((first, at_once))
-            else:
-                rows, early = (yield first), None
+            rows = yield first
             known = {str(r[2]): (float(r[3]), int(r[4]), int(r[5])) for r in rows if r[2] is not None}
             if not known:
                 return []
@@ -2783,20 +2608,15 @@ class PostgresStore(Store):
             top: list[tuple[float, int, str]] = []
             level, read, wide = KEYWORD_FIRST_LEVEL * sum(b for _, b in bounds), "", False
             if min(n, sum(d[0] for d in known.values())) <= KEYWORD_SCAN_ROWS:
-                level = 0.0  # (the condition _small_sql() gives the round sent with the statistics)
-            else:
-                early = None
+                level = 0.0
             while True:
                 if level < bounds[-1][1]:
                     level = 0.0  # every row holding a term
                 query, wide = _reaching_query(bounds, level, wide)
                 if query != read:  # else this level admits no row the last one did not
-                    if early is not None:
-                        got, early = early, None
-                    else:
-                        got = yield _Query(
-                            score, more | {"kw_query": f"({query}) & !({read})" if read else query}
-                        )
+                    got = yield _Query(
+                        score, more | {"kw_query": f"({query}) & !({read})" if read else query}
+                    )
                     if threaded is not None:
                         threaded.update(str(r[0]) for r in got if r[3])
                     found = {h[1]: h for h in top} | {
@@ -2811,89 +2631,25 @@ class PostgresStore(Store):
 
         return plan
 
-    def _keyword_statistics(
-        self, op: KeywordHits, terms: list[str]
-    ) -> tuple[str, dict[str, Any], _Query, tuple[str, str]]:
-        """A pruned keyword search's filter (alias h) and parameters, its first statement
-        (the collection's size and average length, each term's document frequency and score
-        bound) and that statement's two parts (see :meth:`_keyword_round`)."""
-        wanted, params = _filter_sql(op.filter, "h")
-        params |= {
-            "kw_terms": terms,
-            "k": op.k,
-            "kw_scopes": scope_lexemes(op.filter.tenant_id, op.filter.scope_keys),
-        }
-        stats, _ = self._keyword_collection(op.filter, params)
-        per_term = (
-            "SELECT term, sum(docs)::float8 AS df, max(max_tf) AS max_tf, min(min_len) AS min_len "
-            f"FROM {self._s}.keyword_terms WHERE tenant_id = %(f_tenant)s AND scope_key = ANY(%(f_scopes)s::text[]) "
-            "AND term = ANY(%(kw_terms)s::text[]) AND docs > 0 GROUP BY term"
-        )
-        first = _Query(
-            f"WITH st AS ({stats}) SELECT st.n, st.avgdl, d.term, d.df, d.max_tf, d.min_len FROM st LEFT JOIN "
-            f"({per_term}) d ON true",
-            params,
-        )
-        return wanted, params, first, (stats, per_term)
-
-    def _keyword_first(
-        self, op: KeywordHits, terms: list[str], model_id: str, vector: Vector
-    ) -> tuple[_Query, _Query]:
-        """The first statement of :meth:`_keyword_pruned` and the round that scores every
-        row holding a term when the collection is small, giving each hit's item, vector and
-        cosine as :class:`LoadHits` would (:meth:`_at_once_statements`)."""
-        wanted, params, first, stats = self._keyword_statistics(op, terms)
-        dist, more = self._query_vector(model_id, vector)
-        once = _Query(
-            self._keyword_round(wanted, stats, loading=dist),
-            params | more | {"kw_query": " | ".join(tsquery_operand(t) for t in terms)},
-        )
-        return first, once
-
-    def _keyword_round(self, wanted: str, stats: tuple[str, str] | None = None, loading: str = "") -> str:
+    def _keyword_round(self, wanted: str) -> str:
         """One round of :meth:`_keyword_pruned`: the rows of the searched scopes (``wanted``,
         alias h) that the round's ``tsquery`` admits, through the keyword index per scope,
-        scored on every query term; the top k with their pk and whether each is in a thread.
-
-        ``stats``: the round that goes with the statistics (:meth:`_keyword_all_at_once`),
-        which reads them from SQL, not from parameters: the statements of the collection's
-        size and average length (``st``) and of each term's document frequency (``d``),
-        and a condition on them under which the round reads rows at all. ``loading``: the
-        cosine of the hits' vectors (an SQL expression over ``v``, NULL without a vector),
-        and the columns of :data:`_LOADED` (see :meth:`_at_once_statements`)."""
+        scored on every query term; the top k with their pk and whether each is in a thread."""
         s = self._s
-        n, avgdl, terms, known, only = "%(n)s::float8", "%(avgdl)s::float8", "", "%(t_all)s::text[]", ""
-        source, query = "unnest(%(t_all)s::text[], %(t_df)s::float8[]) AS x(term, df)", "%(kw_query)s"
-        if stats is not None:
-            n, avgdl, known = "(SELECT n FROM st)", "(SELECT avgdl FROM st)", "ARRAY(SELECT term FROM d)"
-            terms, only = f"WITH st AS ({stats[0]}), d AS ({stats[1]}), ", f" AND {self._small_sql()}"
-            source = "d"
-            # The terms the scopes hold, OR-ed and quoted as tsquery_operand does: the other
-            # terms' postings (other scopes' rows only) are not read.
-            query = "(SELECT string_agg('''' || replace(replace(term, '\\', '\\\\'), '''', '''''') || '''', ' | ') FROM d)"
         return (
-            f"{terms or 'WITH '}kw_terms AS (SELECT term, {_bm25_idf(n, 'df')} AS idf FROM {source}), "
+            f"WITH kw_terms AS (SELECT term, {_bm25_idf('%(n)s::float8', 'df')} AS idf "
+            "FROM unnest(%(t_all)s::text[], %(t_df)s::float8[]) AS x(term, df)), "
             "kw_hits AS MATERIALIZED (SELECT h.pk, u.lexeme AS term, "
             "coalesce(array_length(u.positions, 1), 1)::float8 AS tf, h.n_terms "
             f"FROM {s}.items h CROSS JOIN LATERAL unnest(h.tsv) AS u(lexeme, positions, weights) "
-            f"WHERE {wanted} AND {_scoped_tsv('h')} @@ (to_tsquery('pg_catalog.simple', {query}) "
+            f"WHERE {wanted} AND {_scoped_tsv('h')} @@ (to_tsquery('pg_catalog.simple', %(kw_query)s) "
             "&& %(kw_scopes)s::tsquery) "
-            f"AND u.lexeme = ANY({known}){only}), "
-            f"kw_top AS (SELECT k.pk, {_bm25_sum(avgdl)} AS score "
+            "AND u.lexeme = ANY(%(t_all)s::text[])), "
+            f"kw_top AS (SELECT k.pk, {_bm25_sum('%(avgdl)s::float8')} AS score "
             "FROM kw_hits k JOIN kw_terms t ON t.term = k.term GROUP BY k.pk ORDER BY score DESC, k.pk LIMIT %(k)s) "
-            f"SELECT i.id, kt.score, kt.pk, i.thread_id IS NOT NULL"
-            f"{f', CASE WHEN v.pk IS NOT NULL THEN {loading} END{_LOADED}' if loading else ''} "
-            f"FROM kw_top kt JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk"
-            f"{f' LEFT JOIN {s}.vectors v ON {_VECTOR_ROW}' if loading else ''}"
+            f"SELECT i.id, kt.score, kt.pk, i.thread_id IS NOT NULL FROM kw_top kt JOIN {s}.items i "
+            "ON i.tenant_id = %(f_tenant)s AND i.pk = kt.pk"
         )
-
-    @staticmethod
-    def _small_sql() -> str:
-        """SQL for the test of :meth:`_keyword_pruned` that scores every row holding a term
-        in one round: the collection (``st``) or its rows holding a term (``d``'s document
-        frequencies, whole numbers, so their sum is exact in either language) are at most
-        :data:`KEYWORD_SCAN_ROWS`. Uncorrelated, so a one-time filter."""
-        return f"(SELECT least(st.n, coalesce((SELECT sum(df) FROM d), 0)) <= {KEYWORD_SCAN_ROWS} FROM st)"
 
     def _keyword_collection(self, f: Filter, params: dict[str, Any]) -> tuple[str, str]:
         """The document count and average length of BM25's collection (a statement), and
