@@ -1674,12 +1674,12 @@ class _UsageWriter:
     for that round trip. The store calls :meth:`flush` before every other operation it
     runs (a later search reads ``last_used_at``, a log listing reads the log: each sees
     every usage write this process made before it, as when the writes were synchronous)
-    and at :meth:`close`, so a normal close loses nothing. Writes queued while one is being
-    sent go out next, one after the other. A failure is logged (``jiyi.retrievals``) and
-    dropped, as :func:`jiyi.read.retrievals.record_access` does with a synchronous one.
-    What is queued while a write is out goes next, all in one transaction (one round trip,
-    PostgresStore._send_usage): under many concurrent searches, what an operation that
-    must see them waits for stays about one round trip, whatever the queue's length."""
+    and at :meth:`close`, so a normal close loses nothing. What is queued while a write is
+    out goes next, all in one transaction (one round trip, PostgresStore._send_usage):
+    under many concurrent searches, what an operation that must see them waits for stays
+    about one round trip, whatever the queue's length. A failure is logged
+    (``jiyi.retrievals``) and dropped, as :func:`jiyi.read.retrievals.record_access` does
+    with a synchronous one."""
 
     def __init__(self, send: Callable[[list[Write]], None]) -> None:
         self._send = send
@@ -1755,20 +1755,6 @@ def _flush_at_exit() -> None:
     writers' daemon threads are stopped)."""
     for writer in list(_writers):
         writer.close()
-
-
-def _not_at_once(where: Sequence[tuple[VectorHits | KeywordHits, int, int]], rows: Sequence[Rows]) -> str:
-    """Why a search sent at once needs more statements ("walk", "keywords", both), from
-    its first statements' rows; "" when it does not (see PostgresStore._from_at_once)."""
-    why = []
-    for ask, first, _ in where:
-        if isinstance(ask, VectorHits) and first >= 0 and rows[first][0][-1]:
-            why.append("walk")
-        elif isinstance(ask, KeywordHits) and first >= 0:
-            known = [float(r[3]) for r in rows[first] if r[2] is not None]
-            if known and min(float(rows[first][0][0]), sum(known)) > KEYWORD_SCAN_ROWS:
-                why.append("keywords")  # pruned rounds
-    return " ".join(dict.fromkeys(why))
 
 
 # ---------------------------------------------------------------- the store
