@@ -53,6 +53,9 @@ def main() -> int:
     p.add_argument("--variants", default="main,new")
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument(
+        "--each", type=Path, default=None, help="write every timed search (variant, query, ms) here"
+    )
     args = p.parse_args()
     names = args.variants.split(",")
     store = PostgresStore(args.dsn, schema=args.schema)
@@ -66,6 +69,7 @@ def main() -> int:
     wall: dict[str, list[float]] = {n: [] for n in names}
     cpu: dict[str, list[float]] = {n: [] for n in names}
     until_written: dict[str, list[float]] = {n: [] for n in names}
+    each: list[dict[str, Any]] = []
     pcpu: dict[str, list[float]] = {n: [] for n in names}
     load0 = Path("/proc/loadavg").read_text().split()[0]
     for _ in range(args.rounds):
@@ -85,6 +89,7 @@ def main() -> int:
             store.flush()  # a background usage write's remainder: what a next search would wait for
             t2 = time.perf_counter()
             wall[name].append((t1 - t0) * 1000)
+            each.append({"variant": name, "query": q, "ms": round((t1 - t0) * 1000, 2)})
             until_written[name].append((t2 - t0) * 1000)
             cpu[name].append((c1 - c0) * 1000)
             pcpu[name].append((p1 - p0) * 1000)
@@ -101,6 +106,8 @@ def main() -> int:
             "proc_cpu_p50": round(statistics.median(pcpu[n]), 2),
         }
     print(json.dumps(out))
+    if args.each:
+        args.each.write_text(json.dumps(each, ensure_ascii=False, indent=0))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
     store.close()
