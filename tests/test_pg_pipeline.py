@@ -13,6 +13,7 @@ import asyncio
 import random
 import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -47,7 +48,7 @@ class OneByOne(PostgresStore):
         return super().execute(op)
 
 
-def _records(rng: random.Random, user: str, n: int) -> list[dict[str, Any]]:
+def _records(rng: random.Random, user: str, n: int, threads: bool = True) -> list[dict[str, Any]]:
     out = []
     for k in range(n):
         when = START + timedelta(days=rng.randint(0, 330), minutes=k)
@@ -59,7 +60,7 @@ def _records(rng: random.Random, user: str, n: int) -> list[dict[str, Any]]:
             "created_at": when,
             "importance": round(rng.uniform(0.2, 0.9), 2),
         }
-        if k % 4 == 0:
+        if threads and k % 4 == 0:
             record["thread_id"] = f"{user}-thread-{k % 9}"
         out.append(record)
     return out
@@ -75,6 +76,7 @@ def stores(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore, Postgres
     store = PostgresStore(pg_dsn, schema=schema, approximate_from=150)
     pool = ConnectionPool(pg_dsn, kwargs={"autocommit": False}, min_size=1, max_size=2, open=True)
     reference = OneByOne(pool=pool, approximate_from=150, schema=schema)
+    reference._items = None  # every candidate parsed from its document
     borrowed = PostgresStore(pool=pool, approximate_from=150, schema=schema)
     rng = random.Random(5)
     with Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT) as mem:
@@ -130,6 +132,84 @@ def test_pipelined_searches_find_what_one_primitive_at_a_time_finds(stores: Any)
             assert _seen(await amem.search(q, user_id=user, touch=False)) == want, (user, q)
 
     asyncio.run(main())
+
+
+def test_usage_written_in_the_background_is_seen_by_the_next_read_and_kept_at_close(
+    pg_dsn: str,  # noqa: F811
+) -> None:
+    """A search returns before its usage write (counters and retrieval log) is sent; the
+    store's next operation waits for it, so a get, a log listing and the next search see
+    it, sync and async, as when the write was synchronous; close sends what is queued."""
+    schema = new_schema()
+    store = PostgresStore(pg_dsn, schema=schema)
+    try:
+        mem = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
+        mem.import_items(_records(random.Random(3), "small", 30))
+        for _ in range(3):
+            hits = mem.search("report budget", user_id="small")
+            assert hits
+            got = mem.get(hits[0].item.id)
+            assert got is not None and got.access_count >= 1
+        counts = {h.item.id: mem.get(h.item.id).access_count for h in hits}  # type: ignore[union-attr]
+        assert len(mem.retrievals(user_id="small").accesses) == 3
+
+        async def asearch() -> int:
+            amem = AsyncMemory(store, embedder=HashEmbedder(512), tenant_id=TENANT, background=False)
+            await amem.search("report budget", user_id="small")
+            return len((await amem.retrievals(user_id="small")).accesses)
+
+        assert asyncio.run(asearch()) == 4
+        # Concurrent searches: what queues while a write is out goes in one transaction.
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda _: mem.search("garden coffee", user_id="small"), range(40)))
+        for _ in range(5):  # queued, then close sends them
+            mem.search("garden coffee", user_id="small")
+        store.close()
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            row = conn.execute(f'SELECT count(*) FROM "{schema}".memory_access').fetchone()
+            assert row is not None and row[0] == 49
+            row = conn.execute(
+                f'SELECT count(*) FROM "{schema}".memory_access_items a JOIN "{schema}".memory_access m '
+                "ON m.id = a.access_id WHERE m.query = 'garden coffee'"
+            ).fetchone()
+            served = row[0] if row else 0
+            row = conn.execute(
+                f'SELECT sum(access_count) FROM "{schema}".items WHERE user_id = %s', ("small",)
+            ).fetchone()
+            assert row is not None and row[0] == served + 4 * 10  # the "report budget" searches: 10 hits each
+            for item_id, n in counts.items():
+                row = conn.execute(
+                    f'SELECT access_count FROM "{schema}".items WHERE id = %s', (item_id,)
+                ).fetchone()
+                assert row is not None and row[0] >= n
+    finally:
+        store.close()
+        drop_schema(pg_dsn, schema)
+
+
+def test_searches_read_items_anew_once_their_document_or_usage_changes(
+    pg_dsn: str,  # noqa: F811
+) -> None:
+    """Candidates are kept by their stored document's text (PostgresStore's item cache): an
+    update shows at once, and so do the usage counts a search's write left."""
+    schema = new_schema()
+    store = PostgresStore(pg_dsn, schema=schema)
+    try:
+        mem = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
+        mem.import_items(_records(random.Random(4), "plain", 20, threads=False))
+        first = mem.search("report budget", user_id="plain")[0].item
+        again = mem.search("report budget", user_id="plain")[0].item
+        assert again.id == first.id and again.access_count == first.access_count + 1
+        assert again.last_used_at is not None
+        mem.update(first.id, importance=0.95, tags=["changed"])
+        hit = next(h.item for h in mem.search("report budget", user_id="plain") if h.item.id == first.id)
+        assert tuple(hit.tags) == ("changed",) and hit.importance == 0.95
+        assert hit == mem.get(first.id).model_copy(  # type: ignore[union-attr]
+            update={"access_count": hit.access_count, "last_used_at": hit.last_used_at}
+        )
+    finally:
+        store.close()
+        drop_schema(pg_dsn, schema)
 
 
 def test_a_failed_pipelined_search_rolls_back_and_the_connection_serves_the_next(
@@ -197,6 +277,7 @@ def test_only_a_searchs_usage_write_commits_without_waiting_for_the_disk(
             assert await amem.search("budget", user_id="small")
 
         asyncio.run(asearch())
+        store.flush()  # the usage writes are sent in the background
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             seen = conn.execute(f"SELECT what, sync FROM {s}.seen").fetchall()
         usage = [sync for what, sync in seen if what == "memory_access INSERT"]

@@ -50,7 +50,9 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   (BEGIN, the snapshot and sort settings and COMMIT each took one); a further keyword
   round or a time-window search adds one each, and thread links are not asked when the
   vector and keyword statements found no hit in a thread (3 round trips then).
-  Thread positions are numbered only in the threads of the items asked about.
+  Candidates are kept by their stored document's text, so one that comes back unchanged
+  is not parsed again. Thread positions are numbered only in the threads of the items
+  asked about.
 * **Keyword index**: PostgreSQL's parser keeps a whole run of Han characters as one
   token, so the index stores the pre-segmented terms of :mod:`jiyi.text.tokenize`
   (Latin diacritics folded, as SQLite FTS5's ``remove_diacritics`` does) and a generated
@@ -84,7 +86,9 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   columns. It is one round trip (BEGIN, ``SET LOCAL synchronous_commit = off``, the
   statement and COMMIT pipelined): a crash of the server may lose the last moments'
   counts and log rows, never an item (docs/deploy.md); every other write commits
-  synchronously.
+  synchronously. It is sent by a thread of the store's own (:class:`_UsageWriter`), so
+  the search does not wait for it; the store's next operation waits until it is in, and
+  closing the store sends what is queued.
 * **Sessions and jobs**: messages, checkpoints and jobs are ``json`` documents with key
   columns. Appends to a session queue on a per-session advisory lock, so a batch gets
   consecutive ``seq`` numbers as under SQLite's single writer; workers claim jobs with
@@ -108,7 +112,9 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
+import logging
 import math
 import os
 import re
@@ -116,6 +122,7 @@ import selectors
 import struct
 import threading
 import unicodedata
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager, suppress
@@ -980,6 +987,33 @@ def _read_item(doc: str, access_count: int, last_used_at: datetime | None) -> Me
     return item
 
 
+class _ItemCache:
+    """Items read for searches, by their stored document's text: a candidate that comes
+    back unchanged is not parsed and validated again (about 25-40 us an item here, ~45
+    candidates a search). The usage columns are laid over as :func:`_read_item` does. Its
+    items are shared by later searches: only for reads that may share them
+    (:attr:`Retrieve.shared_items`). Bounded; the oldest entries go first."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._items: dict[str, MemoryItem] = {}
+        self._lock = threading.Lock()
+
+    def read(self, doc: str, access_count: int, last_used_at: datetime | None) -> MemoryItem:
+        item = self._items.get(doc)
+        if item is None:
+            item = load_item(doc)
+            with self._lock:
+                if len(self._items) >= self.size:
+                    del self._items[next(iter(self._items))]
+                self._items[doc] = item
+        if item.access_count != access_count or item.last_used_at != last_used_at:
+            item = item.model_copy(
+                update={"access_count": int(access_count), "last_used_at": _utc(last_used_at)}
+            )
+        return item
+
+
 def _json(value: dict[str, Any] | None) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
@@ -1631,6 +1665,98 @@ def _may_retry(exc: BaseException, conn: Conn | AConn | None, attempt: int, wrot
     return lost and attempt < 2 and not wrote
 
 
+_usage_log = logging.getLogger("jiyi.retrievals")
+
+
+class _UsageWriter:
+    """Sends a store's search usage writes (counters and retrieval log, one statement each,
+    see PostgresStore._touch) from a thread of its own, so a search returns without waiting
+    for that round trip. The store calls :meth:`flush` before every other operation it
+    runs (a later search reads ``last_used_at``, a log listing reads the log: each sees
+    every usage write this process made before it, as when the writes were synchronous)
+    and at :meth:`close`, so a normal close loses nothing. What is queued while a write is
+    out goes next, all in one transaction (one round trip, PostgresStore._send_usage):
+    under many concurrent searches, what an operation that must see them waits for stays
+    about one round trip, whatever the queue's length. A failure is logged
+    (``jiyi.retrievals``) and dropped, as :func:`jiyi.read.retrievals.record_access` does
+    with a synchronous one."""
+
+    def __init__(self, send: Callable[[list[Write]], None]) -> None:
+        self._send = send
+        self._cond = threading.Condition()
+        self._queue: deque[Write] = deque()
+        self._pending = 0  # queued or being sent; read without the lock by flush()
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+
+    def submit(self, op: Write) -> bool:
+        """Queue ``op``; False once the writer is closed (the caller sends it itself)."""
+        with self._cond:
+            if self._stopping:
+                return False
+            self._queue.append(op)
+            self._pending += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="jiyi-usage-writer", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+        return True
+
+    @property
+    def pending(self) -> bool:
+        return self._pending > 0
+
+    def flush(self) -> None:
+        """Wait until every write queued so far has been sent and committed (or failed)."""
+        if self._pending == 0 or threading.current_thread() is self._thread:
+            return
+        with self._cond:
+            while self._pending:
+                self._cond.wait()
+
+    def close(self) -> None:
+        """Send what is queued, then stop the thread."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                batch = list(self._queue)
+                self._queue.clear()
+            try:
+                self._send(batch)
+            except Exception:
+                _usage_log.warning(
+                    "%d search usage write(s) failed; their counts and log entries are lost",
+                    len(batch),
+                    exc_info=True,
+                )
+            finally:
+                with self._cond:
+                    self._pending -= len(batch)
+                    self._cond.notify_all()
+
+
+_writers: weakref.WeakSet[_UsageWriter] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """Send the usage writes of stores that were never closed (atexit runs before the
+    writers' daemon threads are stopped)."""
+    for writer in list(_writers):
+        writer.close()
+
+
 # ---------------------------------------------------------------- the store
 
 
@@ -1687,6 +1813,10 @@ class PostgresStore(Store):
         self._cosine = ""
         self._vector_oid = 0
         self._dumper: type[Dumper] = _VectorDumper
+        self._background_usage = True  # False: a search waits for its usage write (A/B, tests)
+        self._usage = _UsageWriter(self._send_usage)
+        _writers.add(self._usage)
+        self._items: _ItemCache | None = _ItemCache()  # None: parse every candidate (A/B)
 
         if pool is not None:
             self._borrow(pool)
@@ -1797,6 +1927,8 @@ class PostgresStore(Store):
             if self._closed:
                 return
             self._closed = True
+        self._usage.close()  # the queued usage writes go out first, on the pool
+        with self._lock:
             pools = list(self._loop_pools.values())
             self._loop_pools.clear()
         for pool in pools:
@@ -1963,6 +2095,54 @@ class PostgresStore(Store):
     def execute(self, op: Op[R]) -> R:
         if self._closed:
             raise StoreError(f"store {self!r} is closed")
+        if self._in_background(op):
+            return cast(R, None)
+        self._usage.flush()
+        return self._execute_now(op)
+
+    def flush(self) -> None:
+        """Wait until every search usage write this store has sent in the background
+        (counters and retrieval log, see :class:`_UsageWriter`) has committed. The store's
+        own reads do this first; call it before reading them through another connection."""
+        self._usage.flush()
+
+    def _in_background(self, op: Op[Any]) -> bool:
+        """Hand a search's usage write to the background writer (True), unless it is off."""
+        return (
+            self._background_usage
+            and isinstance(op, Write)
+            and _usage_write(op) is not None
+            and self._usage.submit(op)
+        )
+
+    def _send_usage(self, ops: list[Write]) -> None:
+        """Search usage writes (see :class:`_UsageWriter`) in one transaction, pipelined as
+        one is (:func:`_opening`): their statements go with BEGIN and COMMIT, one round
+        trip. Retried whole after a deadlock or serialisation failure (nothing of it
+        committed), as any write."""
+        if len(ops) == 1:
+            self._execute_now(ops[0])
+            return
+
+        def plan() -> Plan[None]:
+            for op in ops:
+                yield from self._write(op)
+
+        attempt = 0
+        while True:
+            attempt += 1
+            stack = ExitStack()
+            session = _Session(self, True, True, stack)
+            try:
+                with stack:
+                    drive(plan(), session.handlers)
+                    return
+            except psycopg.Error as exc:
+                if session.retry(exc, attempt):
+                    continue
+                raise self._map_error(exc, session.conn) from exc
+
+    def _execute_now(self, op: Op[R]) -> R:
         make, write, single = self._plan(op)
         attempt = 0
         while True:
@@ -1980,6 +2160,10 @@ class PostgresStore(Store):
     async def aexecute(self, op: Op[R]) -> R:
         if self._closed:
             raise StoreError(f"store {self!r} is closed")
+        if self._in_background(op):
+            return cast(R, None)
+        if self._usage.pending:
+            await asyncio.to_thread(self._usage.flush)
         make, write, single = self._plan(op)
         attempt = 0
         while True:
@@ -2530,11 +2714,13 @@ class PostgresStore(Store):
             params,
         )
 
+        read = self._items.read if op.shared_items and self._items is not None else _read_item
+
         def convert(rows: Rows) -> dict[str, Loaded]:
             out: dict[str, Loaded] = {}
             for item_id, asked, dist, vector, doc, count, used in rows:
                 cos = None if dist is None else 1.0 - float(dist)
-                item = _read_item(doc, count, used) if asked else None
+                item = read(doc, count, used) if asked else None
                 out[item_id] = Loaded(item, vector if item is not None and dist is not None else None, cos)
             return out
 
