@@ -76,7 +76,7 @@ def stores(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore, Postgres
     store = PostgresStore(pg_dsn, schema=schema, approximate_from=150)
     pool = ConnectionPool(pg_dsn, kwargs={"autocommit": False}, min_size=1, max_size=2, open=True)
     reference = OneByOne(pool=pool, approximate_from=150, schema=schema)
-    reference._items = None  # every candidate parsed from its document
+    reference._cache_items = False  # every candidate parsed from its document
     borrowed = PostgresStore(pool=pool, approximate_from=150, schema=schema)
     rng = random.Random(5)
     with Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT) as mem:

@@ -214,6 +214,7 @@ from jiyi.store.sqlcommon import (
     loaded_access,
     pending,
     served_params,
+    thread_items,
     ts,
     viewer_clause,
 )
@@ -977,41 +978,17 @@ def _item_params(item: MemoryItem, terms: str) -> dict[str, Any]:
 _READ_ITEM = "i.doc::text, i.access_count, i.last_used_at"
 
 
-def _read_item(doc: str, access_count: int, last_used_at: datetime | None) -> MemoryItem:
+def _read_item(
+    doc: str, access_count: int, last_used_at: datetime | None, parse: Callable[[str], MemoryItem] = load_item
+) -> MemoryItem:
     """A stored item: its document with the usage columns laid over it. Touch updates only
     the columns (a search's usage write is then one cheap statement); every other write
-    rewrites the whole document, columns included."""
-    item = load_item(doc)
+    rewrites the whole document, columns included. ``parse``: a cache's reader, for items
+    a search only reads (:class:`~jiyi.store.sqlcommon.ItemCache`)."""
+    item = parse(doc)
     if item.access_count != access_count or item.last_used_at != last_used_at:
         item = item.model_copy(update={"access_count": int(access_count), "last_used_at": _utc(last_used_at)})
     return item
-
-
-class _ItemCache:
-    """Items read for searches, by their stored document's text: a candidate that comes
-    back unchanged is not parsed and validated again (about 25-40 us an item here, ~45
-    candidates a search). The usage columns are laid over as :func:`_read_item` does. Its
-    items are shared by later searches: only for reads that may share them
-    (:attr:`Retrieve.shared_items`). Bounded; the oldest entries go first."""
-
-    def __init__(self, size: int = 4096) -> None:
-        self.size = size
-        self._items: dict[str, MemoryItem] = {}
-        self._lock = threading.Lock()
-
-    def read(self, doc: str, access_count: int, last_used_at: datetime | None) -> MemoryItem:
-        item = self._items.get(doc)
-        if item is None:
-            item = load_item(doc)
-            with self._lock:
-                if len(self._items) >= self.size:
-                    del self._items[next(iter(self._items))]
-                self._items[doc] = item
-        if item.access_count != access_count or item.last_used_at != last_used_at:
-            item = item.model_copy(
-                update={"access_count": int(access_count), "last_used_at": _utc(last_used_at)}
-            )
-        return item
 
 
 def _json(value: dict[str, Any] | None) -> str | None:
@@ -1816,7 +1793,10 @@ class PostgresStore(Store):
         self._background_usage = True  # False: a search waits for its usage write (A/B, tests)
         self._usage = _UsageWriter(self._send_usage)
         _writers.add(self._usage)
-        self._items: _ItemCache | None = _ItemCache()  # None: parse every candidate (A/B)
+        # Items parsed for searches, per thread, by stored document (a candidate that comes
+        # back unchanged is not parsed again); False: parse every candidate (A/B, tests).
+        self._cache_items = True
+        self._item_caches = threading.local()
 
         if pool is not None:
             self._borrow(pool)
@@ -2714,13 +2694,13 @@ class PostgresStore(Store):
             params,
         )
 
-        read = self._items.read if op.shared_items and self._items is not None else _read_item
+        parse = thread_items(self._item_caches).shared if op.shared_items and self._cache_items else load_item
 
         def convert(rows: Rows) -> dict[str, Loaded]:
             out: dict[str, Loaded] = {}
             for item_id, asked, dist, vector, doc, count, used in rows:
                 cos = None if dist is None else 1.0 - float(dist)
-                item = read(doc, count, used) if asked else None
+                item = _read_item(doc, count, used, parse) if asked else None
                 out[item_id] = Loaded(item, vector if item is not None and dist is not None else None, cos)
             return out
 

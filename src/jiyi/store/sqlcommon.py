@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -180,6 +181,14 @@ class ItemCache:
 
     def load(self, doc: str) -> MemoryItem:
         return detached(self.shared(doc))
+
+
+def thread_items(local: threading.local) -> ItemCache:
+    """This thread's parsed items (an :class:`ItemCache` is kept per thread)."""
+    items: ItemCache | None = getattr(local, "items", None)
+    if items is None:
+        items = local.items = ItemCache()
+    return items
 
 
 def dumped_time(value: Any) -> datetime | None:

@@ -122,6 +122,7 @@ from jiyi.store.sqlcommon import (
     scope_token,
     served_params,
     tenant_token,
+    thread_items,
     to_blob,
     ts,
     viewer_clause,
@@ -1019,14 +1020,6 @@ def _cache_of(local: threading.local) -> OrderedDict[CacheKey, _ScopeRows]:
     return cache
 
 
-def _items_of(local: threading.local) -> ItemCache:
-    """This reader thread's parsed items (see :class:`~jiyi.store.sqlcommon.ItemCache`)."""
-    items: ItemCache | None = getattr(local, "items", None)
-    if items is None:
-        items = local.items = ItemCache()
-    return items
-
-
 class _Search:
     """The search primitives over one read snapshot and one reader thread's scope caches.
 
@@ -1618,7 +1611,7 @@ class SQLiteStore(Store):
     def _search(self, flow: Flow[R]) -> R:
         """Run a search flow on one read snapshot, over this thread's scope caches."""
         with self._read() as conn, _snapshot(conn):
-            return drive(flow, _Search(conn, _cache_of(self._local), _items_of(self._local)).handlers)
+            return drive(flow, _Search(conn, _cache_of(self._local), thread_items(self._local)).handlers)
 
     def _history(self, op: GetHistory) -> list[HistoryEvent]:
         with self._read() as conn:
