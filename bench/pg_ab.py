@@ -31,11 +31,11 @@ from jiyi.embed.hashing import HashEmbedder
 from jiyi.store.postgres import PostgresStore
 from scale import SENTINEL_USER, TENANT, TextGen
 
-VARIANTS: dict[str, dict[str, Any]] = {  # "cache": the store's own item cache
-    "main": {"_background_usage": False, "_items": None},
-    "background": {"_background_usage": True, "_items": None},
-    "cache": {"_background_usage": False, "_items": "cache"},
-    "new": {"_background_usage": True, "_items": "cache"},
+VARIANTS: dict[str, dict[str, Any]] = {  # _cache_items: the per-thread item cache
+    "main": {"_background_usage": False, "_cache_items": False},
+    "background": {"_background_usage": True, "_cache_items": False},
+    "cache": {"_background_usage": False, "_cache_items": True},
+    "new": {"_background_usage": True, "_cache_items": True},
 }
 
 
@@ -59,7 +59,6 @@ def main() -> int:
     args = p.parse_args()
     names = args.variants.split(",")
     store = PostgresStore(args.dsn, schema=args.schema)
-    cache = store._items
     mem = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
     gen = TextGen(args.seed)
     rng = random.Random(args.seed)
@@ -75,13 +74,13 @@ def main() -> int:
     for _ in range(args.rounds):
         user = rng.choice(users)
         for k, v in VARIANTS[names[0]].items():
-            setattr(store, k, cache if v == "cache" else v)
+            setattr(store, k, v)
         mem.search(gen.query() + f" {rng.randint(0, 10**6)}", user_id=user)  # cold
         order = names[:]
         rng.shuffle(order)
         for name in order:
             for k, v in VARIANTS[name].items():
-                setattr(store, k, cache if v == "cache" else v)
+                setattr(store, k, v)
             q = gen.query() + f" {rng.randint(0, 10**6)}"
             c0, p0, t0 = time.thread_time(), time.process_time(), time.perf_counter()
             mem.search(q, user_id=user)
