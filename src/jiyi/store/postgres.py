@@ -2108,27 +2108,22 @@ class PostgresStore(Store):
             for op in ops:
                 yield from self._write(op)
 
-        attempt = 0
-        while True:
-            attempt += 1
-            stack = ExitStack()
-            session = _Session(self, True, True, stack)
-            try:
-                with stack:
-                    drive(plan(), session.handlers)
-                    return
-            except psycopg.Error as exc:
-                if session.retry(exc, attempt):
-                    continue
-                raise self._map_error(exc, session.conn) from exc
+        self._run_plan(plan, True, True)
 
     def _execute_now(self, op: Op[R]) -> R:
         make, write, single = self._plan(op)
+        return self._run_plan(make, write, single, LoadHits if isinstance(op, Retrieve) else None)
+
+    def _run_plan(
+        self, make: Callable[[], Plan[R]], write: bool, single: bool, last: type[Op[Any]] | None = None
+    ) -> R:
+        """Run a plan on one pooled connection, again from the start after a failure that
+        left nothing committed (:meth:`_Session.retry`)."""
         attempt = 0
         while True:
             attempt += 1
             stack = ExitStack()
-            session = _Session(self, write, single, stack, LoadHits if isinstance(op, Retrieve) else None)
+            session = _Session(self, write, single, stack, last)
             try:
                 with stack:  # gives the connection back, committing or rolling back first
                     return drive(make(), session.handlers)

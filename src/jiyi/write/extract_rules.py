@@ -747,7 +747,6 @@ _PROFESSION_ZH = re.compile(
 )
 # Believers and fans are not occupations: 完美主义者, 素食主义者, 摄影爱好者, 咖啡控.
 _TRAIT_ZH = re.compile(r"(?:主义者|爱好者|控|迷|党)$")
-_SURNAMES = SURNAMES_ZH
 _NAME_EN = re.compile(
     r"^(?:my\s+name\s+is|my\s+name's|i'm\s+called|i\s+am\s+called)\s+(?P<v>.+)$",
     _I,
@@ -858,7 +857,7 @@ def _iam_zh(rule: str, m: re.Match[str]) -> _Hit | None:
         return _fact(rule, None, value)
     if value.endswith("人") and 2 <= len(value) <= 6:
         return _fact(rule, "hometown", value[:-1])
-    if 2 <= len(value) <= 4 and value[0] in _SURNAMES and all(_HAN.match(c) for c in value):
+    if 2 <= len(value) <= 4 and value[0] in SURNAMES_ZH and all(_HAN.match(c) for c in value):
         return _fact(rule, "name", value)
     return None
 
@@ -917,7 +916,7 @@ _PREFERRED_NAME_ZH = re.compile(
 # A name: capitalised words (Latin), or two to four Han characters with a surname or 小/老/阿 first.
 _NAME_LIKE_EN = re.compile(r"^[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2}$")
 _NAME_LIKE_ZH = re.compile(
-    rf"^(?:[小老阿{_SURNAMES}][\u4e00-\u9fff]{{1,3}}|[A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*){{0,2}})$"
+    rf"^(?:[小老阿{SURNAMES_ZH}][\u4e00-\u9fff]{{1,3}}|[A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*){{0,2}})$"
 )
 _NOT_NAME_ZH = re.compile(r"^(?:一|起|过|去|来|吃|回|上|下|出|进)|一声|一下")
 
