@@ -558,5 +558,7 @@ def test_change_sentences_are_the_sentences_that_say_a_change() -> None:
         "其实最后没签那套。",
         "我们换了一套离地铁近的,月租4200。",
     ]
+    # a point inside a number ends no sentence
+    assert change_sentences("My rent is now 1,450.50 euros. OK.") == ["my rent is now 1,450.50 euros."]
     # a duration's "now" is no change; a question asks
     assert change_sentences("I've been writing for three months now. Is it now on Friday?") == []

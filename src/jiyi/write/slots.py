@@ -271,7 +271,9 @@ def has_cue(text: str) -> bool:
 # "now" after a duration tells how long, not that something changed ("I've been writing
 # for three months now"); nor does "right now" / "just now".
 _DURATION_NOW = re.compile(r"\b(?:for|been)\b[^.;!?]*\bnow\b|\b(?:right|just)\s+now\b")
-_SENTENCE = re.compile(r"[^;；。.!！?？\n]+(?:[;；。.!！?？\n]+(?!\d)|$)")
+# A sentence with its end mark (a question is told by it); a point inside a number ("3.5")
+# ends nothing, as in _SENTENCES.
+_SENTENCE = re.compile(r".+?(?:[;；。.!！?？\n]+(?!\d)|$)", re.S)
 _QUESTION = re.compile(r"[?？]\s*$|[吗呢]\W*$")
 
 
