@@ -86,7 +86,7 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   columns. It is one round trip (BEGIN, ``SET LOCAL synchronous_commit = off``, the
   statement and COMMIT pipelined): a crash of the server may lose the last moments'
   counts and log rows, never an item (docs/deploy.md); every other write commits
-  synchronously. It is sent by a thread of the store's own (:class:`_UsageWriter`), so
+  synchronously. It is sent by a thread of the store's own (:class:`~jiyi.store.usage.UsageWriter`), so
   the search does not wait for it; the store's next operation waits until it is in, and
   closing the store sends what is queued.
 * **Sessions and jobs**: messages, checkpoints and jobs are ``json`` documents with key
@@ -112,9 +112,7 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
 from __future__ import annotations
 
 import asyncio
-import atexit
 import json
-import logging
 import math
 import os
 import re
@@ -122,7 +120,6 @@ import selectors
 import struct
 import threading
 import unicodedata
-import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager, suppress
@@ -218,6 +215,7 @@ from jiyi.store.sqlcommon import (
     ts,
     viewer_clause,
 )
+from jiyi.store.usage import UsageWriter, usage_write
 
 try:
     import psycopg
@@ -776,16 +774,6 @@ _ITEM_SETS = ", ".join(f"{c} = %({c})s{_ITEM_CASTS.get(c, '')}" for c in _ITEM_C
 
 
 # ---------------------------------------------------------------- small helpers
-
-
-def _usage_write(op: Write) -> tuple[Touch | None, RecordAccess | None] | None:
-    """A search's usage write, which runs as one statement: a :class:`Touch` and at most
-    one :class:`RecordAccess` (either alone too). None for any other write."""
-    touches = [c for c in op.changes if isinstance(c, Touch)]
-    logs = [c for c in op.changes if isinstance(c, RecordAccess)]
-    if len(touches) > 1 or len(logs) > 1 or len(touches) + len(logs) != len(op.changes) or not op.changes:
-        return None
-    return (touches[0] if touches else None), (logs[0] if logs else None)
 
 
 def quote_ident(name: str) -> str:
@@ -1642,98 +1630,6 @@ def _may_retry(exc: BaseException, conn: Conn | AConn | None, attempt: int, wrot
     return lost and attempt < 2 and not wrote
 
 
-_usage_log = logging.getLogger("jiyi.retrievals")
-
-
-class _UsageWriter:
-    """Sends a store's search usage writes (counters and retrieval log, one statement each,
-    see PostgresStore._touch) from a thread of its own, so a search returns without waiting
-    for that round trip. The store calls :meth:`flush` before every other operation it
-    runs (a later search reads ``last_used_at``, a log listing reads the log: each sees
-    every usage write this process made before it, as when the writes were synchronous)
-    and at :meth:`close`, so a normal close loses nothing. What is queued while a write is
-    out goes next, all in one transaction (one round trip, PostgresStore._send_usage):
-    under many concurrent searches, what an operation that must see them waits for stays
-    about one round trip, whatever the queue's length. A failure is logged
-    (``jiyi.retrievals``) and dropped, as :func:`jiyi.read.retrievals.record_access` does
-    with a synchronous one."""
-
-    def __init__(self, send: Callable[[list[Write]], None]) -> None:
-        self._send = send
-        self._cond = threading.Condition()
-        self._queue: deque[Write] = deque()
-        self._pending = 0  # queued or being sent; read without the lock by flush()
-        self._thread: threading.Thread | None = None
-        self._stopping = False
-
-    def submit(self, op: Write) -> bool:
-        """Queue ``op``; False once the writer is closed (the caller sends it itself)."""
-        with self._cond:
-            if self._stopping:
-                return False
-            self._queue.append(op)
-            self._pending += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="jiyi-usage-writer", daemon=True)
-                self._thread.start()
-            self._cond.notify_all()
-        return True
-
-    @property
-    def pending(self) -> bool:
-        return self._pending > 0
-
-    def flush(self) -> None:
-        """Wait until every write queued so far has been sent and committed (or failed)."""
-        if self._pending == 0 or threading.current_thread() is self._thread:
-            return
-        with self._cond:
-            while self._pending:
-                self._cond.wait()
-
-    def close(self) -> None:
-        """Send what is queued, then stop the thread."""
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
-            thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._queue and not self._stopping:
-                    self._cond.wait()
-                if not self._queue:
-                    return
-                batch = list(self._queue)
-                self._queue.clear()
-            try:
-                self._send(batch)
-            except Exception:
-                _usage_log.warning(
-                    "%d search usage write(s) failed; their counts and log entries are lost",
-                    len(batch),
-                    exc_info=True,
-                )
-            finally:
-                with self._cond:
-                    self._pending -= len(batch)
-                    self._cond.notify_all()
-
-
-_writers: weakref.WeakSet[_UsageWriter] = weakref.WeakSet()
-
-
-@atexit.register
-def _flush_at_exit() -> None:
-    """Send the usage writes of stores that were never closed (atexit runs before the
-    writers' daemon threads are stopped)."""
-    for writer in list(_writers):
-        writer.close()
-
-
 # ---------------------------------------------------------------- the store
 
 
@@ -1791,8 +1687,7 @@ class PostgresStore(Store):
         self._vector_oid = 0
         self._dumper: type[Dumper] = _VectorDumper
         self._background_usage = True  # False: a search waits for its usage write (A/B, tests)
-        self._usage = _UsageWriter(self._send_usage)
-        _writers.add(self._usage)
+        self._usage = UsageWriter(self._send_usage)
         # Items parsed for searches, per thread, by stored document (a candidate that comes
         # back unchanged is not parsed again); False: parse every candidate (A/B, tests).
         self._cache_items = True
@@ -2082,7 +1977,7 @@ class PostgresStore(Store):
 
     def flush(self) -> None:
         """Wait until every search usage write this store has sent in the background
-        (counters and retrieval log, see :class:`_UsageWriter`) has committed. The store's
+        (counters and retrieval log, see :class:`~jiyi.store.usage.UsageWriter`) has committed. The store's
         own reads do this first; call it before reading them through another connection."""
         self._usage.flush()
 
@@ -2091,12 +1986,12 @@ class PostgresStore(Store):
         return (
             self._background_usage
             and isinstance(op, Write)
-            and _usage_write(op) is not None
+            and usage_write(op) is not None
             and self._usage.submit(op)
         )
 
     def _send_usage(self, ops: list[Write]) -> None:
-        """Search usage writes (see :class:`_UsageWriter`) in one transaction, pipelined as
+        """Search usage writes (see :class:`~jiyi.store.usage.UsageWriter`) in one transaction, pipelined as
         one is (:func:`_opening`): their statements go with BEGIN and COMMIT, one round
         trip. Retried whole after a deadlock or serialisation failure (nothing of it
         committed), as any write."""
@@ -2165,7 +2060,7 @@ class PostgresStore(Store):
             case Write():
                 # A search's usage write (a Touch and its RecordAccess) is one statement
                 # (see _write), pipelined with its BEGIN and COMMIT (_opening).
-                single = _usage_write(op) is not None
+                single = usage_write(op) is not None
                 return (lambda: cast(Plan[R], self._write(op))), True, single
             case ClaimJobs():
                 return (lambda: cast(Plan[R], self._claim_jobs(op))), True, False
@@ -2833,7 +2728,7 @@ class PostgresStore(Store):
     # ------------------------------------------------------------ writes
 
     def _write(self, op: Write) -> Plan[None]:
-        usage = _usage_write(op)
+        usage = usage_write(op)
         if usage is not None:
             yield from self._touch(*usage)
             return

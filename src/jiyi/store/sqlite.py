@@ -127,6 +127,7 @@ from jiyi.store.sqlcommon import (
     ts,
     viewer_clause,
 )
+from jiyi.store.usage import UsageWriter, usage_write
 
 R = TypeVar("R")
 
@@ -1333,6 +1334,8 @@ class SQLiteStore(Store):
         self._writer = self._connect()
         self._readers = ThreadPoolExecutor(max_workers=max(1, readers), thread_name_prefix="jiyi-read")
         self._write_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jiyi-write")
+        self._background_usage = True  # False: a search waits for its usage write (A/B, tests)
+        self._usage = UsageWriter(self._send_usage)
         try:
             self._check_and_migrate()
         except BaseException:
@@ -1402,6 +1405,7 @@ class SQLiteStore(Store):
     def close(self) -> None:
         if self._closed:
             return
+        self._usage.close()  # the queued usage writes go in first
         self._closed = True
         self._readers.shutdown(wait=True)
         self._write_thread.shutdown(wait=True)
@@ -1473,16 +1477,56 @@ class SQLiteStore(Store):
     # ------------------------------------------------------------ dispatch
 
     def execute(self, op: Op[R]) -> R:
+        if self._in_background(op):
+            return cast(R, None)
+        self._usage.flush()
+        return self._execute_now(op)
+
+    def _execute_now(self, op: Op[R]) -> R:
         try:
             return cast(R, self._dispatch(op))
+        except sqlite3.Error as exc:
+            raise _map_error(exc, self.path) from exc
+
+    def flush(self) -> None:
+        """Wait until every search usage write this store sent in the background (counters
+        and retrieval log, see :class:`~jiyi.store.usage.UsageWriter`) has committed. The
+        store's own operations do this first; call it before reading the file another way."""
+        self._usage.flush()
+
+    def _in_background(self, op: Op[Any]) -> bool:
+        """Hand a search's usage write to the background writer (True), unless it is off."""
+        return (
+            self._background_usage
+            and not self._closed
+            and not self.read_only
+            and isinstance(op, Write)
+            and usage_write(op) is not None
+            and self._usage.submit(op)
+        )
+
+    def _send_usage(self, ops: list[Write]) -> None:
+        """Queued search usage writes in one transaction (one commit)."""
+        if len(ops) == 1:
+            self._execute_now(ops[0])
+            return
+        try:
+            with self._transaction() as conn:
+                for op in ops:
+                    for change in op.changes:
+                        self._apply(conn, change)
         except sqlite3.Error as exc:
             raise _map_error(exc, self.path) from exc
 
     async def aexecute(self, op: Op[R]) -> R:
         if self._closed:
             raise StoreError(f"store {self.path} is closed")
+        if self._in_background(op):
+            return cast(R, None)
+        if self._usage.pending:
+            await asyncio.to_thread(self._usage.flush)
         pool = self._write_thread if isinstance(op, Write | ClaimJobs) else self._readers
-        return await asyncio.get_running_loop().run_in_executor(pool, self.execute, op)
+        return await asyncio.get_running_loop().run_in_executor(pool, self._execute_now, op)
 
     def _dispatch(self, op: Op[Any]) -> Any:
         if isinstance(op, Retrieve):
