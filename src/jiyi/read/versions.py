@@ -124,7 +124,17 @@ def is_later_restatement(newer: Candidate, older: Candidate) -> bool:
     # Cheapest first: this runs for pairs among a search's ten best, on every search.
     if _cosine(newer, older) < RESTATEMENT_COSINE:
         return False
-    return bool(set(terms(a.content)) & set(terms(b.content))) and apart(a.content, b.content) is None
+    return bool(_terms(a.content) & _terms(b.content)) and _apart(a.content, b.content) is None
+
+
+@functools.lru_cache(maxsize=4096)
+def _terms(text: str) -> frozenset[str]:
+    # Texts come back search after search (the same memories rank for related queries).
+    return frozenset(terms(text))
+
+
+_apart = functools.lru_cache(maxsize=4096)(apart)
+""":func:`jiyi.write.slots.apart` kept per pair: the same pairs meet search after search."""
 
 
 def is_newer_version(newer: Candidate, older: Candidate, cfg: ReconcileConfig) -> bool:
@@ -158,13 +168,17 @@ def is_said_change(newer: Candidate, older: Candidate, asked: frozenset[str]) ->
     a, b = older.item, newer.item
     if not _one_person(a, b) or not _later(b, a):
         return False
+    # Cheapest first: most turns say no change, and most pairs share no query word.
+    changed = _change_sentences(_said(b))
+    if not changed:
+        return False
     old_text = _said(a)
     topic = _content_terms(old_text) & asked
-    if topic:  # cheapest first: most pairs share no query word
+    if topic:
         topic -= _who(old_text)
     if not topic:
         return False
-    return any(topic & _content_terms(s) - _who(s) for s in _change_sentences(_said(b)))
+    return any(topic & _content_terms(s) - _who(s) for s in changed)
 
 
 @functools.lru_cache(maxsize=4096)
