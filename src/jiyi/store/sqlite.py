@@ -15,6 +15,10 @@
   :mod:`jiyi.store.base`; ``Retrieve`` is the shared flow of :mod:`jiyi.store.retrieve`
   over them, driven inside one read transaction, so a filter's rows are brought up to
   date once per search and the cosines to its query vector computed once.
+* Usage write: a search's counters and retrieval-log rows are committed by a thread of
+  the store's own (:class:`~jiyi.store.usage.UsageWriter`, as PostgreSQL's), so the search
+  answers first; the store's next operation waits for them and closing sends what is
+  queued (:meth:`SQLiteStore.flush` for a reader of the file that is not this store).
 * Migrations: an append-only list, each applied in its own transaction and recorded
   in ``schema_migrations``.
 """

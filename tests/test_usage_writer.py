@@ -1,0 +1,92 @@
+"""A search's usage write (counters and retrieval log) on SQLite is committed by the
+store's own thread after the search has answered (jiyi.store.usage.UsageWriter): the
+search does not wait for it, nothing is lost, and the store's next operation sees it.
+Real SQLite files; another process's write lock is a real second connection."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+from jiyi.memory import Memory
+from jiyi.store.base import Touch, Write
+from jiyi.store.sqlite import SQLiteStore
+
+EMBEDDER = "hash:256"
+
+
+def _store_with_tea(path: Path) -> str:
+    with Memory.open(path, embedder=EMBEDDER, background=False) as m:
+        tea = m.add("Alice drinks green tea every morning", user_id="alice", infer=False).item
+        assert tea is not None
+        return tea.id
+
+
+def _counts(path: Path, item_id: str) -> tuple[int, int]:
+    """The item's access_count and the number of logged accesses, read by a plain connection."""
+    with sqlite3.connect(path) as raw:
+        count = raw.execute("SELECT access_count FROM items WHERE id = ?", (item_id,)).fetchone()[0]
+        logged = raw.execute("SELECT count(*) FROM memory_access").fetchone()[0]
+    return int(count), int(logged)
+
+
+def test_a_search_answers_while_its_usage_write_waits_for_the_file(tmp_path: Path) -> None:
+    """Another connection holds the write lock while the search runs: the search answers,
+    and its usage write commits once the lock is free. (Written before answering, it
+    would have waited out the store's timeout, failed and been dropped.)"""
+    path = tmp_path / "m.db"
+    tea = _store_with_tea(path)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    m = Memory(SQLiteStore(path, timeout=20.0), embedder=EMBEDDER, background=False)
+    try:
+        assert [h.item.id for h in m.search("green tea", user_id="alice")] == [tea]
+        assert _counts(path, tea) == (0, 0)  # not committed yet: the lock is held
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    # The store's next operation waits for it.
+    assert m.get(tea).access_count == 1
+    assert len(m.retrievals(item_id=tea).accesses) == 1
+    m.close()
+    assert _counts(path, tea) == (1, 1)
+
+
+def test_queued_usage_writes_commit_together(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    tea = _store_with_tea(path)
+    store = SQLiteStore(path)
+    at = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+    store._send_usage([Write((Touch("default", (tea,), at),)) for _ in range(3)])
+    assert _counts(path, tea) == (3, 0)
+    store.close()
+
+
+def test_closing_the_store_sends_what_is_queued(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    tea = _store_with_tea(path)
+    with Memory(SQLiteStore(path), embedder=EMBEDDER, background=False) as m:
+        m.search("green tea", user_id="alice")
+        m.search("tea in the morning", user_id="alice")
+    assert _counts(path, tea) == (2, 2)
+
+
+def test_flush_lets_another_reader_see_the_usage_write(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    tea = _store_with_tea(path)
+    store = SQLiteStore(path)
+    with Memory(store, embedder=EMBEDDER, background=False) as m:
+        m.search("green tea", user_id="alice")
+        store.flush()
+        assert _counts(path, tea) == (1, 1)
+
+
+def test_switched_off_a_search_writes_its_usage_before_answering(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    tea = _store_with_tea(path)
+    store = SQLiteStore(path)
+    store._background_usage = False
+    with Memory(store, embedder=EMBEDDER, background=False) as m:
+        m.search("green tea", user_id="alice")
+        assert _counts(path, tea) == (1, 1)
