@@ -86,9 +86,9 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   columns. It is one round trip (BEGIN, ``SET LOCAL synchronous_commit = off``, the
   statement and COMMIT pipelined): a crash of the server may lose the last moments'
   counts and log rows, never an item (docs/deploy.md); every other write commits
-  synchronously. It is sent by a thread of the store's own (:class:`~jiyi.store.usage.UsageWriter`), so
-  the search does not wait for it; the store's next operation waits until it is in, and
-  closing the store sends what is queued.
+  synchronously. It is sent by a thread of the store's own
+  (:class:`~jiyi.store.usage.UsageWriter`), so the search does not wait for it; the
+  store's next operation waits until it is in, and closing the store sends what is queued.
 * **Sessions and jobs**: messages, checkpoints and jobs are ``json`` documents with key
   columns. Appends to a session queue on a per-session advisory lock, so a batch gets
   consecutive ``seq`` numbers as under SQLite's single writer; workers claim jobs with
@@ -1977,8 +1977,9 @@ class PostgresStore(Store):
 
     def flush(self) -> None:
         """Wait until every search usage write this store has sent in the background
-        (counters and retrieval log, see :class:`~jiyi.store.usage.UsageWriter`) has committed. The store's
-        own reads do this first; call it before reading them through another connection."""
+        (counters and retrieval log, see :class:`~jiyi.store.usage.UsageWriter`) has
+        committed. The store's own reads do this first; call it before reading them
+        through another connection."""
         self._usage.flush()
 
     def _in_background(self, op: Op[Any]) -> bool:
@@ -1991,9 +1992,9 @@ class PostgresStore(Store):
         )
 
     def _send_usage(self, ops: list[Write]) -> None:
-        """Search usage writes (see :class:`~jiyi.store.usage.UsageWriter`) in one transaction, pipelined as
-        one is (:func:`_opening`): their statements go with BEGIN and COMMIT, one round
-        trip. Retried whole after a deadlock or serialisation failure (nothing of it
+        """Search usage writes (see :class:`~jiyi.store.usage.UsageWriter`) in one
+        transaction, pipelined as one is (:func:`_opening`): their statements go with BEGIN
+        and COMMIT, one round trip. Retried whole after a deadlock or serialisation failure (nothing of it
         committed), as any write."""
         if len(ops) == 1:
             self._execute_now(ops[0])

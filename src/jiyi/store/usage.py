@@ -19,8 +19,9 @@ from jiyi.store.base import RecordAccess, Touch, Write
 
 
 def usage_write(op: Write) -> tuple[Touch | None, RecordAccess | None] | None:
-    """A search's usage write, which runs as one statement: a :class:`Touch` and at most
-    one :class:`RecordAccess` (either alone too). None for any other write."""
+    """The parts of a search's usage write: a :class:`Touch` and at most one
+    :class:`RecordAccess` (either alone too). None for any other write (those are never
+    sent in the background)."""
     touches = [c for c in op.changes if isinstance(c, Touch)]
     logs = [c for c in op.changes if isinstance(c, RecordAccess)]
     if len(touches) > 1 or len(logs) > 1 or len(touches) + len(logs) != len(op.changes) or not op.changes:
