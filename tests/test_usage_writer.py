@@ -5,9 +5,12 @@ Real SQLite files; another process's write lock is a real second connection."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 from jiyi.memory import Memory
 from jiyi.store.base import Touch, Write
@@ -90,3 +93,26 @@ def test_switched_off_a_search_writes_its_usage_before_answering(tmp_path: Path)
     with Memory(store, embedder=EMBEDDER, background=False) as m:
         m.search("green tea", user_id="alice")
         assert _counts(path, tea) == (1, 1)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_searches_and_writes_its_own_usage(tmp_path: Path) -> None:
+    """A store used before a fork (its writer thread running) still works in the child:
+    the child's search is not stuck waiting for the parent's thread."""
+    path = tmp_path / "m.db"
+    tea = _store_with_tea(path)
+    m = Memory(SQLiteStore(path), embedder=EMBEDDER, background=False)
+    m.search("green tea", user_id="alice")  # the writer thread now runs in this process
+    m.store.flush()  # type: ignore[attr-defined]
+    pid = os.fork()
+    if pid == 0:  # the child: search, let the store write, report by exit status
+        code = 1
+        try:
+            m.search("green tea", user_id="alice")
+            code = 0 if m.get(tea).access_count == 2 else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    m.close()
+    assert _counts(path, tea) == (2, 2)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 import weakref
 from collections import deque
@@ -112,6 +113,21 @@ class UsageWriter:
 
 
 _writers: weakref.WeakSet[UsageWriter] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of its parent's threads: each writer starts afresh (what
+    the parent had queued is the parent's to send), so a flush never waits for a thread
+    that is not there."""
+    for writer in list(_writers):
+        writer._cond = threading.Condition()
+        writer._queue.clear()
+        writer._pending = 0
+        writer._thread = None
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @atexit.register
