@@ -110,54 +110,54 @@ LENGTH_RANGE = (2.5, 6.0)
 
 WEIGHTS = np.array(
     [
-        2.9594,  # cos*short
-        1.4578,  # cos*long
-        2.3245,  # cos*apart
-        1.9348,  # cos*agree
-        5.2850,  # cos_low*short
-        5.8248,  # cos_low*long
-        7.7288,  # cos_low*apart
-        2.6586,  # cos_low*agree
-        2.6977,  # cos_n*short
+        2.8185,  # cos*short
+        1.2858,  # cos*long
+        2.2878,  # cos*apart
+        1.6733,  # cos*agree
+        5.3091,  # cos_low*short
+        5.9906,  # cos_low*long
+        7.8951,  # cos_low*apart
+        2.6886,  # cos_low*agree
+        2.7347,  # cos_n*short
         0.0000,  # cos_n*long
-        2.6979,  # cos_n*apart
+        2.6814,  # cos_n*apart
         0.0000,  # cos_n*agree
         0.0000,  # kw*short
-        0.7881,  # kw*long
+        0.5943,  # kw*long
         0.0000,  # kw*apart
-        0.2353,  # kw*agree
+        0.0010,  # kw*agree
         0.0000,  # kw_n*short
         0.0000,  # kw_n*long
         0.0000,  # kw_n*apart
         0.0000,  # kw_n*agree
-        3.9800,  # near*short
+        4.0000,  # near*short
         0.0000,  # near*long
-        4.4186,  # near*apart
+        4.4961,  # near*apart
         0.0000,  # near*agree
         0.0000,  # cover*short
-        2.5219,  # cover*long
-        1.9249,  # cover*apart
-        0.5875,  # cover*agree
+        2.1537,  # cover*long
+        1.7734,  # cover*apart
+        0.1852,  # cover*agree
         0.0000,  # cover_low*short
-        2.3498,  # cover_low*long
-        1.1692,  # cover_low*apart
-        0.3699,  # cover_low*agree
-        2.9504,  # time*short
+        2.1492,  # cover_low*long
+        1.3414,  # cover_low*apart
+        0.0000,  # cover_low*agree
+        2.9911,  # time*short
         0.0000,  # time*long
-        1.5155,  # time*apart
-        0.6911,  # time*agree
-        3.0544,  # time_sel*short
-        0.0264,  # time_sel*long
-        1.8639,  # time_sel*apart
-        1.1773,  # time_sel*agree
-        1.9554,  # across*short
-        2.0479,  # across*long
-        4.2843,  # across*apart
+        1.4562,  # time*apart
+        0.5755,  # time*agree
+        3.1110,  # time_sel*short
+        0.0000,  # time_sel*long
+        1.8702,  # time_sel*apart
+        1.1203,  # time_sel*agree
+        1.9595,  # across*short
+        2.0557,  # across*long
+        4.2652,  # across*apart
         0.0000,  # across*agree
-        0.0000,  # phrase*short
-        0.0000,  # phrase*long
-        0.0000,  # phrase*apart
-        0.0000,  # phrase*agree
+        1.4342,  # phrase*short
+        0.0672,  # phrase*long
+        0.2054,  # phrase*apart
+        0.9587,  # phrase*agree
         0.0000,  # rrf*short
         0.0000,  # rrf*long
         0.0000,  # rrf*apart
