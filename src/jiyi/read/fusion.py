@@ -401,11 +401,13 @@ def fused(cols: dict[str, np.ndarray], weights: np.ndarray | None = None) -> np.
 
 
 def signal_parts(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Each signal's share of ``s`` (they sum to it), for the breakdown."""
+    """Each signal's share of ``s`` (they sum to it), for the breakdown; a signal the
+    weights give nothing (``rank`` at present) is left out."""
     index = {name: i for i, name in enumerate(FEATURES)}
     return {
         signal: sum((WEIGHTS[index[name]] * cols[name] for name in names), np.zeros(len(cols["cos"])))
         for signal, names in SIGNALS.items()
+        if any(WEIGHTS[index[name]] for name in names)
     }
 
 
