@@ -5,7 +5,7 @@ Two steps, because the first runs the three raw-mode benchmarks (~20-30 minutes 
 the second takes seconds:
 
     python bench/fusion.py capture pools.pkl [--lme DATA] [--locomo DATA] [--cache VEC.npz]
-    python bench/fusion.py fit pools.pkl
+    python bench/fusion.py fit pools.pkl [--drop phrase rrf] [--save W.npy]
 
 ``capture`` runs ``bench/locomo.py``, ``bench/longmemeval.py`` and ``bench/zh_en.py`` in
 raw mode and keeps, for every question's search, the feature columns of its candidate pool
@@ -294,9 +294,15 @@ def training(
     return out
 
 
-def fit_weights(train: dict[str, list[tuple[np.ndarray, np.ndarray]]], epochs: int = 1000) -> np.ndarray:
+def fit_weights(
+    train: dict[str, list[tuple[np.ndarray, np.ndarray]]],
+    epochs: int = 1000,
+    drop: Sequence[str] = (),
+) -> np.ndarray:
     """Listwise softmax (gold share of each pool's probability), Adam, a little L2,
-    weights projected onto >= 0 after each step."""
+    weights projected onto >= 0 after each step; the weights of the evidence in ``drop``
+    (names in ``fusion.EVIDENCE`` or ``fusion.PLAIN``) held at 0."""
+    keep = np.array([name.split("*")[0] not in drop for name in fusion.FEATURES], dtype=np.float64)
     w = np.zeros(len(fusion.FEATURES))
     m = np.zeros_like(w)
     v = np.zeros_like(w)
@@ -312,7 +318,7 @@ def fit_weights(train: dict[str, list[tuple[np.ndarray, np.ndarray]]], epochs: i
         m = b1 * m + (1 - b1) * grad
         v = b2 * v + (1 - b2) * grad**2
         w -= lr * (m / (1 - b1**epoch)) / (np.sqrt(v / (1 - b2**epoch)) + 1e-8)
-        w = np.maximum(w, 0.0)  # every weight >= 0: more evidence never lowers the score
+        w = np.maximum(w, 0.0) * keep  # every weight >= 0: more evidence never lowers the score
     return w
 
 
@@ -384,7 +390,9 @@ def fit(args: argparse.Namespace) -> None:
             data.update(pickle.load(fh))
     present = [name for name in LIMITS if name in data]
     train = training(data, True, args.train or present)
-    w = fit_weights(train, args.epochs)
+    w = fit_weights(train, args.epochs, args.drop)
+    if args.save is not None:
+        np.save(args.save, w)
     print(
         "WEIGHTS = np.array(\n    [\n"
         + "".join(f"        {x:.4f},  # {n}\n" for n, x in zip(fusion.FEATURES, w, strict=True))
@@ -436,6 +444,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     f.add_argument(
         "--train", nargs="*", choices=tuple(LIMITS), help="sets to fit on (default: every set given)"
     )
+    f.add_argument(
+        "--drop",
+        nargs="*",
+        default=[],
+        choices=(*fusion.EVIDENCE, *fusion.PLAIN),
+        metavar="EVIDENCE",
+        help="fit without this evidence (its weights held at 0), to compare feature sets on one capture",
+    )
+    f.add_argument("--save", type=Path, default=None, metavar="W.npy", help="also write the weights (numpy)")
     args = p.parse_args(argv)
     if args.command == "capture" and args.pipeline:
         capture_pipeline(args)

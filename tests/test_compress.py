@@ -460,7 +460,7 @@ def test_llm_writes_the_core_memories(tmp_path: Path, clock: Clock) -> None:
                 {
                     "memories": [
                         {
-                            "content": "用户写代码用 Vim，偏好深色模式和 tab 缩进",
+                            "content": "用户写代码用 Vim 编辑器，偏好深色模式和 tab 缩进",
                             "sources": list(range(1, len(statements) + 1)),
                         }
                     ]
@@ -488,7 +488,7 @@ def test_llm_writes_the_core_memories(tmp_path: Path, clock: Clock) -> None:
         kinds = sorted((g.kind, g.method) for g in report.groups)
         assert kinds == [("cluster", "llm:scripted"), ("duplicates", "llm:scripted")]
         cluster = next(g for g in report.groups if g.kind == "cluster")
-        assert [c.content for c in cluster.cores] == ["用户写代码用 Vim，偏好深色模式和 tab 缩进"]
+        assert [c.content for c in cluster.cores] == ["用户写代码用 Vim 编辑器，偏好深色模式和 tab 缩进"]
         core = m.get(cluster.cores[0].item_id or "")
         assert {r.target_id for r in core.relations} == set(cluster.source_ids)
         assert "llm:scripted" in m.history(core.id)[0].reason
@@ -498,8 +498,11 @@ def test_llm_writes_the_core_memories(tmp_path: Path, clock: Clock) -> None:
         assert "1 to 3 core memories" in prompt.prompt and len(_statements(prompt.prompt)) == 4
         dup_prompt = next(c for c in calls if "Vim" not in c.prompt)
         assert "exactly 1 core memory" in dup_prompt.prompt
+        # The core keeps its sources' words (one says "Vim 编辑器"), so it answers the
+        # question by words as well as meaning; without them it tied with the daughter.
         hits = m.search("用户用什么编辑器", user_id="u", limit=3)
         assert hits[0].item.id == core.id
+        assert hits[0].score > hits[1].score + 0.01
 
 
 @pytest.mark.parametrize(

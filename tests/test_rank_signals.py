@@ -13,6 +13,7 @@ from jiyi import Memory
 from jiyi.config import RankConfig
 from jiyi.errors import ConfigError
 from jiyi.model import MemoryItem
+from jiyi.read.fusion import SIDES, features, phrase_evidence, query_pairs, rank_fusion
 from jiyi.read.rank import han_share, mmr_select, other_language, similarities
 from jiyi.store.base import Candidate
 
@@ -117,3 +118,60 @@ def test_a_time_window_counts_less_when_it_admits_most_of_the_pool() -> None:
     assert narrow[0] > wide[0] > 0
     assert narrow[5] == 0.0  # outside the window: no time evidence
     assert (fusion.WEIGHTS >= 0).all()  # more evidence of any kind never lowers the score
+
+
+def test_phrase_evidence_counts_adjacent_query_pairs_in_english() -> None:
+    # Stop words are skipped on both sides, so "high school" and "good idea" are pairs.
+    assert query_pairs("Who was my friend from high school? A good idea!") == (
+        ("friend", "high"),
+        ("high", "school"),
+        ("school", "good"),
+        ("good", "idea"),
+    )
+    texts = [
+        "I met my best friend in high school",  # the pair, adjacent
+        "School starts early; the fee is high",  # both words, apart
+        "The school shop charges high prices",  # both words, apart again
+        "Nothing about that here",
+    ]
+    got = phrase_evidence("Where did I go to high school?", texts)
+    assert got[0] == pytest.approx(1.0)  # a pair only one text holds: one unit
+    assert got[1:].tolist() == [0.0, 0.0, 0.0]
+    # A pair two texts hold counts less than one unit in each; stems match inflections.
+    two = phrase_evidence("high school", [*texts, "Our high schools were small"])
+    assert 0.0 < two[0] < 1.0 and two[4] == pytest.approx(two[0])
+    # Every pair found adds its share, capped at 1.
+    many = phrase_evidence("high school good idea", ["a good idea at high school", "x", "y", "z"])
+    assert many[0] == 1.0
+    assert phrase_evidence("school", texts).tolist() == [0.0] * 4  # no pair in one word
+    assert phrase_evidence("high school", []).shape == (0,)
+
+
+def test_phrase_evidence_pairs_chinese_through_jieba() -> None:
+    # jieba's search mode gives 高中 同学 高中同学: the part with its compound is no pair.
+    pairs = query_pairs("我的高中同学叫什么名字？")
+    assert ("高中", "同学") in pairs
+    assert all(a not in b and b not in a for a, b in pairs)
+    texts = ["他是我高中的同学", "高中的时候我喜欢打球，大学同学都知道", "我的同学很多", "无关的记录"]
+    got = phrase_evidence("我的高中同学叫什么名字？", texts)
+    assert got[0] > 0.0  # 的 is a stop word: 高中 同学 stand together
+    assert got[1:].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_rank_fusion_of_pool_ranks() -> None:
+    cos = np.array([0.5, 0.3, 0.9])
+    bm25 = np.array([0.0, 2.0, 1.0])
+    got = rank_fusion(cos, bm25)
+    assert got[0] == pytest.approx((60 / 62) / 2)  # BM25 did not match it: no keyword part
+    assert got[1] == pytest.approx((60 / 63 + 60 / 61) / 2)
+    assert got[2] == pytest.approx((60 / 61 + 60 / 62) / 2)
+    assert rank_fusion(np.zeros(0), np.zeros(0)).shape == (0,)
+
+
+def test_phrase_and_rank_are_features_of_every_candidate() -> None:
+    cands = [_cand("I met him in high school", 0.4, 3.0), _cand("school is high on my list", 0.5, 3.5)]
+    cands += [_cand(f"unrelated note {i}", 0.1) for i in range(4)]
+    cols = features(cands, "who did I meet in high school?", np.zeros(len(cands)), None)
+    assert cols["phrase"][0] == pytest.approx(1.0) and cols["phrase"][1] == 0.0
+    assert cols["rrf"][1] > cols["rrf"][0] > cols["rrf"][2]
+    assert all(f"{e}*{side}" in cols for e in ("phrase", "rrf") for side in SIDES)

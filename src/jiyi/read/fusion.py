@@ -27,6 +27,13 @@ The features of one candidate (all from the search's own pool):
   pool says little, as a common word does);
 * ``across``: for an item in the other language (Chinese vs English), its cosine above
   the pool's median, since keywords cannot match across languages;
+* ``phrase``: the query's adjacent term pairs (stop words skipped, Chinese through
+  jieba: 高中 同学) found adjacent in the item's terms, each adding its IDF over the pool
+  in units of a pair only one text holds, capped at 1 (:func:`phrase_evidence`): BM25
+  counts words, not whether they stand together;
+* ``rrf``: the reciprocal-rank fusion of the candidate's ranks in the pool by cosine and
+  by BM25, ``(60/(60 + rank_cos) + 60/(60 + rank_bm25)) / 2`` (no BM25 part when BM25 did
+  not match it);
 
 The weight of each but ``cover_n`` is ``w_short*(1 - l) + w_long*l + w_apart*(1 - a) +
 w_agree*a`` (``l``: the pool's length mapped into 0..1, ``a``: the agreement), with every
@@ -46,6 +53,8 @@ separate question, answered on absolute evidence by :func:`jiyi.read.rank.releva
 from __future__ import annotations
 
 import functools
+import itertools
+import math
 import re
 from collections.abc import Callable, Sequence
 
@@ -53,6 +62,7 @@ import numpy as np
 
 from jiyi.model import MemoryItem
 from jiyi.store.base import Candidate
+from jiyi.text.tokenize import normalise, terms
 
 EVIDENCE = (
     "cos",
@@ -66,6 +76,8 @@ EVIDENCE = (
     "time",
     "time_sel",
     "across",
+    "phrase",
+    "rrf",
 )
 """The evidence whose weight adapts to the pool (see :data:`FEATURES`)."""
 
@@ -82,13 +94,14 @@ more evidence of any kind never lowers the fused value, whatever the pool."""
 
 SIGNALS = {
     "vector": tuple(f"{e}*{side}" for e in ("cos", "cos_low") for side in SIDES),
-    "keyword": tuple(f"{e}*{side}" for e in ("kw", "cover", "cover_low") for side in SIDES),
+    "keyword": tuple(f"{e}*{side}" for e in ("kw", "cover", "cover_low", "phrase") for side in SIDES),
     "neighbours": (
         *(f"{e}*{side}" for e in ("cos_n", "kw_n", "near") for side in SIDES),
         "cover_n",
     ),
     "time": tuple(f"{e}*{side}" for e in ("time", "time_sel") for side in SIDES),
     "language": tuple(f"across*{side}" for side in SIDES),
+    "rank": tuple(f"rrf*{side}" for side in SIDES),
 }
 """Which columns make up each signal shown in a search's breakdown (``similarity.*``)."""
 
@@ -97,50 +110,58 @@ LENGTH_RANGE = (2.5, 6.0)
 
 WEIGHTS = np.array(
     [
-        2.9594,  # cos*short
-        1.4578,  # cos*long
-        2.3245,  # cos*apart
-        1.9348,  # cos*agree
-        5.2850,  # cos_low*short
-        5.8248,  # cos_low*long
-        7.7288,  # cos_low*apart
-        2.6586,  # cos_low*agree
-        2.6977,  # cos_n*short
+        2.8185,  # cos*short
+        1.2858,  # cos*long
+        2.2878,  # cos*apart
+        1.6733,  # cos*agree
+        5.3091,  # cos_low*short
+        5.9906,  # cos_low*long
+        7.8951,  # cos_low*apart
+        2.6886,  # cos_low*agree
+        2.7347,  # cos_n*short
         0.0000,  # cos_n*long
-        2.6979,  # cos_n*apart
+        2.6814,  # cos_n*apart
         0.0000,  # cos_n*agree
         0.0000,  # kw*short
-        0.7881,  # kw*long
+        0.5943,  # kw*long
         0.0000,  # kw*apart
-        0.2353,  # kw*agree
+        0.0010,  # kw*agree
         0.0000,  # kw_n*short
         0.0000,  # kw_n*long
         0.0000,  # kw_n*apart
         0.0000,  # kw_n*agree
-        3.9800,  # near*short
+        4.0000,  # near*short
         0.0000,  # near*long
-        4.4186,  # near*apart
+        4.4961,  # near*apart
         0.0000,  # near*agree
         0.0000,  # cover*short
-        2.5219,  # cover*long
-        1.9249,  # cover*apart
-        0.5875,  # cover*agree
+        2.1537,  # cover*long
+        1.7734,  # cover*apart
+        0.1852,  # cover*agree
         0.0000,  # cover_low*short
-        2.3498,  # cover_low*long
-        1.1692,  # cover_low*apart
-        0.3699,  # cover_low*agree
-        2.9504,  # time*short
+        2.1492,  # cover_low*long
+        1.3414,  # cover_low*apart
+        0.0000,  # cover_low*agree
+        2.9911,  # time*short
         0.0000,  # time*long
-        1.5155,  # time*apart
-        0.6911,  # time*agree
-        3.0544,  # time_sel*short
-        0.0264,  # time_sel*long
-        1.8639,  # time_sel*apart
-        1.1773,  # time_sel*agree
-        1.9554,  # across*short
-        2.0479,  # across*long
-        4.2843,  # across*apart
+        1.4562,  # time*apart
+        0.5755,  # time*agree
+        3.1110,  # time_sel*short
+        0.0000,  # time_sel*long
+        1.8702,  # time_sel*apart
+        1.1203,  # time_sel*agree
+        1.9595,  # across*short
+        2.0557,  # across*long
+        4.2652,  # across*apart
         0.0000,  # across*agree
+        1.4342,  # phrase*short
+        0.0672,  # phrase*long
+        0.2054,  # phrase*apart
+        0.9587,  # phrase*agree
+        0.0000,  # rrf*short
+        0.0000,  # rrf*long
+        0.0000,  # rrf*apart
+        0.0000,  # rrf*agree
         0.0000,  # cover_n
     ]
 )
@@ -234,6 +255,87 @@ def _agreement(cos: np.ndarray, bm25: np.ndarray) -> float:
     return len(by_cos & by_kw) / k
 
 
+RRF_K = 60
+"""The reciprocal-rank constant of the ``rrf`` evidence (RRF's usual 60)."""
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """1-based rank of each value in the pool, best (largest) first; ties in pool order."""
+    ranks = np.empty(len(values), dtype=np.float64)
+    ranks[np.argsort(-values, kind="stable")] = np.arange(1, len(values) + 1)
+    return ranks
+
+
+def rank_fusion(cos: np.ndarray, bm25: np.ndarray) -> np.ndarray:
+    """Each candidate's reciprocal-rank fusion of its pool ranks by cosine and by BM25
+    (0..1): ``(k/(k + rank_cos) + k/(k + rank_bm25)) / 2``, no BM25 part for a candidate
+    the keyword search did not match."""
+    if len(cos) == 0:
+        return np.zeros(0)
+    by_cos = RRF_K / (RRF_K + _ranks(cos))
+    matched = bm25 > 0
+    by_kw = np.zeros(len(bm25))
+    if matched.any():
+        idx = np.flatnonzero(matched)
+        by_kw[idx] = RRF_K / (RRF_K + _ranks(bm25[idx]))
+    return np.asarray((by_cos + by_kw) / 2.0, dtype=np.float64)
+
+
+@functools.lru_cache(maxsize=1024)
+def query_pairs(query: str) -> tuple[tuple[str, str], ...]:
+    """The query's distinct adjacent term pairs, in order. A pair where one term holds the
+    other is left out: jieba's search mode gives a compound after its parts (高中 同学
+    高中同学), and the part with its compound is no phrase."""
+    words = terms(query)
+    pairs = ((a, b) for a, b in itertools.pairwise(words) if a != b and a not in b and b not in a)
+    return tuple(dict.fromkeys(pairs))
+
+
+@functools.lru_cache(maxsize=8192)
+def _text_pairs(text: str) -> frozenset[tuple[str, str]]:
+    """The adjacent term pairs of a text (tokenized once per text: the same memories come
+    back search after search)."""
+    words = terms(text)
+    return frozenset(itertools.pairwise(words))
+
+
+_normalised = functools.lru_cache(maxsize=8192)(normalise)
+
+
+def _clue(term: str) -> str:
+    """A substring every text holding ``term`` holds: the term itself, less the last
+    letter of a longer Latin stem (the stemmer writes 'happy' as 'happi')."""
+    return term[:-1] if len(term) > 3 and term.isascii() else term
+
+
+def phrase_evidence(query: str, texts: Sequence[str]) -> np.ndarray:
+    """How much of the query's phrasing each text holds (0..1): every adjacent term pair of
+    the query found adjacent in the text's terms adds its IDF over ``texts`` (the pool), in
+    units of the IDF of a pair only one text holds; capped at 1. A text is tokenized only
+    when it holds both words of some pair as substrings."""
+    n = len(texts)
+    out = np.zeros(n)
+    pairs = query_pairs(query) if n else ()
+    if not pairs:
+        return out
+    lowered = [_normalised(t) for t in texts]
+    holding: dict[str, set[int]] = {}  # clue -> the texts that hold it
+    for term in dict.fromkeys(t for pair in pairs for t in pair):
+        clue = _clue(term)
+        if clue not in holding:
+            holding[clue] = {i for i, low in enumerate(lowered) if clue in low}
+    found = np.zeros((n, len(pairs)), dtype=bool)
+    for j, pair in enumerate(pairs):
+        for i in holding[_clue(pair[0])] & holding[_clue(pair[1])]:
+            found[i, j] = pair in _text_pairs(texts[i])
+    df = found.sum(axis=0)
+    if not df.any():
+        return out
+    unit = math.log1p((n - 0.5) / 1.5)
+    idf = np.log1p((n - df + 0.5) / (df + 0.5)) / unit
+    return np.asarray(np.minimum(found @ idf, 1.0), dtype=np.float64)
+
+
 def _length(texts: Sequence[str]) -> float:
     """Log of the mean text length, a Han character counting as three letters."""
     if not texts:
@@ -258,7 +360,8 @@ def features(
     prev, nxt = neighbour_index(cands)
     mixed_kw = (bm25 + 0.5 * bm25_n) / (bm25 + 0.5 * bm25_n + KW_SATURATION)
     mixed = 0.3 * (cos + 0.7 * cos_n) / 1.7 + 0.7 * mixed_kw
-    across = other_language(query, [c.item.content for c in cands]) if n else np.zeros(0)
+    texts = [c.item.content for c in cands]
+    across = other_language(query, texts) if n else np.zeros(0)
     time = np.array([1.0 if in_time is not None and in_time(c.item) else 0.0 for c in cands])
     cols: dict[str, np.ndarray] = {
         "bm25": bm25,  # raw, for the breakdown (not a feature)
@@ -277,9 +380,11 @@ def features(
         # count more than the rest (diminishing returns) while the total stays monotone.
         "cos_low": np.minimum(cos, COS_CAP),
         "cover_low": np.minimum(coverage, COVER_CAP),
+        "phrase": phrase_evidence(query, texts),
+        "rrf": rank_fusion(cos, bm25),
     }
     low, high = LENGTH_RANGE
-    length = min(max((_length([c.item.content for c in cands]) - low) / (high - low), 0.0), 1.0)
+    length = min(max((_length(texts) - low) / (high - low), 0.0), 1.0)
     agree = _agreement(cos, bm25)
     spread = {"short": 1.0 - length, "long": length, "apart": 1.0 - agree, "agree": agree}
     for name in EVIDENCE:
@@ -296,11 +401,13 @@ def fused(cols: dict[str, np.ndarray], weights: np.ndarray | None = None) -> np.
 
 
 def signal_parts(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Each signal's share of ``s`` (they sum to it), for the breakdown."""
+    """Each signal's share of ``s`` (they sum to it), for the breakdown; a signal the
+    weights give nothing (``rank`` at present) is left out."""
     index = {name: i for i, name in enumerate(FEATURES)}
     return {
         signal: sum((WEIGHTS[index[name]] * cols[name] for name in names), np.zeros(len(cols["cos"])))
         for signal, names in SIGNALS.items()
+        if any(WEIGHTS[index[name]] for name in names)
     }
 
 
