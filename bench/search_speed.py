@@ -25,6 +25,11 @@ The machine is shared, so absolute milliseconds drift; two measures that do not:
     python bench/search_speed.py --profile                # + where the time goes
     python bench/search_speed.py --compare /tmp/main_src --rounds 5
     python bench/search_speed.py --floor 10               # each part's fastest of 10
+    python bench/search_speed.py --gap 5                  # 5 ms of other work between searches
+
+``--gap``: back to back, a search also pays for whatever its predecessor left running
+(the usage write a store sends in the background); an application does its own work
+between two searches (an agent waits for its model), which ``--gap`` stands for.
 """
 
 from __future__ import annotations
@@ -81,7 +86,8 @@ STAGES = (
 class Bench:
     """One conversation in a SQLite file, ready to be searched."""
 
-    def __init__(self, conversation: int, data: Path, db_dir: Path) -> None:
+    def __init__(self, conversation: int, data: Path, db_dir: Path, gap: float = 0.0) -> None:
+        self.gap = gap / 1000.0
         sample = json.loads(data.read_text(encoding="utf-8"))[conversation - 1]
         self.conv = load_conversation(conversation, sample)
         self.recorder = Recorder()
@@ -109,6 +115,8 @@ class Bench:
             sample["write"] = sum(v for k, v in s.items() if k in ("write", "touch"))
             sample["other"] = total - sum(v for k, v in s.items() if k != "embed") - sample["embed"]
             out.append({k: v * 1000.0 for k, v in sample.items()})
+            if self.gap:
+                time.sleep(self.gap)  # the application's own work between two searches
         return out
 
     def floor(self, repeat: int) -> dict[str, float]:
@@ -187,7 +195,7 @@ def profile_shares(bench: Bench) -> list[dict[str, Any]]:
 def worker(args: argparse.Namespace) -> int:
     """``--worker``: answer ``run START END`` / ``round`` lines with JSON samples."""
     with tempfile.TemporaryDirectory() as tmp:
-        bench = Bench(args.conversation, args.data, Path(tmp))
+        bench = Bench(args.conversation, args.data, Path(tmp), args.gap)
         print(json.dumps({"ready": len(bench.questions)}), flush=True)
         for line in sys.stdin:
             cmd = line.split()
@@ -204,7 +212,7 @@ class Worker:
     def __init__(self, src: Path, args: argparse.Namespace) -> None:
         env = {**os.environ, "PYTHONPATH": str(src)}
         cmd = [sys.executable, __file__, "--worker", "--conversation", str(args.conversation)]
-        cmd += ["--data", str(args.data)]
+        cmd += ["--data", str(args.data), "--gap", str(args.gap)]
         self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.n = int(self.ask(None)["ready"])
 
@@ -259,6 +267,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--compare", type=Path, default=None, metavar="SRC", help="interleave with jiyi from SRC")
     p.add_argument("--block", type=int, default=10, help="--compare: questions per turn")
+    p.add_argument(
+        "--gap",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="pause between two searches, as an application's own work (not timed; default 0: back to back)",
+    )
     p.add_argument("--json", type=Path, default=None, metavar="OUT.json")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -275,6 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": machine_info(),
         "conversation": args.conversation,
         "rounds": args.rounds,
+        "gap_ms": args.gap,
         "loadavg_at_start": list(os.getloadavg()),
     }
     if args.compare is not None:
@@ -283,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print_summary(name, out["compare"][name])
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            bench = Bench(args.conversation, args.data, Path(tmp))
+            bench = Bench(args.conversation, args.data, Path(tmp), args.gap)
             print(
                 f"conversation {args.conversation}: {len(bench.conv.records)} memories, {len(bench.questions)} questions"
             )
