@@ -326,8 +326,12 @@ def phrase_evidence(query: str, texts: Sequence[str]) -> np.ndarray:
             holding[clue] = {i for i, low in enumerate(lowered) if clue in low}
     found = np.zeros((n, len(pairs)), dtype=bool)
     for j, pair in enumerate(pairs):
-        for i in holding[_clue(pair[0])] & holding[_clue(pair[1])]:
-            found[i, j] = pair in _text_pairs(texts[i])
+        first, second = _clue(pair[0]), _clue(pair[1])
+        for i in holding[first] & holding[second]:
+            # Cheapest first: the pair can stand together only if the first word occurs
+            # before the second's last occurrence (tokenizing is what costs).
+            if lowered[i].find(first) < lowered[i].rfind(second):
+                found[i, j] = pair in _text_pairs(texts[i])
     df = found.sum(axis=0)
     if not df.any():
         return out
