@@ -75,23 +75,17 @@ def test_closing_the_store_sends_what_is_queued(tmp_path: Path) -> None:
     assert _counts(path, tea) == (2, 2)
 
 
-def test_flush_lets_another_reader_see_the_usage_write(tmp_path: Path) -> None:
+@pytest.mark.parametrize("background", [True, False])
+def test_another_reader_sees_the_usage_write(tmp_path: Path, background: bool) -> None:
+    """In the background, after ``flush()``; switched off (A/B runs), once the search answers."""
     path = tmp_path / "m.db"
     tea = _store_with_tea(path)
     store = SQLiteStore(path)
+    store._background_usage = background
     with Memory(store, embedder=EMBEDDER, background=False) as m:
         m.search("green tea", user_id="alice")
-        store.flush()
-        assert _counts(path, tea) == (1, 1)
-
-
-def test_switched_off_a_search_writes_its_usage_before_answering(tmp_path: Path) -> None:
-    path = tmp_path / "m.db"
-    tea = _store_with_tea(path)
-    store = SQLiteStore(path)
-    store._background_usage = False
-    with Memory(store, embedder=EMBEDDER, background=False) as m:
-        m.search("green tea", user_id="alice")
+        if background:
+            store.flush()
         assert _counts(path, tea) == (1, 1)
 
 
