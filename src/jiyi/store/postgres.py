@@ -88,7 +88,8 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   counts and log rows, never an item (docs/deploy.md); every other write commits
   synchronously. It is sent by a thread of the store's own
   (:class:`~jiyi.store.usage.UsageWriter`), so the search does not wait for it; the
-  store's next operation waits until it is in, and closing the store sends what is queued.
+  store's next operation other than a search's reads waits until it is in, and closing
+  the store sends what is queued.
 * **Sessions and jobs**: messages, checkpoints and jobs are ``json`` documents with key
   columns. Appends to a session queue on a per-session advisory lock, so a batch gets
   consecutive ``seq`` numbers as under SQLite's single writer; workers claim jobs with
@@ -215,7 +216,7 @@ from jiyi.store.sqlcommon import (
     ts,
     viewer_clause,
 )
-from jiyi.store.usage import UsageWriter, usage_write
+from jiyi.store.usage import UsageWriter, usage_write, waits_for_all
 
 try:
     import psycopg
@@ -1972,7 +1973,7 @@ class PostgresStore(Store):
             raise StoreError(f"store {self!r} is closed")
         if self._in_background(op):
             return cast(R, None)
-        self._usage.flush()
+        self._usage.flush(own=not waits_for_all(op))
         return self._execute_now(op)
 
     def flush(self) -> None:
@@ -2034,7 +2035,8 @@ class PostgresStore(Store):
         if self._in_background(op):
             return cast(R, None)
         if self._usage.pending:
-            await asyncio.to_thread(self._usage.flush)
+            # Marked here, on the event loop's thread, which queued this task's writes.
+            await asyncio.to_thread(self._usage.wait, self._usage.mark(own=not waits_for_all(op)))
         make, write, single = self._plan(op)
         attempt = 0
         while True:

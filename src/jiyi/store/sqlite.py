@@ -17,8 +17,9 @@
   date once per search and the cosines to its query vector computed once.
 * Usage write: a search's counters and retrieval-log rows are committed by a thread of
   the store's own (:class:`~jiyi.store.usage.UsageWriter`, as PostgreSQL's), so the search
-  answers first; the store's next operation waits for them and closing sends what is
-  queued (:meth:`SQLiteStore.flush` for a reader of the file that is not this store).
+  answers first; the store's next operation other than a search's reads waits for them,
+  and closing sends what is queued (:meth:`SQLiteStore.flush` for a reader of the file
+  that is not this store).
 * Migrations: an append-only list, each applied in its own transaction and recorded
   in ``schema_migrations``.
 """
@@ -131,7 +132,7 @@ from jiyi.store.sqlcommon import (
     ts,
     viewer_clause,
 )
-from jiyi.store.usage import UsageWriter, usage_write
+from jiyi.store.usage import UsageWriter, usage_write, waits_for_all
 
 R = TypeVar("R")
 
@@ -1483,7 +1484,7 @@ class SQLiteStore(Store):
     def execute(self, op: Op[R]) -> R:
         if self._in_background(op):
             return cast(R, None)
-        self._usage.flush()
+        self._usage.flush(own=not waits_for_all(op))
         return self._execute_now(op)
 
     def _execute_now(self, op: Op[R]) -> R:
@@ -1528,7 +1529,8 @@ class SQLiteStore(Store):
         if self._in_background(op):
             return cast(R, None)
         if self._usage.pending:
-            await asyncio.to_thread(self._usage.flush)
+            # Marked here, on the event loop's thread, which queued this task's writes.
+            await asyncio.to_thread(self._usage.wait, self._usage.mark(own=not waits_for_all(op)))
         pool = self._write_thread if isinstance(op, Write | ClaimJobs) else self._readers
         return await asyncio.get_running_loop().run_in_executor(pool, self._execute_now, op)
 

@@ -15,8 +15,32 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
-from jiyi.store.base import RecordAccess, Touch, Write
+from jiyi.store.base import (
+    KeywordHits,
+    LoadHits,
+    Op,
+    RecordAccess,
+    Retrieve,
+    ThreadLinks,
+    Touch,
+    VectorHits,
+    Write,
+)
+
+SEARCH_READS = (Retrieve, VectorHits, KeywordHits, ThreadLinks, LoadHits)
+"""The reads of a search. They wait only for the usage writes their own thread queued (a
+caller's next search sees its last one's counts), not for other threads': they read the
+counters only for recency, where a moment's delay changes nothing, and a search that
+waited for every other thread's queued writes was slower under concurrent load (REST load
+test, 8 clients: search p50 ~47 -> ~36 ms without that wait; docs/benchmarks.md)."""
+
+
+def waits_for_all(op: Op[Any]) -> bool:
+    """Whether ``op`` waits for every usage write queued before it, or (a search's read,
+    :data:`SEARCH_READS`) only for its own thread's."""
+    return not isinstance(op, SEARCH_READS)
 
 
 def usage_write(op: Write) -> tuple[Touch | None, RecordAccess | None] | None:
@@ -49,7 +73,11 @@ class UsageWriter:
         self._send = send
         self._cond = threading.Condition()
         self._queue: deque[Write] = deque()
-        self._pending = 0  # queued or being sent; read without the lock by flush()
+        # Writes are numbered as queued; every write up to ``_done`` has been sent (or has
+        # failed). Read without the lock by the fast paths.
+        self._queued = 0
+        self._done = 0
+        self._mine: dict[int, int] = {}  # thread -> the number of the last write it queued
         self._thread: threading.Thread | None = None
         self._stopping = False
         _writers.add(self)
@@ -60,7 +88,8 @@ class UsageWriter:
             if self._stopping:
                 return False
             self._queue.append(op)
-            self._pending += 1
+            self._queued += 1
+            self._mine[threading.get_ident()] = self._queued
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="jiyi-usage-writer", daemon=True)
                 self._thread.start()
@@ -69,14 +98,26 @@ class UsageWriter:
 
     @property
     def pending(self) -> bool:
-        return self._pending > 0
+        return self._done < self._queued
 
-    def flush(self) -> None:
-        """Wait until every write queued so far has been sent and committed (or failed)."""
-        if self._pending == 0 or threading.current_thread() is self._thread:
+    def flush(self, *, own: bool = False) -> None:
+        """Wait until every write queued so far (``own``: by this thread) has been sent and
+        committed (or failed). Writes queued meanwhile are not waited for: under a steady
+        stream of searches an operation waits for one batch, not until the queue happens
+        to be empty."""
+        self.wait(self.mark(own=own))
+
+    def mark(self, *, own: bool = False) -> int:
+        """The number of the last write queued so far (``own``: by this thread), for
+        :meth:`wait` (which may run in another thread)."""
+        return self._mine.get(threading.get_ident(), 0) if own else self._queued
+
+    def wait(self, target: int) -> None:
+        """Wait until every write up to number ``target`` has been sent (or has failed)."""
+        if self._done >= target or threading.current_thread() is self._thread:
             return
         with self._cond:
-            while self._pending:
+            while self._done < target:
                 self._cond.wait()
 
     def close(self) -> None:
@@ -97,6 +138,7 @@ class UsageWriter:
                     return
                 batch = list(self._queue)
                 self._queue.clear()
+                last = self._queued  # the queue holds every write up to this number
             try:
                 self._send(batch)
             except Exception:
@@ -108,7 +150,7 @@ class UsageWriter:
                 )
             finally:
                 with self._cond:
-                    self._pending -= len(batch)
+                    self._done = last
                     self._cond.notify_all()
 
 
@@ -122,7 +164,8 @@ def _after_fork_in_child() -> None:
     for writer in list(_writers):
         writer._cond = threading.Condition()
         writer._queue.clear()
-        writer._pending = 0
+        writer._queued = writer._done = 0
+        writer._mine = {}
         writer._thread = None
 
 
