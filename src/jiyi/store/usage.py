@@ -3,7 +3,8 @@
 Every search writes what it used (:class:`~jiyi.store.base.Touch`: counters and
 ``last_used_at``; :class:`~jiyi.store.base.RecordAccess`: the retrieval log). The caller
 needs none of it back, so a store hands that write to a thread of its own and the search
-returns; the store's next operation waits for it, so nothing reads around it.
+returns; the store's next operation waits for it, so nothing reads around it (a search's
+own reads wait only for their thread's writes: :data:`SEARCH_READS`).
 """
 
 from __future__ import annotations
