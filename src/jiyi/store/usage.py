@@ -61,10 +61,10 @@ _log = logging.getLogger("jiyi.retrievals")
 class UsageWriter:
     """Sends a store's search usage writes (counters and retrieval log) from a thread of
     its own, so a search returns without waiting for them. The store calls :meth:`flush`
-    before every other operation it runs (a later search reads ``last_used_at``, a log
-    listing reads the log: each sees every usage write this process made before it, as
-    when the writes were synchronous) and :meth:`close` when it closes, so a normal close
-    loses nothing. What is queued while a write is out goes next, all in one transaction
+    before every other operation it runs (a log listing reads the log, an update rewrites
+    the counters: each sees every usage write this process queued before it, as when the
+    writes were synchronous; a search's reads see their own thread's, :data:`SEARCH_READS`)
+    and :meth:`close` when it closes, so a normal close loses nothing. What is queued while a write is out goes next, all in one transaction
     (the store's ``send``: one round trip on PostgreSQL, one commit on SQLite): under many
     concurrent searches, what an operation that must see them waits for stays about one
     write, whatever the queue's length. A failure is logged (``jiyi.retrievals``) and
@@ -152,6 +152,8 @@ class UsageWriter:
             finally:
                 with self._cond:
                     self._done = last
+                    # Threads whose writes are all sent need no entry (threads come and go).
+                    self._mine = {t: n for t, n in self._mine.items() if n > last}
                     self._cond.notify_all()
 
 
