@@ -216,7 +216,7 @@ from jiyi.store.sqlcommon import (
     ts,
     viewer_clause,
 )
-from jiyi.store.usage import UsageWriter, usage_write, waits_for_all
+from jiyi.store.usage import UsageWriter, usage_write
 
 try:
     import psycopg
@@ -1973,7 +1973,7 @@ class PostgresStore(Store):
             raise StoreError(f"store {self!r} is closed")
         if self._in_background(op):
             return cast(R, None)
-        self._usage.flush(own=not waits_for_all(op))
+        self._usage.before(op)
         return self._execute_now(op)
 
     def flush(self) -> None:
@@ -1985,18 +1985,13 @@ class PostgresStore(Store):
 
     def _in_background(self, op: Op[Any]) -> bool:
         """Hand a search's usage write to the background writer (True), unless it is off."""
-        return (
-            self._background_usage
-            and isinstance(op, Write)
-            and usage_write(op) is not None
-            and self._usage.submit(op)
-        )
+        return self._background_usage and self._usage.take(op)
 
     def _send_usage(self, ops: list[Write]) -> None:
         """Search usage writes (see :class:`~jiyi.store.usage.UsageWriter`) in one
         transaction, pipelined as one is (:func:`_opening`): their statements go with BEGIN
-        and COMMIT, one round trip. Retried whole after a deadlock or serialisation failure (nothing of it
-        committed), as any write."""
+        and COMMIT, one round trip. Retried whole after a deadlock or serialisation failure
+        (nothing of it committed), as any write."""
         if len(ops) == 1:
             self._execute_now(ops[0])
             return
@@ -2034,9 +2029,7 @@ class PostgresStore(Store):
             raise StoreError(f"store {self!r} is closed")
         if self._in_background(op):
             return cast(R, None)
-        if self._usage.pending:
-            # Marked here, on the event loop's thread, which queued this task's writes.
-            await asyncio.to_thread(self._usage.wait, self._usage.mark(own=not waits_for_all(op)))
+        await self._usage.abefore(op)
         make, write, single = self._plan(op)
         attempt = 0
         while True:

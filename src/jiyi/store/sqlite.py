@@ -132,7 +132,7 @@ from jiyi.store.sqlcommon import (
     ts,
     viewer_clause,
 )
-from jiyi.store.usage import UsageWriter, usage_write, waits_for_all
+from jiyi.store.usage import UsageWriter
 
 R = TypeVar("R")
 
@@ -1484,7 +1484,7 @@ class SQLiteStore(Store):
     def execute(self, op: Op[R]) -> R:
         if self._in_background(op):
             return cast(R, None)
-        self._usage.flush(own=not waits_for_all(op))
+        self._usage.before(op)
         return self._execute_now(op)
 
     def _execute_now(self, op: Op[R]) -> R:
@@ -1501,36 +1501,18 @@ class SQLiteStore(Store):
 
     def _in_background(self, op: Op[Any]) -> bool:
         """Hand a search's usage write to the background writer (True), unless it is off."""
-        return (
-            self._background_usage
-            and not self._closed
-            and not self.read_only
-            and isinstance(op, Write)
-            and usage_write(op) is not None
-            and self._usage.submit(op)
-        )
+        return self._background_usage and not self._closed and not self.read_only and self._usage.take(op)
 
     def _send_usage(self, ops: list[Write]) -> None:
-        """Queued search usage writes in one transaction (one commit)."""
-        if len(ops) == 1:
-            self._execute_now(ops[0])
-            return
-        try:
-            with self._transaction() as conn:
-                for op in ops:
-                    for change in op.changes:
-                        self._apply(conn, change)
-        except sqlite3.Error as exc:
-            raise _map_error(exc, self.path) from exc
+        """Queued search usage writes as one write (one commit)."""
+        self._execute_now(Write(tuple(change for op in ops for change in op.changes)))
 
     async def aexecute(self, op: Op[R]) -> R:
         if self._closed:
             raise StoreError(f"store {self.path} is closed")
         if self._in_background(op):
             return cast(R, None)
-        if self._usage.pending:
-            # Marked here, on the event loop's thread, which queued this task's writes.
-            await asyncio.to_thread(self._usage.wait, self._usage.mark(own=not waits_for_all(op)))
+        await self._usage.abefore(op)
         pool = self._write_thread if isinstance(op, Write | ClaimJobs) else self._readers
         return await asyncio.get_running_loop().run_in_executor(pool, self._execute_now, op)
 

@@ -9,6 +9,7 @@ own reads wait only for their thread's writes: :data:`SEARCH_READS`).
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import logging
 import os
@@ -83,6 +84,21 @@ class UsageWriter:
         self._stopping = False
         _writers.add(self)
 
+    def take(self, op: Op[Any]) -> bool:
+        """Queue ``op`` if it is a search's usage write (:func:`usage_write`); False for
+        any other operation, or once the writer is closed (the caller runs it itself)."""
+        return isinstance(op, Write) and usage_write(op) is not None and self.submit(op)
+
+    def before(self, op: Op[Any]) -> None:
+        """Wait, before the store runs ``op``, for the writes it must see (:func:`waits_for_all`)."""
+        self.flush(own=not waits_for_all(op))
+
+    async def abefore(self, op: Op[Any]) -> None:
+        """:meth:`before` without blocking the event loop (marked on the loop's thread,
+        which queued this task's writes; waited for in another)."""
+        if self.pending:
+            await asyncio.to_thread(self.wait, self.mark(own=not waits_for_all(op)))
+
     def submit(self, op: Write) -> bool:
         """Queue ``op``; False once the writer is closed (the caller sends it itself)."""
         with self._cond:
@@ -130,6 +146,13 @@ class UsageWriter:
         if thread is not None and thread is not threading.current_thread():
             thread.join()
 
+    def _start_afresh(self) -> None:
+        self._cond = threading.Condition()
+        self._queue.clear()
+        self._queued = self._done = 0
+        self._mine = {}
+        self._thread = None
+
     def _run(self) -> None:
         while True:
             with self._cond:
@@ -165,11 +188,7 @@ def _after_fork_in_child() -> None:
     the parent had queued is the parent's to send), so a flush never waits for a thread
     that is not there."""
     for writer in list(_writers):
-        writer._cond = threading.Condition()
-        writer._queue.clear()
-        writer._queued = writer._done = 0
-        writer._mine = {}
-        writer._thread = None
+        writer._start_afresh()
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows
