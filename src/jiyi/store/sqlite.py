@@ -30,6 +30,7 @@ import asyncio
 import json
 import sqlite3
 import threading
+import time
 import uuid
 from bisect import bisect_left
 from collections import OrderedDict
@@ -1438,11 +1439,26 @@ class SQLiteStore(Store):
             raise StoreReadOnly(f"{self.path} needs schema migrations but was opened read-only")
         if not self._memory and not self.read_only:
             # Only once the file is known to be ours: WAL rewrites the file header.
+            self._enter_wal(conn)
+        self.migrate()
+
+    def _enter_wal(self, conn: sqlite3.Connection) -> None:
+        # When several processes open a new file at once, the switch to WAL can answer
+        # "database is locked" at once, without SQLite's busy handler: retry it ourselves
+        # for as long as any other statement would wait.
+        deadline = time.monotonic() + self._timeout
+        pause = 0.005
+        while True:
             try:
                 conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise _map_error(exc, self.path) from exc
             except sqlite3.Error as exc:
                 raise _map_error(exc, self.path) from exc
-        self.migrate()
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
 
     def applied_migrations(self) -> list[int]:
         with self._read() as conn:
