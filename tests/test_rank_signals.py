@@ -16,6 +16,7 @@ from jiyi.model import MemoryItem
 from jiyi.read.fusion import SIDES, features, phrase_evidence, query_pairs, rank_fusion
 from jiyi.read.rank import han_share, mmr_select, other_language, similarities
 from jiyi.store.base import Candidate
+from jiyi.text.tokenize import fold_term, index_text
 
 
 def test_group_penalty_spreads_results_over_threads() -> None:
@@ -156,6 +157,32 @@ def test_phrase_evidence_pairs_chinese_through_jieba() -> None:
     got = phrase_evidence("我的高中同学叫什么名字？", texts)
     assert got[0] > 0.0  # 的 is a stop word: 高中 同学 stand together
     assert got[1:].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_phrase_evidence_reads_the_terms_a_store_keeps() -> None:
+    """With the index terms the store keeps (as written, or folded like PostgreSQL's), the
+    values are those of tokenizing the texts; a text without stored terms is tokenized."""
+    texts = [
+        "I met my best friend in High School",
+        "School starts early; the fee is high",
+        "他是我高中的同学",
+        "Nothing about that here",
+        "Our café lycée, a high school again",
+    ]
+    queries = ("Where did I go to high school?", "我的高中同学叫什么名字？", "café lycée")
+    for query in queries:
+        tokenized = phrase_evidence(query, texts)
+        as_written = phrase_evidence(query, texts, [index_text(t) for t in texts])
+        folded = phrase_evidence(
+            query, texts, [" ".join(map(fold_term, index_text(t).split())) for t in texts]
+        )
+        mixed = phrase_evidence(query, texts, [None, index_text(texts[1]), None, None, index_text(texts[4])])
+        assert tokenized.any()
+        assert as_written.tolist() == tokenized.tolist() == folded.tolist() == mixed.tolist()
+    # The stored terms decide: terms that no longer stand together hold no phrase.
+    apart = phrase_evidence("high school", texts, ["school friend high", None, None, None, None])
+    assert apart[0] == 0.0
+    assert apart[4] > 0.0
 
 
 def test_rank_fusion_of_pool_ranks() -> None:

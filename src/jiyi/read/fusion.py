@@ -62,7 +62,7 @@ import numpy as np
 
 from jiyi.model import MemoryItem
 from jiyi.store.base import Candidate
-from jiyi.text.tokenize import normalise, terms
+from jiyi.text.tokenize import fold_term, normalise, terms
 
 EVIDENCE = (
     "cos",
@@ -299,6 +299,18 @@ def _text_pairs(text: str) -> frozenset[tuple[str, str]]:
     return frozenset(itertools.pairwise(words))
 
 
+@functools.lru_cache(maxsize=8192)
+def _stored_pairs(stored: str) -> frozenset[tuple[str, str]]:
+    """The adjacent term pairs of an item's stored index terms, folded (a store may keep
+    them folded; folding both sides makes either way compare alike)."""
+    return frozenset(itertools.pairwise(fold_term(t) for t in stored.split()))
+
+
+@functools.lru_cache(maxsize=1024)
+def _folded(pair: tuple[str, str]) -> tuple[str, str]:
+    return fold_term(pair[0]), fold_term(pair[1])
+
+
 _normalised = functools.lru_cache(maxsize=8192)(normalise)
 
 
@@ -308,11 +320,14 @@ def _clue(term: str) -> str:
     return term[:-1] if len(term) > 3 and term.isascii() else term
 
 
-def phrase_evidence(query: str, texts: Sequence[str]) -> np.ndarray:
+def phrase_evidence(
+    query: str, texts: Sequence[str], stored: Sequence[str | None] | None = None
+) -> np.ndarray:
     """How much of the query's phrasing each text holds (0..1): every adjacent term pair of
     the query found adjacent in the text's terms adds its IDF over ``texts`` (the pool), in
-    units of the IDF of a pair only one text holds; capped at 1. A text is tokenized only
-    when it holds both words of some pair as substrings."""
+    units of the IDF of a pair only one text holds; capped at 1. A text's terms are the
+    index terms its store keeps (``stored``, per text, when known), else the text is
+    tokenized; either happens only when it holds both words of some pair as substrings."""
     n = len(texts)
     out = np.zeros(n)
     pairs = query_pairs(query) if n else ()
@@ -331,7 +346,11 @@ def phrase_evidence(query: str, texts: Sequence[str]) -> np.ndarray:
             # Cheapest first: the pair can stand together only if the first word occurs
             # before the second's last occurrence (tokenizing is what costs).
             if lowered[i].find(first) < lowered[i].rfind(second):
-                found[i, j] = pair in _text_pairs(texts[i])
+                kept = None if stored is None else stored[i]
+                if kept is None:
+                    found[i, j] = pair in _text_pairs(texts[i])
+                else:
+                    found[i, j] = _folded(pair) in _stored_pairs(kept)
     df = found.sum(axis=0)
     if not df.any():
         return out
@@ -384,7 +403,7 @@ def features(
         # count more than the rest (diminishing returns) while the total stays monotone.
         "cos_low": np.minimum(cos, COS_CAP),
         "cover_low": np.minimum(coverage, COVER_CAP),
-        "phrase": phrase_evidence(query, texts),
+        "phrase": phrase_evidence(query, texts, [c.terms for c in cands]),
         "rrf": rank_fusion(cos, bm25),
     }
     low, high = LENGTH_RANGE

@@ -240,6 +240,8 @@ class Candidate(NamedTuple):
     next_cosine: float | None = None
     prev_keyword: float | None = None
     next_keyword: float | None = None
+    terms: str | None = None
+    """The item's index terms as the store keeps them (:class:`Loaded`), or None."""
 
 
 @dataclass(frozen=True)
@@ -500,11 +502,15 @@ class ThreadLinks(Op[dict[str, Link]]):
 class Loaded(NamedTuple):
     """What :class:`LoadHits` found for one id. ``item`` is None for a context id; ``vector``
     and ``cosine`` are None without a query vector or a stored vector of its model and
-    dimension."""
+    dimension. ``terms`` are the index terms the item was written with (``Upsert.terms``,
+    space-joined; a backend may keep them folded as :func:`jiyi.text.tokenize.fold_term`
+    does), so a ranker can test phrasing without tokenizing the text again; None for a
+    context id."""
 
     item: MemoryItem | None
     vector: Vector | None
     cosine: float | None
+    terms: str | None = None
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,6 @@ import re
 import selectors
 import struct
 import threading
-import unicodedata
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager, suppress
@@ -217,6 +216,7 @@ from jiyi.store.sqlcommon import (
     viewer_clause,
 )
 from jiyi.store.usage import UsageWriter, usage_write
+from jiyi.text.tokenize import fold_term
 
 try:
     import psycopg
@@ -783,24 +783,6 @@ def quote_ident(name: str) -> str:
 
 def _utc(value: datetime | None) -> datetime | None:
     return None if value is None else as_utc(value)
-
-
-def _is_latin(ch: str) -> bool:
-    return "\u00c0" <= ch <= "\u024f" or "\u1e00" <= ch <= "\u1eff"
-
-
-def fold_term(term: str) -> str:
-    """Lower-case and drop Latin diacritics ("café" -> "cafe"), like FTS5's ``remove_diacritics``."""
-    term = term.lower()
-    if term.isascii():
-        return term
-    out: list[str] = []
-    for ch in term:
-        if _is_latin(ch):
-            out.extend(c for c in unicodedata.normalize("NFD", ch) if not unicodedata.combining(c))
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def fold_terms(terms: str) -> str:
@@ -2575,7 +2557,8 @@ class PostgresStore(Store):
         params |= {"ids": list(op.ids), "every": every}
         query = _Query(
             f"SELECT i.id, i.id = ANY(%(ids)s::text[]), {cosine}, {vec}, "
-            f"CASE WHEN i.id = ANY(%(ids)s::text[]) THEN i.doc::text END, i.access_count, i.last_used_at "
+            # terms for every row (short): spares a third ANY() over the ids per row
+            f"CASE WHEN i.id = ANY(%(ids)s::text[]) THEN i.doc::text END, i.access_count, i.last_used_at, i.terms "
             f"FROM {s}.items i{join} WHERE {where} AND i.id = ANY(%(every)s::text[])",
             params,
         )
@@ -2584,10 +2567,15 @@ class PostgresStore(Store):
 
         def convert(rows: Rows) -> dict[str, Loaded]:
             out: dict[str, Loaded] = {}
-            for item_id, asked, dist, vector, doc, count, used in rows:
+            for item_id, asked, dist, vector, doc, count, used, terms in rows:
                 cos = None if dist is None else 1.0 - float(dist)
                 item = _read_item(doc, count, used, parse) if asked else None
-                out[item_id] = Loaded(item, vector if item is not None and dist is not None else None, cos)
+                out[item_id] = Loaded(
+                    item,
+                    vector if item is not None and dist is not None else None,
+                    cos,
+                    terms if asked else None,
+                )
             return out
 
         return lambda: _single(query, convert)

@@ -124,7 +124,7 @@ def expand(chosen: dict[str, None], links: dict[str, Link], rounds: int) -> None
 
 
 _NO_LINK = Link(None, None, False)
-_NOTHING = Loaded(None, None, None)
+_NOTHING = Loaded(None, None, None, None)
 
 
 def candidates(
@@ -152,6 +152,7 @@ def candidates(
                 after.cosine,
                 None if prev_id is None else score(prev_id),
                 None if next_id is None else score(next_id),
+                found.terms,
             )
         )
     return out

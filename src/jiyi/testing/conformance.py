@@ -128,7 +128,7 @@ from jiyi.store.base import (
     Write,
 )
 from jiyi.store.retrieve import retrieve
-from jiyi.text.tokenize import index_text, query_terms
+from jiyi.text.tokenize import fold_term, index_text, query_terms
 
 __all__ = [
     "DIM",
@@ -205,6 +205,10 @@ def event_for(
         before=None if before is None else before.to_json_dict(),
         after=None if after_item is None else after_item.to_json_dict(),
     )
+
+
+def fold_terms(terms: str) -> str:
+    return " ".join(fold_term(t) for t in terms.split())
 
 
 def upsert(
@@ -1701,7 +1705,7 @@ class StoreConformance:
     def test_load_hits_gives_items_vectors_and_the_cosines_vector_hits_give(self, store: Store) -> None:
         rng = np.random.default_rng(22)
         q = unit(rng)
-        a, b, bare = make_item("load a"), make_item("load b"), make_item("load bare")
+        a, b, bare = make_item("load a"), make_item("load b"), make_item("Load the Café bare")
         bob = make_item("not in the filter", user_id="bob")
         va, vb = unit(rng), unit(rng)
         store.execute(Write((upsert(a, va), upsert(b, vb), upsert(bare), upsert(bob, unit(rng)))))
@@ -1712,10 +1716,14 @@ class StoreConformance:
         assert loaded[a.id].item == a
         assert loaded[a.id].cosine == scores[a.id]  # to the bit
         assert np.asarray(loaded[a.id].vector, dtype=np.float32).tobytes() == va.tobytes()
-        assert loaded[bare.id] == Loaded(bare, None, None)
-        assert loaded[b.id] == Loaded(None, None, scores[b.id])
+        # The index terms come back as written, or folded (lower case, no Latin diacritics).
+        bare_terms = loaded[bare.id].terms
+        assert bare_terms is not None
+        assert fold_terms(bare_terms) == fold_terms(index_text(bare.content))
+        assert loaded[bare.id] == Loaded(bare, None, None, bare_terms)
+        assert loaded[b.id] == Loaded(None, None, scores[b.id], None)  # a context id: cosine only
         plain = store.execute(LoadHits(f, MODEL, None, (a.id,)))
-        assert plain == {a.id: Loaded(a, None, None)}
+        assert plain == {a.id: Loaded(a, None, None, index_text(a.content))}
 
     def test_retrieve_is_the_shared_flow_over_the_primitives(self, store: Store) -> None:
         """A backend's answer to Retrieve equals jiyi's shared flow run over its primitives."""

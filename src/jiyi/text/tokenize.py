@@ -109,6 +109,24 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def _is_latin(ch: str) -> bool:
+    return "\u00c0" <= ch <= "\u024f" or "\u1e00" <= ch <= "\u1eff"
+
+
+def fold_term(term: str) -> str:
+    """Lower-case and drop Latin diacritics ("café" -> "cafe"), like FTS5's ``remove_diacritics``."""
+    term = term.lower()
+    if term.isascii():
+        return term
+    out: list[str] = []
+    for ch in term:
+        if _is_latin(ch):
+            out.extend(c for c in unicodedata.normalize("NFD", ch) if not unicodedata.combining(c))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def query_terms(text: str) -> tuple[str, ...]:
     """Distinct terms of a query, in first-seen order."""
     return tuple(dict.fromkeys(terms(text)))
