@@ -303,7 +303,8 @@ def _text_pairs(text: str) -> frozenset[tuple[str, str]]:
 def _stored_pairs(stored: str) -> frozenset[tuple[str, str]]:
     """The adjacent term pairs of an item's stored index terms, folded (a store may keep
     them folded; folding both sides makes either way compare alike)."""
-    return frozenset(itertools.pairwise(fold_term(t) for t in stored.split()))
+    words = stored.lower().split() if stored.isascii() else [fold_term(t) for t in stored.split()]
+    return frozenset(itertools.pairwise(words))
 
 
 @functools.lru_cache(maxsize=1024)
