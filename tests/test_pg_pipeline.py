@@ -294,9 +294,10 @@ def test_only_a_searchs_usage_write_commits_without_waiting_for_the_disk(
 def test_the_keyword_index_per_scope_is_built_over_an_existing_store_and_keeps_the_hits(
     pg_dsn: str,  # noqa: F811
 ) -> None:
-    """The migration "keyword index per scope" indexes the rows already stored; a keyword
-    search of one user finds the same (id, score) list without it and with it, and with it
-    reads only that user's rows holding the words (the other user's are never fetched)."""
+    """The migration "keyword index by scope and term" (which replaced "keyword index per
+    scope") indexes the rows already stored; a keyword search of one user finds the same
+    (id, score) list without it and with it, and with it reads only that user's rows
+    holding the words (the other user's are never fetched)."""
     from jiyi.store.base import KeywordHits, Write
     from jiyi.store.postgres import MIGRATIONS
     from jiyi.testing.conformance import flt, make_item, upsert
@@ -308,16 +309,17 @@ def test_the_keyword_index_per_scope_is_built_over_an_existing_store_and_keeps_t
             crowd = [make_item(f"common filler {k} budget", user_id="bob") for k in range(3000)]
             mine = [make_item(f"common word{k % 5} note {k}", user_id="alice") for k in range(40)]
             store.execute(Write(tuple(upsert(i) for i in (*crowd, *mine))))
-        version = next(v for v, (name, _) in enumerate(MIGRATIONS, 1) if name == "keyword index per scope")
+        name = "keyword index by scope and term"
+        version = next(v for v, (n, _) in enumerate(MIGRATIONS, 1) if n == name)
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
-            conn.execute(f'DROP INDEX "{schema}".items_scope_tsv')
+            conn.execute(f'DROP INDEX "{schema}".items_scope_terms')
             conn.execute(f'DELETE FROM "{schema}".jiyi_schema_migrations WHERE version = %s', (version,))
         ops = [
             KeywordHits(flt(scope_keys=("user:alice",)), query_terms(q), 10)
             for q in ("common", "common word3")
         ]
         with PostgresStore(pg_dsn, schema=schema, migrate=False) as before:
-            assert before.pending_migrations() == [(version, "keyword index per scope")]
+            assert before.pending_migrations() == [(version, name)]
             expected = [[(h.id, h.score) for h in before.execute(op)] for op in ops]
         assert all(len(hits) == 10 for hits in expected)
         with PostgresStore(pg_dsn, schema=schema) as upgraded:
@@ -326,7 +328,7 @@ def test_the_keyword_index_per_scope_is_built_over_an_existing_store_and_keeps_t
                 conn.execute(f'ANALYZE "{schema}".items')
             assert [[(h.id, h.score) for h in upgraded.execute(op)] for op in ops] == expected
             plan = upgraded.explain(ops[0], analyze=True)
-        assert "Bitmap Index Scan on items_scope_tsv" in plan
+        assert "Bitmap Index Scan on items_scope_terms" in plan
         assert "Bitmap Index Scan on items_tsv " not in plan
         # Only alice's 40 rows holding the word reach the scoring (not bob's 3,000).
         assert re.search(r"Bitmap Heap Scan on items h \(actual rows=40(\.00)? ", plan), plan
