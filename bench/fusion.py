@@ -154,9 +154,10 @@ def capture(args: argparse.Namespace) -> None:
             out["locomo"] = {"pools": pools, "gold": gold, "parts": parts}
         if "lme" in args.sets:
             argv = [str(args.lme), "--json", str(t / "lme.json"), "--every", str(args.lme_every), *spec]
+            argv += ["--half", args.lme_half]
             argv += ["--cache", str(args.cache)] if args.cache else []
             pools = _run(recorder, longmemeval.main, argv)
-            questions = longmemeval.select(longmemeval.load(args.lme), "all", args.lme_every, None)
+            questions = longmemeval.select(longmemeval.load(args.lme), args.lme_half, args.lme_every, None)
             gold = [
                 {
                     "gold": q.row["gold_turn_ids_user"],
@@ -460,6 +461,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=1,
         help="raw mode: every N-th LongMemEval question (an odd N keeps both halves)",
+    )
+    c.add_argument(
+        "--lme-half",
+        choices=("even", "odd", "all"),
+        default="all",
+        help="raw mode: LongMemEval questions of even (development) or odd lines only",
     )
     c.add_argument(
         "--pipeline",
