@@ -24,7 +24,6 @@ parts' figures from the same run.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import pickle
@@ -73,6 +72,7 @@ class Recorder:
         now: datetime,
         in_time: Callable[[MemoryItem], bool] | None,
         query: str = "",
+        model_id: str = "",
     ) -> list[Scored]:
         coverage = term_coverage(cands, query_terms(query), neighbours=False)
         cols = fusion.features(cands, query, coverage, in_time)
@@ -81,7 +81,7 @@ class Recorder:
         for i, c in enumerate(cands):
             if c.vector is not None:
                 vectors[i] = c.vector
-        out = self.inner(cands, cfg, now, in_time, query)
+        out = self.inner(cands, cfg, now, in_time, query, model_id)
         parts = {s.candidate.item.id: _rest(s) for s in out}
         self.pools.append(
             {
@@ -126,43 +126,50 @@ def capture(args: argparse.Namespace) -> None:
     recorder = Recorder()
     search_module.score_candidates = recorder  # type: ignore[assignment]
     locomo.WARMUP_SEARCHES = 0  # every search is then a question, in order
-    out: dict[str, Any] = {}
+    spec = ["--embedder", args.embedder] if args.embedder else []
+    out: dict[str, Any] = {"embedder": resolve_embedder(args.embedder).model_id}
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
-        pools = _run(recorder, zh_en.main, ["--json", str(t / "zhen.json")])
-        queries = [q for q in json.loads(ZH_EN.read_text(encoding="utf-8"))["queries"] if q["gold"]]
-        gold = [
-            {"gold": q["gold"], "tune": q["user_id"] in zh_en.TUNING_USERS, "kind": q["kind"]}
-            for q in queries
-        ]
-        out["zhen"] = {"pools": pools, "gold": gold, "parts": json.loads((t / "zhen.json").read_text())}
-        argv = ["--data", str(args.locomo), "--half-report", "--details", str(t / "loc.jsonl")]
-        pools = _run(recorder, locomo.main, [*argv, "--json", str(t / "loc.json")])
-        rows = [json.loads(line) for line in (t / "loc.jsonl").read_text().splitlines()]
-        convs = list(dict.fromkeys(r["sample_id"] for r in rows))
-        gold = [
-            {"gold": r["evidence"], "tune": convs.index(r["sample_id"]) < 5, "scored": r["category"] != 5}
-            for r in rows
-        ]
-        out["locomo"] = {"pools": pools, "gold": gold, "parts": json.loads((t / "loc.json").read_text())}
-        argv = [str(args.lme), "--json", str(t / "lme.json")] + (
-            ["--cache", str(args.cache)] if args.cache else []
-        )
-        pools = _run(recorder, longmemeval.main, argv)
-        with gzip.open(args.lme, "rt", encoding="utf-8") as fh:
-            lines = [json.loads(line) for line in fh if line.strip()]
-        gold = [
-            {
-                "gold": r["gold_turn_ids_user"],
-                "sessions": r["gold_session_ids"],
-                "tune": i % 2 == 0,
-                "scored": bool(r.get("in_paper_retrieval_eval")),
-            }
-            for i, r in enumerate(lines)
-        ]
-        out["lme"] = {"pools": pools, "gold": gold, "parts": json.loads((t / "lme.json").read_text())}
+        if "zhen" in args.sets:
+            pools = _run(recorder, zh_en.main, ["--json", str(t / "zhen.json"), *spec])
+            queries = [q for q in json.loads(ZH_EN.read_text(encoding="utf-8"))["queries"] if q["gold"]]
+            gold = [
+                {"gold": q["gold"], "tune": q["user_id"] in zh_en.TUNING_USERS, "kind": q["kind"]}
+                for q in queries
+            ]
+            parts = json.loads((t / "zhen.json").read_text())
+            out["zhen"] = {"pools": pools, "gold": gold, "parts": parts}
+        if "locomo" in args.sets:
+            argv = ["--data", str(args.locomo), "--half-report", "--details", str(t / "loc.jsonl"), *spec]
+            if args.locomo_cache:
+                argv += ["--cache", str(args.locomo_cache)]
+            pools = _run(recorder, locomo.main, [*argv, "--json", str(t / "loc.json")])
+            rows = [json.loads(line) for line in (t / "loc.jsonl").read_text().splitlines()]
+            convs = list(dict.fromkeys(r["sample_id"] for r in rows))
+            gold = [
+                {"gold": r["evidence"], "tune": convs.index(r["sample_id"]) < 5, "scored": r["category"] != 5}
+                for r in rows
+            ]
+            parts = json.loads((t / "loc.json").read_text())
+            out["locomo"] = {"pools": pools, "gold": gold, "parts": parts}
+        if "lme" in args.sets:
+            argv = [str(args.lme), "--json", str(t / "lme.json"), "--every", str(args.lme_every), *spec]
+            argv += ["--half", args.lme_half]
+            argv += ["--cache", str(args.cache)] if args.cache else []
+            pools = _run(recorder, longmemeval.main, argv)
+            questions = longmemeval.select(longmemeval.load(args.lme), args.lme_half, args.lme_every, None)
+            gold = [
+                {
+                    "gold": q.row["gold_turn_ids_user"],
+                    "sessions": q.row["gold_session_ids"],
+                    "tune": q.index % 2 == 0,
+                    "scored": q.scored,
+                }
+                for q in questions
+            ]
+            out["lme"] = {"pools": pools, "gold": gold, "parts": json.loads((t / "lme.json").read_text())}
     for name in ("zhen", "locomo", "lme"):
-        if len(out[name]["pools"]) != len(out[name]["gold"]):
+        if name in out and len(out[name]["pools"]) != len(out[name]["gold"]):
             raise SystemExit(
                 f"{name}: {len(out[name]['pools'])} searches for {len(out[name]['gold'])} questions"
             )
@@ -322,9 +329,10 @@ def fit_weights(
     return w
 
 
-def ranked(pool: dict[str, Any], w: np.ndarray, limit: int) -> list[int]:
+def ranked(pool: dict[str, Any], w: np.ndarray, limit: int, model_id: str = "") -> list[int]:
     """The search's order: seed-000 score (the match, with the candidate's confidence and
-    scope as the search recorded them), then MMR over the best 3 x limit."""
+    scope as the search recorded them), then MMR over the best 3 x limit (its floor on the
+    scale of the embedder ``model_id``, as the search has it)."""
     cfg = RankConfig()
     n = len(pool["ids"])
     mult, rest = pool.get("mult", np.ones(n)), pool.get("rest", np.zeros(n))
@@ -334,18 +342,23 @@ def ranked(pool: dict[str, Any], w: np.ndarray, limit: int) -> list[int]:
         window = order[: cfg.pool_factor * limit]
         vectors = [pool["vectors"][i].astype(np.float32) for i in window]
         picked = mmr_select(
-            [float(score[i]) for i in window], vectors, limit, cfg.mmr_lambda, cfg.mmr_redundancy_floor
+            [float(score[i]) for i in window],
+            vectors,
+            limit,
+            cfg.mmr_lambda,
+            fusion.on_scale(cfg.mmr_redundancy_floor, model_id),
         )
         order = np.array([window[i] for i in picked])
     return [int(i) for i in order[:limit]]
 
 
 def figures(name: str, data: dict[str, Any], w: np.ndarray) -> dict[str, str]:
+    model_id = str(data.get("embedder", ""))
     halves: dict[str, list[float | tuple[float, float]]] = {"tuning": [], "report": [], "all": []}
     for pool, gold in zip(data[name]["pools"], data[name]["gold"], strict=True):
         if not scored(gold):
             continue
-        order = ranked(pool, w, LIMITS[name])
+        order = ranked(pool, w, LIMITS[name], model_id)
         value = _question_figure(name, pool, gold, order)
         if value is None:
             continue
@@ -398,7 +411,9 @@ def fit(args: argparse.Namespace) -> None:
         + "".join(f"        {x:.4f},  # {n}\n" for n, x in zip(fusion.FEATURES, w, strict=True))
     )
     print("    ]\n)")
-    current = fusion.WEIGHTS
+    model = str(data.get("embedder", ""))  # captures before this key: the default embedder
+    current = fusion.weights_for(model)
+    print(f"embedder {model or '(not recorded)'}; 'in code': the weights jiyi uses for it")
     for name in present:
         print(f"{name} (LME: session recall_all@5 / turn recall_all@10; LoCoMo: recall@10; zh/en: recall@5)")
         print(f"  fitted   {figures(name, data, w)}")
@@ -432,6 +447,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--lme", type=Path, default=DEFAULT_LME)
     c.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
     c.add_argument("--cache", type=Path, default=None, help="LongMemEval embedding cache (.npz)")
+    c.add_argument("--embedder", default=None, help="embedder spec for every set (default: jiyi's default)")
+    c.add_argument("--locomo-cache", type=Path, default=None, help="LoCoMo embedding cache (.npz)")
+    c.add_argument(
+        "--sets",
+        nargs="+",
+        choices=("zhen", "locomo", "lme"),
+        default=["zhen", "locomo", "lme"],
+        help="raw mode: which sets to run (default: all three)",
+    )
+    c.add_argument(
+        "--lme-every",
+        type=int,
+        default=1,
+        help="raw mode: every N-th LongMemEval question (an odd N keeps both halves)",
+    )
+    c.add_argument(
+        "--lme-half",
+        choices=("even", "odd", "all"),
+        default="all",
+        help="raw mode: LongMemEval questions of even (development) or odd lines only",
+    )
     c.add_argument(
         "--pipeline",
         action="store_true",

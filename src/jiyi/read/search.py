@@ -21,6 +21,7 @@ from jiyi.model import (
     in_agent_space,
 )
 from jiyi.problems import too_large, too_small
+from jiyi.read import fusion
 from jiyi.read.rank import Scored, SearchHit, mmr_select, relevances, score_candidates
 from jiyi.read.rerank import apply_rerank, rerank_texts
 from jiyi.read.retrievals import check_kind, record_access
@@ -108,7 +109,7 @@ def search(
     if as_of is not None:
         candidates = [c for c in candidates if c.item.valid_at(now)]
         touch = False
-    scored = score_candidates(candidates, rt.rank, now, query_.time_test, query)
+    scored = score_candidates(candidates, rt.rank, now, query_.time_test, query, rt.embedder.model_id)
     floor = rt.rank.threshold if threshold is None else threshold
     rel = _Relevance.of(scored, query_) if min_relevance is not None or explain else None
     scored = _cut(scored, floor, rel, min_relevance)
@@ -330,7 +331,8 @@ def _diverse(scored: list[Scored], rt: Runtime, limit: int) -> list[Scored]:
             [s.candidate.vector for s in window],
             limit,
             cfg.mmr_lambda,
-            cfg.mmr_redundancy_floor,
+            # Set on the default embedder's cosine scale; moved onto this one's.
+            fusion.on_scale(cfg.mmr_redundancy_floor, rt.embedder.model_id),
             [s.candidate.item.thread_id for s in window],
             cfg.thread_diversity,
         )
