@@ -94,6 +94,12 @@ class Recorder:
                 "src": [c.item.source_id or "" for c in cands],
                 "thread": [c.item.thread_id or "" for c in cands],
                 "vectors": vectors,
+                # when each candidate happened and the search's "now" (POSIX seconds, NaN:
+                # unknown), so that a change to the time windows can be replayed offline
+                "when": np.array(
+                    [c.item.occurred_at.timestamp() if c.item.occurred_at else math.nan for c in cands]
+                ),
+                "now": now.timestamp(),
             }
         )
         return out
@@ -195,6 +201,20 @@ def capture_pipeline(args: argparse.Namespace) -> None:
     embedder = longmemeval.CachingEmbedder(resolve_embedder(None), args.cache)
     out: dict[str, Any] = {}
 
+    if "locomo" in args.sets:
+        out["locomo_p"] = _capture_locomo_pipeline(args, recorder, books, embedder)
+    if "lme" in args.sets:
+        out["lme_p"] = _capture_lme_pipeline(args, recorder, books, embedder)
+    with open(args.out, "wb") as fh:
+        pickle.dump(out, fh)
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+def _capture_locomo_pipeline(
+    args: argparse.Namespace, recorder: Recorder, books: list[dict[str, dict[str, None]]], embedder: Any
+) -> dict[str, Any]:
+    import locomo
+
     samples = json.loads(Path(args.locomo).read_text(encoding="utf-8"))
     pools: list[dict[str, Any]] = []
     gold: list[dict[str, Any]] = []
@@ -212,21 +232,33 @@ def capture_pipeline(args: argparse.Namespace) -> None:
             )
         print(f"  locomo {n}: {len(run.results)} questions", file=sys.stderr)
     halves = {"all": runs, "1-5": runs[:5], "6-10": runs[5:]}
-    out["locomo_p"] = {
+    return {
         "pools": pools,
         "gold": gold,
         "parts": {"parts": {k: locomo.parts_summary(v) for k, v in halves.items()}},
     }
 
+
+def _capture_lme_pipeline(
+    args: argparse.Namespace, recorder: Recorder, books: list[dict[str, dict[str, None]]], embedder: Any
+) -> dict[str, Any]:
+    """LongMemEval_S in pipeline mode; with ``--stores`` the stores kept by ``bench/longmemeval.py
+    --stores`` are searched (or built and kept there), as that benchmark does."""
+    import longmemeval
+
     questions = longmemeval.select(longmemeval.load(args.lme), "all", args.every, None)
-    pools, gold, results = [], [], []
+    pools: list[dict[str, Any]] = []
+    gold: list[dict[str, Any]] = []
+    results = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, q in enumerate(questions, 1):
             start = len(recorder.pools)
-            results.append(longmemeval.run_pipeline(q, embedder, Path(tmp), True))
+            results.append(longmemeval.run_pipeline(q, embedder, Path(tmp), True, args.stores))
             (Path(tmp) / f"{q.qid}.db").unlink(missing_ok=True)
             (pool,) = _question_pools(recorder.pools[start:], [q.row["question"]])
-            pools.append(_through(pool, books[-1]))
+            kept = None if args.stores is None else args.stores / f"{q.qid}.sources.json"
+            sources = longmemeval._load_sources(kept) if kept is not None and kept.exists() else books[-1]
+            pools.append(_through(pool, sources))
             gold.append(
                 {
                     "gold": q.row["gold_turn_ids_user"],
@@ -239,10 +271,7 @@ def capture_pipeline(args: argparse.Namespace) -> None:
                 embedder.save()
                 print(f"  lme {i}/{len(questions)}", file=sys.stderr)
     embedder.save()
-    out["lme_p"] = {"pools": pools, "gold": gold, "parts": longmemeval.summarise(results)}
-    with open(args.out, "wb") as fh:
-        pickle.dump(out, fh)
-    print(f"wrote {args.out}", file=sys.stderr)
+    return {"pools": pools, "gold": gold, "parts": longmemeval.summarise(results)}
 
 
 def _question_pools(pools: list[dict[str, Any]], questions: list[str]) -> list[dict[str, Any]]:
@@ -438,6 +467,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="LoCoMo and LongMemEval_S in pipeline mode (remember() each session) instead of raw mode",
     )
     c.add_argument("--every", type=int, default=3, help="pipeline: every N-th LongMemEval question")
+    c.add_argument(
+        "--sets",
+        nargs="+",
+        choices=("locomo", "lme"),
+        default=["locomo", "lme"],
+        help="pipeline: which benchmarks to capture",
+    )
+    c.add_argument(
+        "--stores",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="pipeline: LongMemEval stores kept by `bench/longmemeval.py --stores DIR` (searched "
+        "without ingesting again; built and kept there when missing)",
+    )
     f = sub.add_parser("fit", help="fit the weights on the development halves")
     f.add_argument("pools", type=Path, nargs="+", help="one or more capture files (their sets are merged)")
     f.add_argument("--epochs", type=int, default=1000)
