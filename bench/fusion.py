@@ -32,7 +32,7 @@ import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from jiyi.read import fusion
 from jiyi.read import search as search_module
 from jiyi.read.rank import Scored, mmr_select, term_coverage
 from jiyi.store.base import Candidate
+from jiyi.text.timeparse import time_windows, without_spans
 from jiyi.text.tokenize import query_terms
 
 LIMITS = {"lme": 50, "locomo": 20, "zhen": 10, "lme_p": 50, "locomo_p": 20}
@@ -279,8 +280,16 @@ def _question_pools(pools: list[dict[str, Any]], questions: list[str]) -> list[d
     found: list[dict[str, Any]] = []
     it = iter(pools)
     for text in questions:
-        found.append(next(p for p in it if p["query"] == text))
+        words = _words(text)
+        found.append(next(p for p in it if p["query"] in (text, words)))
     return found
+
+
+def _words(text: str) -> str:
+    """The text the search scores a question by: its counted-back time phrases blanked
+    (``jiyi.read.search._Query.words``; which spans those are does not depend on now)."""
+    counted = time_windows(text, datetime.now(UTC)).counted
+    return without_spans(text, counted) if counted else text
 
 
 def _through(pool: dict[str, Any], sources: dict[str, dict[str, None]]) -> dict[str, Any]:
