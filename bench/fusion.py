@@ -31,7 +31,7 @@ import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ from jiyi.read import fusion
 from jiyi.read import search as search_module
 from jiyi.read.rank import Scored, mmr_select, term_coverage
 from jiyi.store.base import Candidate
+from jiyi.text.timeparse import time_windows, without_spans
 from jiyi.text.tokenize import query_terms
 
 LIMITS = {"lme": 50, "locomo": 20, "zhen": 10, "lme_p": 50, "locomo_p": 20}
@@ -94,6 +95,12 @@ class Recorder:
                 "src": [c.item.source_id or "" for c in cands],
                 "thread": [c.item.thread_id or "" for c in cands],
                 "vectors": vectors,
+                # when each candidate happened and the search's "now" (POSIX seconds, NaN:
+                # unknown), so that a change to the time windows can be replayed offline
+                "when": np.array(
+                    [c.item.occurred_at.timestamp() if c.item.occurred_at else math.nan for c in cands]
+                ),
+                "now": now.timestamp(),
             }
         )
         return out
@@ -202,6 +209,20 @@ def capture_pipeline(args: argparse.Namespace) -> None:
     embedder = longmemeval.CachingEmbedder(resolve_embedder(None), args.cache)
     out: dict[str, Any] = {}
 
+    if "locomo" in args.sets:
+        out["locomo_p"] = _capture_locomo_pipeline(args, recorder, books, embedder)
+    if "lme" in args.sets:
+        out["lme_p"] = _capture_lme_pipeline(args, recorder, books, embedder)
+    with open(args.out, "wb") as fh:
+        pickle.dump(out, fh)
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+def _capture_locomo_pipeline(
+    args: argparse.Namespace, recorder: Recorder, books: list[dict[str, dict[str, None]]], embedder: Any
+) -> dict[str, Any]:
+    import locomo
+
     samples = json.loads(Path(args.locomo).read_text(encoding="utf-8"))
     pools: list[dict[str, Any]] = []
     gold: list[dict[str, Any]] = []
@@ -219,21 +240,33 @@ def capture_pipeline(args: argparse.Namespace) -> None:
             )
         print(f"  locomo {n}: {len(run.results)} questions", file=sys.stderr)
     halves = {"all": runs, "1-5": runs[:5], "6-10": runs[5:]}
-    out["locomo_p"] = {
+    return {
         "pools": pools,
         "gold": gold,
         "parts": {"parts": {k: locomo.parts_summary(v) for k, v in halves.items()}},
     }
 
+
+def _capture_lme_pipeline(
+    args: argparse.Namespace, recorder: Recorder, books: list[dict[str, dict[str, None]]], embedder: Any
+) -> dict[str, Any]:
+    """LongMemEval_S in pipeline mode; with ``--stores`` the stores kept by ``bench/longmemeval.py
+    --stores`` are searched (or built and kept there), as that benchmark does."""
+    import longmemeval
+
     questions = longmemeval.select(longmemeval.load(args.lme), "all", args.every, None)
-    pools, gold, results = [], [], []
+    pools: list[dict[str, Any]] = []
+    gold: list[dict[str, Any]] = []
+    results = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, q in enumerate(questions, 1):
             start = len(recorder.pools)
-            results.append(longmemeval.run_pipeline(q, embedder, Path(tmp), True))
+            results.append(longmemeval.run_pipeline(q, embedder, Path(tmp), True, args.stores))
             (Path(tmp) / f"{q.qid}.db").unlink(missing_ok=True)
             (pool,) = _question_pools(recorder.pools[start:], [q.row["question"]])
-            pools.append(_through(pool, books[-1]))
+            kept = None if args.stores is None else args.stores / f"{q.qid}.sources.json"
+            sources = longmemeval._load_sources(kept) if kept is not None and kept.exists() else books[-1]
+            pools.append(_through(pool, sources))
             gold.append(
                 {
                     "gold": q.row["gold_turn_ids_user"],
@@ -246,10 +279,7 @@ def capture_pipeline(args: argparse.Namespace) -> None:
                 embedder.save()
                 print(f"  lme {i}/{len(questions)}", file=sys.stderr)
     embedder.save()
-    out["lme_p"] = {"pools": pools, "gold": gold, "parts": longmemeval.summarise(results)}
-    with open(args.out, "wb") as fh:
-        pickle.dump(out, fh)
-    print(f"wrote {args.out}", file=sys.stderr)
+    return {"pools": pools, "gold": gold, "parts": longmemeval.summarise(results)}
 
 
 def _question_pools(pools: list[dict[str, Any]], questions: list[str]) -> list[dict[str, Any]]:
@@ -257,8 +287,16 @@ def _question_pools(pools: list[dict[str, Any]], questions: list[str]) -> list[d
     found: list[dict[str, Any]] = []
     it = iter(pools)
     for text in questions:
-        found.append(next(p for p in it if p["query"] == text))
+        words = _words(text)
+        found.append(next(p for p in it if p["query"] in (text, words)))
     return found
+
+
+def _words(text: str) -> str:
+    """The text the search scores a question by: its counted-back time phrases blanked
+    (``jiyi.read.search._Query.words``; which spans those are does not depend on now)."""
+    counted = time_windows(text, datetime.now(UTC)).counted
+    return without_spans(text, counted) if counted else text
 
 
 def _through(pool: dict[str, Any], sources: dict[str, dict[str, None]]) -> dict[str, Any]:
@@ -474,6 +512,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="LoCoMo and LongMemEval_S in pipeline mode (remember() each session) instead of raw mode",
     )
     c.add_argument("--every", type=int, default=3, help="pipeline: every N-th LongMemEval question")
+    c.add_argument(
+        "--sets",
+        nargs="+",
+        choices=("locomo", "lme"),
+        default=["locomo", "lme"],
+        help="pipeline: which benchmarks to capture",
+    )
+    c.add_argument(
+        "--stores",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="pipeline: LongMemEval stores kept by `bench/longmemeval.py --stores DIR` (searched "
+        "without ingesting again; built and kept there when missing)",
+    )
     f = sub.add_parser("fit", help="fit the weights on the development halves")
     f.add_argument("pools", type=Path, nargs="+", help="one or more capture files (their sets are merged)")
     f.add_argument("--epochs", type=int, default=1000)

@@ -98,6 +98,44 @@ def test_time_phrase_keeps_its_words(tmp_path: Path) -> None:
         assert by_text["We wen"].breakdown["keyword_bm25"] > 0
 
 
+def test_a_counted_back_time_phrase_gives_its_window_but_not_its_words(tmp_path: Path) -> None:
+    """A query's "a week ago" means a week before the question; a memory that says "about a week ago"
+    counted from another day, so the words are no keyword. A named time ("in December",
+    above, or "last month") keeps its words."""
+    from jiyi.text.timeparse import time_windows, without_spans
+
+    now = datetime(2023, 2, 7, 9, tzinfo=UTC)
+    query = "Which book did I finish a week ago?"
+    windows = time_windows(query, now)
+    assert windows.ranges and windows.counted == windows.spans
+    assert without_spans(query, windows.counted).split() == ["Which", "book", "did", "I", "finish", "?"]
+    for named in ("what did I do in December?", "Which shoes did I clean last month?", "我上周去了哪里？"):
+        assert time_windows(named, now).counted == ()
+    assert time_windows("我三天前去了哪里？", now).counted  # Chinese too
+
+    with Memory.open(tmp_path / "m.db", clock=lambda: now) as mem:
+        mem.import_items(
+            [
+                {
+                    "content": "I finished reading The Nightingale today, what a book.",
+                    "user_id": "u",
+                    "occurred_at": datetime(2023, 1, 31, tzinfo=UTC),
+                },
+                {
+                    "content": "I added neon tetras to the aquarium about a week ago.",
+                    "user_id": "u",
+                    "occurred_at": datetime(2023, 1, 10, tzinfo=UTC),
+                },
+            ]
+        )
+        hits = mem.search(query, user_id="u", limit=2, touch=False, explain=True)
+        by_text = {h.item.content[:6]: h for h in hits}
+        assert hits[0].item.content.startswith("I finished")
+        assert by_text["I fini"].breakdown["similarity.time"] > 0  # the window still counts
+        assert by_text["I fini"].breakdown["keyword_bm25"] > 0  # "book"
+        assert by_text["I adde"].breakdown.get("keyword_bm25", 0.0) == 0.0  # "week" is no keyword
+
+
 def test_a_time_window_counts_less_when_it_admits_most_of_the_pool() -> None:
     """A window that holds nearly every candidate says little about which one answers (as
     a word found in every document does); one that singles out a few says a lot. Either

@@ -37,7 +37,7 @@ from jiyi.store.base import (
     Viewer,
     detached,
 )
-from jiyi.text.timeparse import TimeWindows, time_windows
+from jiyi.text.timeparse import TimeWindows, time_windows, without_spans
 from jiyi.text.tokenize import query_terms
 from jiyi.validate import Problems, check_limit, check_text, enum_tuple, scope_keys
 
@@ -109,7 +109,7 @@ def search(
     if as_of is not None:
         candidates = [c for c in candidates if c.item.valid_at(now)]
         touch = False
-    scored = score_candidates(candidates, rt.rank, now, query_.time_test, query, rt.embedder.model_id)
+    scored = score_candidates(candidates, rt.rank, now, query_.time_test, query_.words, rt.embedder.model_id)
     floor = rt.rank.threshold if threshold is None else threshold
     rel = _Relevance.of(scored, query_) if min_relevance is not None or explain else None
     scored = _cut(scored, floor, rel, min_relevance)
@@ -253,10 +253,18 @@ class _Query:
     windows: TimeWindows
 
     @cached_property
+    def words(self) -> str:
+        """The text whose words are matched: the query less its counted-back time phrases
+        (``TimeWindows.counted``). A named time keeps its words ("December", "May 2023"
+        or "last month" may be written in the memory itself, and then it is the strongest
+        clue there is); "a week ago" is a distance from the day of asking, and a memory
+        that says "about a week ago" counted from another day, so the words would match
+        the wrong memories. The window still counts."""
+        return without_spans(self.text, self.windows.counted) if self.windows.counted else self.text
+
+    @cached_property
     def terms(self) -> tuple[str, ...]:
-        # A time phrase adds a window but keeps its words: "December" or "last month" may
-        # be written in the memory itself, and then it is the strongest clue there is.
-        return query_terms(self.text)
+        return query_terms(self.words)
 
     def in_window(self, item: MemoryItem) -> bool:
         return self.windows.contains(item.occurred_at)

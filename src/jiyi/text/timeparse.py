@@ -80,6 +80,13 @@ class TimeWindows:
     months: tuple[int, ...] = ()
     spans: tuple[tuple[int, int], ...] = field(default=(), compare=False)
     """Where in the query the expressions were found."""
+    counted: tuple[tuple[int, int], ...] = field(default=(), compare=False)
+    """The spans among them that count a distance back from now ("a week ago", "four
+    weeks ago", "三天前"): their words are no keywords. The asker counted from the day of
+    asking; a memory counts from its own day ("about a week ago", "a few weeks ago"), so the
+    same words there mean another time. A named span ("last weekend", "last month",
+    "昨天") keeps its words: it is what people say on both sides, and the memory that says
+    "last month" is often the answer."""
 
     def __bool__(self) -> bool:
         return bool(self.ranges or self.months)
@@ -169,10 +176,12 @@ class _Found:
     def free(self, span: tuple[int, int]) -> bool:
         return all(span[1] <= a or span[0] >= b for a, b in self.spans)
 
-    def add(self, window: tuple[datetime, datetime] | None, span: tuple[int, int]) -> None:
+    def add(self, window: tuple[datetime, datetime] | None, span: tuple[int, int]) -> bool:
         if window is not None and self.free(span):
             self.ranges.append(window)
             self.spans.append(span)
+            return True
+        return False
 
     def add_month(self, month: int, span: tuple[int, int]) -> None:
         if self.free(span):
@@ -189,8 +198,10 @@ def time_windows(query: str, now: datetime) -> TimeWindows:
     for pattern, kind in _RELATIVE:
         for m in pattern.finditer(query):
             found.add(_relative(kind, now), m.span())
+    counted: list[tuple[int, int]] = []
     for m in _AGO.finditer(query):
-        found.add(_ago_window(m, now), m.span())
+        if found.add(_ago_window(m, now), m.span()):
+            counted.append(m.span())
     for m in _EN_YEAR.finditer(query):
         found.add(_year(int(m[1])), m.span(1))
     for m in _ZH_YEAR.finditer(query):
@@ -201,7 +212,9 @@ def time_windows(query: str, now: datetime) -> TimeWindows:
         value = int(m[1]) if m[1].isdigit() else _ZH_NUM[m[1]]
         if 1 <= value <= 12:
             found.add_month(value, m.span())
-    return TimeWindows(tuple(found.ranges), tuple(dict.fromkeys(found.months)), tuple(found.spans))
+    return TimeWindows(
+        tuple(found.ranges), tuple(dict.fromkeys(found.months)), tuple(found.spans), tuple(counted)
+    )
 
 
 def _days(query: str, now: datetime, found: _Found) -> None:
