@@ -16,7 +16,7 @@ from jiyi.model import MemoryItem
 from jiyi.read.fusion import SIDES, features, phrase_evidence, query_pairs, rank_fusion
 from jiyi.read.rank import han_share, mmr_select, other_language, similarities
 from jiyi.store.base import Candidate
-from jiyi.text.tokenize import fold_term, index_text
+from jiyi.text.tokenize import fold_terms, index_text
 
 
 def test_group_penalty_spreads_results_over_threads() -> None:
@@ -211,9 +211,7 @@ def test_phrase_evidence_reads_the_terms_a_store_keeps() -> None:
     for query in queries:
         tokenized = phrase_evidence(query, texts)
         as_written = phrase_evidence(query, texts, [index_text(t) for t in texts])
-        folded = phrase_evidence(
-            query, texts, [" ".join(map(fold_term, index_text(t).split())) for t in texts]
-        )
+        folded = phrase_evidence(query, texts, [fold_terms(index_text(t)) for t in texts])
         mixed = phrase_evidence(query, texts, [None, index_text(texts[1]), None, None, index_text(texts[4])])
         assert tokenized.any()
         assert as_written.tolist() == tokenized.tolist() == folded.tolist() == mixed.tolist()

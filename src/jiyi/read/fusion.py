@@ -63,7 +63,7 @@ import numpy as np
 
 from jiyi.model import MemoryItem
 from jiyi.store.base import Candidate
-from jiyi.text.tokenize import fold_term, normalise, terms
+from jiyi.text.tokenize import fold_term, fold_terms, normalise, terms
 
 EVIDENCE = (
     "cos",
@@ -304,8 +304,8 @@ def _text_pairs(text: str) -> frozenset[tuple[str, str]]:
 def _stored_pairs(stored: str) -> frozenset[tuple[str, str]]:
     """The adjacent term pairs of an item's stored index terms, folded (a store may keep
     them folded; folding both sides makes either way compare alike)."""
-    words = stored.lower().split() if stored.isascii() else [fold_term(t) for t in stored.split()]
-    return frozenset(itertools.pairwise(words))
+    folded = stored.lower() if stored.isascii() else fold_terms(stored)  # lower() is the ASCII fold
+    return frozenset(itertools.pairwise(folded.split()))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -218,7 +218,7 @@ from jiyi.store.sqlcommon import (
     viewer_clause,
 )
 from jiyi.store.usage import UsageWriter, usage_write
-from jiyi.text.tokenize import fold_term
+from jiyi.text.tokenize import fold_term, fold_terms
 
 try:
     import psycopg
@@ -807,13 +807,10 @@ def _utc(value: datetime | None) -> datetime | None:
     return None if value is None else as_utc(value)
 
 
-def fold_terms(terms: str) -> str:
-    return " ".join(fold_term(t) for t in terms.split())
-
-
 def tsquery_operand(term: str) -> str:
-    """One term as a quoted ``to_tsquery`` operand: backslashes and quotes doubled, so
-    ``& | ! ( ) : * < >`` and friends inside a term are just characters."""
+    """One term as a quoted operand of ``to_tsquery`` or of a ``::tsquery`` literal (both
+    read the same quoting): backslashes and quotes doubled, so ``& | ! ( ) : * < >`` and
+    friends, or a space, inside a term are just characters."""
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
 
 

@@ -128,7 +128,7 @@ from jiyi.store.base import (
     Write,
 )
 from jiyi.store.retrieve import retrieve
-from jiyi.text.tokenize import fold_term, index_text, query_terms
+from jiyi.text.tokenize import fold_terms, index_text, query_terms
 
 __all__ = [
     "DIM",
@@ -205,10 +205,6 @@ def event_for(
         before=None if before is None else before.to_json_dict(),
         after=None if after_item is None else after_item.to_json_dict(),
     )
-
-
-def fold_terms(terms: str) -> str:
-    return " ".join(fold_term(t) for t in terms.split())
 
 
 def upsert(

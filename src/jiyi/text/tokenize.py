@@ -127,6 +127,11 @@ def fold_term(term: str) -> str:
     return "".join(out)
 
 
+def fold_terms(terms: str) -> str:
+    """A space-joined term string with every term folded (:func:`fold_term`)."""
+    return " ".join(fold_term(t) for t in terms.split())
+
+
 def query_terms(text: str) -> tuple[str, ...]:
     """Distinct terms of a query, in first-seen order."""
     return tuple(dict.fromkeys(terms(text)))
