@@ -525,6 +525,9 @@ def test_patched_scope_caches_answer_like_a_fresh_build(
                     writer.execute(Write((*changes, broken)))
             else:
                 writer.execute(Write(tuple(changes)))
+                # A lone Touch is a usage write, sent from the writer's background thread:
+                # another reader of the file (the fresh store) sees it once flushed.
+                writer.flush()
                 for change in changes:
                     if isinstance(change, Upsert):
                         items[change.item.id] = change.item

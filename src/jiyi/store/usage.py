@@ -65,10 +65,11 @@ class UsageWriter:
     before every other operation it runs (a log listing reads the log, an update rewrites
     the counters: each sees every usage write this process queued before it, as when the
     writes were synchronous; a search's reads see their own thread's, :data:`SEARCH_READS`)
-    and :meth:`close` when it closes, so a normal close loses nothing. What is queued while a write is out goes next, all in one transaction
-    (the store's ``send``: one round trip on PostgreSQL, one commit on SQLite): under many
-    concurrent searches, what an operation that must see them waits for stays about one
-    write, whatever the queue's length. A failure is logged (``jiyi.retrievals``) and
+    and :meth:`close` when it closes, so a normal close loses nothing. What is queued while
+    a write is out goes next, all in one transaction (the store's ``send``: one round trip
+    on PostgreSQL, one commit on SQLite): under many concurrent searches, what an
+    operation that must see them waits for stays about one write, whatever the queue's
+    length. A failure is logged (``jiyi.retrievals``) and
     dropped, as :func:`jiyi.read.retrievals.record_access` does with a synchronous one."""
 
     def __init__(self, send: Callable[[list[Write]], None]) -> None:
