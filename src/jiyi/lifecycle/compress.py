@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -48,6 +48,7 @@ import numpy as np
 
 from jiyi.effects import Flow, call
 from jiyi.embed.cached import embed_documents
+from jiyi.embed.scale import on_scale
 from jiyi.errors import InvalidInput
 from jiyi.items import all_items, require
 from jiyi.lifecycle.clustering import agglomerate, cosine_matrix, near_duplicate_sets
@@ -129,8 +130,9 @@ MAX_IDLE_DAYS = 36500
 class CompressionPolicy:
     """What :meth:`CompressionFlows.compress` treats as old and rarely used, and how it merges.
 
-    The thresholds suit the default USE-m3 embedder (paraphrases score 0.85-0.95, facts on
-    one topic 0.4-0.7, unrelated facts 0.1-0.35); other embedders may want other values.
+    The cosine thresholds are given on the default USE-m3 embedder's scale (paraphrases
+    score 0.85-0.95, facts on one topic 0.4-0.7, unrelated facts 0.1-0.35); an embedder
+    whose cosines sit elsewhere (e5) gets them moved onto its own (:func:`on_scale_policy`).
     """
 
     older_than_days: float = 30.0
@@ -352,6 +354,19 @@ class _Plan:
     @property
     def items(self) -> list[MemoryItem]:
         return [i for u in self.units for i in u.items]
+
+
+def on_scale_policy(policy: CompressionPolicy, model_id: str) -> CompressionPolicy:
+    """``policy`` with its cosine bars moved onto the embedder ``model_id``'s scale
+    (:func:`jiyi.embed.scale.on_scale`; they are given on the default embedder's, and e5
+    scores two unrelated statements above the near-duplicate bar of 0.85)."""
+    dup, cluster = (
+        on_scale(policy.duplicate_threshold, model_id),
+        on_scale(policy.cluster_threshold, model_id),
+    )
+    if (dup, cluster) == (policy.duplicate_threshold, policy.cluster_threshold):
+        return policy
+    return replace(policy, duplicate_threshold=dup, cluster_threshold=cluster)
 
 
 def _plan_group(
@@ -656,8 +671,9 @@ def _drafts(
     """Each group's plans, with the core statements drafted for them (by the LLM, or
     offline without one)."""
     planned: list[tuple[_Plan, list[_Draft]]] = []
+    scaled = on_scale_policy(policy, rt.embedder.model_id)
     for members in groups.values():
-        for plan in _plan_group(members, [vectors[i.id] for i in members], policy):
+        for plan in _plan_group(members, [vectors[i.id] for i in members], scaled):
             if rt.llm is None:
                 drafts = _offline_drafts(plan, policy)
             else:

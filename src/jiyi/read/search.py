@@ -11,6 +11,7 @@ import numpy as np
 
 from jiyi.effects import Flow, call, rerank_scores
 from jiyi.embed.cached import query_vector
+from jiyi.embed.scale import on_scale
 from jiyi.errors import InvalidInput
 from jiyi.model import (
     MemoryItem,
@@ -340,7 +341,7 @@ def _diverse(scored: list[Scored], rt: Runtime, limit: int) -> list[Scored]:
             limit,
             cfg.mmr_lambda,
             # Set on the default embedder's cosine scale; moved onto this one's.
-            fusion.on_scale(cfg.mmr_redundancy_floor, rt.embedder.model_id),
+            on_scale(cfg.mmr_redundancy_floor, rt.embedder.model_id),
             [s.candidate.item.thread_id for s in window],
             cfg.thread_diversity,
         )

