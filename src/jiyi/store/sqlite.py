@@ -1045,7 +1045,13 @@ class _Search:
         self._bases: dict[int, tuple[Filter, Filter]] = {}
         self._cosines: dict[tuple[int, int], tuple[Vector, np.ndarray]] = {}
         self._live: dict[tuple[int, str | None], np.ndarray] = {}
-        self.handlers: dict[type, Handler] = {
+
+    @property
+    def handlers(self) -> dict[type, Handler]:
+        """The primitives by type, made on each use: kept on the object, its bound methods
+        would make a reference cycle, and every search would leave this object (with its
+        cosines and masks) for the cyclic garbage collector instead of freeing it on return."""
+        return {
             VectorHits: self.vector_hits,
             KeywordHits: self.keyword_hits,
             ThreadLinks: self.thread_links,
