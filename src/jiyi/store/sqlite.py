@@ -1000,7 +1000,11 @@ class _ScopeRows:
             idx, sub = idx[keep], sub[keep]
         slots: list[int] = idx.tolist()
         values: list[float] = sub.tolist()
-        order = sorted(range(len(slots)), key=lambda j: (-values[j], self.order_key(slots[j])))
+        if len(set(values)) == len(values) and not np.isnan(sub).any():
+            # No ties (so the thread order decides nothing): sort by the score alone.
+            order = sorted(range(len(slots)), key=values.__getitem__, reverse=True)
+        else:
+            order = sorted(range(len(slots)), key=lambda j: (-values[j], self.order_key(slots[j])))
         return [slots[j] for j in order[:k]]
 
     def in_time(self, ranges: Sequence[tuple[datetime, datetime]], months: Sequence[int]) -> np.ndarray:
