@@ -696,6 +696,23 @@ def test_upgrading_a_populated_file_adds_the_change_log(tmp_path: Path) -> None:
         assert sum(v.patches for v in store._local.scopes.values()) == 1
 
 
+def test_the_parse_cache_keeps_an_items_latest_document_only() -> None:
+    """A changed row (a touch rewrites the usage counters) replaces the item's older
+    document in the parse cache; either document still reads as itself."""
+    from jiyi.store.sqlcommon import ItemCache
+
+    item = MemoryItem(content="Alice prefers green tea", user_id="alice")
+    other = MemoryItem(content="Bob prefers coffee", user_id="bob")
+    old, new = item.model_dump_json(), item.model_copy(update={"access_count": 1}).model_dump_json()
+    cache = ItemCache(size=8)
+    assert cache.shared(old).access_count == 0
+    cache.shared(other.model_dump_json())
+    assert cache.shared(new).access_count == 1
+    assert len(cache._data) == 2
+    assert cache.shared(old).access_count == 0  # read again, and again the only copy
+    assert len(cache._data) == 2
+
+
 def test_search_items_come_from_the_parse_cache_as_private_copies(tmp_path: Path) -> None:
     """A search parses each stored document once per reader thread (jiyi.store.sqlcommon.
     ItemCache); what it returns is still the stored row: a caller changing a returned

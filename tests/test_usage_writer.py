@@ -110,3 +110,24 @@ def test_a_forked_child_searches_and_writes_its_own_usage(tmp_path: Path) -> Non
     assert os.waitstatus_to_exitcode(status) == 0
     m.close()
     assert _counts(path, tea) == (2, 2)
+
+
+def test_usage_commits_leave_the_log_checkpoint_to_a_thread_of_its_own(tmp_path: Path) -> None:
+    """A usage commit skips SQLite's in-commit log checkpoint (a search would wait for its
+    syncs); the store checkpoints on its own thread, so a store that only searches still
+    keeps its log short, and every count is in the file."""
+    path = tmp_path / "m.db"
+    tea = _store_with_tea(path)
+    store = SQLiteStore(path)
+    with Memory(store, embedder=EMBEDDER) as m:
+        for _ in range(600):
+            assert m.search("green tea", user_id="alice")
+        store.flush()
+        store._checkpoints.wait()
+        conn = sqlite3.connect(path)
+        try:
+            log = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
+        finally:
+            conn.close()
+    assert log < 2000  # 600 usage commits without a checkpoint leave several thousand pages
+    assert _counts(path, tea) == (600, 600)

@@ -200,6 +200,7 @@ def _letters(text: str) -> tuple[int, int]:
     return len(_HAN.findall(low)), len("".join(_LATIN.findall(low)))
 
 
+@functools.lru_cache(maxsize=8192)
 def han_share(text: str) -> float:
     """How Chinese a text is, 0..1: Han characters against Latin letters (three letters
     counting as one character, about one syllable each); 0.5 when it has neither."""
@@ -362,11 +363,17 @@ def phrase_evidence(
     return np.asarray(np.minimum(found @ idf, 1.0), dtype=np.float64)
 
 
+@functools.lru_cache(maxsize=8192)
+def _weighted_length(text: str) -> int:
+    """A text's length, a Han character counting as three letters."""
+    return len(text) + 2 * _letters(text)[0]
+
+
 def _length(texts: Sequence[str]) -> float:
     """Log of the mean text length, a Han character counting as three letters."""
     if not texts:
         return 0.0
-    mean = sum(len(t) + 2 * _letters(t)[0] for t in texts) / len(texts)
+    mean = sum(map(_weighted_length, texts)) / len(texts)
     return float(np.log(max(mean, 1.0)))
 
 

@@ -1502,7 +1502,12 @@ class _Session:
         self.begun = False  # BEGIN went through: a write's statements may have run
         self.pipelined = False
         self.pipe = ExitStack()  # the pipelined transaction, closed by run_last or with stack
-        self.handlers: dict[type, Handler] = {
+
+    @property
+    def handlers(self) -> dict[type, Handler]:
+        """Made on each use: kept on the session, its bound methods would make a reference
+        cycle, left for the cyclic garbage collector after every operation."""
+        return {
             _Query: self.run,
             _Batch: self.run_batch,
             _Gather: self.run_gather,
@@ -1565,7 +1570,12 @@ class _AsyncSession:
         self.begun = False
         self.pipelined = False
         self.pipe = AsyncExitStack()
-        self.handlers: dict[type, AsyncHandler] = {
+
+    @property
+    def handlers(self) -> dict[type, AsyncHandler]:
+        """Made on each use: kept on the session, its bound methods would make a reference
+        cycle, left for the cyclic garbage collector after every operation."""
+        return {
             _Query: self.run,
             _Batch: self.run_batch,
             _Gather: self.run_gather,

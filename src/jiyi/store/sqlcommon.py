@@ -168,13 +168,23 @@ class ItemCache:
     def __init__(self, size: int = 2048) -> None:
         self._data: OrderedDict[str, MemoryItem] = OrderedDict()
         self._size = size
+        # Each item's latest document here: a changed row (a search's touch rewrites the
+        # usage counters of its hits) replaces its older document instead of leaving it to
+        # age out, so the cache holds about one entry per item, not a stale copy per touch.
+        self._doc_of: dict[str, str] = {}
 
     def shared(self, doc: str) -> MemoryItem:
         item = self._data.get(doc)
         if item is None:
             item = self._data[doc] = load_item(doc)
+            older = self._doc_of.get(item.id)
+            self._doc_of[item.id] = doc
+            if older is not None and older != doc:
+                self._data.pop(older, None)
             if len(self._data) > self._size:
-                self._data.popitem(last=False)
+                gone, out = self._data.popitem(last=False)
+                if self._doc_of.get(out.id) == gone:
+                    del self._doc_of[out.id]
         else:
             self._data.move_to_end(doc)
         return item

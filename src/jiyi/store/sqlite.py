@@ -1000,7 +1000,11 @@ class _ScopeRows:
             idx, sub = idx[keep], sub[keep]
         slots: list[int] = idx.tolist()
         values: list[float] = sub.tolist()
-        order = sorted(range(len(slots)), key=lambda j: (-values[j], self.order_key(slots[j])))
+        if len(set(values)) == len(values) and not np.isnan(sub).any():
+            # No ties (so the thread order decides nothing): sort by the score alone.
+            order = sorted(range(len(slots)), key=values.__getitem__, reverse=True)
+        else:
+            order = sorted(range(len(slots)), key=lambda j: (-values[j], self.order_key(slots[j])))
         return [slots[j] for j in order[:k]]
 
     def in_time(self, ranges: Sequence[tuple[datetime, datetime]], months: Sequence[int]) -> np.ndarray:
@@ -1045,7 +1049,13 @@ class _Search:
         self._bases: dict[int, tuple[Filter, Filter]] = {}
         self._cosines: dict[tuple[int, int], tuple[Vector, np.ndarray]] = {}
         self._live: dict[tuple[int, str | None], np.ndarray] = {}
-        self.handlers: dict[type, Handler] = {
+
+    @property
+    def handlers(self) -> dict[type, Handler]:
+        """The primitives by type, made on each use: kept on the object, its bound methods
+        would make a reference cycle, and every search would leave this object (with its
+        cosines and masks) for the cyclic garbage collector instead of freeing it on return."""
+        return {
             VectorHits: self.vector_hits,
             KeywordHits: self.keyword_hits,
             ThreadLinks: self.thread_links,
@@ -1286,6 +1296,48 @@ def _bring_up_to_date(
     return True
 
 
+class _Checkpoints:
+    """The log checkpoints of a store's search usage writes (see
+    :meth:`SQLiteStore._send_usage`): one after as many usage commits as filled
+    :data:`PAGES` log pages the last time (16 at first), each on a thread of its own."""
+
+    PAGES = 1000
+    """SQLite's default ``wal_autocheckpoint``: the log length that calls for one."""
+
+    def __init__(self) -> None:
+        self.commits = 0  # usage commits since the last checkpoint began
+        self.every = 16
+        self._thread: threading.Thread | None = None
+        self._conn: sqlite3.Connection | None = None
+
+    def start(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        """Start a checkpoint if one is due and none is running (called by the usage
+        writer's thread only)."""
+        if self.commits < self.every or (self._thread is not None and self._thread.is_alive()):
+            return
+        counted, self.commits = self.commits, 0
+        self._thread = threading.Thread(
+            target=self._run, args=(connect, counted), name="jiyi-wal-checkpoint", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, connect: Callable[[], sqlite3.Connection], counted: int) -> None:
+        try:
+            if self._conn is None:
+                self._conn = connect()
+            _, log, _ = self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except (sqlite3.Error, StoreError):
+            self.commits += counted  # due again after the next usage commit
+            return
+        if log > 0:  # pages in the log: about how many a usage commit adds
+            self.every = max(1, min(1024, int(self.PAGES * counted / log)))
+
+    def wait(self) -> None:
+        """Wait for a running checkpoint (before the store closes its connections)."""
+        if self._thread is not None:
+            self._thread.join()
+
+
 SYNCHRONOUS = ("normal", "full")
 
 
@@ -1346,7 +1398,8 @@ class SQLiteStore(Store):
         self._readers = ThreadPoolExecutor(max_workers=max(1, readers), thread_name_prefix="jiyi-read")
         self._write_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jiyi-write")
         self._background_usage = True  # False: a search waits for its usage write (A/B, tests)
-        self._usage = UsageWriter(self._send_usage)
+        self._checkpoints = _Checkpoints()
+        self._usage = UsageWriter(self._send_usage, self._after_usage)
         try:
             self._check_and_migrate()
         except BaseException:
@@ -1418,6 +1471,7 @@ class SQLiteStore(Store):
             return
         self._usage.close()  # the queued usage writes go in first
         self._closed = True
+        self._checkpoints.wait()
         self._readers.shutdown(wait=True)
         self._write_thread.shutdown(wait=True)
         with self._conns_lock:
@@ -1525,8 +1579,29 @@ class SQLiteStore(Store):
         return self._background_usage and not self._closed and not self.read_only and self._usage.take(op)
 
     def _send_usage(self, ops: list[Write]) -> None:
-        """Queued search usage writes as one write (one commit)."""
-        self._execute_now(Write(tuple(change for op in ops for change in op.changes)))
+        """Queued search usage writes as one write (one commit), without the log checkpoint
+        SQLite runs inside a commit once the log is long (it syncs the log and the file:
+        ~10-20 ms on a busy disk, which the caller's next search waited for, about one
+        search in 25 at LoCoMo scale); :meth:`_after_usage` starts it on its own."""
+        change = Write(tuple(change for op in ops for change in op.changes))
+        if self._memory:
+            self._execute_now(change)
+            return
+        with self._write_lock:
+            conn = self._writer
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+            try:
+                self._execute_now(change)
+            finally:
+                conn.execute(f"PRAGMA wal_autocheckpoint = {_Checkpoints.PAGES}")
+        self._checkpoints.commits += 1
+
+    def _after_usage(self) -> None:
+        """Start the checkpoint the usage commits skipped, once due (:class:`_Checkpoints`),
+        on a thread and a connection of its own: a passive checkpoint, as SQLite's own,
+        which neither readers nor writers wait for. Other writes checkpoint as they commit."""
+        if not self._memory and not self._closed:
+            self._checkpoints.start(self._connect)
 
     async def aexecute(self, op: Op[R]) -> R:
         if self._closed:

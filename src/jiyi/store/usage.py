@@ -72,8 +72,11 @@ class UsageWriter:
     length. A failure is logged (``jiyi.retrievals``) and
     dropped, as :func:`jiyi.read.retrievals.record_access` does with a synchronous one."""
 
-    def __init__(self, send: Callable[[list[Write]], None]) -> None:
+    def __init__(self, send: Callable[[list[Write]], None], after: Callable[[], None] | None = None) -> None:
         self._send = send
+        # The store's own upkeep (SQLite: starting the log checkpoint its usage commits
+        # skip), run once a batch is sent and its waiters are released.
+        self._after = after
         self._cond = threading.Condition()
         self._queue: deque[Write] = deque()
         # Writes are numbered as queued; every write up to ``_done`` has been sent (or has
@@ -179,6 +182,11 @@ class UsageWriter:
                     # Threads whose writes are all sent need no entry (threads come and go).
                     self._mine = {t: n for t, n in self._mine.items() if n > last}
                     self._cond.notify_all()
+            if self._after is not None:
+                try:
+                    self._after()
+                except Exception:
+                    _log.warning("the store's upkeep after a search usage write failed", exc_info=True)
 
 
 _writers: weakref.WeakSet[UsageWriter] = weakref.WeakSet()
