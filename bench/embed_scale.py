@@ -23,7 +23,6 @@ import statistics
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ import numpy as np
 from common import REPO_ROOT
 from jiyi.embed.base import resolve_embedder
 from jiyi.memory import Memory
+from zh_en import filled_store
 
 ZH_EN = REPO_ROOT / "tests" / "data" / "zh_en_retrieval.json"
 TUNING_USERS = ("lin", "emma")
@@ -74,20 +74,8 @@ def answer_levels(data: dict[str, Any], embedder: str | None) -> dict[str, dict[
 
 
 def relevance_kept(data: dict[str, Any], embedder: str | None) -> dict[str, dict[str, list[float]]]:
-    now = datetime.fromisoformat(data["now"].replace("Z", "+00:00"))
     found: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        Memory.open(Path(tmp) / "m.db", clock=lambda: now, embedder=embedder) as mem,
-    ):
-        for user in data["users"]:
-            mem.import_items(
-                [
-                    {k: v for k, v in m.items() if k != "lang"}
-                    for m in data["memories"]
-                    if m["user_id"] == user
-                ]
-            )
+    with tempfile.TemporaryDirectory() as tmp, filled_store(data, Path(tmp) / "m.db", embedder) as mem:
         for q in data["queries"]:
             gold = set(q["gold"] or ())
             hits = mem.search(q["query"], user_id=q["user_id"], limit=5, touch=False, min_relevance=0.0)

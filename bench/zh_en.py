@@ -19,7 +19,8 @@ import json
 import statistics
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,12 +35,11 @@ SYSTEMS = ("jiyi", *PARTS)
 TUNING_USERS = ("lin", "emma")
 
 
-def rankings(
-    data: dict[str, Any], path: Path, embedder: str | None = None
-) -> list[tuple[dict[str, Any], dict[str, list[str]]]]:
-    """Each positive query with its ranked memory ids by system."""
-    now = datetime.fromisoformat(data["now"].replace("Z", "+00:00"))
-    out = []
+@contextmanager
+def filled_store(data: dict[str, Any], path: Path, embedder: str | None = None) -> Iterator[Memory]:
+    """A store at ``path`` holding the set's memories (``import_items`` per user), its clock
+    fixed at the set's ``now``."""
+    now = set_now(data)
     with Memory.open(path, clock=lambda: now, embedder=embedder) as mem:
         for user in data["users"]:
             mem.import_items(
@@ -49,6 +49,20 @@ def rankings(
                     if m["user_id"] == user
                 ]
             )
+        yield mem
+
+
+def set_now(data: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(data["now"].replace("Z", "+00:00"))
+
+
+def rankings(
+    data: dict[str, Any], path: Path, embedder: str | None = None
+) -> list[tuple[dict[str, Any], dict[str, list[str]]]]:
+    """Each positive query with its ranked memory ids by system."""
+    now = set_now(data)
+    out = []
+    with filled_store(data, path, embedder) as mem:
         for q in data["queries"]:
             if not q["gold"]:
                 continue
