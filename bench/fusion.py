@@ -84,6 +84,7 @@ class Recorder:
                 vectors[i] = c.vector
         out = self.inner(cands, cfg, now, in_time, query, model_id)
         parts = {s.candidate.item.id: _rest(s) for s in out}
+        prev, nxt = fusion.neighbour_index(cands)
         self.pools.append(
             {
                 "query": query,
@@ -101,9 +102,26 @@ class Recorder:
                     [c.item.occurred_at.timestamp() if c.item.occurred_at else math.nan for c in cands]
                 ),
                 "now": now.timestamp(),
+                # each candidate's thread neighbours: whether it has them, their evidence
+                # (None as NaN) and their place in the pool (-1: not in it), so that a change
+                # to the neighbour features can be replayed offline
+                "nb": {
+                    "has_prev": np.array([c.prev_id is not None for c in cands]),
+                    "has_next": np.array([c.next_id is not None for c in cands]),
+                    "prev_cos": _column([c.prev_cosine for c in cands]),
+                    "next_cos": _column([c.next_cosine for c in cands]),
+                    "prev_kw": _column([c.prev_keyword for c in cands]),
+                    "next_kw": _column([c.next_keyword for c in cands]),
+                    "prev_pos": prev.astype(np.int32),
+                    "next_pos": nxt.astype(np.int32),
+                },
             }
         )
         return out
+
+
+def _column(values: Sequence[float | None]) -> np.ndarray:
+    return np.array([math.nan if v is None else v for v in values], dtype=np.float32)
 
 
 def _rest(s: Scored) -> tuple[float, float]:
@@ -491,8 +509,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sets",
         nargs="+",
         choices=("zhen", "locomo", "lme"),
-        default=["zhen", "locomo", "lme"],
-        help="raw mode: which sets to run (default: all three)",
+        default=None,
+        help="which sets to run (default: all three in raw mode; locomo and lme with --pipeline, "
+        "which has no zhen)",
     )
     c.add_argument(
         "--lme-every",
@@ -512,13 +531,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="LoCoMo and LongMemEval_S in pipeline mode (remember() each session) instead of raw mode",
     )
     c.add_argument("--every", type=int, default=3, help="pipeline: every N-th LongMemEval question")
-    c.add_argument(
-        "--sets",
-        nargs="+",
-        choices=("locomo", "lme"),
-        default=["locomo", "lme"],
-        help="pipeline: which benchmarks to capture",
-    )
     c.add_argument(
         "--stores",
         type=Path,
@@ -543,6 +555,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     f.add_argument("--save", type=Path, default=None, metavar="W.npy", help="also write the weights (numpy)")
     args = p.parse_args(argv)
+    if args.command == "capture" and args.sets is None:
+        args.sets = ["locomo", "lme"] if args.pipeline else ["zhen", "locomo", "lme"]
+    if args.command == "capture" and args.pipeline and "zhen" in args.sets:
+        p.error("--pipeline has no zhen set")
     if args.command == "capture" and args.pipeline:
         capture_pipeline(args)
     elif args.command == "capture":
