@@ -111,9 +111,7 @@ def search(
         touch = False
     scored = score_candidates(candidates, rt.rank, now, query_.time_test, query_.words, rt.embedder.model_id)
     floor = rt.rank.threshold if threshold is None else threshold
-    rel = (
-        _Relevance.of(scored, query_, rt.embedder.model_id) if min_relevance is not None or explain else None
-    )
+    rel = _Relevance.of(scored, query_, rt) if min_relevance is not None or explain else None
     scored = _cut(scored, floor, rel, min_relevance)
     if rt.reranker is not None and scored:
         scored = yield from _reranked(rt, query, scored, limit)
@@ -315,8 +313,10 @@ class _Relevance:
     rows: dict[str, int]
 
     @classmethod
-    def of(cls, scored: list[Scored], query: _Query, model_id: str) -> _Relevance:
-        columns = relevances([s.candidate for s in scored], query.terms, query.time_test, model_id)
+    def of(cls, scored: list[Scored], query: _Query, rt: Runtime) -> _Relevance:
+        columns = relevances(
+            [s.candidate for s in scored], query.terms, query.time_test, rt.embedder.model_id
+        )
         return cls(columns, {s.candidate.item.id: i for i, s in enumerate(scored)})
 
     def of_id(self, item_id: str) -> float:
