@@ -265,6 +265,12 @@ def test_demo_runs(tmp_path: Path) -> None:
     assert "refused" in out
     assert "Next.js" in out
     assert "Stored 7 memories: constraint 1, decision 1, fact 2, habit 1, preference 2" in out  # not a dict
+    # Each hit shows its calibrated relevance: the one that answers scores far above the rest.
+    relevances = [
+        float(line.split()[1]) for line in out.splitlines() if line.strip().startswith("relevance ")
+    ]
+    assert len(relevances) == 10 and all(0.0 <= r <= 1.0 for r in relevances)
+    assert sum(r > 0.5 for r in relevances[0::2]) >= 4 and all(r < 0.5 for r in relevances[1::2])
 
 
 def test_remember_worker_jobs_context(db: Path) -> None:

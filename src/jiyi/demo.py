@@ -70,6 +70,10 @@ def run_demo(db: Path | None = None, keep: bool = False, embedder: str | None = 
                     f"-> similarity {hit.similarity:.2f}; score = {b['contribution.similarity']:.2f} similarity "
                     f"+ {b['contribution.confidence']:.2f} confidence + {b['contribution.scope']:.2f} scope"
                 )
+                if hit.relevance is not None:  # the calibrated chance that it answers the query
+                    print(
+                        f"             relevance {hit.relevance:.2f} (the chance that it answers the question)"
+                    )
         stats = mem.stats(user_id=USER)
         counts = ", ".join(f"{kind} {n}" for kind, n in sorted(stats.by_type.items()))
         print(f"\n3) Stored {stats.total} memories: {counts}")
