@@ -10,6 +10,7 @@ out, as the relevance fit in ``jiyi.read.rank`` was made).
     python bench/zh_en.py                       # default data path
     python bench/zh_en.py tests/data/zh_en_retrieval.json --json out.json
     python bench/zh_en.py --embedder pair       # another embedder spec (default: jiyi's)
+    python bench/zh_en.py bench/data/multilingual_retrieval.json [--one-scope]   # four other languages
 """
 
 from __future__ import annotations
@@ -74,6 +75,16 @@ def rankings(
     return out
 
 
+def one_scope(data: dict[str, Any], user: str = "everyone") -> dict[str, Any]:
+    """The set with every memory and query moved to one user (``--one-scope``)."""
+    return {
+        **data,
+        "users": {user: "every persona of the set"},
+        "memories": [{**m, "user_id": user} for m in data["memories"]],
+        "queries": [{**q, "user_id": user} for q in data["queries"]],
+    }
+
+
 def recall(q: dict[str, Any], ids: Sequence[str], k: int) -> float:
     return len(set(ids[:k]) & set(q["gold"])) / len(q["gold"])
 
@@ -97,6 +108,7 @@ def table(rows: list[tuple[dict[str, Any], dict[str, list[str]]]]) -> dict[str, 
         out[name] = {
             system: {
                 "n": len(selected),
+                "recall@1": round(statistics.fmean(recall(q, r[system], 1) for q, r in selected), 4),
                 "recall@5": round(statistics.fmean(recall(q, r[system], 5) for q, r in selected), 4),
                 "recall@10": round(statistics.fmean(recall(q, r[system], 10) for q, r in selected), 4),
             }
@@ -111,21 +123,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA)
     p.add_argument("--json", type=Path, default=None, metavar="OUT.json")
     p.add_argument("--embedder", default=None, help="embedder spec (default: jiyi's default)")
+    p.add_argument(
+        "--one-scope",
+        action="store_true",
+        help="every persona's memories in one user's scope: a larger haystack, several languages",
+    )
     args = p.parse_args(argv)
     if not args.data.exists():
         p.error(f"no data file at {args.data}")
     data = json.loads(args.data.read_text(encoding="utf-8"))
+    if args.one_scope:
+        data = one_scope(data)
     with tempfile.TemporaryDirectory(prefix="jiyi-zhen-") as tmp:
         rows = rankings(data, Path(tmp) / "memory.db", args.embedder)
     result = table(rows)
-    head = f"{'':18}{'n':>4}" + "".join(f"{s + ' R@5':>12}{'R@10':>7}" for s in SYSTEMS)
+    head = f"{'':18}{'n':>4}" + "".join(f"{s + ' R@1':>12}{'R@5':>7}{'R@10':>7}" for s in SYSTEMS)
     print(head)
     for name, cells in result.items():
         if not cells:
             continue
         n = int(next(iter(cells.values()))["n"])
         line = f"{name:18}{n:>4}"
-        line += "".join(f"{c['recall@5']:>12.3f}{c['recall@10']:>7.3f}" for c in cells.values())
+        line += "".join(
+            f"{c['recall@1']:>12.3f}{c['recall@5']:>7.3f}{c['recall@10']:>7.3f}" for c in cells.values()
+        )
         print(line)
     if args.json:
         write_json(

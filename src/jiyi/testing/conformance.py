@@ -1032,6 +1032,31 @@ class StoreConformance:
         assert keyword_ids(store, "Next.js") == {item.id}
         assert keyword_ids(store, "remix 框架") == {item.id}
 
+    def test_keyword_finds_words_of_other_scripts(self, store: Store) -> None:
+        """Russian by stem, Korean and Japanese by bigrams whatever particle follows, Thai,
+        Arabic, Hindi and Vietnamese words: each script's own memory, and only it."""
+        texts = {
+            "ru": "Мой любимый писатель — Булгаков",
+            "ko": "저는 서울에서 간호사로 일해요",
+            "ja": "柴犬のハナを飼っています",
+            "th": "ผมชอบกินอาหารไทยรสเผ็ด",
+            "ar": "أنا أعمل مهندسا في القاهرة",
+            "hi": "मैं दिल्ली में डॉक्टर हूँ",
+            "vi": "Tôi là giáo viên ở Hà Nội",
+        }
+        items = {lang: make_item(text) for lang, text in texts.items()}
+        put(store, *items.values(), make_item("plain English words about gardening"))
+        for lang, query in (
+            ("ru", "Кто его любимые писатели?"),
+            ("ko", "서울은 어때요?"),
+            ("ja", "ハナは元気？"),
+            ("th", "อาหารไทย"),
+            ("ar", "القاهرة"),
+            ("hi", "दिल्ली"),
+            ("vi", "giáo viên"),
+        ):
+            assert keyword_ids(store, query) == {items[lang].id}, lang
+
     def test_keyword_handles_awkward_terms(self, store: Store) -> None:
         item = make_item("plain words only")
         put(store, item)

@@ -9,6 +9,15 @@ then split into runs of Han characters and runs of letters/digits:
   Documents and queries both use jieba's search mode, which adds sub-words
   (共和国 -> 共和, 共和国), so a query word and an indexed word meet halfway.
 * Code-switched text ("我们决定用 Next.js 而不是 Remix") yields both kinds of terms.
+* Other scripts get terms too, so a memory in any language the embedder reads can be
+  found by its words. Scripts written without spaces between words, or whose words carry
+  particles (Japanese kana, Korean Hangul, Thai, Lao, Khmer, Myanmar), give overlapping
+  character bigrams, as Lucene's CJK analyzer does ("서울에서" -> 서울, 울에, 에서), so a
+  query meets a stored word whatever particle follows it (a lone hiragana between kanji,
+  a particle, gives none). Words of other scripts
+  (Cyrillic, Greek, Arabic, Hebrew, Indic...) are kept whole, stemmed where Snowball has
+  the script's main language (Russian, Greek, Arabic, Hindi, Armenian, Tamil); one-letter
+  words are dropped, as in English.
 
 The result is a list of plain tokens that contain no spaces or punctuation, so any
 backend can index them with a whitespace tokenizer (SQLite FTS5 unicode61,
@@ -24,8 +33,29 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[0-9a-z\u00c0-\u024f]+(?:'[a-z]+)?")
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_HAN_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_LATIN_CHARS = "0-9a-z\u00c0-\u024f\u1e00-\u1eff"
+# Kana, Hangul (syllables and jamo), Thai, Lao, Myanmar, Khmer: bigram scripts.
+_BIGRAM_CHARS = "\u3040-\u30fa\u30fc-\u30ff\u31f0-\u31ff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
+# Combining marks that belong inside words of their scripts (Python's \w leaves them out):
+# Cyrillic, Hebrew points, Arabic harakat, and the Indic blocks' vowel signs.
+_MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0900-\u0dff"
+_RUN = re.compile(
+    f"[{_HAN_CHARS}]+|[{_BIGRAM_CHARS}]+|[{_LATIN_CHARS}]+(?:'[a-z]+)?"
+    f"|(?:(?![{_LATIN_CHARS}{_HAN_CHARS}{_BIGRAM_CHARS}])[^\\W_]|[{_MARKS}])+"
+)
+_HAN = re.compile(f"[{_HAN_CHARS}]")
+_BIGRAM = re.compile(f"[{_BIGRAM_CHARS}]")
+_LATIN = re.compile(f"[{_LATIN_CHARS}]")
+# Snowball stemmers by script (the first letter's block): the script's main language.
+_SCRIPT_STEMMERS = (
+    ("\u0400", "\u052f", "russian"),
+    ("\u0370", "\u03ff", "greek"),
+    ("\u0600", "\u06ff", "arabic"),
+    ("\u0900", "\u097f", "hindi"),
+    ("\u0530", "\u058f", "armenian"),
+    ("\u0b80", "\u0bff", "tamil"),
+)
 
 # A short list on purpose: words that carry no topic in memory queries.
 EN_STOP = frozenset(
@@ -95,6 +125,32 @@ def _chinese(run: str) -> list[str]:
     return [w for w in words if w.strip() and w not in ZH_STOP]
 
 
+def _bigrams(run: str) -> list[str]:
+    if len(run) > 1:
+        return [run[i : i + 2] for i in range(len(run) - 1)]
+    # A lone hiragana between kanji is a particle or an ending (の, が, で), no topic.
+    return [] if "\u3040" <= run <= "\u309f" else [run]
+
+
+@lru_cache(maxsize=8)  # one per script of _SCRIPT_STEMMERS
+def _script_stemmer(language: str) -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer(language)
+
+
+def _other_word(word: str) -> str | None:
+    """A word of a script that is neither Latin, Han nor a bigram script."""
+    if len(word) == 1:
+        return None
+    first = word[0]
+    for low, high, language in _SCRIPT_STEMMERS:
+        if low <= first <= high:
+            stemmed: str = _script_stemmer(language).stemWord(word)
+            return stemmed or word
+    return word
+
+
 def terms(text: str) -> list[str]:
     """Index terms of ``text`` in order (duplicates kept: they carry term frequency)."""
     out: list[str] = []
@@ -102,10 +158,16 @@ def terms(text: str) -> list[str]:
         run = match.group()
         if _HAN.match(run):
             out.extend(_chinese(run))
-        else:
+            continue
+        if _LATIN.match(run):
             term = _english(run)
-            if term:
-                out.append(term)
+        elif _BIGRAM.match(run):
+            out.extend(_bigrams(run))
+            continue
+        else:
+            term = _other_word(run)
+        if term:
+            out.append(term)
     return out
 
 

@@ -1,0 +1,64 @@
+"""Index terms (jiyi.text.tokenize) for every script the default embedder reads."""
+
+from __future__ import annotations
+
+import pytest
+
+from jiyi.text.tokenize import index_text, query_terms, terms
+
+
+def test_chinese_and_english_terms_are_what_they_were() -> None:
+    assert terms("我们决定用 Next.js 而不是 Remix") == ["决定", "用", "next", "js", "不是", "remix"]
+    assert terms("Alice has strong preferences about editor themes") == [
+        "alic",
+        "strong",
+        "prefer",
+        "editor",
+        "theme",
+    ]
+    assert terms("Café au lait, naïve résumé") == ["café", "au", "lait", "naïv", "résumé"]
+
+
+def test_cyrillic_greek_and_arabic_words_are_stemmed_by_their_language() -> None:
+    # Russian inflections meet at one stem: писатель / писатели, любимый / любимые.
+    assert set(terms("Мой любимый писатель")) == set(terms("любимые писатели")) | {"мо"}
+    assert terms("Ο Γιάννης μένει στην Αθήνα")[-1] == terms("την Αθήνα")[-1]
+    assert query_terms("القاهرة") == query_terms("في القاهرة")[1:]
+
+
+def test_words_of_one_letter_are_dropped_as_in_english() -> None:
+    assert terms("я и ты") == ["ты"]
+
+
+def test_kana_hangul_and_thai_give_overlapping_bigrams() -> None:
+    # Korean: the word meets its stored form whatever particle follows it.
+    assert terms("서울에서") == ["서울", "울에", "에서"]
+    assert set(query_terms("서울은")) & set(terms("저는 서울에서 일해요")) == {"서울"}
+    # Japanese: kanji through the Han segmenter, kana runs as bigrams; a lone hiragana
+    # between kanji (a particle) gives none.
+    assert terms("柴犬のハナ") == ["柴犬", "のハ", "ハナ"]
+    assert terms("宝石の装飾") == ["宝石", "装飾"]
+    assert terms("ไทย") == ["ไท", "ทย"]
+    assert terms("집") == ["집"]  # a one-syllable word stays whole
+
+
+def test_vietnamese_letters_stay_inside_their_words() -> None:
+    assert terms("Tôi là giáo viên ở Hà Nội") == ["tôi", "là", "giáo", "viên", "hà", "nội"]
+
+
+def test_indic_vowel_signs_stay_inside_their_words() -> None:
+    assert "डॉक्टर" in terms("मैं दिल्ली में डॉक्टर हूँ")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Москва2025год", "東京タワーで2回", "Next.jsとReact", "서울 Seoul 首尔"],
+)
+def test_scripts_side_by_side_split_where_the_script_changes(text: str) -> None:
+    out = terms(text)
+    assert out and all(" " not in t and t.strip() == t for t in out)
+    assert index_text(text) == " ".join(out)
+
+
+def test_punctuation_of_any_script_gives_no_term() -> None:
+    assert terms("・「」『』、。！？،؟।") == []
