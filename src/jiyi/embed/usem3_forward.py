@@ -50,9 +50,10 @@ CHUNKS = 17  # the embedding table is quantised in 17 interleaved chunks (row id
 # and window slot, 256 wide each: 3 + 2 + 3 + 5 = 13 blocks.
 BLOCKS = len(ORDERS) + sum(n for n, _ in ORDERS)
 ROW = BLOCKS * WIDTH
-# 4,096 rows are 54.5 MB at most (13,312 bytes a row, touched only as they fill); measured hit
-# rates are in docs/benchmarks.md, session 14.
-DEFAULT_CAPACITY = 4096
+# 2,048 rows are 27.3 MB at most (13,312 bytes a row, touched only as they fill). Measured
+# (docs/benchmarks.md, session 14): every distinct token of LoCoMo's 1,986 questions fits, and
+# 4,096 rows serve LoCoMo's turns 93.7% of the time against 89.5%, for twice the memory.
+DEFAULT_CAPACITY = 2048
 # Tokens per micro-batch: large enough that each weight matrix is streamed once for many
 # tokens, small enough to keep the working set a few MB.
 TOKEN_BUDGET = 384
@@ -161,6 +162,11 @@ class CachedForward:
         self._out = (backend.cnn_W, backend.cnn_b)
         self._head = (backend.d0, backend.d1, backend.d2, backend.d3, backend.p1, backend.p3)
         self._eps = float(backend.eps)
+        # per branch, the window slots it reads and their product blocks in a row
+        self._slots = [slice(LEFT - left, LEFT - left + n) for n, left in ORDERS]
+        self._blocks = [
+            np.arange(_product_block(i, 0), _product_block(i, n)) for i, (n, _) in enumerate(ORDERS)
+        ]
         self._blas_limit = blas_limit or nullcontext
         self.cache = TokenRows(capacity)
 
@@ -214,10 +220,9 @@ class CachedForward:
         feats[:, :EMB_DIM] = self._embeddings(flat)
         padded = np.empty((n_tokens + 1, WIDTH), dtype=np.float32)
         padded[n_tokens] = 0.0
-        for i, (n, left) in enumerate(ORDERS):
-            slots = slice(LEFT - left, LEFT - left + n)
-            blocks = np.arange(_product_block(i, 0), _product_block(i, n))
-            h = rows[row_window[:, slots], blocks].sum(axis=1)
+        for i, (n, _) in enumerate(ORDERS):
+            slots = self._slots[i]
+            h = rows[row_window[:, slots], self._blocks[i]].sum(axis=1)
             h += self._b1[i]
             np.maximum(h, 0.0, out=h)
             h += rows[local, i]
