@@ -21,6 +21,7 @@ from jiyi.integrations.tools import MemoryTools
 from jiyi.memory import AsyncMemory, Memory
 from jiyi.model import MemoryItem, Status
 from jiyi.profile import PROFILE_TAG, KeyDecision, Profile
+from jiyi.profile_rules import written_in
 from jiyi.server.app import create_app
 from jiyi.server.auth import ApiKeys, parse_token
 from jiyi.store.base import Viewer
@@ -170,6 +171,37 @@ def test_user_profile_from_english_items_first_and_third_person(mem: Memory, clo
     assert p["background"] == "I work at Zalando; I live in Berlin"
     assert p["characteristics"] == ("night owl",)
     assert p["content"] == "Never put secrets in code samples"
+
+
+@pytest.mark.parametrize(
+    ("texts", "language"),
+    [
+        (["私は大阪で編集者として働いています", "柴犬のハナを飼っています", "辛い食べ物は苦手です"], "ja"),
+        (["저는 부산에서 간호사로 일해요", "고양이 두 마리를 키워요", "매운 음식을 좋아해요"], "ko"),
+        # Latin letters are not English: a Spanish writer is given no language at all.
+        (["Soy arquitecta en Sevilla", "Tengo un perro llamado Toby", "Voy al trabajo en bicicleta"], None),
+        (["Я работаю врачом в Новосибирске", "У нас есть кот Барсик", "Я люблю кататься на лыжах"], None),
+    ],
+)
+def test_the_language_of_the_users_writing_is_read_from_its_script_and_words(
+    mem: Memory, clock: Clock, texts: list[str], language: str | None
+) -> None:
+    for text in texts:
+        remember(mem, clock, text, "fact", user_id="w")
+    p = mem.profile(user_id="w")
+    assert p["language_preference"] == language
+
+
+def test_written_in_tells_japanese_from_chinese_and_english_from_other_latin_text() -> None:
+    assert written_in("我常用 VS Code、Docker 和 GitHub Actions") == "zh-CN"
+    assert written_in("私は東京で働いています") == "ja"  # kanji with kana
+    assert written_in("I live in Berlin") == "en"
+    assert written_in("Ich arbeite in Berlin und wohne am See") is None
+    assert written_in("Me llamo Lucía y soy arquitecta") is None
+    assert written_in("Voy al trabajo en bicicleta") is None
+    assert written_in("Ik werk in Amsterdam en dat is leuk") is None
+    assert written_in("Prefers dark mode") == "en"  # a note's telegraphic English
+    assert written_in("Я работаю врачом") is None  # Cyrillic: Russian, Ukrainian, Bulgarian...
 
 
 def test_project_profile_from_chinese_items(mem: Memory, clock: Clock) -> None:

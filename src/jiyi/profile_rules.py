@@ -847,22 +847,59 @@ def _instructions(found: Sequence[Clue]) -> Aggregate | None:
 
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-_LATIN = re.compile(r"[A-Za-z]")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HANGUL = re.compile(r"[\uac00-\ud7af]")
+# Scripts that name their language (a Cyrillic or Arabic text could be one of several).
+_ONE_LANGUAGE_SCRIPTS = ((re.compile(r"[\u0e00-\u0e7f]"), "th"), (re.compile(r"[\u0370-\u03ff]"), "el"))
+_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f']+")
+_ACCENTED = re.compile(r"[\u00c0-\u024f]")
+# Function words of English, and of the other languages most written in Latin letters
+# (Spanish, French, German, Italian, Portuguese, Dutch) that English does not use.
+_ENGLISH_WORDS = frozenset(
+    """the and is are was were i i'm i've i'll my you your of to with for it it's this that
+    these those have has had be been would could should will what which who how when where
+    we our they their he she his her don't doesn't didn't can't user prefers likes uses""".split()
+)
+_OTHER_LATIN_WORDS = frozenset(
+    """el la los las y que es soy una del al en se su por con para pero muy también der das
+    und ist ich nicht mit auf ein eine auch wir le les et est je une des pas avec mais très il
+    di che non sono della ho em não uma com mas het een ik niet zijn ook dat""".split()
+)
+
+
+def written_in(text: str) -> str | None:
+    """The language a text is written in, when its letters tell (a language tag), else None.
+
+    Kana is Japanese and Hangul Korean, whatever Han characters they carry; two Han
+    characters otherwise make Chinese, however many Latin letters the names in it bring
+    ("我常用 VS Code、Docker"); Latin letters are English unless the words of another
+    language outnumber English ones ("Tengo una moto Vespa azul" is not English; accented
+    letters count as one such word)."""
+    if _KANA.search(text):
+        return "ja"
+    if _HANGUL.search(text):
+        return "ko"
+    if len(_HAN.findall(text)) >= 2:
+        return "zh-CN"
+    for script, tag in _ONE_LANGUAGE_SCRIPTS:
+        if script.search(text):
+            return tag
+    words = [w.lower() for w in _LATIN_WORD.findall(text)]
+    if not words:
+        return None
+    english = sum(w in _ENGLISH_WORDS for w in words)
+    other = sum(w in _OTHER_LATIN_WORDS for w in words) + (1 if _ACCENTED.search(text) else 0)
+    return "en" if english >= other else None
 
 
 def _written_language(items: Sequence[MemoryItem]) -> Aggregate | None:
-    """The language the user's own items are written in, when most of them agree."""
-    by_lang: dict[str, list[MemoryItem]] = {"zh-CN": [], "en": []}
+    """The language the user's own items are written in, when most of those whose language
+    shows (:func:`written_in`) agree."""
+    by_lang: dict[str, list[MemoryItem]] = {}
     for item in items:
-        # English is never written with Chinese characters, while Chinese is often written
-        # with English names in it ("我常用 VS Code、Docker 和 GitHub Actions"): any run of
-        # Chinese makes the item Chinese, however many Latin letters the names bring.
-        han = len(_HAN.findall(item.content))
-        latin = len(_LATIN.findall(item.content))
-        if han >= 2:
-            by_lang["zh-CN"].append(item)
-        elif latin:
-            by_lang["en"].append(item)
+        tag = written_in(item.content)
+        if tag is not None:
+            by_lang.setdefault(tag, []).append(item)
     total = sum(len(v) for v in by_lang.values())
     for tag, written in by_lang.items():
         if len(written) >= 3 and len(written) * 3 >= total * 2:
