@@ -191,6 +191,14 @@ def test_pure_acknowledgements_are_not_kept_as_turns_and_are_counted(mem: Memory
         ("好的，我明天九点到", False),
         ("Thanks, Anna", False),
         ("okay then", False),
+        ("Спасибо!", True),
+        ("ありがとうございます！", True),
+        ("감사합니다~", True),
+        ("¡Muchas gracias!", True),
+        ("Merci beaucoup 👍", True),
+        ("Danke schön", True),
+        ("Спасибо, я приду завтра в девять", False),
+        ("Vale, nos vemos mañana", False),
     ],
 )
 def test_what_counts_as_an_acknowledgement(text: str, ack: bool) -> None:

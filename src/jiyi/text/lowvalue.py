@@ -53,7 +53,24 @@ _ACK_ZH = (
     "好的|好滴|好嘞|好哒|好吧|好|嗯|嗯嗯|嗯呢|哦|噢|哦哦|噢噢|收到|收到了|明白|明白了|知道了|了解|了解了|"
     "谢谢|谢谢你|谢谢您|多谢|谢啦|感谢|不客气|没事|行吧|ok啦|好的呢|好的谢谢|好的收到"
 )
-_ACK = re.compile(rf"^(?:(?:{_ACK_EN})(?:\s+|$|(?=[^a-z0-9]))|(?:{_ACK_ZH})\s*)+$")
+# The same in other languages the default embedder reads: words between spaces (Russian,
+# Spanish, French, German, Portuguese, Italian) and, like Chinese, unspaced (Japanese, Korean).
+_ACK_SPACED = (
+    "спасибо|спасибо большое|большое спасибо|ок|окей|хорошо|понятно|ясно|ладно|"
+    "gracias|muchas gracias|vale|de acuerdo|entendido|perfecto|"
+    "merci|merci beaucoup|d'accord|parfait|entendu|"
+    "danke|danke schön|vielen dank|alles klar|verstanden|"
+    "obrigado|obrigada|muito obrigado|muito obrigada|valeu|entendi|"
+    "grazie|grazie mille|perfetto|capito"
+)
+_ACK_UNSPACED = (
+    "ありがとう|ありがとうございます|ありがとうございました|了解です|わかりました|分かりました|承知しました|"
+    "감사합니다|고마워요|고맙습니다|고마워|알겠습니다|알겠어요|알았어요"
+)
+_ACK = re.compile(
+    rf"^(?:(?:{_ACK_EN}|{_ACK_SPACED})(?:\s+|$|(?=[^a-z0-9\u00c0-\u024f\u0400-\u04ff]))"
+    rf"|(?:{_ACK_ZH}|{_ACK_UNSPACED})\s*)+$"
+)
 
 
 def _strip_symbols(text: str) -> str:
@@ -64,8 +81,9 @@ def _strip_symbols(text: str) -> str:
 
 def is_acknowledgement(text: str) -> bool:
     """True when ``text`` only acknowledges ("OK", "Sure!", "Thanks 👍", "好的", "嗯嗯", "收到"):
-    after punctuation, symbols and emoji are removed, nothing but words of a small zh/en list
-    is left (or nothing at all). An answer ("No.", "Yes", "可以") or anything with content
+    after punctuation, symbols and emoji are removed, nothing but words of a small list
+    (Chinese and English, and a few each in Russian, Spanish, French, German, Portuguese,
+    Italian, Japanese and Korean) is left (or nothing at all). An answer ("No.", "Yes", "可以") or anything with content
     ("好的，我明天九点到", "OK, use port 8080") is not an acknowledgement."""
     core = _strip_symbols(normalise(text))
     return not core or _ACK.match(core) is not None

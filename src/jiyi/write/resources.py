@@ -54,7 +54,7 @@ def is_resource(item: MemoryItem) -> bool:
 
 def keeps_turn(role: object, text: str) -> bool:
     """Whether a turn becomes a resource: a user's or an assistant's, with content. A
-    pure acknowledgement ("OK", "Sure!", "Thanks 👍", "好的", "嗯嗯", "收到";
+    pure acknowledgement ("OK", "Sure!", "Thanks 👍", "好的", "嗯嗯", "收到", "Спасибо!";
     :func:`~jiyi.text.lowvalue.is_acknowledgement`) is not kept: it would only clutter
     search and context. ``remember()`` counts them in ``RememberResult.turns_skipped``."""
     text = text.strip()
