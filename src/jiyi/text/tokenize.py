@@ -41,12 +41,12 @@ _BIGRAM_CHARS = "\u3040-\u30fa\u30fc-\u30ff\u31f0-\u31ff\uac00-\ud7af\u1100-\u11
 # Cyrillic, Hebrew points, Arabic harakat, and the Indic blocks' vowel signs.
 _MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0900-\u0dff"
 _RUN = re.compile(
-    f"[{_HAN_CHARS}]+|[{_BIGRAM_CHARS}]+|[{_LATIN_CHARS}]+(?:'[a-z]+)?"
-    f"|(?:(?![{_LATIN_CHARS}{_HAN_CHARS}{_BIGRAM_CHARS}])[^\\W_]|[{_MARKS}])+"
+    # The classes are disjoint, so the order only saves time: Latin and Han are most text.
+    f"[{_LATIN_CHARS}]+(?:'[a-z]+)?|[{_HAN_CHARS}]+|[{_BIGRAM_CHARS}]+"
+    f"|(?:[^\\W_{_LATIN_CHARS}{_HAN_CHARS}{_BIGRAM_CHARS}]|[{_MARKS}])+"
 )
 _HAN = re.compile(f"[{_HAN_CHARS}]")
 _BIGRAM = re.compile(f"[{_BIGRAM_CHARS}]")
-_LATIN = re.compile(f"[{_LATIN_CHARS}]")
 # Snowball stemmers by script (the first letter's block): the script's main language.
 _SCRIPT_STEMMERS = (
     ("\u0400", "\u052f", "russian"),
@@ -159,7 +159,8 @@ def terms(text: str) -> list[str]:
         if _HAN.match(run):
             out.extend(_chinese(run))
             continue
-        if _LATIN.match(run):
+        first = run[0]
+        if first <= "z" or "\u00c0" <= first <= "\u024f" or "\u1e00" <= first <= "\u1eff":  # Latin
             term = _english(run)
         elif _BIGRAM.match(run):
             out.extend(_bigrams(run))
