@@ -157,9 +157,10 @@ def config_on_scale(cfg: ReconcileConfig, model_id: str) -> ReconcileConfig:
         related_threshold=on_scale(cfg.related_threshold, model_id),
         slot_threshold=on_scale(cfg.slot_threshold, model_id),
         amount_threshold=on_scale(cfg.amount_threshold, model_id),
-        # A difference of two cosines is not a bar: on_scale would lift 0.2 to e5's 0.83
-        # and more. It narrows with the span from unrelated to identical (e5: 0.2 ->
-        # 0.045), so the discounted bar sits where on_scale puts slot_threshold - 0.2.
+        # A difference of two cosines is not a bar: on_scale leaves 0.2 as it is (below
+        # the unrelated level), which put e5's cued bar at 0.887 - 0.2 = 0.687, under e5's
+        # unrelated level (0.83). It narrows with the span from unrelated to identical (e5:
+        # 0.2 -> 0.045), so the discounted bar sits where on_scale puts slot_threshold - 0.2.
         cue_discount=cfg.cue_discount * stretch(model_id),
     )
     return cfg if moved == cfg else moved
