@@ -266,6 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--split", choices=("dev", "heldout", "all"), default="all")
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument("--show-errors", action="store_true", help="print every pair the detection got wrong")
+    ap.add_argument("--embedder", default=None, help="embedder spec passed to Memory (default: jiyi's)")
     args = ap.parse_args(argv)
     pairs = [p for p in load_pairs(args.data) if args.split == "all" or p.split == args.split]
     if not pairs:
@@ -275,12 +276,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     with (
         tempfile.TemporaryDirectory() as tmp,
-        Memory.open(Path(tmp) / "u.db", clock=clock, background=False) as mem,
+        Memory.open(Path(tmp) / "u.db", clock=clock, background=False, embedder=args.embedder) as mem,
     ):
         results = [run(mem, clock, p) for p in pairs]
     rep = report(results)
     _print_table(rep)
-    print(f"{len(pairs)} pairs, mode {args.mode}, {time.perf_counter() - started:.1f} s")
+    print(
+        f"{len(pairs)} pairs, mode {args.mode}, {mem.embedder.model_id}, {time.perf_counter() - started:.1f} s"
+    )
     if args.show_errors:
         for line in _errors(results):
             print(line)

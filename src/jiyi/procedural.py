@@ -25,7 +25,9 @@ similar enough in memory the suggestion is empty, with confidence 0.
 
 Similarity is the cosine of the configured embedder. The default threshold
 (:data:`MIN_SIMILARITY`, 0.74) was calibrated for the default USE-m3 embedder on Chinese
-and English task pairs (docs/procedural.md); pass ``min_similarity`` for another one.
+and English task pairs (docs/procedural.md). It, :data:`NEAR_IDENTICAL` and a
+``min_similarity`` passed in are read on that embedder's scale and moved onto the
+configured one's (:func:`jiyi.embed.scale.on_scale`; e5: 0.74 -> 0.94).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import numpy as np
 
 from jiyi.effects import Flow, call
 from jiyi.embed.cached import embed_documents, query_vector
+from jiyi.embed.scale import on_scale
 from jiyi.errors import InvalidInput, StoreReadOnly
 from jiyi.items import all_items, change_event
 from jiyi.model import (
@@ -80,12 +83,14 @@ if TYPE_CHECKING:
 MIN_SIMILARITY = 0.74
 """Cosine (USE-m3) at which a stored task counts as the same task as a new one. Chosen on
 half of a set of zh/en paraphrase and non-paraphrase pairs as the lowest value with no
-false match there; see docs/procedural.md for both halves' figures."""
+false match there; see docs/procedural.md for both halves' figures. Moved onto another
+embedder's scale with :func:`jiyi.embed.scale.on_scale`."""
 MIN_SUCCESS_RATE = 0.9
 """Seed 004: only decompositions/skills that succeeded at least this often are suggested."""
 NEAR_IDENTICAL = 0.9
 """Cosine at which two lists of subtasks count as one plan when recording (stricter than
-:data:`MIN_SIMILARITY`: recording merges counts, so it must not merge different plans)."""
+:data:`MIN_SIMILARITY`: recording merges counts, so it must not merge different plans).
+On the default embedder's scale, as :data:`MIN_SIMILARITY`."""
 
 STRATEGIES = ("parallel", "sequential")
 Strategy = Literal["parallel", "sequential"]
@@ -359,12 +364,13 @@ def _numbers(text: str) -> tuple[str, ...]:
     return tuple(sorted(_NUMBER.findall(normalise(text))))
 
 
-def _near_identical(a: str, b: str, cosine: float) -> bool:
-    """Same wording, or nearly so. Numbers must agree: the embedder barely tells
-    "Python 3.11" from "Python 3.12", but they are different tasks."""
+def _near_identical(a: str, b: str, cosine: float, bar: float = NEAR_IDENTICAL) -> bool:
+    """Same wording, or nearly so (cosine >= ``bar``, :data:`NEAR_IDENTICAL` on the
+    embedder's scale). Numbers must agree: the embedder barely tells "Python 3.11" from
+    "Python 3.12", but they are different tasks."""
     if _wording(a) == _wording(b):
         return True
-    return cosine >= NEAR_IDENTICAL and _numbers(a) == _numbers(b)
+    return cosine >= bar and _numbers(a) == _numbers(b)
 
 
 def _indicator_key(indicator: str) -> tuple[str, ...]:
@@ -890,8 +896,9 @@ def suggest(
     ``Suggest`` + ``CheckRisks``), across the given scopes.
 
     The suggestion is the stored decomposition or skill most similar to the task
-    (cosine >= ``min_similarity``, default :data:`MIN_SIMILARITY`; same wording
-    counts as 1.0) whose success rate is at least ``min_success_rate``; ties go to the
+    (cosine >= ``min_similarity``, default :data:`MIN_SIMILARITY`, given on the default
+    embedder's scale and moved onto the configured one's; same wording counts as 1.0)
+    whose success rate is at least ``min_success_rate``; ties go to the
     better-proven one. Its ``confidence`` is that success rate. With no such item
     the suggestion is empty (``kind`` None, confidence 0) and ``reason`` says what
     came closest. ``risks`` are the failure patterns whose indicators occur in the
@@ -900,7 +907,10 @@ def suggest(
     hides project learnings it may not see (see :class:`~jiyi.store.base.Viewer`).
     """
     task = _text(task, "task")
-    floor = MIN_SIMILARITY if min_similarity is None else _rate(min_similarity, "min_similarity")
+    given = MIN_SIMILARITY if min_similarity is None else _rate(min_similarity, "min_similarity")
+    # Given on the default embedder's scale, as every cosine setting; compared (and shown
+    # in the reason) on the configured one's.
+    floor = on_scale(given, rt.embedder.model_id)
     min_rate = _rate(min_success_rate, "min_success_rate")
     keys = _search_keys(user_id, project_id, agent_id)
     tenant = _who(rt, tenant_id, None, viewer)
@@ -1148,14 +1158,15 @@ def _find_decomposition(
     )
     vectors, cache_put = yield from embed_documents(rt, texts)
     vec = {t: vectors[i] for i, t in enumerate(texts)}
+    task_bar, plan_bar = (on_scale(b, rt.embedder.model_id) for b in (MIN_SIMILARITY, NEAR_IDENTICAL))
 
     def same_task(other: str) -> bool:
         if _wording(task) == _wording(other):
             return True
-        return float(vec[task] @ vec[other]) >= MIN_SIMILARITY and _numbers(task) == _numbers(other)
+        return float(vec[task] @ vec[other]) >= task_bar and _numbers(task) == _numbers(other)
 
     def same_plan(other: str) -> bool:
-        return _near_identical(joined, other, float(vec[joined] @ vec[other]))
+        return _near_identical(joined, other, float(vec[joined] @ vec[other]), plan_bar)
 
     matches = [p for p in plans if any(map(same_task, p.texts)) and same_plan("; ".join(p.subtasks))]
     best = _prefer([p.item for p in matches])

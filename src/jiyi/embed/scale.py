@@ -3,11 +3,14 @@
 Every cosine setting of jiyi is given on the default embedder's scale (USE-m3, where two
 unrelated texts score about 0.25): the write gate's and reconciliation's duplicate bar
 (0.85), reconciliation's related, slot and amount bars, compression's near-duplicate and
-cluster bars, MMR's near-duplicate floor. Another embedder spreads its cosines otherwise:
-e5 gives two unrelated texts about 0.83, so at 0.85 the write gate took 113 of 150
-distinct turns of a LoCoMo conversation for duplicates of earlier ones and reinforced
-those instead of adding them (docs/benchmarks.md, session 13). :func:`on_scale` moves a
-setting to the same share of the way from the embedder's unrelated level to 1.
+cluster bars, MMR's near-duplicate floor, the search's later-statement bar
+(:mod:`jiyi.read.versions`), procedural memory's same-task and same-plan bars. Another
+embedder spreads its cosines otherwise: e5 gives two unrelated texts about 0.83, so at
+0.85 the write gate took 113 of 150 distinct turns of a LoCoMo conversation for
+duplicates of earlier ones and reinforced those instead of adding them
+(docs/benchmarks.md, session 13). :func:`on_scale` moves a setting to the same share of
+the way from the embedder's unrelated level to 1; :func:`stretch` scales a difference of
+two cosines (the slot rule's cue discount), which has no level to start from.
 
 The levels are measured, per ``model_id``: the median cosine of random pairs of turns of
 LoCoMo conversations 1-5 (docs/benchmarks.md, sessions 5 and 12). An embedder not listed
@@ -44,6 +47,16 @@ def on_scale(value: float, model_id: str) -> float:
         return value
     share = (value - DEFAULT_UNRELATED) / (1.0 - DEFAULT_UNRELATED)
     return level + share * (1.0 - level)
+
+
+def stretch(model_id: str) -> float:
+    """How much wider or narrower ``model_id`` spreads its cosines than the default embedder,
+    between the unrelated level and 1: what a cosine *difference* given on the default's
+    scale (an offset from a bar, not a bar) is multiplied by. 1.0 for the default's scale."""
+    level = unrelated_level(model_id)
+    if level == DEFAULT_UNRELATED:
+        return 1.0
+    return (1.0 - level) / (1.0 - DEFAULT_UNRELATED)
 
 
 ANSWER_LEVELS: dict[str, tuple[float, float]] = {

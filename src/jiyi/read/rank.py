@@ -58,10 +58,10 @@ from jiyi.read.fusion import at_neighbours, neighbour_index
 from jiyi.read.fusion import han_share as han_share  # re-exported: tests and callers use it here
 from jiyi.read.fusion import other_language as other_language_of
 from jiyi.read.versions import TOP as VERSIONS_TOP
-from jiyi.read.versions import is_later_restatement, is_newer_version, is_said_change
+from jiyi.read.versions import is_later_restatement, is_newer_version, is_said_change, restatement_bar
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import normalise, query_terms
-from jiyi.write.reconcile import ReconcileConfig
+from jiyi.write.reconcile import ReconcileConfig, config_on_scale
 
 
 @dataclass(frozen=True)
@@ -441,7 +441,7 @@ def score_candidates(
     ]
     replacements_first(scored)
     scored.sort(key=lambda s: -s.score)
-    newer_versions_first(scored, query=query)
+    newer_versions_first(scored, query=query, model_id=model_id)
     scored.sort(key=lambda s: -s.score)
     return scored
 
@@ -468,13 +468,18 @@ def replacements_first(scored: list[Scored]) -> None:
             _place_below(older, newer, "contribution.replaced")
 
 
-def newer_versions_first(scored: list[Scored], cfg: ReconcileConfig | None = None, query: str = "") -> None:
+def newer_versions_first(
+    scored: list[Scored], cfg: ReconcileConfig | None = None, query: str = "", model_id: str = ""
+) -> None:
     """Among the best few (``scored`` best first), a newer version of a statement that
     was never reconciled with the older one (:mod:`jiyi.read.versions`) ranks just above
     it: the older drops below it (``contribution.newer_version``, ``.later_statement``),
     or, when a later turn says in one of its sentences that what the query asks about
-    changed, the newer rises above the older (``contribution.said_change``)."""
-    cfg = cfg or ReconcileConfig()
+    changed, the newer rises above the older (``contribution.said_change``). The cosine
+    bars of both tests are moved onto the scale of ``model_id``, whose vectors the
+    candidates carry (``cfg``: the default :class:`ReconcileConfig`'s, moved)."""
+    cfg = cfg or config_on_scale(ReconcileConfig(), model_id)
+    bar = restatement_bar(model_id)
     top = scored[:VERSIONS_TOP]
     asked = frozenset(query_terms(query))
     for i, older in enumerate(top):
@@ -483,7 +488,7 @@ def newer_versions_first(scored: list[Scored], cfg: ReconcileConfig | None = Non
                 continue
             if is_newer_version(newer.candidate, older.candidate, cfg):
                 _place_below(older, newer, "contribution.newer_version")
-            elif is_later_restatement(newer.candidate, older.candidate):
+            elif is_later_restatement(newer.candidate, older.candidate, bar):
                 _place_below(older, newer, "contribution.later_statement")
             elif asked and is_said_change(newer.candidate, older.candidate, asked):
                 # A looser test, so the milder move: the newer rises just above the older,

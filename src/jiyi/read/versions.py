@@ -16,8 +16,9 @@ changed in the store.
 The write path's rules read values; they miss changes said in ways they do not parse ("I
 sold the Civic and bought a Tesla Model 3", "Priya left, so Tom is my manager now"). So
 a second, looser test (:func:`is_later_restatement`) also puts the newer of two of a
-person's statements first when the two are close in meaning (cosine >= 0.7) and nothing in their structure keeps them apart: another holder,
-subject or scope, or "also" (:func:`jiyi.write.slots.apart`). Of two close statements
+person's statements first when the two are close in meaning (cosine >= 0.7 on the default
+embedder's scale) and nothing in their structure keeps them apart: another holder, subject
+or scope, or "also" (:func:`jiyi.write.slots.apart`). Of two close statements
 about the same thing, the later is the better guess of what is true now; a near miss
 about another person or thing keeps its place.
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 import functools
 import re
 
+from jiyi.embed.scale import on_scale
 from jiyi.model import RESOURCE_TAG, MemoryItem, MemoryType
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import terms
@@ -50,7 +52,8 @@ RESTATEMENT_COSINE = 0.7
 """How close two statements must be for the later to count as what is true now
 (:func:`is_later_restatement`). Chosen on the tuning halves of the update sets
 (bench/updates.py: dev, fresh-tune); 0.6-0.65 fixed a few more stale values but put
-twice as many near misses above the fact asked about."""
+twice as many near misses above the fact asked about. Given on the default embedder's
+scale; :func:`restatement_bar` moves it onto another's."""
 
 _SENTENCE_END = re.compile(r"(?:[.!?;]+\s+|[。！？；]+\s*)(?=\S)")
 
@@ -102,10 +105,18 @@ def _cosine(a: Candidate, b: Candidate) -> float:
     return float(u @ v) if u is not None and v is not None and u.shape == v.shape else 0.0
 
 
-def is_later_restatement(newer: Candidate, older: Candidate) -> bool:
+def restatement_bar(model_id: str) -> float:
+    """:data:`RESTATEMENT_COSINE` on the scale of the embedder ``model_id``: e5 puts two
+    unrelated sentences at ~0.83, above 0.7, so every pair of one person's statements
+    sharing a word would pass (:func:`jiyi.embed.scale.on_scale`; e5: 0.7 -> 0.93)."""
+    return on_scale(RESTATEMENT_COSINE, model_id)
+
+
+def is_later_restatement(newer: Candidate, older: Candidate, bar: float = RESTATEMENT_COSINE) -> bool:
     """Whether ``newer`` is a later statement by the same person about what ``older`` is
-    about: close in meaning (cosine >= :data:`RESTATEMENT_COSINE`), both one sentence, and
-    not kept apart by their structure (:func:`jiyi.write.slots.apart`)."""
+    about: close in meaning (cosine >= ``bar``, :func:`restatement_bar` of the embedder
+    whose vectors the candidates carry), both one sentence, and not kept apart by their
+    structure (:func:`jiyi.write.slots.apart`)."""
     a, b = older.item, newer.item
     turns = _speaker(a) is not None or _speaker(b) is not None
     if turns and not _same_speaker(a, b):
@@ -119,10 +130,10 @@ def is_later_restatement(newer: Candidate, older: Candidate) -> bool:
         return False
     if not _later(b, a) or not (_one_sentence(b.content) and _one_sentence(a.content)):
         return False
-    # A shared word as well as the cosine: how close unrelated sentences sit depends on the
-    # embedder (a stronger one puts most pairs above 0.7), a word in common does not.
+    # A shared word as well as the cosine: the bar is moved onto the embedder's scale from
+    # one level per embedder, a word in common needs no scale.
     # Cheapest first: this runs for pairs among a search's ten best, on every search.
-    if _cosine(newer, older) < RESTATEMENT_COSINE:
+    if _cosine(newer, older) < bar:
         return False
     return bool(_terms(a.content) & _terms(b.content)) and _apart(a.content, b.content) is None
 

@@ -82,7 +82,14 @@ from jiyi.write.gate import (
     scrub,
     scrub_item,
 )
-from jiyi.write.reconcile import Decision, Existing, ReconcileConfig, decide, reconcile_flow
+from jiyi.write.reconcile import (
+    Decision,
+    Existing,
+    ReconcileConfig,
+    config_on_scale,
+    decide,
+    reconcile_flow,
+)
 from jiyi.write.resources import Resources, is_resource
 
 log = logging.getLogger("jiyi.pipeline")
@@ -321,19 +328,12 @@ def gate_on_scale(rt: Runtime) -> GateConfig:
 
 def reconcile_config(rt: Runtime) -> ReconcileConfig:
     """The thresholds of rule-based reconciliation: the gate's duplicate bar and reinforce
-    step, and every cosine bar moved onto the embedder's scale (they are given on the
-    default embedder's, where e5 would find most distinct statements duplicates)."""
-    model = rt.embedder.model_id
+    step, and every cosine setting moved onto the embedder's scale
+    (:func:`jiyi.write.reconcile.config_on_scale`)."""
     base = ReconcileConfig(
         duplicate_threshold=rt.gate.duplicate_threshold, reinforce_step=rt.gate.reinforce_step
     )
-    return replace(
-        base,
-        duplicate_threshold=on_scale(base.duplicate_threshold, model),
-        related_threshold=on_scale(base.related_threshold, model),
-        slot_threshold=on_scale(base.slot_threshold, model),
-        amount_threshold=on_scale(base.amount_threshold, model),
-    )
+    return config_on_scale(base, rt.embedder.model_id)
 
 
 def neighbours(

@@ -49,10 +49,11 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Literal, get_args
 
+from jiyi.embed.scale import on_scale, stretch
 from jiyi.errors import ConfigError, InvalidInput, LLMError
 from jiyi.llm.base import ChatFlow, ChatModel, Message, arun_chat, json_flow, resolve_chat_model, run_chat
 from jiyi.llm.jsonfix import repair_json
@@ -114,8 +115,12 @@ class ReconcileConfig:
     """Cosine below which a stored item is unrelated (the candidate is simply added)."""
     slot_threshold: float = 0.5
     """Cosine from which a statement with the same holder, subject and relation but another
-    value supersedes a stored one when it says the change ("actually", "现在", "moved to");
-    without such a cue the bar is 0.1 higher (rule f)."""
+    value supersedes a stored one (rule f); :attr:`cue_discount` lower when it says the
+    change ("actually", "现在", "moved to") about a shared subject or relation."""
+    cue_discount: float = 0.2
+    """How much lower the slot bar is when the structure says the change: a difference of
+    two cosines, so another embedder's is this times its :func:`~jiyi.embed.scale.stretch`
+    (:func:`config_on_scale`), not a bar moved with :func:`~jiyi.embed.scale.on_scale`."""
     reinforce_step: float = 0.05
     """Confidence added to a re-confirmed item (seed 001), capped at 1.0."""
     amount_threshold: float = 0.7
@@ -129,6 +134,7 @@ class ReconcileConfig:
             "related_threshold",
             "reinforce_step",
             "slot_threshold",
+            "cue_discount",
             "amount_threshold",
         ):
             value = getattr(self, name)
@@ -139,6 +145,25 @@ class ReconcileConfig:
                 f"related_threshold ({self.related_threshold}) must not exceed "
                 f"duplicate_threshold ({self.duplicate_threshold})"
             )
+
+
+def config_on_scale(cfg: ReconcileConfig, model_id: str) -> ReconcileConfig:
+    """``cfg`` for the embedder ``model_id``: every cosine bar moved onto its scale
+    (:func:`jiyi.embed.scale.on_scale`; the bars are given on the default embedder's, where
+    e5 would find most distinct statements duplicates) and the cue discount stretched."""
+    moved = replace(
+        cfg,
+        duplicate_threshold=on_scale(cfg.duplicate_threshold, model_id),
+        related_threshold=on_scale(cfg.related_threshold, model_id),
+        slot_threshold=on_scale(cfg.slot_threshold, model_id),
+        amount_threshold=on_scale(cfg.amount_threshold, model_id),
+        # A difference of two cosines is not a bar: on_scale leaves 0.2 as it is (below
+        # the unrelated level), which put e5's cued bar at 0.887 - 0.2 = 0.687, under e5's
+        # unrelated level (0.83). It narrows with the span from unrelated to identical (e5:
+        # 0.2 -> 0.045), so the discounted bar sits where on_scale puts slot_threshold - 0.2.
+        cue_discount=cfg.cue_discount * stretch(model_id),
+    )
+    return cfg if moved == cfg else moved
 
 
 # -- small helpers ----------------------------------------------------------------------------
@@ -642,7 +667,14 @@ def _slot_match(
     best: SlotMatch | None = None
     for old in claims(item.content):
         for new in mine:
-            match = compare(old, new, cosine=cosine, min_cosine=cfg.slot_threshold, stacking=stacking)
+            match = compare(
+                old,
+                new,
+                cosine=cosine,
+                min_cosine=cfg.slot_threshold,
+                stacking=stacking,
+                cue_discount=cfg.cue_discount,
+            )
             if match is not None and (best is None or (match.changed and not best.changed)):
                 best = match
     return best

@@ -572,9 +572,19 @@ _SCOPES = frozenset("weekday weekdays weekend weekends 工作日 周末 节假�
 
 
 def compare(
-    old: Claim, new: Claim, *, cosine: float = 1.0, min_cosine: float = 0.5, stacking: bool = False
+    old: Claim,
+    new: Claim,
+    *,
+    cosine: float = 1.0,
+    min_cosine: float = 0.5,
+    stacking: bool = False,
+    cue_discount: float = 0.2,
 ) -> SlotMatch | None:
     """Whether ``new`` fills the slot of ``old``, and whether it changes its value.
+
+    ``min_cosine`` is the cosine a change needs, ``cue_discount`` lower when a word of
+    change and a shared subject or relation already say it (both on the embedder's scale:
+    :func:`jiyi.write.reconcile.config_on_scale`).
 
     ``stacking``: the kind of memory holds several values at once (habits, preferences:
     "I open Jira every morning" and "I open Figma every morning"); only a cue changes one.
@@ -608,7 +618,7 @@ def compare(
         return None
     if not shared and not old.subject and not new.cue:
         return None  # nothing but the speaker in common, and no word of change
-    if cosine < _cosine_needed(old, new, shared, min_cosine):
+    if cosine < _cosine_needed(old, new, shared, min_cosine, cue_discount):
         return None
     return SlotMatch(
         True,
@@ -690,12 +700,13 @@ def _same_kind(old: set[str], new: set[str]) -> bool:
     return any(agree(_kind(a), _kind(b)) for a in old for b in new)
 
 
-def _cosine_needed(old: Claim, new: Claim, shared: set[str], base: float) -> float:
-    """The embedding similarity a change needs: less the more the structure already says.
-    A word of change and a shared subject or relation ("live", 住, "the flight") is strong
-    evidence, as sentence embeddings of "I live in Berlin" and "I moved to Munich" are far apart."""
+def _cosine_needed(old: Claim, new: Claim, shared: set[str], base: float, discount: float) -> float:
+    """The embedding similarity a change needs: less (by ``discount``) the more the structure
+    already says. A word of change and a shared subject or relation ("live", 住, "the
+    flight") is strong evidence, as sentence embeddings of "I live in Berlin" and "I moved
+    to Munich" are far apart."""
     if new.cue and (shared or old.subject):
-        return base - 0.2
+        return base - discount
     return base
 
 
