@@ -858,7 +858,7 @@ _ACCENTED = re.compile(r"[\u00c0-\u024f]")
 _ENGLISH_WORDS = frozenset(
     """the and is are was were i i'm i've i'll my you your of to with for it it's this that
     these those have has had be been would could should will what which who how when where
-    we our they their he she his her don't doesn't didn't can't user prefers likes uses""".split()
+    we our they their he she his her don't doesn't didn't can't""".split()
 )
 _OTHER_LATIN_WORDS = frozenset(
     """el la los las y que es soy una del al en se su por con para pero muy también der das

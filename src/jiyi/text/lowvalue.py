@@ -83,7 +83,8 @@ def is_acknowledgement(text: str) -> bool:
     """True when ``text`` only acknowledges ("OK", "Sure!", "Thanks 👍", "好的", "嗯嗯", "收到"):
     after punctuation, symbols and emoji are removed, nothing but words of a small list
     (Chinese and English, and a few each in Russian, Spanish, French, German, Portuguese,
-    Italian, Japanese and Korean) is left (or nothing at all). An answer ("No.", "Yes", "可以") or anything with content
-    ("好的，我明天九点到", "OK, use port 8080") is not an acknowledgement."""
+    Italian, Japanese and Korean) is left (or nothing at all). An answer ("No.", "Yes",
+    "可以") or anything with content ("好的，我明天九点到", "OK, use port 8080") is not an
+    acknowledgement."""
     core = _strip_symbols(normalise(text))
     return not core or _ACK.match(core) is not None

@@ -13,11 +13,11 @@ then split into runs of Han characters and runs of letters/digits:
   found by its words. Scripts written without spaces between words, or whose words carry
   particles (Japanese kana, Korean Hangul, Thai, Lao, Khmer, Myanmar), give overlapping
   character bigrams, as Lucene's CJK analyzer does ("서울에서" -> 서울, 울에, 에서), so a
-  query meets a stored word whatever particle follows it (a lone hiragana between kanji,
-  a particle, gives none). Words of other scripts
-  (Cyrillic, Greek, Arabic, Hebrew, Indic...) are kept whole, stemmed where Snowball has
-  the script's main language (Russian, Greek, Arabic, Hindi, Armenian, Tamil); one-letter
-  words are dropped, as in English.
+  query meets a stored word whatever particle follows it; a lone hiragana between kanji
+  (a particle) gives none. Words of other scripts (Cyrillic, Greek, Arabic, Hebrew,
+  Indic...) are kept whole, stemmed where Snowball has the script's main language
+  (Russian, Greek, Arabic, Hindi, Armenian, Tamil); one-letter words are dropped, as in
+  English.
 
 The result is a list of plain tokens that contain no spaces or punctuation, so any
 backend can index them with a whitespace tokenizer (SQLite FTS5 unicode61,
