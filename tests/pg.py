@@ -90,11 +90,13 @@ def _start_pgserver() -> str:
 
 def _make_disposable(dsn: str) -> None:
     """A throwaway server need not survive a crash: skip fsync, so commits and the
-    shutdown checkpoint cost nothing on a busy disk."""
+    shutdown checkpoint cost nothing on a busy disk. No autovacuum either: its ANALYZE
+    holds a snapshot (PostgreSQL 14 and later), so a test's CLUSTER or VACUUM would keep
+    dead rows whenever one happened to run, and it changes plans in the middle of a test."""
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+        for setting in ("fsync", "synchronous_commit", "full_page_writes", "autovacuum"):
             conn.execute(f"ALTER SYSTEM SET {setting} = off")
         conn.execute("SELECT pg_reload_conf()")
 
