@@ -413,6 +413,24 @@ def test_language_hint_and_helpers() -> None:
     assert "writes in" not in model.calls[0].prompt
 
 
+def test_the_language_hint_never_asks_a_model_to_translate_other_languages() -> None:
+    # Japanese carries kanji and Korean is not English: neither is told "Chinese" or "English".
+    assert language_of("毎朝ヨガを二十分しています") == "en"  # the digest's neutral labels, not 用户
+    japanese = language_instruction(["毎朝ヨガを二十分しています", "結婚記念日は十月十日です", "2"])
+    assert japanese.startswith("The user writes in Japanese: write every memory in Japanese")
+    assert "in Korean" in language_instruction(["출퇴근할 때 지하철을 타요."])
+    # Letters that do not name one language: the turn's own language, never a named one.
+    for texts in (
+        ["Каждое утро я пью чёрный кофе."],
+        ["Me llamo Lucía y soy arquitecta"],
+        ["私は東京", "Я дома"],
+    ):
+        sentence = language_instruction(texts)
+        assert "language of the turn" in sentence and "never translate" in sentence
+        assert "Chinese" not in sentence and "English" not in sentence
+    assert language_instruction(["我喜欢茶", "好"]).startswith("The user writes in Chinese")
+
+
 def test_flow_is_reusable_and_the_extractor_is_an_extractor() -> None:
     model = ScriptedChatModel([VALID])
     extractor: Extractor = LLMExtractor(model)

@@ -326,5 +326,15 @@ async def test_async_and_no_call_without_dialogue() -> None:
     assert len(model.calls) == 1
     messages = summary_messages(EN)
     assert "write every value in English" in messages[1]["content"]
+    korean = summary_messages(
+        [
+            Turn("user", "주말마다 해운대에서 러닝을 해요."),
+            Turn("user", "허리가 아파서 필라테스를 시작했어요."),
+        ]
+    )
+    assert "The conversation is in Korean: write every value in Korean" in korean[1]["content"]
+    russian = summary_messages([Turn("user", "Каждое утро я пью чёрный кофе без сахара.")])
+    assert "in the language the conversation is written in" in russian[1]["content"]
+    assert "in English" not in russian[1]["content"]
     with pytest.raises(ConfigError):
         LLMSummarizer(None)  # type: ignore[arg-type]

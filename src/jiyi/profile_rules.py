@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 from jiyi.model import MemoryItem, MemoryType, Scope, Source
 from jiyi.profile_lexicon import NATURAL_LANGUAGES, find_terms, natural_language, term_of
+from jiyi.text.language import written_in
 from jiyi.write.extract import Turn
 from jiyi.write.extract_rules import CONFIDENCE_HEDGED, RuleExtractor
 
@@ -844,52 +845,6 @@ def _instructions(found: Sequence[Clue]) -> Aggregate | None:
     if not newest:
         return None
     return Aggregate("\n".join(str(c.value) for c in newest), tuple(c.item_id for c in newest))
-
-
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-_KANA = re.compile(r"[\u3040-\u30ff]")
-_HANGUL = re.compile(r"[\uac00-\ud7af]")
-# Scripts that name their language (a Cyrillic or Arabic text could be one of several).
-_ONE_LANGUAGE_SCRIPTS = ((re.compile(r"[\u0e00-\u0e7f]"), "th"), (re.compile(r"[\u0370-\u03ff]"), "el"))
-_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f']+")
-_ACCENTED = re.compile(r"[\u00c0-\u024f]")
-# Function words of English, and of the other languages most written in Latin letters
-# (Spanish, French, German, Italian, Portuguese, Dutch) that English does not use.
-_ENGLISH_WORDS = frozenset(
-    """the and is are was were i i'm i've i'll my you your of to with for it it's this that
-    these those have has had be been would could should will what which who how when where
-    we our they their he she his her don't doesn't didn't can't""".split()
-)
-_OTHER_LATIN_WORDS = frozenset(
-    """el la los las y que es soy una del al en se su por con para pero muy también der das
-    und ist ich nicht mit auf ein eine auch wir le les et est je une des pas avec mais très il
-    di che non sono della ho em não uma com mas het een ik niet zijn ook dat""".split()
-)
-
-
-def written_in(text: str) -> str | None:
-    """The language a text is written in, when its letters tell (a language tag), else None.
-
-    Kana is Japanese and Hangul Korean, whatever Han characters they carry; two Han
-    characters otherwise make Chinese, however many Latin letters the names in it bring
-    ("我常用 VS Code、Docker"); Latin letters are English unless the words of another
-    language outnumber English ones ("Tengo una moto Vespa azul" is not English; accented
-    letters count as one such word)."""
-    if _KANA.search(text):
-        return "ja"
-    if _HANGUL.search(text):
-        return "ko"
-    if len(_HAN.findall(text)) >= 2:
-        return "zh-CN"
-    for script, tag in _ONE_LANGUAGE_SCRIPTS:
-        if script.search(text):
-            return tag
-    words = [w.lower() for w in _LATIN_WORD.findall(text)]
-    if not words:
-        return None
-    english = sum(w in _ENGLISH_WORDS for w in words)
-    other = sum(w in _OTHER_LATIN_WORDS for w in words) + (1 if _ACCENTED.search(text) else 0)
-    return "en" if english >= other else None
 
 
 def _written_language(items: Sequence[MemoryItem]) -> Aggregate | None:

@@ -50,6 +50,7 @@ from jiyi.errors import ConfigError, InvalidInput, LLMError
 from jiyi.llm.base import ChatFlow, ChatModel, Message, arun_chat, json_flow, resolve_chat_model, run_chat
 from jiyi.llm.jsonfix import repair_json
 from jiyi.session.digest import covered, fit_lines, note_line, stated_lines
+from jiyi.text.language import LANGUAGE_NAMES, languages_of
 from jiyi.text.lowvalue import low_value_reason
 from jiyi.text.tokenize import terms
 from jiyi.text.tokens import count_tokens, truncate_to_tokens
@@ -449,8 +450,14 @@ Only state what the conversation says; never invent details. Write every value i
 conversation: a Chinese conversation gets Chinese values, an English one English values. Never translate."""
 
 
-def _language_sentence(language: Language) -> str:
-    if language == "zh":
+def _language_sentence(dialogue: Sequence[NumberedTurn]) -> str:
+    named = languages_of(t.content for t in dialogue)
+    if not named <= {"zh-CN", "en"}:  # (see extract_llm.language_instruction)
+        if len(named) == 1 and None not in named:
+            name = LANGUAGE_NAMES[str(next(iter(named)))]
+            return f"The conversation is in {name}: write every value in {name}, never in English or Chinese."
+        return "Write every value in the language the conversation is written in; never translate."
+    if (_language(dialogue) if dialogue else "en") == "zh":
         return "The conversation is in Chinese: write every value in Chinese (用中文写摘要), not in English."
     return "The conversation is in English: write every value in English."
 
@@ -463,7 +470,7 @@ def summary_messages(turns: Turns) -> list[Message]:
         "",
         format_turns(dialogue),
         "",
-        _language_sentence(_language(dialogue) if dialogue else "en"),
+        _language_sentence(dialogue),
         'Answer with the JSON object {"summary": ..., "key_topics": [...], "actions_taken": [...], '
         '"outcomes": [...], "importance": ...} only.',
     ]

@@ -34,6 +34,7 @@ from jiyi.llm.base import (
 )
 from jiyi.llm.jsonfix import repair_json, unwrap_list
 from jiyi.model import MemoryType
+from jiyi.text.language import LANGUAGE_NAMES, languages_of
 from jiyi.write.extract import ChatTurn, Extracted, Language
 
 __all__ = [
@@ -156,15 +157,30 @@ def format_turns(turns: Sequence[NumberedTurn]) -> str:
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
+_KANA_HANGUL = re.compile(r"[\u3040-\u30ff\uac00-\ud7af]")
 
 
 def language_of(text: str) -> Language:
-    """``"zh"`` when Han characters outnumber Latin words, else ``"en"``."""
+    """``"zh"`` when Han characters outnumber Latin words, else ``"en"``. Japanese and
+    Korean text, however many Han characters it holds, is not Chinese: it gets ``"en"``,
+    the labels' neutral language."""
+    if _KANA_HANGUL.search(text):
+        return "en"
     return "zh" if len(_HAN.findall(text)) > len(_LATIN_WORD.findall(text)) else "en"
 
 
 def language_instruction(texts: Sequence[str]) -> str:
-    """One sentence telling the model which language to write in, from the user's own texts."""
+    """One sentence telling the model which language to write in, from the user's own texts.
+
+    A model told "Chinese" for Japanese, or "English" for Korean, translates the user's
+    words; a language the letters do not name (Russian, Spanish) gets "the language of the
+    turn" instead of a name."""
+    named = languages_of(texts)
+    if not named <= {"zh-CN", "en"}:
+        if len(named) == 1 and None not in named:
+            name = LANGUAGE_NAMES[str(next(iter(named)))]
+            return f"The user writes in {name}: write every memory in {name}, never in English or Chinese."
+        return "Write each memory in the language of the turn it comes from, as the user wrote it; never translate."
     languages = {language_of(t) for t in texts if t.strip()}
     if languages == {"zh"}:
         return "The user writes in Chinese: write every memory in Chinese (用中文写每条记忆), not in English."
