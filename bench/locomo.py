@@ -55,7 +55,7 @@ from jiyi.embed.base import Embedder, resolve_embedder
 from jiyi.memory import Memory
 from jiyi.model import MemoryItem
 from jiyi.store.sqlite import SQLiteStore
-from parts import PARTS, CachingEmbedder, part_rankings, source_ids
+from parts import PARTS, CachingEmbedder, part_rankings, quoted_turns, source_ids
 
 KS = (5, 10, 20)
 SEARCH_LIMIT = 20
@@ -321,10 +321,6 @@ DRAIN_BATCH = 50
 _MAPPED_ACTIONS = frozenset(
     {"add", "keep_both", "reinforce", "update", "merge", "supersede", "episode", "resource"}
 )
-# A summary line's prefix: "user: " (pasted sentences) or "- Fact: " / "- 决定：" (the
-# offline digest, jiyi.session.digest: a label, then the statement in the user's words).
-_ROLE_PREFIX = re.compile(r"^(?:-\s+)?(?:user|assistant|[^:：\s][^:：]{0,11})\s*[:：]\s*", re.IGNORECASE)
-_NON_WORD = re.compile(r"\W+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _QUOTED = re.compile(r"'[^']*'")
 
@@ -386,23 +382,9 @@ def session_messages(session: Session, at: datetime, speaker_as: str) -> list[di
     return out
 
 
-def _key(text: str) -> str:
-    return _NON_WORD.sub("", text.casefold())
-
-
 def episode_dia_ids(summary: str, session: Session, contents: Sequence[str]) -> list[str]:
     """The turns an extractive episode summary took its sentences from (one per line)."""
-    keys = [_key(c) for c in contents]
-    out: list[str] = []
-    for line in summary.splitlines():
-        k = _key(_ROLE_PREFIX.sub("", line.strip()))
-        if not k:
-            continue
-        for i, turn_key in enumerate(keys):
-            if k in turn_key:
-                out.append(session.turns[i].dia_id)
-                break
-    return list(dict.fromkeys(out))
+    return [session.turns[i].dia_id for i in quoted_turns(summary, contents)]
 
 
 def rejection_kind(reason: str) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +32,30 @@ from jiyi.validate import scope_keys
 
 PARTS = ("cosine", "bm25", "rrf")
 RRF_K = 60
+# A summary line's prefix: "user: " (pasted sentences) or "- Fact: " / "- 决定：" (the
+# offline digest, jiyi.session.digest: a label, then the statement in the user's words).
+_ROLE_PREFIX = re.compile(r"^(?:-\s+)?(?:user|assistant|[^:：\s][^:：]{0,11})\s*[:：]\s*", re.IGNORECASE)
+_NON_WORD = re.compile(r"\W+")
+
+
+def _key(text: str) -> str:
+    return _NON_WORD.sub("", text.casefold())
+
+
+def quoted_turns(summary: str, contents: Sequence[str]) -> list[int]:
+    """The indices of ``contents`` an extractive episode summary took its lines from (a
+    line, without its label, inside the turn's text), in the summary's order."""
+    keys = [_key(c) for c in contents]
+    out: list[int] = []
+    for line in summary.splitlines():
+        k = _key(_ROLE_PREFIX.sub("", line.strip()))
+        if not k:
+            continue
+        for i, turn_key in enumerate(keys):
+            if k in turn_key:
+                out.append(i)
+                break
+    return list(dict.fromkeys(out))
 
 
 def rrf(*rankings: Sequence[str], k: int = RRF_K) -> list[str]:

@@ -11,6 +11,7 @@ out, as the relevance fit in ``jiyi.read.rank`` was made).
     python bench/zh_en.py tests/data/zh_en_retrieval.json --json out.json
     python bench/zh_en.py --embedder pair       # another embedder spec (default: jiyi's)
     python bench/zh_en.py bench/data/multilingual_retrieval.json [--one-scope]   # four other languages
+    python bench/zh_en.py --mode pipeline       # the memories said to remember() instead of imported
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from common import REPO_ROOT, git_commit, machine_info, now_iso, write_json
 from jiyi.memory import Memory
-from parts import PARTS, part_rankings
+from parts import PARTS, part_rankings, quoted_turns
 
 DEFAULT_DATA = REPO_ROOT / "tests" / "data" / "zh_en_retrieval.json"
 LIMIT = 10
@@ -71,6 +72,109 @@ def rankings(
             hits = mem.search(q["query"], user_id=q["user_id"], limit=LIMIT, touch=False)
             ranked = {"jiyi": [h.item.id for h in hits]}
             ranked.update(part_rankings(mem, q["query"], q["user_id"], now, LIMIT))
+            out.append((q, ranked))
+    return out
+
+
+# Outcomes that leave a stored item standing for the turn (or, for an episode, the turns)
+# it came from; "rejected" and the like store nothing.
+_MAPPED = frozenset({"add", "keep_both", "reinforce", "update", "merge", "supersede", "episode", "resource"})
+
+
+def sessions(data: dict[str, Any], user: str) -> list[tuple[datetime, list[dict[str, Any]]]]:
+    """The user's memories as conversations: one session per day a memory is dated, in date
+    order, after one session of the undated ones (said a day before the first dated one;
+    at the set's ``now`` when none is dated)."""
+    mine = [m for m in data["memories"] if m["user_id"] == user]
+    dated = sorted((m for m in mine if m.get("occurred_at")), key=lambda m: m["occurred_at"])
+    undated = [m for m in mine if not m.get("occurred_at")]
+    first = _when(dated[0]) - timedelta(days=1) if dated else set_clock(data)
+    out = [(first, undated)] if undated else []
+    for m in dated:
+        at = _when(m)
+        if out and out[-1][0].date() == at.date() and out[-1][1] is not undated:
+            out[-1][1].append(m)
+        else:
+            out.append((at, [m]))
+    return out
+
+
+def _when(memory: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(memory["occurred_at"].replace("Z", "+00:00"))
+
+
+class _Clock:
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def __call__(self) -> datetime:
+        return self.at
+
+
+def told(data: dict[str, Any], mem: Memory, clock: _Clock) -> dict[str, list[str]]:
+    """Each user's memories said to ``mem.remember`` as that user's messages (:func:`sessions`,
+    each ended, the clock at its date, the jobs run just after). Returns, per stored item,
+    the set's memory ids it came from (its turn; an episode's, the turns it quotes; a
+    replacement also stands for what it replaced)."""
+    sources: dict[str, list[str]] = {}
+    for user in data["users"]:
+        for n, (at, said) in enumerate(sessions(data, user)):
+            contents = [m["content"] for m in said]
+            messages = [
+                {"role": "user", "content": c, "created_at": at + timedelta(seconds=i)}
+                for i, c in enumerate(contents)
+            ]
+            clock.at = at + timedelta(seconds=len(messages))
+            sid = f"set:{user}:{n}"
+            mem.remember(messages, session_id=sid, user_id=user)
+            mem.end_session(sid, user_id=user)
+            while reports := mem.process_jobs(worker="zh_en", limit=100):
+                for report in reports:
+                    if report.status != "done":
+                        raise SystemExit(f"a {report.kind} job failed: {report.error}")
+                    _map(report.outcomes, said, contents, sources)
+    return sources
+
+
+def _map(
+    outcomes: Sequence[Any], said: list[dict[str, Any]], contents: list[str], sources: dict[str, list[str]]
+) -> None:
+    for o in outcomes:
+        if o.action not in _MAPPED or not o.item_id:
+            continue
+        if o.action == "episode":
+            turns = quoted_turns(o.candidate.content, contents)
+        else:
+            i = o.candidate.turn_index
+            turns = [i] if i is not None and 0 <= i < len(said) else []
+        mapped = sources.setdefault(o.item_id, [])
+        if o.action == "supersede" and o.target_id:
+            mapped.extend(sources.get(o.target_id, []))
+        mapped.extend(said[i]["id"] for i in turns)
+
+
+def pipeline_rankings(
+    data: dict[str, Any], path: Path, embedder: str | None = None
+) -> list[tuple[dict[str, Any], dict[str, list[str]]]]:
+    """As :func:`rankings`, the memories told through the pipeline (:func:`told`) instead
+    of imported: each ranking lists the set's memory ids its items came from, in order."""
+    now = set_clock(data)
+    out = []
+    clock = _Clock(now)
+    with Memory.open(path, clock=clock, embedder=embedder, background=False) as mem:
+        sources = told(data, mem, clock)
+        clock.at = now
+
+        def ids(items: Sequence[str]) -> list[str]:
+            return list(dict.fromkeys(m for i in items for m in sources.get(i, [])))
+
+        for q in data["queries"]:
+            if not q["gold"]:
+                continue
+            hits = mem.search(q["query"], user_id=q["user_id"], limit=LIMIT, touch=False)
+            ranked = {"jiyi": ids([h.item.id for h in hits])}
+            parts = part_rankings(mem, q["query"], q["user_id"], now, LIMIT)
+            ranked.update({name: ids(found) for name, found in parts.items()})
             out.append((q, ranked))
     return out
 
@@ -128,6 +232,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="every persona's memories in one user's scope: a larger haystack, several languages",
     )
+    p.add_argument(
+        "--mode",
+        choices=("raw", "pipeline"),
+        default="raw",
+        help="raw: the memories imported as they are; pipeline: said to remember() as each "
+        "user's messages (extraction, gate, reconciliation, the session's episode)",
+    )
     args = p.parse_args(argv)
     if not args.data.exists():
         p.error(f"no data file at {args.data}")
@@ -135,7 +246,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.one_scope:
         data = one_scope(data)
     with tempfile.TemporaryDirectory(prefix="jiyi-zhen-") as tmp:
-        rows = rankings(data, Path(tmp) / "memory.db", args.embedder)
+        rank = pipeline_rankings if args.mode == "pipeline" else rankings
+        rows = rank(data, Path(tmp) / "memory.db", args.embedder)
     result = table(rows)
     head = f"{'':18}{'n':>4}" + "".join(f"{s + ' R@1':>12}{'R@5':>7}{'R@10':>7}" for s in SYSTEMS)
     print(head)
@@ -154,6 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             {
                 "table": result,
                 "embedder": args.embedder,
+                "mode": args.mode,
                 "machine": machine_info(),
                 "date": now_iso(),
                 "commit": git_commit(),
