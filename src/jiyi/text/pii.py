@@ -5,7 +5,10 @@ Covered kinds:
 * ``EMAIL``        ASCII e-mail addresses (``zhang.san@example.com``).
 * ``PHONE``        Chinese mobiles (``13800138000``, ``+86 138 0013 8000``, ``138-0013-8000``),
                    Chinese landlines with an area code (``010-12345678``), NANP numbers
-                   (``555-123-4567``, ``(555) 123-4567``) and ``+``-prefixed international numbers.
+                   (``555-123-4567``, ``(555) 123-4567``), ``+``-prefixed international numbers,
+                   grouped national numbers with a trunk 0 (``090-1234-5678``, ``06 12 34 56
+                   78``) and 8-15 digits right after a word for phone in one of 16 languages
+                   (``Mi móvil es 612 34 56 78``, ``телефон 8 912 345 6789``).
 * ``CN_ID``        18-character resident ID numbers; the ISO 7064 MOD 11-2 check character and
                    the birth date must be valid, so arbitrary 18-digit numbers are left alone.
 * ``CREDIT_CARD``  13-19 digits (bare, or grouped by spaces/dashes as cards are printed) that
@@ -162,10 +165,38 @@ _INTL = re.compile(
 )
 
 
+# National numbers as most countries outside North America write them: a trunk 0, then
+# groups set apart by one kind of separator (Japan 090-1234-5678, Korea 010-1234-5678,
+# UK 020 7946 0958, France 06 12 34 56 78); 9-11 digits, checked after. A date has at
+# most eight ("01.02.2024").
+_TRUNK = re.compile(_LD + r"0[1-9][0-9]{0,3}(?P<sep>[ .-])[0-9]{2,4}(?:(?P=sep)[0-9]{2,4}){1,3}" + _RD)
+# A word for "phone" in the languages the default embedder reads: after it, a run of 8-15
+# digits is a number in whatever national format ("Mi móvil es 612 34 56 78", "Handy 0151
+# 23456789"). Words for "number" alone (номер, Nummer, 번호) also name orders and rooms.
+_PHONE_WORD = re.compile(
+    r"\b(?:phone|tel|mobile|cell(?:phone)?|whatsapp|t[ée]l[ée]phone|tel[ée]fono|m[óo]vil|celular|"
+    r"portable|telefon\w*|handy\w*|cellulare|telem[óo]vel|call|телефон\w*|тел|мобильн\w*)\b|"
+    r"手机|电话|電話|携帯|전화|휴대폰|핸드폰",
+    re.IGNORECASE,
+)
+_CUED = re.compile(r"[^0-9\n]{0,12}?(?<![0-9A-Za-z])(?P<n>[0-9](?:[0-9]|[ .-](?=[0-9])){6,20})" + _RD)
+_DATE = re.compile(r"[0-9]{4}[./-][0-9]{1,2}[./-][0-9]{1,2}|[0-9]{1,2}[./-][0-9]{1,2}[./-][0-9]{2,4}")
+
+
 def _phones(text: str) -> _Spans:
     for rx in (_CN_MOBILE, _CN_LANDLINE, _NANP):
         for m in rx.finditer(text):
             yield m.span()
+    for m in _TRUNK.finditer(text):
+        if 9 <= sum(c.isdigit() for c in m.group()) <= 11:
+            yield m.span()
+    for word in _PHONE_WORD.finditer(text):
+        cued = _CUED.match(text, word.end())
+        if cued is None:
+            continue
+        number = cued["n"]
+        if 8 <= sum(c.isdigit() for c in number) <= 15 and not _DATE.fullmatch(number):
+            yield cued.span("n")
     if "+" in text:
         for m in _INTL.finditer(text):
             digits = sum(c.isdigit() for c in m.group())
