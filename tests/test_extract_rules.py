@@ -604,6 +604,35 @@ def test_multi_sentence_chinese_turn() -> None:
     assert all(i.language == "zh" for i in items)
 
 
+def test_a_dropped_subject_is_the_speaker() -> None:
+    # Chinese drops the subject as grammar; notes in English do too. The content stays as said.
+    got = [
+        (i.memory_type, i.key, i.content)
+        for t in (
+            "对花生过敏。",
+            "住在浦东张江，骑车到公司十分钟。",
+            "现在在腾讯上班。",
+            "最近搬到杭州了。",
+            "Allergic to peanuts.",
+            "Live in Berlin.",
+            "Moved to Lisbon last year.",
+        )
+        for i in extract(t)
+    ]
+    assert got == [
+        (C, "allergy:花生", "对花生过敏"),
+        (F, "location", "住在浦东张江，骑车到公司十分钟"),
+        (F, "employer", "现在在腾讯上班"),
+        (F, "location", "最近搬到杭州了"),
+        (C, "allergy:peanuts", "Allergic to peanuts"),
+        (F, "location", "Live in Berlin"),
+        (F, "location", "Moved to Lisbon last year"),
+    ]
+    # A description, a command or a clause of another kind opens the same way: nothing.
+    for text in ("住在附近的朋友来了。", "在家工作的时候效率很低。", "Live in the moment.", "work for free"):
+        assert extract(text) == [], text
+
+
 def test_multi_sentence_english_turn() -> None:
     items = extract(
         "I'm Alice. I live in Paris and I work at Airbus. I like cheese, but I hate olives.\nThanks!"

@@ -145,6 +145,20 @@ def test_user_profile_files_what_is_about_the_user_only(mem: Memory, clock: Cloc
     assert project["tech_stack"] == ("Next.js", "PostgreSQL")
 
 
+def test_a_statement_that_dropped_its_subject_is_the_users(mem: Memory, clock: Clock) -> None:
+    # Said in the user's own turns, as Chinese chat drops 我 and notes drop "I".
+    for text in ("对花生过敏。", "住在上海浦东。", "Allergic to penicillin."):
+        mem.remember([{"role": "user", "content": text}], session_id="s", user_id="pd")
+        clock.now += timedelta(minutes=1)
+    mem.process_jobs()
+    background = mem.profile(user_id="pd")["background"]
+    assert isinstance(background, str)
+    assert {"对花生过敏", "住在上海浦东", "Allergic to penicillin"} <= set(background.split("; "))
+    # someone else's, with the subject said, stays out
+    remember(mem, clock, "我女儿对花生过敏", "fact", user_id="pd2", infer=False)
+    assert mem.profile(user_id="pd2")["background"] is None
+
+
 def test_user_profile_from_english_items_first_and_third_person(mem: Memory, clock: Clock) -> None:
     remember(mem, clock, "I work as a data scientist", "fact", user_id="al")
     remember(mem, clock, "My name is Alice", "fact", user_id="al")

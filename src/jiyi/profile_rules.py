@@ -40,7 +40,7 @@ from jiyi.model import MemoryItem, MemoryType, Scope, Source
 from jiyi.profile_lexicon import NATURAL_LANGUAGES, find_terms, natural_language, term_of
 from jiyi.text.language import written_in
 from jiyi.write.extract import Turn
-from jiyi.write.extract_rules import CONFIDENCE_HEDGED, RuleExtractor
+from jiyi.write.extract_rules import CONFIDENCE_HEDGED, RuleExtractor, with_speaker
 
 ProfileScope = Literal["user", "project"]
 
@@ -413,12 +413,14 @@ def _about_user(text: str) -> bool:
     core = _subject_text(text)
     if _GROUP_SUBJECT.match(core):
         return False
-    return bool(_SELF_SUBJECT.match(core) or _ADDRESSED.search(core))
+    return bool(_SELF_SUBJECT.match(core) or _ADDRESSED.search(core)) or with_speaker(core) is not None
 
 
 def _personal(text: str) -> bool:
-    """Said of the user alone ("I switched to Neovim"), not of a team ("we chose Kafka")."""
-    return bool(_SELF_SUBJECT.match(_subject_text(text)))
+    """Said of the user alone ("I switched to Neovim", or with the subject dropped: "对花生过敏"),
+    not of a team ("we chose Kafka")."""
+    core = _subject_text(text)
+    return bool(_SELF_SUBJECT.match(core)) or with_speaker(core) is not None
 
 
 def _health(reading: _Reading) -> bool:

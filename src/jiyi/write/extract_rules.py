@@ -87,6 +87,7 @@ from jiyi.write.extract import ChatTurn, Extracted, Language
 __all__ = [
     "CONFIDENCE_HEDGED",
     "RuleExtractor",
+    "with_speaker",
 ]
 
 CONFIDENCE_REMEMBER = 0.95
@@ -722,7 +723,7 @@ _LOCATION_ZH = re.compile(
 )
 _MOVED_ZH = re.compile(
     r"^我(?:已经|刚|刚刚|最近|去年|前年|今年|上个?月|上周|上星期|前几天|前段时间|年初|这个月|其实)*"
-    r"搬(?:到|去|来)了?(?P<v>[^，,]+?)(?:了|住)?$"
+    r"搬家?(?:到|去|来)了?(?P<v>[^，,]+?)(?:了|住)?$"
 )
 # "上个月我跳槽去了字节", "我在美团做后端开发", "我家就在青岛".
 _JOB_CHANGE_ZH = re.compile(
@@ -1315,13 +1316,39 @@ _ZH_CONTINUATION = re.compile(
     r"在(?=[^，,]{1,20}?(?:工作|上班|任职)))"
 )
 _FIRST_PERSON_ZH = re.compile(r"^我(?!们)")
+# A user's sentence that opens with a predicate about a person has dropped its subject, the
+# speaker: Chinese drops it as grammar ("住在浦东，骑车到公司十分钟", "对花生过敏"), English
+# notes do ("Allergic to peanuts."). Only predicates no command or clause of another kind
+# opens with: "喜欢的话…" asks, "Live in the moment" commands, "熟悉的味道" describes.
+_ZH_SELF_PREDICATE = re.compile(
+    # Not "住在附近的朋友…", "在家工作的时候…": a 的 after the place makes it a description.
+    r"^(?:(?:住在|现在住)(?![^，,]*的)|(?:现在|目前)?在[^，,的]{1,20}?(?:工作|上班|任职)(?![^，,]*的)|对[^，,]{1,12}?过敏|"
+    r"(?:最近|刚|已经)?搬(?:家)?(?:到|去)[^，,]{1,12}?了?$|擅长|精通)"
+)
+_EN_SELF_PREDICATE: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(?=(?:allergic|intolerant|based|married|divorced|vegan|vegetarian)\b)", _I), "I am "),
+    (re.compile(r"^(?=(?i:live|lives|living|work|works|working)\s+(?:in|at|for)\s+[A-Z0-9])"), "I "),
+    (re.compile(r"^(?=moved\s+to\b)", _I), "I "),
+)
+
+
+def with_speaker(clause: str) -> str | None:
+    """The clause with the subject it dropped (:data:`_ZH_SELF_PREDICATE`), or None."""
+    bare = _LEAD_FILLER.sub("", clause.strip())
+    if _ZH_SELF_PREDICATE.match(bare):
+        return "我" + bare
+    for pattern, subject in _EN_SELF_PREDICATE:
+        if pattern.match(bare):
+            return subject + bare[0].lower() + bare[1:] if subject == "I am " else subject + bare
+    return None
 
 
 def _clauses(sentence: str) -> list[tuple[str, str]]:
     """The clauses of a sentence: (the clause as written, the text to match)."""
     parts = _CLAUSE_SEP.split(sentence)
-    clauses: list[list[str]] = [[parts[0], parts[0]]]
-    first_person = bool(_FIRST_PERSON_ZH.match(_LEAD_FILLER.sub("", parts[0].strip())))
+    implied = with_speaker(parts[0])
+    clauses: list[list[str]] = [[parts[0], implied or parts[0]]]
+    first_person = implied is not None or bool(_FIRST_PERSON_ZH.match(_LEAD_FILLER.sub("", parts[0].strip())))
     for i in range(1, len(parts) - 1, 2):
         sep, clause = parts[i], parts[i + 1]
         joinable = not _KEEP_JOINED.match(clauses[-1][0].strip()) and not _REASON_STARTED.search(
