@@ -321,6 +321,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--half", choices=(*HALVES, "all"), default="all", help="even or odd line numbers")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="first N selected questions")
     p.add_argument("--every", type=int, default=1, metavar="M", help="every M-th selected question (sample)")
+    p.add_argument(
+        "--offset",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with --every M: start at the K-th selected question (0..M-1), so that "
+        "--offset 0, 1 and 2 with --every 3 cover the set in three disjoint samples",
+    )
     p.add_argument("--cache", type=Path, default=None, help="embedding cache file (.npz), kept across runs")
     p.add_argument("--embedder", default=None, help="embedder spec (default: jiyi's default)")
     p.add_argument("--json", type=Path, default=None, metavar="OUT.json")
@@ -340,6 +348,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--limit must be >= 1")
     if args.every < 1:
         p.error("--every must be >= 1")
+    if not 0 <= args.offset < args.every:
+        p.error("--offset must be within 0..M-1 for --every M")
     if not args.keep_turns and args.mode != "pipeline":
         p.error("--no-keep-turns is for --mode pipeline")
     if args.stores is not None and args.mode != "pipeline":
@@ -347,16 +357,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def select(questions: list[Question], half: str, every: int, limit: int | None) -> list[Question]:
+def select(
+    questions: list[Question], half: str, every: int, limit: int | None, offset: int = 0
+) -> list[Question]:
     if half != "all":
         questions = [q for q in questions if q.index % 2 == (0 if half == "even" else 1)]
-    questions = questions[::every]
+    questions = questions[offset::every]
     return questions[:limit] if limit is not None else questions
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    questions = select(load(args.data), args.half, args.every, args.limit)
+    questions = select(load(args.data), args.half, args.every, args.limit, args.offset)
     embedder = CachingEmbedder(resolve_embedder(args.embedder), args.cache)
     embedder.embed(["load the model before timing"])
     if args.stores is not None:
