@@ -1,0 +1,49 @@
+"""The user's path on the project's own retrieval sets: memories said to ``remember()``
+(extraction, gate, reconciliation, each session's episode), then searched.
+
+``bench/zh_en.py --mode pipeline`` builds the stores and scores jiyi beside its own parts
+(cosine, BM25, their RRF over the same store); this runs it on the Chinese/English set and
+on the set in four other languages (Russian, Japanese, Korean, Spanish) and checks
+PROTOCOL section 5 at recall@5 and @10: jiyi is never below the best of its parts. The
+floors are regression guards a few points under the measured values (docs/benchmarks.md,
+session 15).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import zh_en  # noqa: E402  (bench/zh_en.py, the benchmark itself)
+
+SETS = {
+    # set: (recall@5, recall@10) jiyi must keep; measured 0.921 / 0.966 and 0.957 / 0.979
+    "zh_en": (ROOT / "tests" / "data" / "zh_en_retrieval.json", (0.89, 0.94)),
+    "four_languages": (ROOT / "bench" / "data" / "multilingual_retrieval.json", (0.93, 0.95)),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(SETS))
+def table(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Any]:
+    path, _ = SETS[request.param]
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rows = zh_en.pipeline_rankings(data, tmp_path_factory.mktemp(request.param) / "memory.db")
+    assert len(rows) == sum(1 for q in data["queries"] if q["gold"])
+    return request.param, zh_en.table(rows)["overall"]
+
+
+@pytest.mark.parametrize("k", [5, 10])
+def test_jiyi_is_not_below_its_parts_through_the_pipeline(table: tuple[str, Any], k: int) -> None:
+    name, overall = table
+    jiyi = overall["jiyi"][f"recall@{k}"]
+    best = max(overall[part][f"recall@{k}"] for part in ("cosine", "bm25", "rrf"))
+    assert jiyi >= best, f"{name}: jiyi recall@{k} {jiyi} below its best part {best} ({overall})"
+    floor = SETS[name][1][0 if k == 5 else 1]
+    assert jiyi >= floor, f"{name}: jiyi recall@{k} {jiyi} below the guard {floor}"
