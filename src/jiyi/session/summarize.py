@@ -50,7 +50,7 @@ from jiyi.errors import ConfigError, InvalidInput, LLMError
 from jiyi.llm.base import ChatFlow, ChatModel, Message, arun_chat, json_flow, resolve_chat_model, run_chat
 from jiyi.llm.jsonfix import repair_json
 from jiyi.session.digest import covered, fit_lines, note_line, stated_lines
-from jiyi.text.language import LANGUAGE_NAMES, languages_of
+from jiyi.text.language import other_language
 from jiyi.text.lowvalue import low_value_reason
 from jiyi.text.tokenize import terms
 from jiyi.text.tokens import count_tokens, truncate_to_tokens
@@ -451,11 +451,10 @@ conversation: a Chinese conversation gets Chinese values, an English one English
 
 
 def _language_sentence(dialogue: Sequence[NumberedTurn]) -> str:
-    named = languages_of(t.content for t in dialogue)
-    if not named <= {"zh-CN", "en"}:  # (see extract_llm.language_instruction)
-        if len(named) == 1 and None not in named:
-            name = LANGUAGE_NAMES[str(next(iter(named)))]
-            return f"The conversation is in {name}: write every value in {name}, never in English or Chinese."
+    other = other_language(t.content for t in dialogue)
+    if other:
+        return f"The conversation is in {other}: write every value in {other}, never in English or Chinese."
+    if other == "":
         return "Write every value in the language the conversation is written in; never translate."
     if (_language(dialogue) if dialogue else "en") == "zh":
         return "The conversation is in Chinese: write every value in Chinese (用中文写摘要), not in English."

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["LANGUAGE_NAMES", "languages_of", "written_in"]
+__all__ = ["LANGUAGE_NAMES", "languages_of", "other_language", "written_in"]
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _KANA = re.compile(r"[\u3040-\u30ff]")
@@ -84,3 +84,16 @@ def languages_of(texts: Iterable[str]) -> set[str | None]:
             tag = "zh-CN"
         found.add(tag)
     return found
+
+
+def other_language(texts: Iterable[str]) -> str | None:
+    """None when every text is Chinese or English (callers keep their own rules for the
+    two); else the English name of the one language all of them are written in (a model
+    told "Chinese" for Japanese, or "English" for Korean, translates the user's words), or
+    "" when their letters do not name one language (Russian, Spanish, a mix)."""
+    named = languages_of(texts)
+    if named <= {"zh-CN", "en"}:
+        return None
+    if len(named) == 1 and None not in named:
+        return LANGUAGE_NAMES.get(str(next(iter(named))), "")
+    return ""

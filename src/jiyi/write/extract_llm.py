@@ -34,7 +34,7 @@ from jiyi.llm.base import (
 )
 from jiyi.llm.jsonfix import repair_json, unwrap_list
 from jiyi.model import MemoryType
-from jiyi.text.language import LANGUAGE_NAMES, languages_of
+from jiyi.text.language import other_language
 from jiyi.write.extract import ChatTurn, Extracted, Language
 
 __all__ = [
@@ -170,16 +170,12 @@ def language_of(text: str) -> Language:
 
 
 def language_instruction(texts: Sequence[str]) -> str:
-    """One sentence telling the model which language to write in, from the user's own texts.
-
-    A model told "Chinese" for Japanese, or "English" for Korean, translates the user's
-    words; a language the letters do not name (Russian, Spanish) gets "the language of the
-    turn" instead of a name."""
-    named = languages_of(texts)
-    if not named <= {"zh-CN", "en"}:
-        if len(named) == 1 and None not in named:
-            name = LANGUAGE_NAMES[str(next(iter(named)))]
-            return f"The user writes in {name}: write every memory in {name}, never in English or Chinese."
+    """One sentence telling the model which language to write in, from the user's own texts
+    (a language other than Chinese and English: :func:`jiyi.text.language.other_language`)."""
+    other = other_language(texts)
+    if other:
+        return f"The user writes in {other}: write every memory in {other}, never in English or Chinese."
+    if other == "":
         return "Write each memory in the language of the turn it comes from, as the user wrote it; never translate."
     languages = {language_of(t) for t in texts if t.strip()}
     if languages == {"zh"}:
