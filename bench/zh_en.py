@@ -46,7 +46,7 @@ def filled_store(data: dict[str, Any], path: Path, embedder: str | None = None) 
         for user in data["users"]:
             mem.import_items(
                 [
-                    {k: v for k, v in m.items() if k != "lang"}
+                    {k: v for k, v in m.items() if k not in ("lang", "persona")}
                     for m in data["memories"]
                     if m["user_id"] == user
                 ]
@@ -84,19 +84,21 @@ _MAPPED = frozenset({"add", "keep_both", "reinforce", "update", "merge", "supers
 def sessions(data: dict[str, Any], user: str) -> list[tuple[datetime, list[dict[str, Any]]]]:
     """The user's memories as conversations: one session per day a memory is dated, in date
     order, after one session of the undated ones (said a day before the first dated one;
-    at the set's ``now`` when none is dated)."""
+    at the set's ``now`` when none is dated). In one scope (:func:`one_scope`) each persona
+    keeps its own sessions: one person's unrelated statements are not one conversation."""
     mine = [m for m in data["memories"] if m["user_id"] == user]
     dated = sorted((m for m in mine if m.get("occurred_at")), key=lambda m: m["occurred_at"])
-    undated = [m for m in mine if not m.get("occurred_at")]
     first = _when(dated[0]) - timedelta(days=1) if dated else set_clock(data)
-    out = [(first, undated)] if undated else []
-    for m in dated:
-        at = _when(m)
-        if out and out[-1][0].date() == at.date() and out[-1][1] is not undated:
-            out[-1][1].append(m)
-        else:
-            out.append((at, [m]))
-    return out
+    grouped: dict[tuple[datetime, str], list[dict[str, Any]]] = {}
+    for m in mine:
+        at = _when(m) if m.get("occurred_at") else first
+        day = at.replace(hour=0, minute=0, second=0, microsecond=0)
+        grouped.setdefault((day, m.get("persona", user)), []).append(m)
+    out = []
+    for said in grouped.values():
+        said.sort(key=lambda m: m.get("occurred_at") or "")
+        out.append((_when(said[0]) if said[0].get("occurred_at") else first, said))
+    return sorted(out, key=lambda s: s[0])
 
 
 def _when(memory: dict[str, Any]) -> datetime:
@@ -184,7 +186,7 @@ def one_scope(data: dict[str, Any], user: str = "everyone") -> dict[str, Any]:
     return {
         **data,
         "users": {user: "every persona of the set"},
-        "memories": [{**m, "user_id": user} for m in data["memories"]],
+        "memories": [{**m, "user_id": user, "persona": m["user_id"]} for m in data["memories"]],
         "queries": [{**q, "user_id": user} for q in data["queries"]],
     }
 
