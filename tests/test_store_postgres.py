@@ -554,6 +554,40 @@ def test_a_small_scope_stays_exact_and_iterative_scan_fills_a_filtered_one(ann: 
         store.approximate_from = 300
 
 
+def test_walks_and_keyword_rounds_are_planned_once_per_connection(ann: Any, pg_dsn: str) -> None:  # noqa: F811
+    """The HNSW walk and the keyword rounds run on the plan PostgreSQL made once for their
+    prepared statement (force_generic_plan around them), before and after psycopg prepares
+    them the same hits (the keyword ones those of a scan of every matching row); the
+    connection then plans the rest as usual."""
+    store, _, toward = ann
+    one = PostgresStore(pg_dsn, schema=store.schema, approximate_from=300, max_size=1)
+    scan = _ScanAll(pg_dsn, schema=store.schema)
+    try:
+        mine = flt(scope_keys=("user:many",))
+        for n in range(8):  # psycopg prepares a statement at its 5th run
+            vector = VectorHits(
+                mine, MODEL, toward if n % 2 else unit(np.random.default_rng(n), HNSW_DIM), 10
+            )
+            assert [h.id for h in one.execute(vector)] == [h.id for h in store.execute(vector)]
+            keyword = KeywordHits(mine, ("many", str(n)), 5)
+            assert one.execute(keyword) == scan.execute(keyword)
+        with one._connection() as conn:
+            plans = conn.execute(
+                "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+            ).fetchall()
+            mode = conn.execute("SHOW plan_cache_mode").fetchone()
+        by_kind = {
+            kind: [p for p in plans if p[0].startswith(kind)] for kind in ("WITH near", "WITH kw_terms")
+        }
+        for kind, found in by_kind.items():
+            assert found, kind
+            assert all(generic >= 1 and custom == 0 for _, generic, custom in found), (kind, found)
+        assert mode == ("auto",)
+    finally:
+        one.close()
+        scan.close()
+
+
 # ---------------------------------------------------------------- keywords
 
 
