@@ -623,6 +623,25 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "DROP INDEX IF EXISTS {s}.items_scope_tsv",
         ),
     ),
+    (
+        "keyword indexes without a pending list",
+        (
+            # With fastupdate (GIN's default) new entries wait in a pending list that every
+            # search of the index reads through, until a vacuum merges it. A search's usage
+            # write rewrites its hits' rows, mostly not in place on full pages, so each adds
+            # their terms there: at 1,000 items per user, 600 searches made the keyword
+            # rounds 4.4x dearer (1.27 -> 5.55 ms of server CPU a search; docs/benchmarks.md,
+            # session 15). Without it each write puts its entries in place.
+            *(
+                stmt
+                for index in ("items_scope_terms", "items_tsv", "items_tags")
+                for stmt in (
+                    f"ALTER INDEX {{s}}.{index} SET (fastupdate = off)",
+                    f"SELECT gin_clean_pending_list('{{s}}.{index}'::regclass)",  # what waits there now
+                )
+            ),
+        ),
+    ),
 ]
 HNSW_DIMENSIONS = frozenset(_HNSW_DIMS)
 """The vector sizes with an HNSW index (migration "approximate vector indexes for large
