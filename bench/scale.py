@@ -60,7 +60,7 @@ import uuid
 import warnings
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -450,6 +450,55 @@ def time_statements(recorder: Recorder) -> None:
     postgres._run_last_sync = run_last  # type: ignore[assignment]
 
 
+class ServerCPU:
+    """``--server-cpu``: the CPU time the PostgreSQL server's processes spent (``/proc``'s
+    schedstat of every child of its postmaster: the backends, and the background writers,
+    which spend little), read before and after each call. A server on this machine only
+    (its data directory readable). On a busy machine CPU time moves far less than wall
+    time, so a change to the server's work shows in it when latencies hide it."""
+
+    def __init__(self, dsn: str) -> None:
+        import psycopg
+
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            row = conn.execute("SHOW data_directory").fetchone()
+        assert row is not None
+        pid_file = Path(str(row[0])) / "postmaster.pid"
+        try:
+            self.postmaster = int(pid_file.read_text().split()[0])
+        except OSError as exc:
+            raise SystemExit(f"--server-cpu needs the server on this machine ({exc})") from None
+
+    def _children(self) -> list[int]:
+        out = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                except OSError:
+                    continue
+                if int(stat.rsplit(")", 1)[1].split()[1]) == self.postmaster:
+                    out.append(int(entry))
+        return out
+
+    def start(self) -> tuple[list[int], int]:
+        pids = self._children()
+        return pids, self._ns(pids)
+
+    def seconds(self, started: tuple[list[int], int]) -> float:
+        """CPU seconds of the processes seen at :meth:`start` since then (a process gone
+        meanwhile counts nothing: its time is lost, not negative)."""
+        return max(0.0, (self._ns(started[0]) - started[1]) / 1e9)
+
+    @staticmethod
+    def _ns(pids: Sequence[int]) -> int:
+        total = 0
+        for pid in pids:
+            with suppress(OSError):  # gone meanwhile
+                total += int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+        return total
+
+
 # ---------------------------------------------------------------- backends
 
 
@@ -713,7 +762,7 @@ class Samples:
                 self.statements.setdefault(name[len(SQL_LABEL) :], []).append(value * 1000)
         seconds = {k: v for k, v in seconds.items() if not k.startswith(SQL_LABEL)}
         embed = seconds.get("embed", 0.0)
-        known = sum(v for k, v in seconds.items() if k != "cpu")
+        known = sum(v for k, v in seconds.items() if k not in ("cpu", "server"))
         row = {
             "cpu": seconds.get("cpu", 0.0),
             "embed": embed,
@@ -722,6 +771,8 @@ class Samples:
             "write": seconds.get("write", 0.0) + seconds.get("touch", 0.0),
             "other": total_s - known,
         }
+        if "server" in seconds:
+            row["server"] = seconds["server"]
         for name, value in row.items():
             self.parts.setdefault(name, []).append(value * 1000)
 
@@ -749,6 +800,7 @@ class World:
     count: int = 0
     sentinel_id: str = ""
     invalidations: int = 0
+    server_cpu: ServerCPU | None = None
 
     def user_of(self, j: int) -> str:
         return self.users[j % len(self.users)]
@@ -793,11 +845,15 @@ def timed(world: World, fn: Callable[[], R]) -> tuple[R, float, Mapping[str, flo
     """Run ``fn``: its result, wall seconds, and seconds per part (``cpu``: this thread's
     CPU time, which other processes on a busy machine inflate less than wall time)."""
     world.recorder.reset()
+    server = world.server_cpu.start() if world.server_cpu is not None else None
     c0 = time.thread_time()
     t0 = time.perf_counter()
     out = fn()
     took = time.perf_counter() - t0
     world.recorder.add("cpu", time.thread_time() - c0)
+    if server is not None:
+        assert world.server_cpu is not None
+        world.recorder.add("server", world.server_cpu.seconds(server))
     return out, took, world.recorder.seconds
 
 
@@ -1035,7 +1091,9 @@ def format_size(r: dict[str, Any], head: dict[str, Any]) -> str:
             f"loaded without the HNSW indexes, then built them in {ing['index_build_seconds']:.1f} s "
             f"(maintenance_work_mem {ing['maintenance_work_mem']})"
         )
-    cols = ("total", "cpu", "embed", "store", "retrieve", "write", "other")
+    cols: tuple[str, ...] = ("total", "cpu", "embed", "store", "retrieve", "write", "other")
+    if "server" in r["search"].get("warm", {}):
+        cols += ("server",)
     lines.append(f"{'ms (p50 / p95)':<16}" + "".join(f"{c:>16}" for c in cols))
     rows: list[tuple[str, dict[str, Any]]] = [
         (f"search {name}", r["search"][name]) for name in ("cold", "warm", "repeat")
@@ -1075,7 +1133,9 @@ def format_size(r: dict[str, Any], head: dict[str, Any]) -> str:
         lines.append(f"load average {' '.join(map(str, r['loadavg']))} on {os.cpu_count()} CPUs")
     lines.append(
         "(cpu = this thread's CPU time; store = total - embed; retrieve = the store's Retrieve; write = add's write or search's "
-        "usage touch; other = gate, ranking, tokenising)"
+        "usage touch; other = gate, ranking, tokenising"
+        + ("; server = the PostgreSQL server's CPU time during the call" if "server" in cols else "")
+        + ")"
     )
     return "\n".join(lines)
 
@@ -1157,6 +1217,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="PostgreSQL: time each SQL statement of every search and add, by kind (p50/p95 per call)",
     )
     p.add_argument(
+        "--server-cpu",
+        action="store_true",
+        help="PostgreSQL on this machine: the server's CPU time per search and add (a column, p50/p95)",
+    )
+    p.add_argument(
         "--rebuild-index",
         default=None,
         metavar="MAINTENANCE_WORK_MEM",
@@ -1173,8 +1238,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.users = 1
     if args.users < 1 or args.queries < 1 or args.adds < 0 or args.batch < 1:
         p.error("--users, --queries and --batch must be >= 1, --adds >= 0")
-    if (args.dsn or args.schema or args.statements) and args.backend != "postgres":
-        p.error("--dsn, --schema and --statements go with --backend postgres")
+    if (args.dsn or args.schema or args.statements or args.server_cpu) and args.backend != "postgres":
+        p.error("--dsn, --schema, --statements and --server-cpu go with --backend postgres")
     if args.default_embed_queries is None:
         args.default_embed_queries = args.queries
     if args.approximate_from not in (None, "exact") and not args.approximate_from.isdigit():
@@ -1215,6 +1280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"schema {args.schema} holds memories of other users: give the --users it was made with"
         )
     world = World(mem=mem, recorder=recorder, gen=TextGen(args.seed), users=users, per_user_counts=held)
+    if args.server_cpu and isinstance(backend, PostgresBackend):
+        world.server_cpu = ServerCPU(backend.dsn)
     world.count = sum(held.values())
     rng = random.Random(args.seed + 1)
     head: dict[str, Any] = {

@@ -554,6 +554,58 @@ def test_a_small_scope_stays_exact_and_iterative_scan_fills_a_filtered_one(ann: 
         store.approximate_from = 300
 
 
+def test_keyword_indexes_keep_no_pending_list(store: PostgresStore, pg_dsn: str) -> None:  # noqa: F811
+    """Writes put their entries straight into the GIN indexes a search reads (a search's
+    usage write rewrites its hits' rows, and a pending list would be read by every search)."""
+    put(store, *(make_item(f"tea number {k}", id=f"p-{k}") for k in range(20)))
+    store.execute(Write((Touch(TENANT, tuple(f"p-{k}" for k in range(20)), T0),)))
+    rows = _sql(
+        pg_dsn,
+        "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname IN ('items_scope_terms', 'items_tsv', 'items_tags')",
+        store.schema,
+    )
+    assert sorted(rows) == [
+        (name, ["fastupdate=off"]) for name in ("items_scope_terms", "items_tags", "items_tsv")
+    ]
+    hits = store.execute(KeywordHits(flt(scope_keys=("user:alice",)), ("tea",), 3))
+    assert [h.id for h in hits] == ["p-0", "p-1", "p-2"]  # equal scores: first written first
+
+
+def test_walks_and_keyword_rounds_are_planned_once_per_connection(ann: Any, pg_dsn: str) -> None:  # noqa: F811
+    """The HNSW walk and the keyword rounds run on the plan PostgreSQL made once for their
+    prepared statement (force_generic_plan around them), before and after psycopg prepares
+    them the same hits (the keyword ones those of a scan of every matching row); the
+    connection then plans the rest as usual."""
+    store, _, toward = ann
+    one = PostgresStore(pg_dsn, schema=store.schema, approximate_from=300, max_size=1)
+    scan = _ScanAll(pg_dsn, schema=store.schema)
+    try:
+        mine = flt(scope_keys=("user:many",))
+        for n in range(8):  # psycopg prepares a statement at its 5th run
+            vector = VectorHits(
+                mine, MODEL, toward if n % 2 else unit(np.random.default_rng(n), HNSW_DIM), 10
+            )
+            assert [h.id for h in one.execute(vector)] == [h.id for h in store.execute(vector)]
+            keyword = KeywordHits(mine, ("many", str(n)), 5)
+            assert one.execute(keyword) == scan.execute(keyword)
+        with one._connection() as conn:
+            plans = conn.execute(
+                "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+            ).fetchall()
+            mode = conn.execute("SHOW plan_cache_mode").fetchone()
+        by_kind = {
+            kind: [p for p in plans if p[0].startswith(kind)] for kind in ("WITH near", "WITH kw_terms")
+        }
+        for kind, found in by_kind.items():
+            assert found, kind
+            assert all(generic >= 1 and custom == 0 for _, generic, custom in found), (kind, found)
+        assert mode == ("auto",)
+    finally:
+        one.close()
+        scan.close()
+
+
 # ---------------------------------------------------------------- keywords
 
 

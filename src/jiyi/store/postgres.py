@@ -623,6 +623,25 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "DROP INDEX IF EXISTS {s}.items_scope_tsv",
         ),
     ),
+    (
+        "keyword indexes without a pending list",
+        (
+            # With fastupdate (GIN's default) new entries wait in a pending list that every
+            # search of the index reads through, until a vacuum merges it. A search's usage
+            # write rewrites its hits' rows, mostly not in place on full pages, so each adds
+            # their terms there: at 1,000 items per user, 600 searches made the keyword
+            # rounds 4.4x dearer (1.27 -> 5.55 ms of server CPU a search; docs/benchmarks.md,
+            # session 15). Without it each write puts its entries in place.
+            *(
+                stmt
+                for index in ("items_scope_terms", "items_tsv", "items_tags")
+                for stmt in (
+                    f"ALTER INDEX {{s}}.{index} SET (fastupdate = off)",
+                    f"SELECT gin_clean_pending_list('{{s}}.{index}'::regclass)",  # what waits there now
+                )
+            ),
+        ),
+    ),
 ]
 HNSW_DIMENSIONS = frozenset(_HNSW_DIMS)
 """The vector sizes with an HNSW index (migration "approximate vector indexes for large
@@ -1425,6 +1444,16 @@ walk (it cannot know the walk was chosen, see PostgresStore._scope_size)."""
 _ANY_SORT = _Query("SET LOCAL enable_sort TO DEFAULT", deferred=True)
 """After an HNSW search: the rest of the transaction plans as usual."""
 
+_GENERIC_PLAN = _Query("SET LOCAL plan_cache_mode TO force_generic_plan", deferred=True)
+"""Before a keyword round or an HNSW walk: their plan does not depend on the values (the
+keyword index by scope and term, or the HNSW index, then the rows by primary key), so the
+plan made once per connection (psycopg prepares a statement run 5 times) is used again.
+PostgreSQL's own choice kept planning them anew each time (its estimate of the generic
+plan is higher), 0.4-0.7 ms of a search's server time per statement at 100k memories in
+one scope (docs/benchmarks.md, session 15)."""
+_ANY_PLAN = _Query("SET LOCAL plan_cache_mode TO DEFAULT", deferred=True)
+"""After them: the rest of the transaction plans as PostgreSQL chooses."""
+
 _SNAPSHOT_SQL = _Query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 """The first statement of a read of several statements (a ``Retrieve``'s primitives): they
 all see one state, as one statement would."""
@@ -2170,10 +2199,14 @@ class PostgresStore(Store):
                 with suppress(StopIteration):
                     asked = next(plan)
                     while True:
-                        if isinstance(asked, _Batch):  # (no plan explained here asks for one)
-                            raise InvalidInput(
-                                f"explain does not show batched statements of {type(op).__name__}"
-                            )
+                        if isinstance(asked, _Batch):  # settings around a statement (a keyword round)
+                            rows = []
+                            for q in asked.queries:
+                                if not q.deferred:
+                                    out += _run_sync(conn, _Query(f"EXPLAIN ({options}) {q.sql}", q.params))
+                                rows.append(_run_sync(conn, q))
+                            asked = plan.send(rows)
+                            continue
                         out += _run_sync(conn, _Query(f"EXPLAIN ({options}) {asked.sql}", asked.params))
                         asked = plan.send(_run_sync(conn, asked))
                 return out
@@ -2285,8 +2318,8 @@ class PostgresStore(Store):
             rows = yield size
             if not rows[0][-1]:
                 return convert((yield exact))
-            walked = yield _Batch((_NO_SORT, approximate, _ANY_SORT))
-            return convert(walked[1])
+            walked = yield _Batch((_NO_SORT, _GENERIC_PLAN, approximate, _ANY_PLAN, _ANY_SORT))
+            return convert(walked[2])
 
         return plan
 
@@ -2360,14 +2393,17 @@ class PostgresStore(Store):
     def _approximate(self, where: str, dist: str, dim: int, params: dict[str, Any]) -> _Query:
         """The k nearest rows in HNSW order (``dim = d`` and the cast spelled as the
         partial index is, so the planner can use it), filtered as the scan goes, then
-        ordered by the same distance the exact path computes."""
+        ordered by the same distance the exact path computes. k is written into the
+        statement: the plan made once for it (:data:`_GENERIC_PLAN`) then knows how few rows
+        come out of the walk, and fetches their items by primary key (with the limit a
+        parameter, a hash join over the tenant's items)."""
         s = self._s
         return _Query(
             f"WITH near AS MATERIALIZED (SELECT i.pk, {dist} AS dist FROM {s}.vectors v "
             f"JOIN {s}.items i ON i.tenant_id = v.tenant_id AND i.pk = v.pk "
             f"WHERE v.dim = {dim} AND v.model = %(model)s "
             f"AND {where} "
-            f"ORDER BY v.vec::{self._vector_type}({dim}) {self._cosine} %(qvec)s LIMIT %(k)s) "
+            f"ORDER BY v.vec::{self._vector_type}({dim}) {self._cosine} %(qvec)s LIMIT {int(params['k'])}) "
             f"SELECT i.id, x.dist, i.thread_id IS NOT NULL FROM near x JOIN {s}.items i "
             f"ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.dist, x.pk",
             params,
@@ -2486,9 +2522,14 @@ class PostgresStore(Store):
                     level = 0.0  # every row holding a term
                 query, wide = _reaching_query(bounds, level, wide, prefixes)
                 if query != read:  # else this level admits no row the last one did not
-                    got = yield _Query(
-                        score, more | {"kw_query": f"({query}) & !({read})" if read else query}
+                    ran = yield _Batch(
+                        (
+                            _GENERIC_PLAN,
+                            _Query(score, more | {"kw_query": f"({query}) & !({read})" if read else query}),
+                            _ANY_PLAN,
+                        )
                     )
+                    got = ran[1]
                     if threaded is not None:
                         threaded.update(str(r[0]) for r in got if r[3])
                     found = {h[1]: h for h in top} | {
