@@ -572,6 +572,18 @@ def test_keyword_indexes_keep_no_pending_list(store: PostgresStore, pg_dsn: str)
     assert [h.id for h in hits] == ["p-0", "p-1", "p-2"]  # equal scores: first written first
 
 
+def test_items_pages_keep_room_for_usage_writes(store: PostgresStore, pg_dsn: str) -> None:  # noqa: F811
+    """Items are written with room left on their pages (fillfactor 85), so a search's usage
+    write can rewrite a row in place (HOT) instead of adding entries to every index."""
+    rows = _sql(
+        pg_dsn,
+        "SELECT c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname = 'items'",
+        store.schema,
+    )
+    assert rows == [(["fillfactor=85"],)]
+
+
 def test_walks_and_keyword_rounds_are_planned_once_per_connection(ann: Any, pg_dsn: str) -> None:  # noqa: F811
     """The HNSW walk and the keyword rounds run on the plan PostgreSQL made once for their
     prepared statement (force_generic_plan around them), before and after psycopg prepares
