@@ -1333,13 +1333,14 @@ _EN_SELF_PREDICATE: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 def with_speaker(clause: str) -> str | None:
-    """The clause with the subject it dropped (:data:`_ZH_SELF_PREDICATE`), or None."""
+    """The clause with the subject it dropped, the speaker (:data:`_ZH_SELF_PREDICATE`,
+    :data:`_EN_SELF_PREDICATE`), or None when it opens otherwise."""
     bare = _LEAD_FILLER.sub("", clause.strip())
     if _ZH_SELF_PREDICATE.match(bare):
         return "我" + bare
     for pattern, subject in _EN_SELF_PREDICATE:
         if pattern.match(bare):
-            return subject + bare[0].lower() + bare[1:] if subject == "I am " else subject + bare
+            return subject + bare[0].lower() + bare[1:]
     return None
 
 
