@@ -55,7 +55,7 @@ from jiyi.embed.base import Embedder, resolve_embedder
 from jiyi.memory import Memory
 from jiyi.model import MemoryItem
 from jiyi.store.sqlite import SQLiteStore
-from parts import PARTS, CachingEmbedder, part_rankings, quoted_turns, source_ids
+from parts import PARTS, CachingEmbedder, SetClock, part_rankings, record_sources, source_ids
 
 KS = (5, 10, 20)
 SEARCH_LIMIT = 20
@@ -318,21 +318,8 @@ SPEAKER_AS = ("name", "prefix")
 CONTEXT_BUDGET = 2000
 """``budget_tokens`` of the ``Memory.context`` call made for every question."""
 DRAIN_BATCH = 50
-_MAPPED_ACTIONS = frozenset(
-    {"add", "keep_both", "reinforce", "update", "merge", "supersede", "episode", "resource"}
-)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _QUOTED = re.compile(r"'[^']*'")
-
-
-class SessionClock:
-    """What the pipeline sees as now: moved to each session's date while it is ingested."""
-
-    def __init__(self, at: datetime) -> None:
-        self.at = at
-
-    def __call__(self) -> datetime:
-        return self.at
 
 
 @dataclass
@@ -382,11 +369,6 @@ def session_messages(session: Session, at: datetime, speaker_as: str) -> list[di
     return out
 
 
-def episode_dia_ids(summary: str, session: Session, contents: Sequence[str]) -> list[str]:
-    """The turns an extractive episode summary took its sentences from (one per line)."""
-    return [session.turns[i].dia_id for i in quoted_turns(summary, contents)]
-
-
 def rejection_kind(reason: str) -> str:
     """A gate reason without its numbers and quoted ids, so equal reasons count together."""
     return _NUMBER.sub("N", _QUOTED.sub("'…'", reason))
@@ -408,18 +390,7 @@ def _record_outcomes(
             run.outcomes[o.action] += 1
             if o.action == "rejected":
                 run.rejections[rejection_kind(o.reason)] += 1
-            if o.action not in _MAPPED_ACTIONS or not o.item_id:
-                continue
-            if o.action == "episode":
-                ids = episode_dia_ids(o.candidate.content, session, contents)
-            else:
-                i = o.candidate.turn_index
-                ids = [session.turns[i].dia_id] if i is not None and 0 <= i < len(session.turns) else []
-            mapped = sources.setdefault(o.item_id, {})
-            if o.action == "supersede" and o.target_id:
-                # Search routes the replaced item's wording to its replacement.
-                mapped.update(sources.get(o.target_id, {}))
-            mapped.update(dict.fromkeys(ids))
+            record_sources(o, [t.dia_id for t in session.turns], contents, sources)
 
 
 def active_items(mem: Memory, user_id: str) -> list[MemoryItem]:
@@ -447,7 +418,7 @@ def run_pipeline_conversation(
 ) -> PipelineRun:
     """Ingest ``conv`` through remember -> process_jobs and answer its questions (pipeline mode)."""
     times = session_times(conv.sessions)
-    clock = SessionClock(times[0] if times else datetime(2023, 1, 1, tzinfo=UTC))
+    clock = SetClock(times[0] if times else datetime(2023, 1, 1, tzinfo=UTC))
     sources: dict[str, dict[str, None]] = {}
     user = conv.sample_id
     with (

@@ -48,7 +48,7 @@ from jiyi.memory import Memory
 from jiyi.store.sqlite import SQLiteStore
 from locomo import DialogueTurn, Session, _record_outcomes, active_items
 from locomo import PipelineRun as LocomoPipelineRun
-from parts import PARTS, CachingEmbedder, part_rankings, source_ids
+from parts import PARTS, CachingEmbedder, SetClock, part_rankings, source_ids
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "lme_s_dev.jsonl.gz"
 SEARCH_LIMIT = 50
@@ -186,14 +186,6 @@ def run_raw(q: Question, embedder: CachingEmbedder, tmp: Path) -> Result:
     return res
 
 
-class _Clock:
-    def __init__(self, at: datetime) -> None:
-        self.at = at
-
-    def __call__(self) -> datetime:
-        return self.at
-
-
 def _pipeline_session(s: dict[str, Any]) -> tuple[Session, list[dict[str, Any]]]:
     at = parse_date(s["date"])
     turns = [t for t in s["turns"] if str(t["content"]).strip()]
@@ -238,7 +230,7 @@ def run_pipeline(
 def _ingest(q: Question, embedder: CachingEmbedder, db: Path, keep_turns: bool) -> dict[str, dict[str, None]]:
     """Every session of ``q`` through remember() into ``db``; each stored item's source turns."""
     sessions = q.sessions()
-    clock = _Clock(parse_date(sessions[0]["date"]) if sessions else q.now)
+    clock = SetClock(parse_date(sessions[0]["date"]) if sessions else q.now)
     sources: dict[str, dict[str, None]] = {}
     mem = Memory(
         SQLiteStore(db),

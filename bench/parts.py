@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +41,44 @@ _NON_WORD = re.compile(r"\W+")
 
 def _key(text: str) -> str:
     return _NON_WORD.sub("", text.casefold())
+
+
+MAPPED_ACTIONS = frozenset(
+    {"add", "keep_both", "reinforce", "update", "merge", "supersede", "episode", "resource"}
+)
+"""Pipeline outcomes that leave a stored item standing for the turn (or, for an episode, the
+turns) it came from; "rejected" and the like store nothing."""
+
+
+class SetClock:
+    """A pipeline benchmark's clock: what the store sees as now, set by the benchmark (moved
+    to each session's date while it is ingested)."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def __call__(self) -> datetime:
+        return self.at
+
+
+def record_sources(
+    outcome: Any, turn_ids: Sequence[str], contents: Sequence[str], sources: dict[str, dict[str, None]]
+) -> None:
+    """Map the item a pipeline ``outcome`` stored or reinforced to the ids of the session's
+    turns it came from (``turn_ids``, one per text of ``contents``): its turn, or an
+    episode's quoted turns. A replacement also stands for what it replaced, since search
+    routes the replaced item's wording to it."""
+    if outcome.action not in MAPPED_ACTIONS or not outcome.item_id:
+        return
+    if outcome.action == "episode":
+        turns = quoted_turns(outcome.candidate.content, contents)
+    else:
+        i = outcome.candidate.turn_index
+        turns = [i] if i is not None and 0 <= i < len(turn_ids) else []
+    mapped = sources.setdefault(outcome.item_id, {})
+    if outcome.action == "supersede" and outcome.target_id:
+        mapped.update(sources.get(outcome.target_id, {}))
+    mapped.update(dict.fromkeys(turn_ids[i] for i in turns))
 
 
 def quoted_turns(summary: str, contents: Sequence[str]) -> list[int]:

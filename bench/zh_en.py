@@ -29,7 +29,7 @@ from typing import Any
 
 from common import REPO_ROOT, git_commit, machine_info, now_iso, write_json
 from jiyi.memory import Memory
-from parts import PARTS, part_rankings, quoted_turns
+from parts import PARTS, SetClock, part_rankings, record_sources
 
 DEFAULT_DATA = REPO_ROOT / "tests" / "data" / "zh_en_retrieval.json"
 LIMIT = 10
@@ -76,11 +76,6 @@ def rankings(
     return out
 
 
-# Outcomes that leave a stored item standing for the turn (or, for an episode, the turns)
-# it came from; "rejected" and the like store nothing.
-_MAPPED = frozenset({"add", "keep_both", "reinforce", "update", "merge", "supersede", "episode", "resource"})
-
-
 def sessions(data: dict[str, Any], user: str) -> list[tuple[datetime, list[dict[str, Any]]]]:
     """The user's memories as conversations: one session per day a memory is dated, in date
     order, after one session of the undated ones (said a day before the first dated one;
@@ -105,20 +100,12 @@ def _when(memory: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(memory["occurred_at"].replace("Z", "+00:00"))
 
 
-class _Clock:
-    def __init__(self, at: datetime) -> None:
-        self.at = at
-
-    def __call__(self) -> datetime:
-        return self.at
-
-
-def told(data: dict[str, Any], mem: Memory, clock: _Clock) -> dict[str, list[str]]:
+def told(data: dict[str, Any], mem: Memory, clock: SetClock) -> dict[str, dict[str, None]]:
     """Each user's memories said to ``mem.remember`` as that user's messages (:func:`sessions`,
     each ended, the clock at its date, the jobs run just after). Returns, per stored item,
     the set's memory ids it came from (its turn; an episode's, the turns it quotes; a
     replacement also stands for what it replaced)."""
-    sources: dict[str, list[str]] = {}
+    sources: dict[str, dict[str, None]] = {}
     for user in data["users"]:
         for n, (at, said) in enumerate(sessions(data, user)):
             contents = [m["content"] for m in said]
@@ -134,25 +121,9 @@ def told(data: dict[str, Any], mem: Memory, clock: _Clock) -> dict[str, list[str
                 for report in reports:
                     if report.status != "done":
                         raise SystemExit(f"a {report.kind} job failed: {report.error}")
-                    _map(report.outcomes, said, contents, sources)
+                    for o in report.outcomes:
+                        record_sources(o, [m["id"] for m in said], contents, sources)
     return sources
-
-
-def _map(
-    outcomes: Sequence[Any], said: list[dict[str, Any]], contents: list[str], sources: dict[str, list[str]]
-) -> None:
-    for o in outcomes:
-        if o.action not in _MAPPED or not o.item_id:
-            continue
-        if o.action == "episode":
-            turns = quoted_turns(o.candidate.content, contents)
-        else:
-            i = o.candidate.turn_index
-            turns = [i] if i is not None and 0 <= i < len(said) else []
-        mapped = sources.setdefault(o.item_id, [])
-        if o.action == "supersede" and o.target_id:
-            mapped.extend(sources.get(o.target_id, []))
-        mapped.extend(said[i]["id"] for i in turns)
 
 
 def pipeline_rankings(
@@ -162,13 +133,13 @@ def pipeline_rankings(
     of imported: each ranking lists the set's memory ids its items came from, in order."""
     now = set_clock(data)
     out = []
-    clock = _Clock(now)
+    clock = SetClock(now)
     with Memory.open(path, clock=clock, embedder=embedder, background=False) as mem:
         sources = told(data, mem, clock)
         clock.at = now
 
         def ids(items: Sequence[str]) -> list[str]:
-            return list(dict.fromkeys(m for i in items for m in sources.get(i, [])))
+            return list(dict.fromkeys(m for i in items for m in sources.get(i, {})))
 
         for q in data["queries"]:
             if not q["gold"]:

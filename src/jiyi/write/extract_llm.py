@@ -34,7 +34,7 @@ from jiyi.llm.base import (
 )
 from jiyi.llm.jsonfix import repair_json, unwrap_list
 from jiyi.model import MemoryType
-from jiyi.text.language import other_language
+from jiyi.text.language import other_language, written_in
 from jiyi.write.extract import ChatTurn, Extracted, Language
 
 __all__ = [
@@ -157,14 +157,13 @@ def format_turns(turns: Sequence[NumberedTurn]) -> str:
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
-_KANA_HANGUL = re.compile(r"[\u3040-\u30ff\uac00-\ud7af]")
 
 
 def language_of(text: str) -> Language:
     """``"zh"`` when Han characters outnumber Latin words, else ``"en"``. Japanese and
     Korean text, however many Han characters it holds, is not Chinese: it gets ``"en"``,
     the labels' neutral language."""
-    if _KANA_HANGUL.search(text):
+    if written_in(text) in ("ja", "ko"):
         return "en"
     return "zh" if len(_HAN.findall(text)) > len(_LATIN_WORD.findall(text)) else "en"
 
