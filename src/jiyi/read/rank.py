@@ -58,7 +58,13 @@ from jiyi.read.fusion import at_neighbours, neighbour_index
 from jiyi.read.fusion import han_share as han_share  # re-exported: tests and callers use it here
 from jiyi.read.fusion import other_language as other_language_of
 from jiyi.read.versions import TOP as VERSIONS_TOP
-from jiyi.read.versions import is_later_restatement, is_newer_version, is_said_change, restatement_bar
+from jiyi.read.versions import (
+    is_later_restatement,
+    is_newer_version,
+    is_replaced_in_summary,
+    is_said_change,
+    restatement_bar,
+)
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import normalise, query_terms
 from jiyi.write.reconcile import ReconcileConfig, config_on_scale
@@ -490,6 +496,8 @@ def newer_versions_first(
                 _place_below(older, newer, "contribution.newer_version")
             elif is_later_restatement(newer.candidate, older.candidate, bar):
                 _place_below(older, newer, "contribution.later_statement")
+            elif is_replaced_in_summary(newer.candidate, older.candidate):
+                _place_below(older, newer, "contribution.replaced_in_summary")
             elif asked and is_said_change(newer.candidate, older.candidate, asked):
                 # A looser test, so the milder move: the newer rises just above the older,
                 # which keeps its place (a question about the past still finds it).

@@ -38,6 +38,7 @@ _PLACE_REASONS = frozenset(
         "contribution.newer_version",
         "contribution.later_statement",
         "contribution.said_change",
+        "contribution.replaced_in_summary",
     }
 )
 """Breakdown entries that explain a turn's place among versions of one fact."""

@@ -28,6 +28,12 @@ neither test reads. A third (:func:`is_said_change`) puts such a turn first when
 its sentences carries a word of change (:func:`jiyi.write.slots.change_sentences`) and
 shares with the older statement a word of the query that is not a person: the query says
 what the two are about, the cue that the later one changed it.
+
+A session's summary (an episode) is a record of what was said then, so it keeps an old
+value after a later session retires it: "- Fact: I live in Clementi" still ranks for "where
+does he live now?" above "We moved to Tampines". A fourth test
+(:func:`is_replaced_in_summary`) puts the user's later keyed statement (a city, an
+employer) above an earlier episode one of whose lines gives that key another value.
 """
 
 from __future__ import annotations
@@ -37,9 +43,11 @@ import re
 
 from jiyi.embed.scale import on_scale
 from jiyi.model import RESOURCE_TAG, MemoryItem, MemoryType
+from jiyi.session.digest import user_lines
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import terms
-from jiyi.write.extract import Extracted
+from jiyi.write.extract import Extracted, Turn
+from jiyi.write.extract_rules import RuleExtractor
 from jiyi.write.reconcile import Existing, ReconcileConfig, decide
 from jiyi.write.slots import apart, change_sentences, claims, is_person
 
@@ -246,3 +254,40 @@ def _who(text: str) -> frozenset[str]:
         found.update(c.holder)
         found.update(w for w in c.subject if is_person(w))
     return frozenset(t for w in found for t in terms(w))
+
+
+_extractor = RuleExtractor()
+
+
+def is_replaced_in_summary(newer: Candidate, older: Candidate) -> bool:
+    """Whether ``newer``, a user's keyed statement (:attr:`Extracted.key`: a city, an
+    employer), is later than ``older``, an episode of that user one of whose lines (what
+    the user said or stated, :func:`jiyi.session.digest.user_lines`) gives the same key
+    another value."""
+    a, b = older.item, newer.item
+    if "episode" not in a.tags or a.user_id != b.user_id or not _statement(b) or not _later(b, a):
+        return False
+    # A named speaker's fact (a conversation between several people): an episode's lines
+    # do not say whose statement each was.
+    key, value = b.metadata.get("key"), (b.structured or {}).get("value")
+    if b.metadata.get("speaker") is not None or not isinstance(key, str) or not isinstance(value, str):
+        return False
+    said = _keyed_values(a.content).get(key)
+    return said is not None and _norm(value) not in said
+
+
+@functools.lru_cache(maxsize=1024)
+def _keyed_values(summary: str) -> dict[str, frozenset[str]]:
+    """Per key, the values an episode's user lines state (read by the offline extractor).
+    Episodes come back search after search; most have no keyed line."""
+    found: dict[str, set[str]] = {}
+    for text in user_lines(summary):
+        for e in _extractor.extract([Turn("user", text)]):
+            value = (e.structured or {}).get("value")
+            if e.key is not None and isinstance(value, str):
+                found.setdefault(e.key, set()).add(_norm(value))
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def _norm(value: str) -> str:
+    return " ".join(value.casefold().split())

@@ -30,7 +30,16 @@ from jiyi.text.tokens import count_tokens, truncate_to_tokens
 from jiyi.write.extract import Language, Turn
 from jiyi.write.extract_rules import RuleExtractor
 
-__all__ = ["EXTRA_LINES", "LINE_TOKENS", "DigestLine", "covered", "fit_lines", "note_line", "stated_lines"]
+__all__ = [
+    "EXTRA_LINES",
+    "LINE_TOKENS",
+    "DigestLine",
+    "covered",
+    "fit_lines",
+    "note_line",
+    "stated_lines",
+    "user_lines",
+]
 
 LINE_TOKENS = 48
 """The longest line, in tokens, before the budget asks for shorter ones."""
@@ -111,6 +120,26 @@ def stated_lines(user_turns: Sequence[tuple[int, str]]) -> tuple[list[DigestLine
             by_key[e.key] = len(lines)
         lines.append(line)
     return [line for line in lines if line is not None], [e.content for e in found]
+
+
+_USER_LABELS = frozenset(
+    label
+    for labels in _LABELS.values()
+    for kind, label in labels.items()
+    if kind not in ("asked", "assistant")
+)
+_LINE = re.compile(r"^-\s*(?P<label>[^:：\n]{1,20}?)\s*[:：]\s*(?P<text>.+)$")
+
+
+def user_lines(summary: str) -> list[str]:
+    """The texts of an offline digest's lines of what the user said or stated (a summary's
+    other lines, and one written otherwise, give none)."""
+    out = []
+    for line in summary.splitlines():
+        m = _LINE.match(line.strip())
+        if m and m.group("label") in _USER_LABELS:
+            out.append(m.group("text"))
+    return out
 
 
 def covered(sentence: str, statements: Sequence[str]) -> bool:

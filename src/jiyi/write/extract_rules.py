@@ -723,7 +723,8 @@ _LOCATION_ZH = re.compile(
 )
 _MOVED_ZH = re.compile(
     r"^我(?:已经|刚|刚刚|最近|去年|前年|今年|上个?月|上周|上星期|前几天|前段时间|年初|这个月|其实)*"
-    r"搬家?(?:到|去|来)了?(?P<v>[^，,]+?)(?:了|住)?$"
+    # A reason may follow the place: "搬到了 Tampines 的组屋，为了离幼儿园近一点".
+    r"搬家?(?:到|去|来)了?(?P<v>[^，,]+?)(?:了|住)?(?P<rest>[，,].*)?$"
 )
 # "上个月我跳槽去了字节", "我在美团做后端开发", "我家就在青岛".
 _JOB_CHANGE_ZH = re.compile(
@@ -776,6 +777,13 @@ _LOCATION_EN = re.compile(
     r"|^i(?:'ve|\s+have)?\s+(?:just\s+|recently\s+)?moved\s+to\s+(?P<moved>.+)$",
     _I,
 )
+# Why or since when, after a place: "moved to Tampines to be closer to the kindergarten".
+_PLACE_TAIL_EN = re.compile(
+    r"\s+(?:to\s+(?:be|get|live|work|study|join|start|help|take|look)|for|after|last|this|with|in\s+order|"
+    r"in\s+(?:(?:19|20)\d\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|spring|summer|autumn|fall|winter)|"
+    r"(?:a|an|one|two|three|four|five|\d+)\s+(?:years?|months?|weeks?|days?)\s+ago)\b",
+    _I,
+)
 _HOMETOWN_EN = re.compile(
     r"^(?:i'm|i\s+am|i|i\s+originally)\s+(?:originally\s+)?(?:from|come\s+from|came\s+from|grew\s+up\s+in|"
     r"was\s+born\s+in)\s+(?P<v>.+)$",
@@ -821,7 +829,8 @@ def _self_description_zh(core: str) -> _Hit | None:
     if m:
         return _fact(rule, "location", m.group("v"))
     m = _MOVED_ZH.match(core)
-    if m and not _PLAN_ZH.search(core):  # "我下个月要搬去深圳" is a plan, not where the user lives
+    # "我下个月要搬去深圳" is a plan, not where the user lives (a reason after it may say 要).
+    if m and not _PLAN_ZH.search(core[: m.end("v")]):
         return _fact(rule, "location", m.group("v"))
     m = _HOMETOWN_ZH.match(core)
     if m:
@@ -885,7 +894,9 @@ def _self_description_en(core: str) -> _Hit | None:
         return _fact(rule, "location", m.group("v"))
     m = _LOCATION_EN.match(core)
     if m:
-        return _fact(rule, "location", m.group("v") or m.group("moved") or "")
+        return _fact(
+            rule, "location", _PLACE_TAIL_EN.split(m.group("v") or m.group("moved") or "", maxsplit=1)[0]
+        )
     m = _HOMETOWN_EN.match(core)
     if m and not _NOT_PLACE_EN.search(m.group("v")):
         return _fact(rule, "hometown", m.group("v"))
@@ -1332,15 +1343,39 @@ _EN_SELF_PREDICATE: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# A household that moves or lives somewhere takes the speaker along: "全家搬到了 Tampines",
+# "我们一家住在杭州", "My wife and I moved to Leeds", "We live in Porto". Not a bare "we"
+# that moved ("We moved to Kubernetes", "我们搬到新办公室": a team's move is no home).
+_HOUSEHOLD_ZH = re.compile(
+    r"^(?:我们?全家人?|我们?家|我们一家(?:人|[二三四五六]口人?)?|一家(?:人|[二三四五六]口人?)|全家人?|我和(?:老婆|老公|妻子|丈夫|爱人|家人)|我们)"
+    r"(?=(?:已经|刚|刚刚|最近|现在|目前|一直|去年|今年|上个?月)*(?:住在|定居在|生活在|搬家?(?:到|去)))"
+)
+_BARE_WE_MOVED_ZH = re.compile(r"^我们(?:已经|刚|刚刚|最近|去年|今年|上个?月)*搬")
+_HOUSEHOLD_EN = re.compile(
+    r"^(?:(?:my\s+(?:wife|husband|partner|girlfriend|boyfriend|family|kids|fiancée?)\s+and\s+i|our\s+family|"
+    r"the\s+family)(?:'ve|\s+have|\s+has)?\s+(?=(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+to\b|"
+    r"(?:now\s+|still\s+)?lives?\s+in\b)|we\s+(?=(?:now\s+|still\s+)?live\s+in\b))",
+    _I,
+)
+
+
 def with_speaker(clause: str) -> str | None:
     """The clause with the subject it dropped, the speaker (:data:`_ZH_SELF_PREDICATE`,
-    :data:`_EN_SELF_PREDICATE`), or None when it opens otherwise."""
+    :data:`_EN_SELF_PREDICATE`), or with the speaker for a household that moved or lives
+    somewhere (:data:`_HOUSEHOLD_ZH`, :data:`_HOUSEHOLD_EN`); None when it opens otherwise."""
     bare = _LEAD_FILLER.sub("", clause.strip())
     if _ZH_SELF_PREDICATE.match(bare):
         return "我" + bare
     for pattern, subject in _EN_SELF_PREDICATE:
         if pattern.match(bare):
             return subject + bare[0].lower() + bare[1:]
+    m = _HOUSEHOLD_ZH.match(bare)
+    if m and not _BARE_WE_MOVED_ZH.match(bare):
+        return "我" + bare[m.end() :]
+    m = _HOUSEHOLD_EN.match(bare)
+    if m:
+        rest = bare[m.end() :]
+        return "I " + ("live" + rest[5:] if rest.lower().startswith("lives") else rest)
     return None
 
 
