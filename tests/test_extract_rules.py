@@ -633,6 +633,49 @@ def test_a_dropped_subject_is_the_speaker() -> None:
         assert extract(text) == [], text
 
 
+def test_a_household_that_moves_or_lives_somewhere_gives_the_users_location() -> None:
+    # A family's home is the speaker's; the words as said stay the content.
+    got = [
+        (i.key, i.structured["value"] if i.structured else None, i.content)
+        for t in (
+            "全家搬到了 Tampines 的组屋，为了离豆豆的幼儿园近一点。",
+            "我们一家三口住在杭州。",
+            "我和老婆搬到了七宝。",
+            "We live in Porto.",
+            "Our family moved to Austin in 2020.",
+            "The family has moved to Oslo.",
+        )
+        for i in extract(t)
+    ]
+    assert got == [
+        ("location", "Tampines 的组屋", "全家搬到了 Tampines 的组屋，为了离豆豆的幼儿园近一点"),
+        ("location", "杭州", "我们一家三口住在杭州"),
+        ("location", "七宝", "我和老婆搬到了七宝"),
+        ("location", "Porto", "We live in Porto"),
+        ("location", "Austin", "Our family moved to Austin in 2020"),
+        ("location", "Oslo", "The family has moved to Oslo"),
+    ]
+    # A bare "we" that moved may be a team or a stack: no home in it.
+    for text in ("我们搬到了新办公室。", "We moved to Kubernetes.", "We moved to Postgres last year."):
+        assert all(i.key != "location" for i in extract(text)), text
+
+
+def test_a_moves_reason_or_time_is_not_part_of_the_place() -> None:
+    cases = {
+        "我搬到了 Tampines 的组屋，为了离幼儿园近一点。": "Tampines 的组屋",
+        "我搬到了浦东，上班要近一些。": "浦东",  # 要 in the reason is no plan
+        "I moved to Tampines to be closer to the kindergarten.": "Tampines",
+        "I moved to Austin in March for the job.": "Austin",
+        "I moved to Hong Kong two years ago.": "Hong Kong",
+        "I live in New York with my wife.": "New York",
+        "I live in Stoke-on-Trent.": "Stoke-on-Trent",
+    }
+    for text, place in cases.items():
+        (item,) = extract(text)
+        assert (item.key, item.structured) == ("location", {"key": "location", "value": place}), text
+    assert extract("我下个月要搬去深圳。") == []  # a plan
+
+
 def test_multi_sentence_english_turn() -> None:
     items = extract(
         "I'm Alice. I live in Paris and I work at Airbus. I like cheese, but I hate olives.\nThanks!"

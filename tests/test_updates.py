@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from jiyi.memory import Memory
-from jiyi.model import MemoryType, Status
+from jiyi.model import MemoryItem, MemoryType, Status
 from jiyi.write.extract import Extracted, Turn
 from jiyi.write.extract_rules import RuleExtractor
 from jiyi.write.reconcile import Existing, decide
@@ -547,6 +547,73 @@ def test_a_later_turn_about_something_else_is_no_said_change(
     _said(mem, clock, [("Ana", old), ("Ana", new)])
     hits = mem.search(query, user_id="u", limit=5, explain=True)
     assert all("contribution.said_change" not in h.breakdown for h in hits)
+
+
+def _sessions(mem: Memory, clock: Clock, texts: list[str]) -> None:
+    """The user's turns through remember(), a session a week, each ended (its episode written)."""
+    for i, text in enumerate(texts):
+        mem.remember([{"role": "user", "content": text}], session_id=f"s{i}", user_id="u")
+        mem.end_session(f"s{i}", user_id="u")
+        mem.process_jobs()
+        clock.now += timedelta(days=7)
+
+
+def test_an_episodes_old_value_ranks_below_the_later_statement_that_changed_it(
+    mem: Memory, clock: Clock
+) -> None:
+    # The first session's episode still says "I live in Clementi" after the move retired
+    # that fact; the move ranks above the episode, which stays in the results.
+    _sessions(
+        mem,
+        clock,
+        ["I live in Clementi, close to NUS.", "I moved to Tampines to be closer to the kindergarten."],
+    )
+    old = next(i for i in mem.list(user_id="u", statuses=Status.SUPERSEDED).items)
+    assert old.content.startswith("I live in Clementi")
+    hits = mem.search("Where does he live now?", user_id="u", limit=5, explain=True)
+    contents = [h.item.content for h in hits]
+    moved = contents.index("I moved to Tampines to be closer to the kindergarten")
+    episode = next(i for i, h in enumerate(hits) if "episode" in h.item.tags and "Clementi" in h.item.content)
+    assert moved < episode
+    assert hits[episode].breakdown["contribution.replaced_in_summary"] < 0.0
+    # in Chinese, a household's move
+    _sessions(
+        mem, clock, ["住在 Clementi，离国大很近。", "全家搬到了 Tampines 的组屋，为了离豆豆的幼儿园近一点。"]
+    )
+    hits = mem.search("他家现在住在哪？", user_id="u", limit=5)
+    contents = [h.item.content for h in hits]
+    assert contents.index("全家搬到了 Tampines 的组屋，为了离豆豆的幼儿园近一点") < next(
+        i for i, h in enumerate(hits) if "episode" in h.item.tags and "住在 Clementi" in h.item.content
+    )
+
+
+def test_an_episode_that_gives_the_same_value_or_another_key_keeps_its_place(
+    mem: Memory, clock: Clock
+) -> None:
+    from jiyi.read.versions import is_replaced_in_summary
+    from jiyi.store.base import Candidate
+
+    def _cand(item: MemoryItem) -> Candidate:
+        return Candidate(item, None, None, None)
+
+    _sessions(mem, clock, ["I live in Lisbon.", "I work at Siemens."])
+    items = mem.list(user_id="u", limit=50).items
+    episodes = {i.content: i for i in items if "episode" in i.tags}
+    lisbon, siemens = (
+        next(i for c, i in episodes.items() if w in c) for w in ("I live in Lisbon", "Siemens")
+    )
+    fact = next(i for i in items if i.content == "I live in Lisbon")
+    assert fact.metadata.get("key") == "location"
+    later = fact.model_copy(update={"created_at": clock.now, "occurred_at": None})
+    assert not is_replaced_in_summary(_cand(later), _cand(lisbon))  # the same value
+    assert not is_replaced_in_summary(_cand(later), _cand(siemens))  # no line of that key
+    moved = later.model_copy(update={"structured": {"key": "location", "value": "Porto"}})
+    assert is_replaced_in_summary(_cand(moved), _cand(lisbon))
+    # a named speaker's statement: an episode's lines do not say whose each was
+    named = moved.model_copy(update={"metadata": {**moved.metadata, "speaker": "Ana"}})
+    assert not is_replaced_in_summary(_cand(named), _cand(lisbon))
+    # and the other way round: an episode is no later statement
+    assert not is_replaced_in_summary(_cand(lisbon), _cand(later))
 
 
 def test_change_sentences_are_the_sentences_that_say_a_change() -> None:
