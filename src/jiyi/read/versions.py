@@ -49,7 +49,7 @@ from jiyi.text.tokenize import terms
 from jiyi.write.extract import Extracted, Turn
 from jiyi.write.extract_rules import RuleExtractor
 from jiyi.write.reconcile import Existing, ReconcileConfig, decide
-from jiyi.write.slots import apart, change_sentences, claims, is_person
+from jiyi.write.slots import apart, change_sentences, claims, is_person, is_time_or_amount
 
 TOP = 10
 """Pairs among this many best candidates are compared (at most 45 pairs)."""
@@ -183,21 +183,82 @@ def is_said_change(newer: Candidate, older: Candidate, asked: frozenset[str]) ->
     sentences says that something changed ("My defence moved, ... It's now June 23rd",
     "上线推到明年一月十五号") about what the query asks and ``older`` said: that sentence
     and ``older`` share a word of the query (``asked``, its index terms) that names
-    neither a person nor a value (a person in common is another fact of theirs)."""
+    neither a person nor a value (a person in common is another fact of theirs); or that
+    sentence names what ``older`` gave as its value (:func:`_object_terms`: "I use a Pixel
+    7" -> "I upgraded to a Pixel 9", "我的直属领导是王磊" -> "王磊调走了，现在我向刘芳汇报")."""
     a, b = older.item, newer.item
     if not _one_person(a, b) or not _later(b, a):
         return False
     # Cheapest first: most turns say no change, and most pairs share no query word.
-    changed = _change_sentences(_said(b))
-    if not changed:
+    new_text = _said(b)
+    changed = _change_sentences(new_text)
+    ended = _ended_sentences(new_text)
+    if not (changed or ended):
         return False
     old_text = _said(a)
     topic = _content_terms(old_text) & asked
     if topic:
         topic -= _who(old_text)
-    if not topic:
-        return False
-    return any(topic & _content_terms(s) - _who(s) for s in changed)
+    if topic and any(topic & _content_terms(s) - _who(s) for s in changed):
+        return True
+    named = _object_terms(old_text) - asked
+    return bool(named) and any(_names(named, _content_terms(s)) for s in (*changed, *ended))
+
+
+# What ends a thing rather than changing it: "I sold the Civic", "我和小雨分手了". Read only
+# with the thing named (_object_terms): "I left early" alone says nothing changed.
+_ENDED = re.compile(
+    r"\b(?:sold|gave\s+away|broke\s+up|split\s+up|divorced|moved\s+out|left|retired|rewrote|replaced)\b"
+    r"|卖了|卖掉|分手|离婚|搬走|搬出|调走|离职|辞职|退休|不干了|重写"
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def _ended_sentences(text: str) -> tuple[str, ...]:
+    return tuple(s for s in _split_sentences(text) if _ENDED.search(s) and not _QUESTION_END.search(s))
+
+
+_SENTENCE_SPLIT = re.compile(r".+?(?:[;；。.!！?？\n]+(?!\d)|$)", re.S)
+_QUESTION_END = re.compile(r"[?？]\s*$|[吗呢]\W*$")
+
+
+def _split_sentences(text: str) -> list[str]:
+    return [m.group().strip() for m in _SENTENCE_SPLIT.finditer(text.casefold()) if m.group().strip()]
+
+
+def _names(named: frozenset[str], said: frozenset[str]) -> bool:
+    """Whether ``said`` holds one of the ``named`` terms; a Chinese term inside a longer
+    one counts (the tokenizer reads "用禅道" in one text and "禅道" in another)."""
+    if named & said:
+        return True
+    han = [n for n in named if _HAN.match(n)]
+    return any(n in m or m in n for n in han for m in said if _HAN.match(m))
+
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]{2}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _object_terms(text: str) -> frozenset[str]:
+    """Terms of what a one-claim statement gives as its value ("I drive a 2015 Honda
+    Civic" -> civic, honda; "我的直属领导是王磊" -> 王磊): its terms less its holder's and
+    subject's and, where the claim reads as verb | object, the verb's; for a statement the
+    claim reader does not parse ("我和朋友阿杰合租"), its terms less the people it is about.
+    Times and amounts are left out. Empty for a text of several claims, which is
+    conversation rather than one statement."""
+    found = claims(text)
+    if not found:
+        named = _content_terms(text) - _who(text)
+    elif len(found) == 1:
+        c = found[0]
+        drop = {t for w in (*c.holder, *c.subject) for t in terms(w)}
+        if "|" in c.predicate:
+            drop.update(terms(c.predicate[0]))
+        named = _content_terms(text) - drop
+    else:
+        return frozenset()
+    # A time or an amount in common ("周四下午") ties two different things by chance.
+    return frozenset(t for t in named if not is_time_or_amount(t))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -574,6 +574,12 @@ def _time_terms() -> frozenset[str]:
     return _TIME_WORDS | frozenset(terms(" ".join(sorted(_TIME_WORDS))))
 
 
+def is_time_or_amount(term: str) -> bool:
+    """Whether an index term is a time word or a number with its unit ("周四", "morn",
+    "4000", "3点"): values that different things share by chance."""
+    return term in _time_terms() or _is_numeric(term)
+
+
 def _is_numeric(term: str) -> bool:
     # 万/亿 after a number are split off by the segmenter ("4000", "万行").
     return bool(_NUMERIC.match(term)) or term in _time_terms() or term[:1] in ("万", "亿")
