@@ -532,6 +532,31 @@ def test_a_later_turn_saying_what_changed_ranks_above_what_it_changed(mem: Memor
 @pytest.mark.parametrize(
     ("old", "new", "query"),
     [
+        ("I use a Pixel 7.", "I upgraded to a Pixel 9 last weekend.", "What phone do I have?"),
+        (
+            "I drive a 2015 Honda Civic.",
+            "I sold the Civic and bought a Tesla Model 3.",
+            "What car do I drive?",
+        ),
+        ("我的直属领导是王磊。", "王磊调走了，现在我向刘芳汇报。", "我的领导是谁？"),
+        ("我们用禅道管理需求和bug。", "我们把禅道换成了飞书项目。", "我们用什么工具管理需求？"),
+        ("我和朋友阿杰合租。", "阿杰搬走了，现在我一个人住。", "我和谁一起住？"),
+    ],
+)
+def test_a_later_turn_that_names_the_old_value_as_changed_or_ended_ranks_above_it(
+    mem: Memory, clock: Clock, old: str, new: str, query: str
+) -> None:
+    # No query word ties the two ("phone" is in neither); the later turn names what the
+    # older gave as its value (the Pixel, 王磊) and says it changed or ended.
+    ids = _said(mem, clock, [("Ana", old), ("Ana", new)])
+    hits = mem.search(query, user_id="u", limit=5, explain=True)
+    turn_of = [next((r.target_id for r in h.item.relations), h.item.id) for h in hits]
+    assert turn_of.index(ids[new]) < turn_of.index(ids[old])
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
         # the same person, another thing of theirs: a person in common is no tie
         ("My brother works at Google.", "My brother just moved to Seattle.", "Where does my brother work?"),
         ("李娜在银行上班，每天坐地铁。", "李娜最近搬到了厦门。", "李娜在哪里上班？"),
@@ -539,6 +564,10 @@ def test_a_later_turn_saying_what_changed_ranks_above_what_it_changed(mem: Memor
         ("My rent is 1,450 euros a month.", "Is the rent going up now?", "How much is my rent?"),
         # "still" restates
         ("我们的周会在周一上午。", "周会还是周一上午，现在改在三楼开。", "周会在什么时候？"),
+        # a time in common is no tie between two meetings
+        ("预算评审是周四下午2点。", "招聘对齐会改到周四下午4点了。", "预算评审几点开？"),
+        # the holder in common is another fact of theirs, also when it ended
+        ("My sister works at Google.", "My sister sold her flat in Leeds.", "Where does my sister work?"),
     ],
 )
 def test_a_later_turn_about_something_else_is_no_said_change(
