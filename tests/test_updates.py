@@ -541,6 +541,11 @@ def test_a_later_turn_saying_what_changed_ranks_above_what_it_changed(mem: Memor
         ("我的直属领导是王磊。", "王磊调走了，现在我向刘芳汇报。", "我的领导是谁？"),
         ("我们用禅道管理需求和bug。", "我们把禅道换成了飞书项目。", "我们用什么工具管理需求？"),
         ("我和朋友阿杰合租。", "阿杰搬走了，现在我一个人住。", "我和谁一起住？"),
+        (
+            "I'm allergic to penicillin.",
+            "Turns out I'm not allergic to penicillin after all.",
+            "Am I allergic to any medication?",
+        ),
     ],
 )
 def test_a_later_turn_that_names_the_old_value_as_changed_or_ended_ranks_above_it(
@@ -605,6 +610,12 @@ def test_an_episodes_old_value_ranks_below_the_later_statement_that_changed_it(
     episode = next(i for i, h in enumerate(hits) if "episode" in h.item.tags and "Clementi" in h.item.content)
     assert moved < episode
     assert hits[episode].breakdown["contribution.replaced_in_summary"] < 0.0
+    # a slot the later statement changed, without a key
+    _sessions(mem, clock, ["My daughter is 5 years old.", "My daughter just turned 6!"])
+    hits = mem.search("How old is my daughter?", user_id="u", limit=5, explain=True)
+    contents = [h.item.content for h in hits]
+    episode = next(i for i, h in enumerate(hits) if "episode" in h.item.tags and "5 years" in h.item.content)
+    assert contents.index("My daughter just turned 6") < episode
     # in Chinese, a household's move
     _sessions(
         mem, clock, ["住在 Clementi，离国大很近。", "全家搬到了 Tampines 的组屋，为了离豆豆的幼儿园近一点。"]

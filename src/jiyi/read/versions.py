@@ -42,14 +42,14 @@ import functools
 import re
 
 from jiyi.embed.scale import on_scale
-from jiyi.model import RESOURCE_TAG, MemoryItem, MemoryType
+from jiyi.model import RESOURCE_TAG, MemoryItem, MemoryType, RelationType
 from jiyi.session.digest import user_lines
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import terms
 from jiyi.write.extract import Extracted, Turn
 from jiyi.write.extract_rules import RuleExtractor
 from jiyi.write.reconcile import Existing, ReconcileConfig, decide
-from jiyi.write.slots import apart, change_sentences, claims, is_person, is_time_or_amount
+from jiyi.write.slots import apart, change_sentences, claims, compare, is_person, is_time_or_amount
 
 TOP = 10
 """Pairs among this many best candidates are compared (at most 45 pairs)."""
@@ -205,11 +205,13 @@ def is_said_change(newer: Candidate, older: Candidate, asked: frozenset[str]) ->
     return bool(named) and any(_names(named, _content_terms(s)) for s in (*changed, *ended))
 
 
-# What ends a thing rather than changing it: "I sold the Civic", "我和小雨分手了". Read only
-# with the thing named (_object_terms): "I left early" alone says nothing changed.
+# What ends a thing or takes it back rather than changing it: "I sold the Civic",
+# "我和小雨分手了", "Turns out I'm not allergic to penicillin after all". Read only with the
+# thing named (_object_terms): "I left early" alone says nothing changed.
 _ENDED = re.compile(
-    r"\b(?:sold|gave\s+away|broke\s+up|split\s+up|divorced|moved\s+out|left|retired|rewrote|replaced)\b"
-    r"|卖了|卖掉|分手|离婚|搬走|搬出|调走|离职|辞职|退休|不干了|重写"
+    r"\b(?:sold|gave\s+away|broke\s+up|split\s+up|divorced|moved\s+out|left|retired|rewrote|replaced|"
+    r"turns?\s+out|turned\s+out|after\s+all)\b"
+    r"|卖了|卖掉|分手|离婚|搬走|搬出|调走|离职|辞职|退休|不干了|重写|原来"
 )
 
 
@@ -321,20 +323,40 @@ _extractor = RuleExtractor()
 
 
 def is_replaced_in_summary(newer: Candidate, older: Candidate) -> bool:
-    """Whether ``newer``, a user's keyed statement (:attr:`Extracted.key`: a city, an
-    employer), is later than ``older``, an episode of that user one of whose lines (what
-    the user said or stated, :func:`jiyi.session.digest.user_lines`) gives the same key
-    another value."""
+    """Whether ``newer``, a user's statement, is later than ``older``, an episode of that
+    user one of whose lines (what the user said or stated,
+    :func:`jiyi.session.digest.user_lines`) it changes: a keyed statement (a city, an
+    employer: :attr:`Extracted.key`) whose key the line gives another value, or a
+    statement that retired another at write time whose slot the line fills with another
+    value (:func:`jiyi.write.slots.compare`: "My daughter just turned 6" against "- Fact:
+    My daughter is 5 years old")."""
     a, b = older.item, newer.item
     if "episode" not in a.tags or a.user_id != b.user_id or not _statement(b) or not _later(b, a):
         return False
     # A named speaker's fact (a conversation between several people): an episode's lines
     # do not say whose statement each was.
-    key, value = b.metadata.get("key"), (b.structured or {}).get("value")
-    if b.metadata.get("speaker") is not None or not isinstance(key, str) or not isinstance(value, str):
+    if b.metadata.get("speaker") is not None:
         return False
-    said = _keyed_values(a.content).get(key)
-    return said is not None and _norm(value) not in said
+    key, value = b.metadata.get("key"), (b.structured or {}).get("value")
+    if isinstance(key, str) and isinstance(value, str):
+        said = _keyed_values(a.content).get(key)
+        if said is not None and _norm(value) not in said:
+            return True
+    if not any(r.type == RelationType.SUPERSEDES for r in b.relations):
+        return False
+    return any(_fills_with_another(line, b.content) for line in user_lines(a.content))
+
+
+@functools.lru_cache(maxsize=4096)
+def _fills_with_another(line: str, statement: str) -> bool:
+    """Whether ``statement`` gives a slot of ``line`` another value. Asked only of a
+    statement the write path already let retire another, so the slot reading alone
+    decides (the cosine is not asked again)."""
+    return any(
+        (m := compare(old, new)) is not None and m.changed
+        for old in claims(line)
+        for new in claims(statement)
+    )
 
 
 @functools.lru_cache(maxsize=1024)
