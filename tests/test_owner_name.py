@@ -98,12 +98,16 @@ def test_owner_terms_only_for_one_introduced_owner_of_the_searched_user() -> Non
     # Two people introduce themselves in one scope: a name picks out one of them.
     both = [*intro, *_cands("Меня зовут Иван Петров.")]
     assert owner_terms(both, "u", terms, "What does Lucía drink?") == frozenset()
-    # A speaker's turn is no owner's self-introduction.
+    # A speaker's turn is no owner's self-introduction, nor is the assistant's.
+    paint = query_terms("What did Caroline paint?")
     turns = _cands("Caroline: My name is Caroline, by the way.")
-    assert (
-        owner_terms(turns, "u", query_terms("What did Caroline paint?"), "What did Caroline paint?")
-        == frozenset()
-    )
+    assert owner_terms(turns, "u", paint, "What did Caroline paint?") == frozenset()
+    said = MemoryItem(content="My name is Caroline Smith.", user_id="u", metadata={"speaker": "Caroline"})
+    assert owner_terms([Candidate(said, 0.5, 1.0, None)], "u", paint, "q") == frozenset()
+    bot = MemoryItem(content="My name is Caroline.", user_id="u", metadata={"role": "assistant"})
+    assert owner_terms([Candidate(bot, 0.5, 1.0, None)], "u", paint, "q") == frozenset()
+    mine = MemoryItem(content="My name is Caroline.", user_id="u", metadata={"role": "user"})
+    assert owner_terms([Candidate(mine, 0.5, 1.0, None)], "u", paint, "q") == {"carolin"}
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,9 @@ The name comes from the search's own pool (no store round trip): an explicit pro
 ``username``, a name an extractor stored, or a self-introduction at the start of a
 memory (:func:`jiyi.profile_names.stated_name`), among the candidates in the user's own
 scope. The pool holds it exactly when it matters: the name's keyword brought it in. A
-turn written with a speaker ("Caroline: ...") is not the owner's self-introduction; a
+turn written with a speaker ("Caroline: ...") or said by a named speaker (``metadata``
+``speaker``: a conversation between people kept in one scope) or by the assistant is not
+the owner's self-introduction; a
 scope where two people introduce themselves (a group's, or several people's memories in
 one scope) has no single owner; both, and a scope whose owner never said their name, are
 searched as before.
@@ -24,7 +26,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from jiyi.model import Scope
 from jiyi.profile_names import stated_name
@@ -51,7 +53,10 @@ def owner_terms(
     names = {
         name
         for c in candidates
-        if c.item.user_id == user_id and c.item.scope is Scope.USER and (name := stated_name(c.item))
+        if c.item.user_id == user_id
+        and c.item.scope is Scope.USER
+        and (name := stated_name(c.item))
+        and _owners(c.item.metadata)
     }
     spelled = [_spelled(name) for name in names]
     if any(a.isdisjoint(b) for a, b in itertools.combinations(spelled, 2)):
@@ -62,6 +67,12 @@ def owner_terms(
     if not skip or len(skip) == len(set(terms)) or _ASKS_NAME.search(query):
         return frozenset()
     return skip
+
+
+def _owners(metadata: Mapping[str, object]) -> bool:
+    """Whether a statement is the scope owner's own: not a named speaker's of a conversation
+    kept in the scope ("Caroline" introducing herself to Melanie), not the assistant's."""
+    return metadata.get("speaker") is None and metadata.get("role") != "assistant"
 
 
 @functools.lru_cache(maxsize=1024)
