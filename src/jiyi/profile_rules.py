@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 from jiyi.model import MemoryItem, MemoryType, Scope, Source
 from jiyi.profile_lexicon import NATURAL_LANGUAGES, find_terms, natural_language, term_of
+from jiyi.profile_names import self_named
 from jiyi.text.language import written_in
 from jiyi.write.extract import Turn
 from jiyi.write.extract_rules import CONFIDENCE_HEDGED, RuleExtractor, with_speaker
@@ -169,6 +170,11 @@ def _readings(item: MemoryItem) -> list[_Reading]:
     out = [] if len(item.content) > _MAX_READ else list(_parse(item.content))
     if not any(r.kind == item.memory_type for r in out):
         out.append(own)  # the stored type still counts, read by this module's own cues
+    named = self_named(item.content)
+    if named and not any(r.key in ("name", "preferred_name") for r in out):
+        # "Меня зовут Иван", "Me llamo Lucía", "私は佐藤由紀です": the extractor reads names in
+        # Chinese and English only.
+        out.append(_Reading(MemoryType.FACT, {"key": "name", "value": named}, "name", item.content))
     return out
 
 

@@ -324,16 +324,22 @@ def _clue(term: str) -> str:
 
 
 def phrase_evidence(
-    query: str, texts: Sequence[str], stored: Sequence[str | None] | None = None
+    query: str,
+    texts: Sequence[str],
+    stored: Sequence[str | None] | None = None,
+    skip: frozenset[str] = frozenset(),
 ) -> np.ndarray:
     """How much of the query's phrasing each text holds (0..1): every adjacent term pair of
     the query found adjacent in the text's terms adds its IDF over ``texts`` (the pool), in
     units of the IDF of a pair only one text holds; capped at 1. A text's terms are the
     index terms its store keeps (``stored``, per text, when known), else the text is
-    tokenized; either happens only when it holds both words of some pair as substrings."""
+    tokenized; either happens only when it holds both words of some pair as substrings.
+    A pair holding a term of ``skip`` does not count."""
     n = len(texts)
     out = np.zeros(n)
     pairs = query_pairs(query) if n else ()
+    if skip:
+        pairs = tuple(p for p in pairs if p[0] not in skip and p[1] not in skip)
     if not pairs:
         return out
     lowered = [_normalised(t) for t in texts]
@@ -381,10 +387,11 @@ def features(
     query: str,
     coverage: np.ndarray,
     in_time: Callable[[MemoryItem], bool] | None,
+    skip: frozenset[str] = frozenset(),
 ) -> dict[str, np.ndarray]:
     """Every feature of every candidate, as columns (see the module docstring).
     ``coverage`` is each candidate's own term coverage (``jiyi.read.rank.term_coverage``
-    with ``neighbours=False``)."""
+    with ``neighbours=False``); ``skip``: query terms no phrase may hold."""
     n = len(cands)
     cos, bm25, cos_n, bm25_n = evidence(cands)
     kw = bm25 / (bm25 + KW_SATURATION)
@@ -412,7 +419,7 @@ def features(
         # count more than the rest (diminishing returns) while the total stays monotone.
         "cos_low": np.minimum(cos, COS_CAP),
         "cover_low": np.minimum(coverage, COVER_CAP),
-        "phrase": phrase_evidence(query, texts, [c.terms for c in cands]),
+        "phrase": phrase_evidence(query, texts, [c.terms for c in cands], skip),
         "rrf": rank_fusion(cos, bm25),
     }
     low, high = LENGTH_RANGE

@@ -180,13 +180,16 @@ def similarities(
     in_time: Callable[[MemoryItem], bool] | None,
     query: str = "",
     model_id: str = "",
+    skip: frozenset[str] = frozenset(),
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Similarity of every candidate (0..1) and the columns it is made of (the first part
     of each candidate's breakdown). ``in_time`` None: the query names no time.
     ``model_id``: the embedder whose cosines the candidates carry (the learned fusion
-    weighs them with that embedder's weights, :func:`jiyi.read.fusion.weights_for`)."""
+    weighs them with that embedder's weights, :func:`jiyi.read.fusion.weights_for`).
+    ``skip``: query terms left out of the term coverage and phrase evidence (the scope
+    owner's name, :mod:`jiyi.read.owner`; the candidates' BM25 was asked without them)."""
     if cfg.fusion == "learned":
-        return _learned(cands, in_time, query, fusion.weights_for(model_id))
+        return _learned(cands, in_time, query, fusion.weights_for(model_id), skip)
     cos, bm25, cos_n, bm25_n = fusion.evidence(cands)
     c, a, w = cfg.context_vector, cfg.context_keyword, cfg.keyword_weight
     vec = (cos + c * cos_n) / (1.0 + c)
@@ -226,10 +229,12 @@ def _learned(
     in_time: Callable[[MemoryItem], bool] | None,
     query: str,
     weights: np.ndarray,
+    skip: frozenset[str] = frozenset(),
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The learned fusion (:mod:`jiyi.read.fusion`): features, fused value, similarity."""
-    coverage = term_coverage(cands, query_terms(query), neighbours=False)
-    cols = fusion.features(cands, query, coverage, in_time)
+    asked = [t for t in query_terms(query) if t not in skip]
+    coverage = term_coverage(cands, asked, neighbours=False)
+    cols = fusion.features(cands, query, coverage, in_time, skip)
     s = fusion.fused(cols, weights)
     columns = {
         "cosine": cols["cos"],
@@ -425,13 +430,14 @@ def score_candidates(
     in_time: Callable[[MemoryItem], bool] | None,
     query: str = "",
     model_id: str = "",
+    skip: frozenset[str] = frozenset(),
 ) -> list[Scored]:
     """Score every candidate, best first, replacements above what they replaced.
-    ``in_time`` None: the query names no time; ``model_id``: the embedder's (see
-    :func:`similarities`)."""
+    ``in_time`` None: the query names no time; ``model_id``: the embedder's; ``skip``:
+    query terms that are no keyword (see :func:`similarities`)."""
     if not cands:
         return []
-    similarity, columns = similarities(cands, cfg, in_time, query, model_id)
+    similarity, columns = similarities(cands, cfg, in_time, query, model_id, skip)
     parts, retired = seed_contributions([c.item for c in cands], similarity, cfg, now)
     # Summed in the contributions' order (the discount last), as the breakdown lists them.
     score = functools.reduce(np.add, [v for name, v in parts.items() if name != "superseded"])

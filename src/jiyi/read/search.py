@@ -22,6 +22,7 @@ from jiyi.model import (
     in_agent_space,
 )
 from jiyi.problems import too_large, too_small
+from jiyi.read.owner import owner_terms
 from jiyi.read.rank import Scored, SearchHit, mmr_select, relevances, score_candidates
 from jiyi.read.rerank import apply_rerank, rerank_texts
 from jiyi.read.retrievals import check_kind, record_access
@@ -103,13 +104,13 @@ def search(
     )
     now = flt.now or rt.now()
     query_ = _Query(query, time_windows(query, now))
-    candidates = yield from _candidates(rt, query_, flt, wanted, limit)
+    candidates, query_ = yield from _candidates(rt, query_, flt, wanted, limit, user_id)
     # Agents do not see each other's user memories (jiyi.model.in_agent_space).
     candidates = [c for c in candidates if in_agent_space(c.item, agent_id)]
     if as_of is not None:
         candidates = [c for c in candidates if c.item.valid_at(now)]
         touch = False
-    scored = score_candidates(candidates, rt.rank, now, query_.time_test, query_.words, rt.embedder.model_id)
+    scored = _scored(rt, candidates, query_, now)
     floor = rt.rank.threshold if threshold is None else threshold
     rel = _Relevance.of(scored, query_, rt) if min_relevance is not None or explain else None
     scored = _cut(scored, floor, rel, min_relevance)
@@ -122,6 +123,12 @@ def search(
     if touch:
         yield from record_access(rt, flt.tenant_id, kind, query, served(hits), now, owner=owner, actor=actor)
     return hits
+
+
+def _scored(rt: Runtime, candidates: list[Candidate], query: _Query, now: datetime) -> list[Scored]:
+    return score_candidates(
+        candidates, rt.rank, now, query.time_test, query.words, rt.embedder.model_id, query.skip
+    )
 
 
 def _hits(scored: list[Scored], rel: _Relevance | None) -> list[SearchHit]:
@@ -251,6 +258,8 @@ class _Query:
 
     text: str
     windows: TimeWindows
+    skip: frozenset[str] = frozenset()
+    """Terms that are no keyword here: the scope owner's name (:mod:`jiyi.read.owner`)."""
 
     @cached_property
     def words(self) -> str:
@@ -264,7 +273,8 @@ class _Query:
 
     @cached_property
     def terms(self) -> tuple[str, ...]:
-        return query_terms(self.words)
+        found = query_terms(self.words)
+        return tuple(t for t in found if t not in self.skip) if self.skip else found
 
     def in_window(self, item: MemoryItem) -> bool:
         return self.windows.contains(item.occurred_at)
@@ -276,10 +286,11 @@ class _Query:
 
 
 def _candidates(
-    rt: Runtime, query: _Query, flt: Filter, wanted: tuple[Status, ...], limit: int
-) -> Flow[list[Candidate]]:
+    rt: Runtime, query: _Query, flt: Filter, wanted: tuple[Status, ...], limit: int, user_id: str | None
+) -> Flow[tuple[list[Candidate], _Query]]:
     """Vector, keyword and time-window evidence with thread neighbours; superseded items
-    lend their evidence to what replaced them."""
+    lend their evidence to what replaced them. The query comes back with the terms that
+    are no keyword in this scope (:mod:`jiyi.read.owner`) left out."""
     cfg = rt.rank
     qvec = yield from query_vector(rt, query.text)
     pool = max(cfg.min_pool, cfg.pool_factor * limit)
@@ -296,12 +307,18 @@ def _candidates(
         shared_items=True,  # read here; only the hits are copied (_hits)
     )
     candidates = yield from call(retrieve)
+    skip = owner_terms(candidates, user_id, query.terms, query.text)
+    if skip:
+        # Asked again without the owner's name: its keyword brought in what only names them.
+        query = replace(query, skip=skip)
+        retrieve = replace(retrieve, terms=query.terms)
+        candidates = yield from call(retrieve)
     # A fact and the turn it came from will take one place (read/sources.py); when the
     # pool holds both, ask for as many more so the pool still holds `pool` statements.
     extra = doubled([c.item for c in candidates])
     if extra:
         candidates = yield from call(replace(retrieve, vector_k=pool + extra, keyword_k=pool + extra))
-    return (yield from follow_replacements(rt, candidates, flt, wanted))
+    return (yield from follow_replacements(rt, candidates, flt, wanted)), query
 
 
 @dataclass(frozen=True)
