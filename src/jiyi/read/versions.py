@@ -27,13 +27,18 @@ news too. My defence moved, my examiner can't travel in May. It's now June 23rd.
 neither test reads. A third (:func:`is_said_change`) puts such a turn first when one of
 its sentences carries a word of change (:func:`jiyi.write.slots.change_sentences`) and
 shares with the older statement a word of the query that is not a person: the query says
-what the two are about, the cue that the later one changed it.
+what the two are about, the cue that the later one changed it. Or the sentence names
+what the older statement gave as its value, as changed or ended ("I use a Pixel 7" ->
+"I upgraded to a Pixel 9", "I drive a Honda Civic" -> "I sold the Civic"): the query
+need not share a word with either ("What phone do I have?").
 
 A session's summary (an episode) is a record of what was said then, so it keeps an old
 value after a later session retires it: "- Fact: I live in Clementi" still ranks for "where
 does he live now?" above "We moved to Tampines". A fourth test
-(:func:`is_replaced_in_summary`) puts the user's later keyed statement (a city, an
-employer) above an earlier episode one of whose lines gives that key another value.
+(:func:`is_replaced_in_summary`) puts the user's later statement above an earlier episode
+one of whose lines it changes: a keyed statement (a city, an employer) whose key the line
+gives another value, or a statement that retired another at write time whose slot the
+line fills with another value.
 """
 
 from __future__ import annotations
@@ -49,7 +54,15 @@ from jiyi.text.tokenize import terms
 from jiyi.write.extract import Extracted, Turn
 from jiyi.write.extract_rules import RuleExtractor
 from jiyi.write.reconcile import Existing, ReconcileConfig, decide
-from jiyi.write.slots import apart, change_sentences, claims, compare, is_person, is_time_or_amount
+from jiyi.write.slots import (
+    apart,
+    change_sentences,
+    claims,
+    compare,
+    ending_sentences,
+    is_person,
+    is_time_or_amount,
+)
 
 TOP = 10
 """Pairs among this many best candidates are compared (at most 45 pairs)."""
@@ -205,27 +218,10 @@ def is_said_change(newer: Candidate, older: Candidate, asked: frozenset[str]) ->
     return bool(named) and any(_names(named, _content_terms(s)) for s in (*changed, *ended))
 
 
-# What ends a thing or takes it back rather than changing it: "I sold the Civic",
-# "我和小雨分手了", "Turns out I'm not allergic to penicillin after all". Read only with the
-# thing named (_object_terms): "I left early" alone says nothing changed.
-_ENDED = re.compile(
-    r"\b(?:sold|gave\s+away|broke\s+up|split\s+up|divorced|moved\s+out|left|retired|rewrote|replaced|"
-    r"turns?\s+out|turned\s+out|after\s+all)\b"
-    r"|卖了|卖掉|分手|离婚|搬走|搬出|调走|离职|辞职|退休|不干了|重写|原来"
-)
-
-
 @functools.lru_cache(maxsize=4096)
 def _ended_sentences(text: str) -> tuple[str, ...]:
-    return tuple(s for s in _split_sentences(text) if _ENDED.search(s) and not _QUESTION_END.search(s))
-
-
-_SENTENCE_SPLIT = re.compile(r".+?(?:[;；。.!！?？\n]+(?!\d)|$)", re.S)
-_QUESTION_END = re.compile(r"[?？]\s*$|[吗呢]\W*$")
-
-
-def _split_sentences(text: str) -> list[str]:
-    return [m.group().strip() for m in _SENTENCE_SPLIT.finditer(text.casefold()) if m.group().strip()]
+    # Texts come back search after search, as for _change_sentences.
+    return tuple(ending_sentences(text))
 
 
 def _names(named: frozenset[str], said: frozenset[str]) -> bool:

@@ -36,8 +36,10 @@ __all__ = [
     "claims",
     "compare",
     "digits",
+    "ending_sentences",
     "has_cue",
     "is_person",
+    "is_time_or_amount",
 ]
 
 # -- cues ---------------------------------------------------------------------------------------
@@ -288,6 +290,23 @@ def change_sentences(text: str) -> list[str]:
         for s in found
         if has_cue(_DURATION_NOW.sub(" ", s)) and not _STILL.search(s) and not _QUESTION.search(s.strip())
     ]
+
+
+# What ends a thing or takes it back rather than changing it: "I sold the Civic",
+# "我和小雨分手了", "Turns out I'm not allergic to penicillin after all". Alone it says nothing
+# changed ("I left early"): a reader ties it to the thing it names.
+_ENDED = re.compile(
+    r"\b(?:sold|gave\s+away|broke\s+up|split\s+up|divorced|moved\s+out|left|retired|rewrote|replaced|"
+    r"turns?\s+out|turned\s+out|after\s+all)\b"
+    r"|卖了|卖掉|分手|离婚|搬走|搬出|调走|离职|辞职|退休|不干了|重写|原来"
+)
+
+
+def ending_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` (as :func:`change_sentences` reads them) that say something
+    ended or was taken back; not a question."""
+    found = (m.group() for m in _SENTENCE.finditer(_norm(text)))
+    return [s for s in found if _ENDED.search(s) and not _QUESTION.search(s.strip())]
 
 
 def _norm(text: str) -> str:
