@@ -660,6 +660,22 @@ def test_a_household_that_moves_or_lives_somewhere_gives_the_users_location() ->
         assert all(i.key != "location" for i in extract(text)), text
 
 
+def test_where_one_grew_up_and_a_restated_home_or_employer_in_chinese() -> None:
+    cases = {
+        "我在大连长大。": ("hometown", "大连"),
+        "我从小在成都长大。": ("hometown", "成都"),
+        "更正，我是在青岛长大的，不是大连。": ("hometown", "青岛"),
+        "我还在阿里巴巴工作。": ("employer", "阿里巴巴"),
+        "我还是住在北京。": ("location", "北京"),
+    }
+    for text, (key, value) in cases.items():
+        (item,) = extract(text)
+        assert (item.key, item.structured) == (key, {"key": key, "value": value}), text
+    # where one was born is not a place to grow up in; a clause that goes on is left alone
+    for text in ("我在医院出生。", "我在家长大的时候很快乐。"):
+        assert all(i.key != "hometown" for i in extract(text)), text
+
+
 def test_a_moves_reason_or_time_is_not_part_of_the_place() -> None:
     cases = {
         "我搬到了 Tampines 的组屋，为了离幼儿园近一点。": "Tampines 的组屋",

@@ -714,12 +714,14 @@ def _preference(core: str) -> _Hit | None:
 # --- self-descriptions
 
 _NAME_ZH = re.compile(r"^(?:我叫|我的名字(?:是|叫)|我名字(?:是|叫))(?P<v>.+?)(?:就行|就好|就可以)?$")
+# "还/还是/依然/仍然" restate ("我还在阿里巴巴工作", "我还是住在北京"): the same fact, read so
+# that reconciliation can reinforce it.
 _EMPLOYER_ZH = re.compile(
-    r"^我(?:现在|目前|一直)?(?:是)?(?:在|于)(?P<v>.+?)(?:工作|上班|任职|就职|实习)(?:了|过)?(?P<rest>.*)$"
+    r"^我(?:现在|目前|一直|还是|还|依然|仍然)*(?:是)?(?:在|于)(?P<v>.+?)(?:工作|上班|任职|就职|实习)(?:了|过)?(?P<rest>.*)$"
 )
 _EMPLOYER_ZH2 = re.compile(r"^我(?:现在|目前)?(?:就职于|任职于|供职于)(?P<v>.+)$")
 _LOCATION_ZH = re.compile(
-    r"^我(?:现在|目前|一直|常年)?(?:住在|住(?=[^院了得下进过手店宿着])|定居在|定居于|生活在|居住在)(?P<v>.+)$"
+    r"^我(?:现在|目前|一直|常年|还是|还|依然|仍然)*(?:住在|住(?=[^院了得下进过手店宿着])|定居在|定居于|生活在|居住在)(?P<v>.+)$"
 )
 _MOVED_ZH = re.compile(
     r"^我(?:已经|刚|刚刚|最近|去年|前年|今年|上个?月|上周|上星期|前几天|前段时间|年初|这个月|其实)*"
@@ -735,7 +737,11 @@ _HOME_ZH = re.compile(r"^我家(?:就|现在|目前)?(?:在|住在)(?P<v>[^，,]
 _PLAN_ZH = re.compile(r"打算|准备|计划|想|要|下个?月|明年|下周|将|会")
 # "在家", "在这边": where, not a place or an organisation worth keeping.
 _HERE_ZH = frozenset({"家", "家里", "这里", "那里", "这", "那", "这边", "那边"})
-_HOMETOWN_ZH = re.compile(r"^我(?:来自|老家(?:在|是)|出生在|出生于|是从)(?P<v>.+?)(?:来的)?$")
+_HOMETOWN_ZH = re.compile(
+    r"^我(?:来自|老家(?:在|是)|出生在|出生于|是从)(?P<v>.+?)(?:来的)?$"
+    # "我在大连长大", "我是在青岛长大的" (where one grew up, as "I grew up in" in English)
+    r"|^我(?:是)?(?:从小)?在(?P<grew>[^，,在]{2,12}?)长大(?:的)?(?:[，,]不是.*)?$"
+)
 _DO_FOR_A_LIVING_ZH = re.compile(r"^我(?:现在|目前)?是(?:做|搞|干|当)(?P<v>[^，,的]{1,20})的$")
 _IAM_ZH = re.compile(r"^我(?:现在|目前)?是(?P<mw>一名|一个|一位|一枚|个|名|位)?(?P<v>.+)$")
 _IAM_ZH_EXCLUDE = re.compile(
@@ -834,7 +840,7 @@ def _self_description_zh(core: str) -> _Hit | None:
         return _fact(rule, "location", m.group("v"))
     m = _HOMETOWN_ZH.match(core)
     if m:
-        return _fact(rule, "hometown", m.group("v"))
+        return _fact(rule, "hometown", m.group("v") or m.group("grew"))
     m = _JOB_CHANGE_ZH.match(core)
     if m and not _PLAN_ZH.search(m.group("v")):
         return _fact(rule, "employer", m.group("v"))
