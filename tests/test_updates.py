@@ -627,6 +627,24 @@ def test_an_episodes_old_value_ranks_below_the_later_statement_that_changed_it(
     )
 
 
+def test_an_episode_quoting_a_statement_found_older_goes_below_the_newer_with_it(
+    mem: Memory, clock: Clock
+) -> None:
+    # Nothing was reconciled at write time; the search puts the later statement above the
+    # earlier one, and the first session's episode, which quotes the earlier, follows it.
+    _sessions(
+        mem,
+        clock,
+        ["The kids' swim class is Saturday at 9.", "Swim class for the kids is Saturdays at 10:30."],
+    )
+    hits = mem.search("When is the kids' swim class?", user_id="u", limit=5, explain=True)
+    contents = [h.item.content for h in hits]
+    newer = contents.index("Swim class for the kids is Saturdays at 10:30")
+    episode = next(i for i, h in enumerate(hits) if "episode" in h.item.tags and "at 9" in h.item.content)
+    assert newer < episode
+    assert hits[episode].breakdown["contribution.replaced_in_summary"] < 0.0
+
+
 def test_an_episode_that_gives_the_same_value_or_another_key_keeps_its_place(
     mem: Memory, clock: Clock
 ) -> None:

@@ -63,6 +63,7 @@ from jiyi.read.versions import (
     is_newer_version,
     is_replaced_in_summary,
     is_said_change,
+    quotes_older,
     restatement_bar,
 )
 from jiyi.store.base import Candidate
@@ -494,20 +495,34 @@ def newer_versions_first(
     bar = restatement_bar(model_id)
     top = scored[:VERSIONS_TOP]
     asked = frozenset(query_terms(query))
+    changed: list[tuple[Scored, Scored, bool]] = []  # (older, newer, the milder move)
     for i, older in enumerate(top):
         for newer in top[i + 1 :]:
             if older.score < newer.score:
                 continue
             if is_newer_version(newer.candidate, older.candidate, cfg):
                 _place_below(older, newer, "contribution.newer_version")
+                changed.append((older, newer, False))
             elif is_later_restatement(newer.candidate, older.candidate, bar):
                 _place_below(older, newer, "contribution.later_statement")
+                changed.append((older, newer, False))
             elif is_replaced_in_summary(newer.candidate, older.candidate):
                 _place_below(older, newer, "contribution.replaced_in_summary")
             elif asked and is_said_change(newer.candidate, older.candidate, asked):
                 # A looser test, so the milder move: the newer rises just above the older,
                 # which keeps its place (a question about the past still finds it).
                 _place_above(newer, older, "contribution.said_change")
+                changed.append((older, newer, True))
+    # An earlier episode that quotes a statement found older than another goes with it.
+    for older, newer, mild in changed:
+        for episode in top:
+            if episode.score >= newer.score and quotes_older(
+                episode.candidate, older.candidate, newer.candidate
+            ):
+                if mild:
+                    _place_above(newer, episode, "contribution.said_change")
+                else:
+                    _place_below(episode, newer, "contribution.replaced_in_summary")
 
 
 def _place_above(newer: Scored, older: Scored, why: str) -> None:

@@ -343,6 +343,27 @@ def is_replaced_in_summary(newer: Candidate, older: Candidate) -> bool:
     return any(_fills_with_another(line, b.content) for line in user_lines(a.content))
 
 
+def quotes_older(episode: Candidate, older: Candidate, newer: Candidate) -> bool:
+    """Whether ``episode`` is an episode earlier than ``newer`` one of whose user lines says
+    what ``older`` says: when ``older`` gives way to ``newer``, the episode's copy of it
+    does too ("- Fact: The kids' swim class is Saturday at 9" below "Swim class for the
+    kids is Saturdays at 10:30")."""
+    a, b = episode.item, newer.item
+    if "episode" not in a.tags or a is older.item or a.user_id != b.user_id or not _later(b, a):
+        return False
+    said = _letters(_said(older.item))
+    return bool(said) and any(said in line or line in said for line in _user_letters(a.content) if line)
+
+
+@functools.lru_cache(maxsize=1024)
+def _user_letters(summary: str) -> tuple[str, ...]:
+    return tuple(_letters(line) for line in user_lines(summary))
+
+
+def _letters(text: str) -> str:
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
+
+
 @functools.lru_cache(maxsize=4096)
 def _fills_with_another(line: str, statement: str) -> bool:
     """Whether ``statement`` gives a slot of ``line`` another value. Asked only of a
