@@ -645,6 +645,27 @@ def test_an_episode_quoting_a_statement_found_older_goes_below_the_newer_with_it
     assert hits[episode].breakdown["contribution.replaced_in_summary"] < 0.0
 
 
+def test_an_episode_quoting_what_a_correction_retired_goes_below_the_correction(
+    mem: Memory, clock: Clock
+) -> None:
+    # The correction retired the first statement at write time, but no slot reading
+    # aligns "看牙医" with "看牙是": the episode's line is tied to the retired statement by
+    # its text, which the search found beside the correction.
+    _sessions(mem, clock, ["我周二下午两点半看牙医。", "说错了，看牙是周二下午三点半。"])
+    assert mem.list(user_id="u", statuses=Status.SUPERSEDED).items  # retired at write time
+    hits = mem.search("我几点去看牙医？", user_id="u", limit=5, explain=True)
+    contents = [h.item.content for h in hits]
+    correction = contents.index("说错了，看牙是周二下午三点半")
+    episode = next(i for i, h in enumerate(hits) if "episode" in h.item.tags and "两点半" in h.item.content)
+    assert correction < episode
+    assert hits[episode].breakdown["contribution.replaced_in_summary"] < 0.0
+    # An episode that quotes something else keeps its place above it.
+    _sessions(mem, clock, ["我周三下午去做体检。"])
+    hits = mem.search("我周三下午做什么？", user_id="u", limit=5, explain=True)
+    checkup = next(h for h in hits if "episode" in h.item.tags and "体检" in h.item.content)
+    assert "contribution.replaced_in_summary" not in checkup.breakdown
+
+
 def test_an_episode_that_gives_the_same_value_or_another_key_keeps_its_place(
     mem: Memory, clock: Clock
 ) -> None:

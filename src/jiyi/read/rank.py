@@ -44,7 +44,7 @@ import bisect
 import functools
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -64,6 +64,7 @@ from jiyi.read.versions import (
     is_replaced_in_summary,
     is_said_change,
     quotes_older,
+    quotes_retired,
     restatement_bar,
 )
 from jiyi.store.base import Candidate
@@ -432,10 +433,12 @@ def score_candidates(
     query: str = "",
     model_id: str = "",
     skip: frozenset[str] = frozenset(),
+    replaced: Mapping[str, tuple[str, ...]] | None = None,
 ) -> list[Scored]:
     """Score every candidate, best first, replacements above what they replaced.
     ``in_time`` None: the query names no time; ``model_id``: the embedder's; ``skip``:
-    query terms that are no keyword (see :func:`similarities`)."""
+    query terms that are no keyword (see :func:`similarities`); ``replaced``: per
+    candidate's id, the texts of what it superseded (see :func:`newer_versions_first`)."""
     if not cands:
         return []
     similarity, columns = similarities(cands, cfg, in_time, query, model_id, skip)
@@ -454,7 +457,7 @@ def score_candidates(
     ]
     replacements_first(scored)
     scored.sort(key=lambda s: -s.score)
-    newer_versions_first(scored, query=query, model_id=model_id)
+    newer_versions_first(scored, query=query, model_id=model_id, replaced=replaced)
     scored.sort(key=lambda s: -s.score)
     return scored
 
@@ -482,7 +485,11 @@ def replacements_first(scored: list[Scored]) -> None:
 
 
 def newer_versions_first(
-    scored: list[Scored], cfg: ReconcileConfig | None = None, query: str = "", model_id: str = ""
+    scored: list[Scored],
+    cfg: ReconcileConfig | None = None,
+    query: str = "",
+    model_id: str = "",
+    replaced: Mapping[str, tuple[str, ...]] | None = None,
 ) -> None:
     """Among the best few (``scored`` best first), a newer version of a statement that
     was never reconciled with the older one (:mod:`jiyi.read.versions`) ranks just above
@@ -490,7 +497,9 @@ def newer_versions_first(
     or, when a later turn says in one of its sentences that what the query asks about
     changed, the newer rises above the older (``contribution.said_change``). The cosine
     bars of both tests are moved onto the scale of ``model_id``, whose vectors the
-    candidates carry (``cfg``: the default :class:`ReconcileConfig`'s, moved)."""
+    candidates carry (``cfg``: the default :class:`ReconcileConfig`'s, moved). An earlier
+    episode that quotes what a statement retired (``replaced``: per id, the texts of what
+    it superseded at write time) goes below that statement."""
     cfg = cfg or config_on_scale(ReconcileConfig(), model_id)
     bar = restatement_bar(model_id)
     top = scored[:VERSIONS_TOP]
@@ -513,6 +522,8 @@ def newer_versions_first(
                 # which keeps its place (a question about the past still finds it).
                 _place_above(newer, older, "contribution.said_change")
                 changed.append((older, newer, True))
+    if replaced:
+        _episodes_below_replacements(top, replaced)
     # An earlier episode that quotes a statement found older than another goes with it.
     for older, newer, mild in changed:
         for episode in top:
@@ -522,6 +533,16 @@ def newer_versions_first(
                 if mild:
                     _place_above(newer, episode, "contribution.said_change")
                 else:
+                    _place_below(episode, newer, "contribution.replaced_in_summary")
+
+
+def _episodes_below_replacements(top: list[Scored], replaced: Mapping[str, tuple[str, ...]]) -> None:
+    """An earlier episode quoting a statement that one of ``top`` superseded at write time
+    ranks below it: the episode keeps what was said then, the statement what is true now."""
+    for newer in top:
+        for said in replaced.get(newer.candidate.item.id, ()):
+            for episode in top:
+                if episode.score >= newer.score and quotes_retired(episode.candidate, said, newer.candidate):
                     _place_below(episode, newer, "contribution.replaced_in_summary")
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -104,13 +105,13 @@ def search(
     )
     now = flt.now or rt.now()
     query_ = _Query(query, time_windows(query, now))
-    candidates, query_ = yield from _candidates(rt, query_, flt, wanted, limit, user_id)
+    (candidates, retired), query_ = yield from _candidates(rt, query_, flt, wanted, limit, user_id)
     # Agents do not see each other's user memories (jiyi.model.in_agent_space).
     candidates = [c for c in candidates if in_agent_space(c.item, agent_id)]
     if as_of is not None:
         candidates = [c for c in candidates if c.item.valid_at(now)]
         touch = False
-    scored = _scored(rt, candidates, query_, now)
+    scored = _scored(rt, candidates, query_, now, retired)
     floor = rt.rank.threshold if threshold is None else threshold
     rel = _Relevance.of(scored, query_, rt) if min_relevance is not None or explain else None
     scored = _cut(scored, floor, rel, min_relevance)
@@ -125,9 +126,15 @@ def search(
     return hits
 
 
-def _scored(rt: Runtime, candidates: list[Candidate], query: _Query, now: datetime) -> list[Scored]:
+def _scored(
+    rt: Runtime,
+    candidates: list[Candidate],
+    query: _Query,
+    now: datetime,
+    retired: Mapping[str, tuple[str, ...]],
+) -> list[Scored]:
     return score_candidates(
-        candidates, rt.rank, now, query.time_test, query.words, rt.embedder.model_id, query.skip
+        candidates, rt.rank, now, query.time_test, query.words, rt.embedder.model_id, query.skip, retired
     )
 
 
@@ -287,7 +294,7 @@ class _Query:
 
 def _candidates(
     rt: Runtime, query: _Query, flt: Filter, wanted: tuple[Status, ...], limit: int, user_id: str | None
-) -> Flow[tuple[list[Candidate], _Query]]:
+) -> Flow[tuple[Replaced, _Query]]:
     """Vector, keyword and time-window evidence with thread neighbours; superseded items
     lend their evidence to what replaced them. The query comes back with the terms that
     are no keyword in this scope (:mod:`jiyi.read.owner`) left out."""
@@ -367,18 +374,29 @@ def _diverse(scored: list[Scored], rt: Runtime, limit: int) -> list[Scored]:
     return scored[:limit]
 
 
+class Replaced(NamedTuple):
+    """Candidates with what they replaced: per replacement's id, the texts of the
+    superseded items the search found (an episode quoting one goes below it,
+    :func:`jiyi.read.versions.quotes_retired`)."""
+
+    candidates: list[Candidate]
+    retired: dict[str, tuple[str, ...]]
+
+
 def follow_replacements(
     rt: Runtime, candidates: list[Candidate], flt: Filter, shown: tuple[Status, ...]
-) -> Flow[list[Candidate]]:
+) -> Flow[Replaced]:
     """Give each superseded candidate's replacement its evidence; drop superseded
     candidates unless the caller asked for them."""
     by_id = {c.item.id: c for c in candidates}
     wanted: dict[str, Candidate] = {}
+    retired: dict[str, tuple[str, ...]] = {}
     for c in candidates:
         if c.item.status != Status.SUPERSEDED:
             continue
         for rel in c.item.relations:
             if rel.type == RelationType.SUPERSEDED_BY:
+                retired[rel.target_id] = (*retired.get(rel.target_id, ()), c.item.content)
                 best = wanted.get(rel.target_id)
                 if best is None or (c.cosine or 0) > (best.cosine or 0):
                     wanted[rel.target_id] = c
@@ -399,4 +417,4 @@ def follow_replacements(
                 cosine=max(cur.cosine or 0.0, src.cosine or 0.0),
                 keyword=max(cur.keyword or 0.0, src.keyword or 0.0) or None,
             )
-    return [c for c in by_id.values() if c.item.status in shown]
+    return Replaced([c for c in by_id.values() if c.item.status in shown], retired)

@@ -348,11 +348,24 @@ def quotes_older(episode: Candidate, older: Candidate, newer: Candidate) -> bool
     what ``older`` says: when ``older`` gives way to ``newer``, the episode's copy of it
     does too ("- Fact: The kids' swim class is Saturday at 9" below "Swim class for the
     kids is Saturdays at 10:30")."""
-    a, b = episode.item, newer.item
-    if "episode" not in a.tags or a is older.item or a.user_id != b.user_id or not _later(b, a):
+    if episode.item is older.item:
         return False
-    said = _letters(_said(older.item))
-    return bool(said) and any(said in line or line in said for line in _user_letters(a.content) if line)
+    return quotes_retired(episode, _said(older.item), newer)
+
+
+def quotes_retired(episode: Candidate, said: str, newer: Candidate) -> bool:
+    """Whether ``episode`` is an episode earlier than ``newer`` one of whose user lines says
+    ``said``: the text of a statement ``newer`` retired, at write time
+    (:func:`jiyi.read.search.follow_replacements` brings it) or in this ranking
+    (:func:`quotes_older`). "- 事实：我周二下午两点半看牙医" goes with the fact it quotes, which
+    "说错了，看牙是周二下午三点半" superseded, though no slot reading aligns the two."""
+    a, b = episode.item, newer.item
+    if "episode" not in a.tags or a.user_id != b.user_id or not _later(b, a):
+        return False
+    letters = _letters(said)
+    return bool(letters) and any(
+        letters in line or line in letters for line in _user_letters(a.content) if line
+    )
 
 
 @functools.lru_cache(maxsize=1024)
