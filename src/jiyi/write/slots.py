@@ -279,16 +279,24 @@ _SENTENCE = re.compile(r".+?(?:[;；。.!！?？\n]+(?!\d)|$)", re.S)
 _QUESTION = re.compile(r"[?？]\s*$|[吗呢]\W*$")
 
 
+# "My new shift starts at 7am", "我的新工位在12楼": what replaced the one before. Read only
+# here, not as a cue of the claims (has_cue), where it would loosen which subjects a
+# statement may retire ("my new painting" is one more painting).
+_NEW_ONE = re.compile(r"\b(?:my|our)\s+new\b|我的新|我们的新|我家的新")
+
+
 def change_sentences(text: str) -> list[str]:
     """The sentences of ``text`` that say something changed: a cue (not a duration's
-    "now"), not "still", not a question ("现在住哪儿？", "any update on the running?" ask,
-    they do not tell). A text opening with "Actually, ..." is not read as changing all of
-    it here: in chat that opening is as often a filler."""
+    "now"), "my new ...", not "still", not a question ("现在住哪儿？", "any update on the
+    running?" ask, they do not tell). A text opening with "Actually, ..." is not read as
+    changing all of it here: in chat that opening is as often a filler."""
     found = (m.group() for m in _SENTENCE.finditer(_norm(text)))
     return [
         s
         for s in found
-        if has_cue(_DURATION_NOW.sub(" ", s)) and not _STILL.search(s) and not _QUESTION.search(s.strip())
+        if (has_cue(_DURATION_NOW.sub(" ", s)) or _NEW_ONE.search(s))
+        and not _STILL.search(s)
+        and not _QUESTION.search(s.strip())
     ]
 
 
