@@ -38,7 +38,10 @@ does he live now?" above "We moved to Tampines". A fourth test
 (:func:`is_replaced_in_summary`) puts the user's later statement above an earlier episode
 one of whose lines it changes: a keyed statement (a city, an employer) whose key the line
 gives another value, or a statement that retired another at write time whose slot the
-line fills with another value.
+line fills with another value. When the search found the retired statement itself (it
+lends its evidence to its replacement, :func:`jiyi.read.search.follow_replacements`), an
+earlier episode quoting it goes below the replacement too (:func:`quotes_retired`), with
+no slot reading: "- 事实：我周二下午两点半看牙医" below "说错了，看牙是周二下午三点半".
 """
 
 from __future__ import annotations
