@@ -993,6 +993,8 @@ def test_dont_call_me_is_a_rule_not_a_name() -> None:
         ("我用Excel记账。", "Excel"),
         ("我写代码用VS Code。", "VS Code"),
         ("我们前端用的是React。", "React"),
+        ("我用MacBook Pro。", "MacBook Pro"),
+        ("我现在用Cursor。", "Cursor"),
     ],
 )
 def test_the_tools_someone_uses_are_facts(text: str, tool: str) -> None:
@@ -1007,6 +1009,7 @@ def test_the_tools_someone_uses_are_facts(text: str, tool: str) -> None:
         "We use the park for picnics.",
         "I used Excel yesterday.",
         "我今天用Excel做了报表。",
+        "我用过。",
     ],
 )
 def test_no_tool_without_a_named_tool_in_the_present(text: str) -> None:

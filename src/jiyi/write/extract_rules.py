@@ -1213,7 +1213,9 @@ _TOOL_ZH = re.compile(
     r"(?:用|使用)(?P<v>[A-Za-z0-9][\w .+#-]{0,30}?|[\u4e00-\u9fff]{2,6}?)"
     r"(?:来)?(?:写|做|记|管理|跟踪|追踪|画|剪|看|听|存|开发|设计|编辑|沟通|协作)[\u4e00-\u9fff]{0,8}$"
     r"|^(?:我|我们|咱们)[\u4e00-\u9fff]{1,6}?(?:平时|一般|通常|现在|目前|都|一直|主要)*"
-    r"(?:用的是|用|使用的是|使用)(?P<v2>[A-Za-z0-9][\w .+#-]{0,30}|[\u4e00-\u9fff]{2,6})$"
+    r"(?:用的是|用|使用的是|使用)(?![了过着掉完])(?P<v2>[A-Za-z0-9][\w .+#-]{0,30}|[\u4e00-\u9fff]{2,6})$"
+    # "我用MacBook Pro", as "I use a MacBook Pro": a product's name right after the verb
+    r"|^(?:我|我们|咱们)(?:平时|一般|通常|现在|目前|都|一直|主要)*(?:用的是|用|使用的是|使用)(?P<v3>[A-Za-z][\w .+#-]{0,30})$"
 )
 
 
@@ -1224,7 +1226,7 @@ def _tool(core: str) -> _Hit | None:
         m = _TOOL_ZH.match(core)
         if m is None:
             return None
-        return _fact("rule:self-zh", None, m.group("v") or m.group("v2") or "")
+        return _fact("rule:self-zh", None, m.group("v") or m.group("v2") or m.group("v3") or "")
     m = _TOOL_EN.match(core)
     tool = _ARTICLE.sub("", m.group("v")) if m is not None else ""
     if not tool or tool.split()[0].lower() in _NOT_TOOLS:
