@@ -995,6 +995,8 @@ def test_dont_call_me_is_a_rule_not_a_name() -> None:
         ("我们前端用的是React。", "React"),
         ("我用MacBook Pro。", "MacBook Pro"),
         ("我现在用Cursor。", "Cursor"),
+        ("我现在用 Cursor 写代码。", "Cursor"),  # a space around a Latin name
+        ("我们用 Slack 沟通。", "Slack"),
     ],
 )
 def test_the_tools_someone_uses_are_facts(text: str, tool: str) -> None:
@@ -1036,3 +1038,19 @@ def test_more_ways_to_say_where_one_works_or_lives(text: str, structured: dict[s
 @pytest.mark.parametrize("text", ["I joined a gym.", "我在家做饭。", "我下个月跳槽去腾讯。"])
 def test_no_employer_from_a_club_a_home_or_a_plan(text: str) -> None:
     assert extract(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "key", "value"),
+    [
+        ("跟你说个消息：我上个月搬到上海了。", "我上个月搬到上海了", "location", "上海"),
+        ("好消息！我在字节工作了。", "我在字节工作了", "employer", "字节"),
+        ("Good news: I moved to Berlin last month.", "I moved to Berlin last month", "location", "Berlin"),
+        ("Guess what, I moved to Berlin.", "I moved to Berlin", "location", "Berlin"),
+    ],
+)
+def test_an_announcement_before_the_news_is_not_part_of_it(
+    text: str, content: str, key: str, value: str
+) -> None:
+    item = only(text)
+    assert (item.content, item.key, item.structured) == (content, key, {"key": key, "value": value})

@@ -138,8 +138,11 @@ _CLAUSE_START = re.compile(
 _LEADING_CONJ = re.compile(rf"^{_CONJ}(?:[\s，,]+|(?=我|咱们|用户))", _I)
 # Lead-ins dropped from content (words that qualify the statement, like "I think", stay).
 _CONTENT_LEAD = re.compile(
-    r"^(?:(?:fyi|btw|by\s+the\s+way|oh|well|anyway|ok|okay|yes|yeah|for\s+the\s+record|just\s+so\s+you\s+know)"
-    r"\b[,:\s]*|(?:对了|顺便说一下|顺便说一句|顺便|嗯|哦|噢)[，,\s]*)+",
+    r"^(?:(?:fyi|btw|by\s+the\s+way|oh|well|anyway|ok|okay|yes|yeah|for\s+the\s+record|just\s+so\s+you\s+know|"
+    r"guess\s+what|(?:good|great|big|some|bad)\s+news|quick\s+update|life\s+update|heads\s+up)"
+    r"\b[,:!\s]*|(?:对了|顺便说一下|顺便说一句|顺便|嗯|哦|噢)[，,\s]*"
+    r"|(?:(?:跟|和|给)你说|告诉你)(?:个|一个|件|一件)?(?:好|坏)?(?:消息|事|事情)?[：:，,!！\s]*"
+    r"|(?:好消息|坏消息|有个消息|有件事)[：:，,!！\s]*)+",
     _I,
 )
 _KEEP_JOINED = re.compile(r"^(?:比起|相比|与其|compared\s+(?:to|with)|rather\s+than)", _I)
@@ -227,6 +230,10 @@ _HEDGE_STRIP = re.compile(
 _LEAD_FILLER = re.compile(
     r"^(?:(?:更正一下|更正|纠正一下|纠正|说错了|我说错了|不对|更新一下|计划有变)[：:，,\s]*"
     r"|(?:correction|update|sorry|scratch\s+that|i\s+misspoke|change\s+of\s+plans?)\b[:,\s]*"
+    # an announcement before the news: "跟你说个消息：我搬到上海了", "Guess what, I got the job"
+    r"|(?:(?:跟|和|给)你说|告诉你)(?:个|一个|件|一件)?(?:好|坏)?(?:消息|事|事情)?[：:，,!！\s]*"
+    r"|(?:好消息|坏消息|有个消息|有件事)[：:，,!！\s]*"
+    r"|(?:guess\s+what|(?:good|great|big|some|bad)\s+news|quick\s+update|life\s+update|heads\s+up)\b[:,!\s]*"
     r"|(?:其实|另外|还有|而且|但是|不过|对了|顺便说一下|顺便说一句|顺便|所以|然后|总之|"
     r"说实话|老实说|坦白说|我觉得|我认为)[，,\s]*"
     r"|(?:嗯|哦|噢|对|而|也|但|我想)(?:[，,\s]+|(?=我))"
@@ -1208,14 +1215,16 @@ _TOOL_EN = re.compile(
     r"\s+(?:in|on|with))\s+(?P<v>(?:(?:the|a|an)\s+)?[A-Z0-9][\w.+#-]*(?:\s+[A-Z0-9][\w.+#-]*){0,3})"
     r"(?:\s+(?:for|to)\s+[^,;]{2,40})?$"
 )
+# A space around a Latin name is common in Chinese text ("用 VS Code 写代码").
 _TOOL_ZH = re.compile(
     r"^(?:我|我们|咱们)(?:平时|一般|通常|现在|目前|都|一直|主要)*"
-    r"(?:用|使用)(?P<v>[A-Za-z0-9][\w .+#-]{0,30}?|[\u4e00-\u9fff]{2,6}?)"
-    r"(?:来)?(?:写|做|记|管理|跟踪|追踪|画|剪|看|听|存|开发|设计|编辑|沟通|协作)[\u4e00-\u9fff]{0,8}$"
+    r"(?:用|使用)\s*(?P<v>[A-Za-z0-9][\w .+#-]{0,30}?|[\u4e00-\u9fff]{2,6}?)"
+    r"\s*(?:来)?(?:写|做|记|管理|跟踪|追踪|画|剪|看|听|存|开发|设计|编辑|沟通|协作)[\u4e00-\u9fff]{0,8}$"
     r"|^(?:我|我们|咱们)[\u4e00-\u9fff]{1,6}?(?:平时|一般|通常|现在|目前|都|一直|主要)*"
-    r"(?:用的是|用|使用的是|使用)(?![了过着掉完])(?P<v2>[A-Za-z0-9][\w .+#-]{0,30}|[\u4e00-\u9fff]{2,6})$"
+    r"(?:用的是|用|使用的是|使用)(?![了过着掉完])\s*(?P<v2>[A-Za-z0-9][\w .+#-]{0,30}|[\u4e00-\u9fff]{2,6})$"
     # "我用MacBook Pro", as "I use a MacBook Pro": a product's name right after the verb
-    r"|^(?:我|我们|咱们)(?:平时|一般|通常|现在|目前|都|一直|主要)*(?:用的是|用|使用的是|使用)(?P<v3>[A-Za-z][\w .+#-]{0,30})$"
+    r"|^(?:我|我们|咱们)(?:平时|一般|通常|现在|目前|都|一直|主要)*(?:用的是|用|使用的是|使用)\s*"
+    r"(?P<v3>[A-Za-z][\w .+#-]{0,30})$"
 )
 
 
