@@ -271,6 +271,13 @@ def test_demo_runs(tmp_path: Path) -> None:
     ]
     assert len(relevances) == 10 and all(0.0 <= r <= 1.0 for r in relevances)
     assert sum(r > 0.5 for r in relevances[0::2]) >= 4 and all(r < 0.5 for r in relevances[1::2])
+    # The user's path: two sessions through remember(), the second changes the first.
+    assert "superseded  我住在杭州  ->  我上个月搬到上海了" in out
+    assert "superseded  平时写代码用 VS Code  ->  我现在用 Cursor 写代码" in out
+    after = out.split("Q: 用户现在住在哪个城市？", 1)[1].splitlines()
+    assert "我上个月搬到上海了" in after[1]  # the current value first
+    tickets = out.split("Q: Which tool does the team track tickets in?", 1)[1].splitlines()
+    assert "Linear" in tickets[1] and "a later turn that says it changed" in tickets[2]
 
 
 def test_remember_worker_jobs_context(db: Path) -> None:

@@ -1,8 +1,10 @@
-"""``jiyi demo``: remember a short Chinese/English conversation, then search it and say why."""
+"""``jiyi demo``: remember a short Chinese/English conversation, then search it and say why;
+then the user's path: two sessions a week apart through ``remember()``, and what is true now."""
 
 from __future__ import annotations
 
 import tempfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from jiyi.memory import Memory
@@ -33,6 +35,76 @@ QUERIES = [
     "怎么联系用户",
 ]
 
+# Two sessions of another user a week apart, said through remember() as an application
+# does; the second changes what the first said, in the ways people say it.
+WEEKS: list[list[tuple[str, str]]] = [
+    [
+        ("user", "我住在杭州，平时写代码用 VS Code。"),
+        ("assistant", "好的，记住了。"),
+        ("user", "Our team tracks tickets in Jira."),
+    ],
+    [
+        ("user", "跟你说个消息：我上个月搬到上海了。"),
+        ("user", "We moved our tickets from Jira to Linear last sprint."),
+        ("user", "我现在用 Cursor 写代码。"),
+    ],
+]
+NOW_QUERIES = [
+    "用户现在住在哪个城市？",
+    "Which tool does the team track tickets in?",
+    "用户用什么编辑器写代码？",
+]
+WEEKLY_USER = "demo-user-2"
+
+# What moved a hit when versions of one fact met (jiyi.read.versions), for a person.
+_VERSION_WHY = {
+    "contribution.replaced": "it replaced an older statement",
+    "contribution.newer_version": "a later statement changes it",
+    "contribution.later_statement": "a later statement says the same thing anew",
+    "contribution.said_change": "a later turn that says it changed",
+    "contribution.replaced_in_summary": "an earlier session's summary; a later statement changed it",
+}
+
+
+class _Clock:
+    """The demo's clock: real time, moved a week on between the two sessions."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def _what_is_true_now(mem: Memory, clock: _Clock) -> None:
+    print("\n6) The user's path: two sessions a week apart through remember(), each ended:")
+    mem.reset(user_id=WEEKLY_USER)
+    for week, messages in enumerate(WEEKS, start=1):
+        session = f"demo-week-{week}"
+        print(f"   week {week}: " + " | ".join(text for role, text in messages if role == "user"))
+        mem.remember(messages, session_id=session, user_id=WEEKLY_USER)
+        mem.end_session(session, user_id=WEEKLY_USER)
+        for report in mem.process_jobs():
+            for o in report.outcomes:
+                if o.action == "supersede" and o.target_id is not None:
+                    old = mem.get(o.target_id).content
+                    print(f"      superseded  {old}  ->  {o.candidate.content}")
+                elif o.action in ("add", "update", "reinforce"):
+                    print(
+                        f"      {DONE[o.action]:<11} [{o.candidate.memory_type.value}] {o.candidate.content}"
+                    )
+        clock.now += timedelta(days=7)
+    print("   (every turn is also kept as said, and each session's summary is searchable)")
+    for query in NOW_QUERIES:
+        print(f"\n   Q: {query}")
+        for hit in mem.search(query, user_id=WEEKLY_USER, limit=2, explain=True):
+            kind = "episode" if "episode" in hit.item.tags else hit.item.memory_type.value
+            text = " / ".join(hit.item.content.splitlines())
+            print(f"      {hit.score:.3f}  [{kind}] {text}")
+            moved = [why for key, why in _VERSION_WHY.items() if hit.breakdown.get(key)]
+            if moved:
+                print(f"             why moved: {'; '.join(moved)}")
+
 
 def run_demo(db: Path | None = None, keep: bool = False, embedder: str | None = None) -> int:
     tmp = None
@@ -41,7 +113,9 @@ def run_demo(db: Path | None = None, keep: bool = False, embedder: str | None = 
         db = Path(tmp.name) / "demo.db"
     files = db.parent / f"{db.stem}-context"
     print(f"jiyi demo — database: {db}\n            files:    {files}\n")
-    with Memory(SQLiteStore(db), embedder=embedder, files=files) as mem:
+    clock = _Clock()
+    # Jobs (extraction, episodes) run here, in step 6, so that it can show what they did.
+    with Memory(SQLiteStore(db), embedder=embedder, files=files, background=False, clock=clock) as mem:
         mem.reset(user_id=USER)
         print("1) Remembering what the user said (through the write gate):")
         for text, kind in CONVERSATION:
@@ -85,6 +159,7 @@ def run_demo(db: Path | None = None, keep: bool = False, embedder: str | None = 
         for line in memory_md.read_text(encoding="utf-8").splitlines():
             if line.startswith(("#", "- ")):
                 print(f"   {line}")
+        _what_is_true_now(mem, clock)
     if tmp is not None and not keep:
         tmp.cleanup()
     elif keep or tmp is None:
