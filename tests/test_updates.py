@@ -708,6 +708,10 @@ def test_change_sentences_are_the_sentences_that_say_a_change() -> None:
     assert change_sentences("My rent is now 1,450.50 euros. OK.") == ["my rent is now 1,450.50 euros."]
     # a duration's "now" is no change; a question asks
     assert change_sentences("I've been writing for three months now. Is it now on Friday?") == []
+    # a change announced in the present tense
+    assert change_sentences("Heads up: standup moves to 10:15 starting Monday.") == [
+        "heads up: standup moves to 10:15 starting monday."
+    ]
     # what replaced the one before ("my new ..."), not any new thing
     assert change_sentences("My new shift starts at 7am. I read a new book.") == [
         "my new shift starts at 7am."

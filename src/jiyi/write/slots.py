@@ -48,6 +48,8 @@ __all__ = [
 _CUE_EN = re.compile(
     r"\b(?:actually|correction|update|sorry|i\s+misspoke|scratch\s+that|change\s+of\s+plans?|not\s+\w+\s+anymore|"
     r"no\s+longer|any\s*more|instead|now|these\s+days|from\s+now\s+on|switched|changed|moved|relocated|"
+    # the present tense of a change announced ("standup moves to 10:15 starting Monday")
+    r"(?:moves|moving|changes|changing|switches|switching|shifts|shifting)\s+to|"
     r"postponed|pushed(?:\s+back)?|rescheduled|delayed|extended|raised|lowered|upgraded|downgraded|renamed|"
     r"went\s+up|went\s+down|got\s+(?:pushed|moved|changed)|quit|stopped|started|just\s+turned|refinanced|"
     r"cancelled|canceled|graduated|transferred)\b"
