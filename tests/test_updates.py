@@ -717,3 +717,52 @@ def test_change_sentences_are_the_sentences_that_say_a_change() -> None:
         "my new shift starts at 7am."
     ]
     assert change_sentences("我的新工位在12楼。新年快乐！") == ["我的新工位在12楼。"]
+
+
+@pytest.mark.parametrize(
+    ("query", "key"),
+    [
+        ("Where do I live?", "location"),
+        ("Where does the user live now?", "location"),
+        ("用户现在住在哪个城市？", "location"),
+        ("我在哪家公司上班？", "employer"),
+        ("What do I do for a living?", "profession"),
+        ("How old am I?", "age"),
+        ("Who is my GP?", "my:gp"),
+        ("What is my address?", "my:address"),
+        ("我的导师是谁？", "my:导师"),
+        # about someone else, or no keyed fact
+        ("Where does my sister live?", None),
+        ("我姐姐住在哪？", None),
+        ("What's my wife's name?", None),
+        ("What time do I start work?", None),
+    ],
+)
+def test_asked_key_reads_which_of_the_users_keyed_facts_a_question_asks_for(
+    query: str, key: str | None
+) -> None:
+    from jiyi.read.asked import asked_key
+
+    assert asked_key(query) == key
+
+
+def test_the_users_own_fact_ranks_above_another_persons_near_miss(mem: Memory, clock: Clock) -> None:
+    # The embedder puts "Where do I live?" closer to the sister's city than to the move.
+    _sessions(mem, clock, ["My sister lives in Berlin.", "I moved to Munich last month."])
+    hits = mem.search("Where do I live?", user_id="u", limit=5, explain=True)
+    contents = [h.item.content for h in hits]
+    assert contents[0] == "I moved to Munich last month"
+    sister = contents.index("My sister lives in Berlin")
+    assert hits[sister].breakdown["contribution.about_another"] < 0.0
+    # asked about the sister, her statement keeps its place above the user's move
+    hits = mem.search("Where does my sister live?", user_id="u", limit=5, explain=True)
+    assert hits[0].item.content == "My sister lives in Berlin"
+    assert all("contribution.about_another" not in h.breakdown for h in hits)
+
+
+def test_an_attribute_key_is_the_whole_word() -> None:
+    from jiyi.write.extract_rules import attribute_key
+
+    assert attribute_key("address") == "my:address"  # not the "a" of "address" stripped
+    assert attribute_key("theme") == "my:theme"
+    assert attribute_key("the theme") == "my:theme"

@@ -54,6 +54,7 @@ from jiyi.config import RankConfig
 from jiyi.embed.scale import to_default_scale
 from jiyi.model import MemoryItem, RelationType, Status
 from jiyi.read import fusion
+from jiyi.read.asked import about_another, answers, asked_key
 from jiyi.read.fusion import at_neighbours, neighbour_index
 from jiyi.read.fusion import han_share as han_share  # re-exported: tests and callers use it here
 from jiyi.read.fusion import other_language as other_language_of
@@ -459,6 +460,8 @@ def score_candidates(
     scored.sort(key=lambda s: -s.score)
     newer_versions_first(scored, query=query, model_id=model_id, replaced=replaced)
     scored.sort(key=lambda s: -s.score)
+    if asked_fact_first(scored, query):
+        scored.sort(key=lambda s: -s.score)
     return scored
 
 
@@ -534,6 +537,30 @@ def newer_versions_first(
                     _place_above(newer, episode, "contribution.said_change")
                 else:
                     _place_below(episode, newer, "contribution.replaced_in_summary")
+
+
+def asked_fact_first(scored: list[Scored], query: str) -> bool:
+    """When ``query`` asks for one of the user's own keyed facts (:func:`asked_key`: "Where
+    do I live?" -> ``location``), that fact ranks above the statements about another person
+    among the best few ("My sister lives in Berlin"), their drop shown as
+    ``contribution.about_another``. Whether anything moved."""
+    key = asked_key(query)
+    if key is None:
+        return False
+    top = scored[:VERSIONS_TOP]
+    moved = False
+    for fact in top:
+        if not answers(fact.candidate, key):
+            continue
+        for other in top:
+            if (
+                other is not fact
+                and other.score >= fact.score
+                and about_another(fact.candidate, other.candidate)
+            ):
+                _place_below(other, fact, "contribution.about_another")
+                moved = True
+    return moved
 
 
 def _episodes_below_replacements(top: list[Scored], replaced: Mapping[str, tuple[str, ...]]) -> None:

@@ -171,7 +171,9 @@ _VALUE_STOP = re.compile(
     _I,
 )
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", _I)
-_SLOT_LEAD = re.compile(r"^(?:to\s+use|using|use|to|the|a|an|用|使用|去)\s*", _I)
+# A leading English word only as a word ("the cat", not the "a" of "apples" or the "the"
+# of "theme"); the Chinese verbs need no space after them.
+_SLOT_LEAD = re.compile(r"^(?:(?:to\s+use|using|use|to|the|a|an)(?:\s+|$)|(?:用|使用|去)\s*)", _I)
 
 
 _VALUE_STOP_KEEP_AND = re.compile(
@@ -189,6 +191,12 @@ def _value(text: str, *, keep_and: bool = False) -> str:
     if m and m.start() > 0:
         text = text[: m.start()]
     return _QUOTES.sub("", _VALUE_TAIL.sub("", _trim(text))).strip()
+
+
+def attribute_key(attr: str) -> str:
+    """The key of a "my X is Y" fact for the attribute X ("GP" -> ``my:gp``), as the
+    extractor files it; the read path asks for it by the same name (:mod:`jiyi.read.asked`)."""
+    return f"my:{_slot(_trim(attr))}"
 
 
 def _slot(text: str) -> str:
@@ -1035,7 +1043,7 @@ def _my_attribute(core: str) -> _Hit | None:
     if not attr or attr.lower() in _NOT_ATTRS:
         return None
     rule = "rule:self-zh" if _HAN.search(core) else "rule:self-en"
-    return _fact(rule, f"my:{_slot(attr)}", m.group("v"))
+    return _fact(rule, attribute_key(attr), m.group("v"))
 
 
 # --- states, ages, family, "my X is Y", changed habits
