@@ -2167,12 +2167,41 @@ class PostgresStore(Store):
         plans: list[Plan[Any]] = []
         t = gather.threaded
         if vectors:
-            plans.append(_in_turn([self._vector_hits(a, t)() for a in vectors]))
+            plans.append(self._vectors_together(vectors, t))
         plans += [_in_turn([self._keyword_hits(a, t)()]) for a in keyword if isinstance(a, KeywordHits)]
         groups = yield from _side_by_side(plans)
         answers = iter([hits for group in groups for hits in group])
         by_kind = {id(a): next(answers) for a in (*vectors, *keyword)}
         return [by_kind[id(a)] for a in gather.asks]
+
+    def _vectors_together(self, asks: list[VectorHits], threaded: set[str]) -> Plan[list[Any]]:
+        """The answers to a Retrieve's vector searches (the plain one, and the one inside its
+        time windows): the same statements, in the same order, as one after the other would
+        run, but sharing a round trip. They differ only in the windows, so the scope-size
+        statement (the walk's choice and options) is asked once and both walks, or both
+        exact scans, go in one batch; one after the other, the windowed search asked the
+        same size again and waited a round trip for it before its walk (and an exact scan
+        waited for the other's)."""
+        exact: list[_Query] = []
+        sized: list[tuple[_Query, _Query]] = []
+        for ask in asks:
+            queries = self._vector_queries(ask)
+            if queries is None:
+                break
+            exact.append(queries[0])
+            if queries[1] is not None:
+                sized.append(queries[1])
+        if len(asks) == 1 or len(exact) != len(asks) or len(sized) not in (0, len(asks)):
+            return (yield from _in_turn([self._vector_hits(a, threaded)() for a in asks]))
+        if sized and (yield sized[0][0])[0][-1]:
+            walked = yield _Batch(
+                (_NO_SORT, _GENERIC_PLAN, *(walk for _, walk in sized), _ANY_PLAN, _ANY_SORT)
+            )
+            found = walked[2 : 2 + len(asks)]
+        else:
+            found = yield _Batch(tuple(exact))
+        threaded.update(r[0] for hits in found for r in hits if r[2])
+        return [[Hit(r[0], 1.0 - float(r[1])) for r in hits] for hits in found]
 
     def _may_approximate(self, vector: Vector) -> bool:
         return (
