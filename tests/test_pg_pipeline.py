@@ -425,3 +425,23 @@ def test_a_windowed_search_walks_both_vector_searches_in_one_batch(
             assert hits == _seen(plain.search(q, user_id=user, touch=False)), (user, q)
             assert sum("hnsw.iterative_scan" in sql for batch in sent for sql in batch) == 1, (user, q)
             assert [sum(sql.startswith(walk) for sql in batch) for batch in sent].count(2) == 1, (user, q)
+
+
+def test_settings_undone_and_redone_between_two_plans_are_not_sent() -> None:
+    """A walk's batch ends by setting plan_cache_mode back, the keyword round's begins by
+    setting it to generic again: neither goes, the other settings and statements do."""
+    import jiyi.store.postgres as pg_store
+
+    walk, rnd = pg_store._Query("SELECT 1"), pg_store._Query("SELECT 2")
+    batch = (
+        pg_store._NO_SORT,
+        pg_store._GENERIC_PLAN,
+        walk,
+        pg_store._ANY_PLAN,
+        pg_store._ANY_SORT,
+        pg_store._GENERIC_PLAN,
+        rnd,
+        pg_store._ANY_PLAN,
+    )
+    assert pg_store._sent_settings(batch) == {0, 1, 2, 4, 6, 7}
+    assert pg_store._sent_settings((walk, pg_store._ANY_PLAN, rnd, pg_store._GENERIC_PLAN)) == {0, 1, 2, 3}
