@@ -395,3 +395,53 @@ def test_thread_links_are_asked_only_when_a_hit_is_in_a_thread(
         pool.close()
         store.close()
         drop_schema(pg_dsn, schema)
+
+
+def test_a_windowed_search_walks_both_vector_searches_in_one_batch(
+    stores: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A query naming a time asks two vector searches (plain, and inside the windows): the
+    scope size is asked once and both walks (or both exact scans) go in one batch, with the
+    hits of the one-primitive-at-a-time path."""
+    import jiyi.store.postgres as pg_store
+
+    store, reference = stores[0], stores[1]
+    mem = Memory(store, embedder=HashEmbedder(512), tenant_id=TENANT)
+    plain = Memory(reference, embedder=HashEmbedder(512), tenant_id=TENANT)
+    batches: list[list[str]] = []
+    inner = pg_store._run_batch_sync
+
+    def spy(conn: Any, queries: Any) -> Any:
+        batches.append([q.sql for q in queries])
+        return inner(conn, queries)
+
+    monkeypatch.setattr(pg_store, "_run_batch_sync", spy)
+    for user, walk in (("big", "WITH near AS"), ("small", "WITH scoped AS")):
+        for q in ("report budget last month", "会议 上个月"):
+            batches.clear()
+            hits = _seen(mem.search(q, user_id=user, touch=False))
+            sent = list(batches)
+            assert hits == _seen(plain.search(q, user_id=user, touch=False)), (user, q)
+            assert sum("hnsw.iterative_scan" in sql for batch in sent for sql in batch) == 1, (user, q)
+            assert [sum(sql.startswith(walk) for sql in batch) for batch in sent].count(2) == 1, (user, q)
+
+
+def test_settings_undone_and_redone_between_two_plans_are_not_sent() -> None:
+    """A walk's batch ends by setting plan_cache_mode back, the keyword round's begins by
+    setting it to generic again: neither goes, the other settings and statements do."""
+    import jiyi.store.postgres as pg_store
+
+    walk, rnd = pg_store._Query("SELECT 1"), pg_store._Query("SELECT 2")
+    batch = (
+        pg_store._NO_SORT,
+        pg_store._GENERIC_PLAN,
+        walk,
+        pg_store._ANY_PLAN,
+        pg_store._ANY_SORT,
+        pg_store._GENERIC_PLAN,
+        rnd,
+        pg_store._ANY_PLAN,
+    )
+    assert pg_store._sent_settings(batch) == {0, 1, 2, 4, 6, 7}
+    assert pg_store._sent_settings((walk, pg_store._ANY_PLAN, rnd, pg_store._GENERIC_PLAN)) == {0, 1, 2, 3}
