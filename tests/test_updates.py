@@ -193,6 +193,9 @@ CONSTRUCTIONS = [
     ("我的家庭医生是陈医生。", "我换了家庭医生，现在是赵医生。"),
     # where a thing is, said through whoever put it there
     ("I keep my spare key under the mat.", "I moved the spare key to the garage."),
+    # when it was said is no part of the value
+    ("My daughter is 5.", "My daughter just turned 6 last week!"),
+    ("我女儿今年5岁。", "女儿上周过了6岁生日。"),
 ]
 
 
@@ -210,6 +213,9 @@ def test_a_change_said_in_another_construction_fills_the_same_slot(old: str, new
         ("我把车停在车库。", "我妹妹把车停在路边了。"),
         ("我的牙医是陈医生。", "我妈妈换了家庭医生，现在是赵医生。"),
         ("I keep my passport in the drawer.", "I keep my keys in the drawer."),
+        # an amount per month is not one per week
+        ("I earn 5000 a month.", "I earn 1200 a week."),
+        ("我每月房租4500。", "我每周房租1000。"),
     ],
 )
 def test_a_construction_about_another_thing_or_person_is_no_change(old: str, new: str) -> None:

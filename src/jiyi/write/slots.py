@@ -603,6 +603,24 @@ def _time_terms() -> frozenset[str]:
     return _TIME_WORDS | frozenset(terms(" ".join(sorted(_TIME_WORDS))))
 
 
+_SAID_WHEN = frozenset(
+    "yesterday today recently recent ago last "
+    "上周 上星期 上个 上个月 上月 今年 去年 昨天 今天 前天 最近 刚 刚刚 这周 本周 这个月 今早".split()
+)
+# "week" / "month" / "year" place a statement in time only after "last" or before "ago"
+# ("turned 6 last week"); alone they are part of a value ("5000 a month").
+_SAID_WHEN_UNITS = frozenset({"week", "month", "year"})
+
+
+def _said_when(words: set[str]) -> set[str]:
+    """``words`` less those that place a statement in time relative to when it was said
+    ("last week", "上周", "今年"): no part of the value a number gives."""
+    kept = words - _SAID_WHEN
+    if words & {"last", "ago"}:
+        kept -= _SAID_WHEN_UNITS
+    return kept
+
+
 def is_time_or_amount(term: str) -> bool:
     """Whether an index term is a time word or a number with its unit ("周四", "morn",
     "4000", "3点"): values that different things share by chance."""
@@ -706,6 +724,9 @@ def _one_change(old: Claim, new: Claim, gone: set[str], came: set[str]) -> bool:
     if numbers_gone and numbers_came:
         if not _same_kind(numbers_gone, numbers_came):
             return False  # "今年5岁" / "2005年搬到厦门", "is 30" / "in 2019": an age is not a year
+        # When it was said is no part of the value: "is 5" / "turned 6 last week", "今年5岁"
+        # / "上周过了6岁生日".
+        words_gone, words_came = _said_when(words_gone), _said_when(words_came)
         # A number, date or time changed: everything else must stay (the counted thing, the
         # unit), except a qualifier one side leaves out.
         if words_gone and words_came and not new.cue:
