@@ -1054,3 +1054,29 @@ def test_an_announcement_before_the_news_is_not_part_of_it(
 ) -> None:
     item = only(text)
     assert (item.content, item.key, item.structured) == (content, key, {"key": key, "value": value})
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "key", "value"),
+    [
+        # the place before the verb
+        ("我在北京租房住。", "我在北京租房住", "location", "北京"),
+        ("我现在在杭州住。", "我现在在杭州住", "location", "杭州"),
+        # a role one has one of at a time, without 的, as spoken
+        ("我老板是张总。", "我老板是张总", "my:老板", "张总"),
+        ("我导师是赵姐。", "我导师是赵姐", "my:导师", "赵姐"),
+        # a time before the subject, also after a clause about someone else
+        ("现在我住在上海。", "我住在上海", "location", "上海"),
+        ("张总调去深圳了，现在我老板是李总。", "我老板是李总", "my:老板", "李总"),
+    ],
+)
+def test_chinese_as_spoken_reads_the_same_keyed_facts(text: str, content: str, key: str, value: str) -> None:
+    item = only(text)
+    assert (item.content, item.key, item.structured) == (content, key, {"key": key, "value": value})
+
+
+@pytest.mark.parametrize(
+    "text", ["我在家住。", "我在公司住。", "我在宿舍住。", "我领导是个好人。", "我老板是很严格的人。"]
+)
+def test_where_one_stays_or_what_someone_is_like_is_no_keyed_fact(text: str) -> None:
+    assert all(e.key not in ("location", "my:领导", "my:老板") for e in extract(text))

@@ -550,17 +550,31 @@ def asked_fact_first(scored: list[Scored], query: str) -> bool:
     top = scored[:VERSIONS_TOP]
     moved = False
     for fact in top:
-        if not answers(fact.candidate, key):
-            continue
+        if not answers(fact.candidate, key) or _VERSIONED & fact.breakdown.keys():
+            continue  # a fact a later statement changed stays below it
         for other in top:
             if (
                 other is not fact
                 and other.score >= fact.score
+                # "张总调去深圳了": a change about another person that the versions step read
+                and not _VERSIONED & other.breakdown.keys()
                 and about_another(fact.candidate, other.candidate)
             ):
                 _place_below(other, fact, "contribution.about_another")
                 moved = True
     return moved
+
+
+_VERSIONED = frozenset(
+    {
+        "contribution.newer_version",
+        "contribution.later_statement",
+        "contribution.said_change",
+        "contribution.replaced",
+        "contribution.replaced_in_summary",
+    }
+)
+"""The breakdown entries of :func:`newer_versions_first` and :func:`replacements_first`."""
 
 
 def _episodes_below_replacements(top: list[Scored], replaced: Mapping[str, tuple[str, ...]]) -> None:

@@ -126,7 +126,7 @@ _SENTENCE = re.compile(
 _CLAUSE_SEP = re.compile(
     r"([，,]\s*|\s+(?=(?:and|but)\s+(?:i|we|my)\b)|(?<=[\u4e00-\u9fff\w])(?=(?:而且|但是|并且)我))", re.I
 )
-_CONJ = r"(?:and|but|also|so|plus|then|and\s+also|now|currently|nowadays|these\s+days|而且|但是|但|不过|并且|另外|同时|还有|所以|然后|而|对了)"
+_CONJ = r"(?:and|but|also|so|plus|then|and\s+also|now|currently|nowadays|these\s+days|而且|但是|但|不过|并且|另外|同时|还有|所以|然后|而|对了|现在|目前|如今)"
 _CLAUSE_START = re.compile(
     rf"^(?:{_CONJ}[\s，,]*)?"
     r"(?:我|咱们|用户|比起|相比|i\b|i'|my\b|we\b|we'|let's\b|let\s+us\b|the\s+team\b|our\s+team\b|"
@@ -245,6 +245,8 @@ _LEAD_FILLER = re.compile(
     r"|(?:其实|另外|还有|而且|但是|不过|对了|顺便说一下|顺便说一句|顺便|所以|然后|总之|"
     r"说实话|老实说|坦白说|我觉得|我认为)[，,\s]*"
     r"|(?:嗯|哦|噢|对|而|也|但|我想)(?:[，,\s]+|(?=我))"
+    # a time before the subject: "现在我老板是李总" reads as "我(现在)老板是李总"
+    r"|(?:现在|目前|如今)[，,\s]*(?=我(?!们))"
     r"|(?:also|and|but|so|actually|btw|by\s+the\s+way|oh|well|honestly|just\s+so\s+you\s+know|fyi|"
     r"for\s+the\s+record|anyway|plus|then|i\s+think|i\s+believe|i\s+feel\s+like|in\s+general|"
     r"to\s+be\s+honest|tbh|ok|okay|yes|yeah|no|right|please|pls|kindly)\b[,\s]*)+",
@@ -737,6 +739,8 @@ _EMPLOYER_ZH = re.compile(
 _EMPLOYER_ZH2 = re.compile(r"^我(?:现在|目前)?(?:就职于|任职于|供职于)(?P<v>.+)$")
 _LOCATION_ZH = re.compile(
     r"^我(?:现在|目前|一直|常年|还是|还|依然|仍然)*(?:住在|住(?=[^院了得下进过手店宿着])|定居在|定居于|生活在|居住在)(?P<v>.+)$"
+    # the place before the verb: "我在北京租房住", "我现在在杭州住"
+    r"|^我(?:现在|目前|一直|还是|还|依然|仍然)*在(?P<v2>[^，,在的]{2,10}?)(?:租房子?|租房)?住(?:着|呢)?$"
 )
 _MOVED_ZH = re.compile(
     r"^我(?:已经|刚|刚刚|最近|去年|前年|今年|上个?月|上周|上星期|前几天|前段时间|年初|这个月|其实)*"
@@ -752,6 +756,8 @@ _HOME_ZH = re.compile(r"^我家(?:就|现在|目前)?(?:在|住在)(?P<v>[^，,]
 _PLAN_ZH = re.compile(r"打算|准备|计划|想|要|下个?月|明年|下周|将|会")
 # "在家", "在这边": where, not a place or an organisation worth keeping.
 _HERE_ZH = frozenset({"家", "家里", "这里", "那里", "这", "那", "这边", "那边"})
+# Where one stays, not the city one lives in ("我在公司住", "我在宿舍住").
+_NOT_HOME_ZH = frozenset({"公司", "学校", "宿舍", "酒店", "宾馆", "医院", "单位"})
 _HOMETOWN_ZH = re.compile(
     r"^我(?:来自|老家(?:在|是)|出生在|出生于|是从)(?P<v>.+?)(?:来的)?$"
     # "我在大连长大", "我是在青岛长大的" (where one grew up, as "I grew up in" in English)
@@ -822,6 +828,18 @@ _NOT_PROFESSIONS = frozenset(
 )
 _PROFESSION_STOP = re.compile(r"\s+(?:at|for|in|with|from|who|that|based|working|by|on)\b", _I)
 _MY_ATTR_ZH = re.compile(r"^我的(?P<attr>[^，,是]{1,10})是(?P<v>.+)$")
+# Without 的 for the people one has one of at a time ("我老板是张总", "我导师是赵姐"), as spoken.
+_MY_ROLE_ZH = re.compile(
+    r"^我(?:现在的|现在|目前的|目前)?(?P<attr>老板|领导|上司|直属领导|经理|导师|房东|教练|班主任|主治医生|家庭医生)"
+    # a value, not a description ("我领导是个好人", "我老板是很严格")
+    r"是(?!(?:一)?[个位]|很|挺|非常|特别|不|有点|真)(?P<v>.+)$"
+)
+
+
+def _my_attr_match(core: str) -> re.Match[str] | None:
+    return _MY_ATTR_ZH.match(core) or _MY_ROLE_ZH.match(core) or _MY_ATTR_EN.match(core)
+
+
 _MY_ATTR_EN = re.compile(r"^my\s+(?P<attr>[\w' -]{1,30}?)\s+(?:is|are)\s+(?P<v>.+)$", _I)
 _NOT_ATTRS = frozenset(
     "问题 意思 想法 目的 建议 需求 观点 question point problem guess idea issue concern bad pleasure "
@@ -847,8 +865,8 @@ def _self_description_zh(core: str) -> _Hit | None:
     if m:
         return _fact(rule, "employer", m.group("v"))
     m = _LOCATION_ZH.match(core)
-    if m:
-        return _fact(rule, "location", m.group("v"))
+    if m and _value(m.group("v") or m.group("v2")) not in _HERE_ZH | _NOT_HOME_ZH:
+        return _fact(rule, "location", m.group("v") or m.group("v2"))
     m = _MOVED_ZH.match(core)
     # "我下个月要搬去深圳" is a plan, not where the user lives (a reason after it may say 要).
     if m and not _PLAN_ZH.search(core[: m.end("v")]):
@@ -1036,7 +1054,7 @@ def _project(core: str) -> _Hit | None:
 
 def _my_attribute(core: str) -> _Hit | None:
     """Facts like "my X is Y" or "我的X是Y" (key ``my:<X>``)."""
-    m = _MY_ATTR_ZH.match(core) or _MY_ATTR_EN.match(core)
+    m = _my_attr_match(core)
     if not m:
         return None
     attr = _trim(m.group("attr"))
@@ -1145,7 +1163,7 @@ def _personal(core: str) -> _Hit | None:
     hit = _changed_habit(core, zh)
     if hit is not None:
         return hit
-    m = _MY_ATTR_ZH.match(core) or _MY_ATTR_EN.match(core)
+    m = _my_attr_match(core)
     # "my daughter is six" / "my daughter is a doctor": a person is no attribute with one value.
     person = m is not None and re.fullmatch(_KIN_ZH if zh else _KIN_EN, _trim(m.group("attr")), _I)
     mine = None if _TEMPORARY.search(core) or person else _my_attribute(core)

@@ -308,7 +308,7 @@ def change_sentences(text: str) -> list[str]:
 _ENDED = re.compile(
     r"\b(?:sold|gave\s+away|broke\s+up|split\s+up|divorced|moved\s+out|left|retired|rewrote|replaced|"
     r"turns?\s+out|turned\s+out|after\s+all)\b"
-    r"|卖了|卖掉|分手|离婚|搬走|搬出|调走|离职|辞职|退休|不干了|重写|原来"
+    r"|卖了|卖掉|分手|离婚|搬走|搬出|调走|调去|调到|离职|辞职|退休|不干了|重写|原来"
 )
 
 
