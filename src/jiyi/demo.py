@@ -98,7 +98,10 @@ def _what_is_true_now(mem: Memory, clock: _Clock) -> None:
     for query in NOW_QUERIES:
         print(f"\n   Q: {query}")
         for hit in mem.search(query, user_id=WEEKLY_USER, limit=2, explain=True):
-            kind = "episode" if "episode" in hit.item.tags else hit.item.memory_type.value
+            tags = hit.item.tags
+            kind = (
+                "episode" if "episode" in tags else "turn" if "turn" in tags else hit.item.memory_type.value
+            )
             text = " / ".join(hit.item.content.splitlines())
             print(f"      {hit.score:.3f}  [{kind}] {text}")
             moved = [why for key, why in _VERSION_WHY.items() if hit.breakdown.get(key)]
