@@ -27,49 +27,50 @@ _ME_EN = r"(?:i|the\s+user)"
 _MY_EN = r"(?:my|the\s+user's)"
 _ME_ZH = r"(?:我|用户)"
 
-_KEYS_EN: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (key, re.compile(pattern, _I))
-    for key, pattern in (
-        (
-            "location",
-            rf"\bwhere\s+(?:do|does|did)\s+{_ME_EN}\s+(?:now\s+|currently\s+)?live\b|\bwhere\s+(?:am\s+i|is\s+the\s+user)\s+(?:living|based)\b|\bwhich\s+city\s+(?:do|does)\s+{_ME_EN}\s+live\b",
-        ),
-        (
-            "employer",
-            rf"\bwhere\s+(?:do|does)\s+{_ME_EN}\s+(?:now\s+|currently\s+)?work\b|\bwhich\s+company\s+(?:do|does)\s+{_ME_EN}\s+work\b|\bwho\s+(?:do|does)\s+{_ME_EN}\s+work\s+for\b|\bwho\s+is\s+{_MY_EN}\s+employer\b",
-        ),
-        (
-            "profession",
-            rf"\bwhat\s+(?:do|does)\s+{_ME_EN}\s+do\s+for\s+(?:a\s+)?(?:living|work)\b|\bwhat\s+is\s+{_MY_EN}\s+(?:job|profession|occupation)\b",
-        ),
-        (
-            "hometown",
-            rf"\bwhere\s+(?:am\s+i|is\s+the\s+user)\s+from\b|\bwhere\s+did\s+{_ME_EN}\s+grow\s+up\b|\bwhat\s+is\s+{_MY_EN}\s+hometown\b",
-        ),
-        ("name", rf"\bwhat\s+is\s+{_MY_EN}\s+name\b|\bwhat\s+am\s+i\s+called\b"),
-        ("age", rf"\bhow\s+old\s+(?:am\s+i|is\s+the\s+user)\b|\bwhat\s+is\s+{_MY_EN}\s+age\b"),
-    )
-)
-_KEYS_ZH: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (key, re.compile(pattern))
-    for key, pattern in (
-        (
-            "location",
-            rf"{_ME_ZH}(?:现在|目前)?住(?:在)?(?:哪|什么地方)|{_ME_ZH}(?:现在|目前)?(?:在|住在)哪个城市",
-        ),
-        (
-            "employer",
-            rf"{_ME_ZH}(?:现在|目前)?在哪(?:家|个)?(?:公司)?(?:上班|工作)|{_ME_ZH}(?:现在|目前)?在哪家公司",
-        ),
-        (
-            "profession",
-            rf"{_ME_ZH}(?:现在|目前)?(?:是)?(?:做什么|干什么)(?:工作|的)|{_ME_ZH}的(?:职业|工作)是什么",
-        ),
-        ("hometown", rf"{_ME_ZH}(?:的)?老家(?:在|是)|{_ME_ZH}是哪里人"),
-        ("name", rf"{_ME_ZH}叫什么(?:名字)?"),
-        ("age", rf"{_ME_ZH}(?:今年)?(?:几岁|多大)"),
-    )
-)
+# Per key, the ways a question asks for it (any one matches).
+_ASKS_EN: dict[str, tuple[str, ...]] = {
+    "location": (
+        rf"\bwhere\s+(?:do|does|did)\s+{_ME_EN}\s+(?:now\s+|currently\s+)?live\b",
+        r"\bwhere\s+(?:am\s+i|is\s+the\s+user)\s+(?:living|based)\b",
+        rf"\bwhich\s+city\s+(?:do|does)\s+{_ME_EN}\s+live\b",
+    ),
+    "employer": (
+        rf"\bwhere\s+(?:do|does)\s+{_ME_EN}\s+(?:now\s+|currently\s+)?work\b",
+        rf"\bwhich\s+company\s+(?:do|does)\s+{_ME_EN}\s+work\b",
+        rf"\bwho\s+(?:do|does)\s+{_ME_EN}\s+work\s+for\b",
+        rf"\bwho\s+is\s+{_MY_EN}\s+employer\b",
+    ),
+    "profession": (
+        rf"\bwhat\s+(?:do|does)\s+{_ME_EN}\s+do\s+for\s+(?:a\s+)?(?:living|work)\b",
+        rf"\bwhat\s+is\s+{_MY_EN}\s+(?:job|profession|occupation)\b",
+    ),
+    "hometown": (
+        r"\bwhere\s+(?:am\s+i|is\s+the\s+user)\s+from\b",
+        rf"\bwhere\s+did\s+{_ME_EN}\s+grow\s+up\b",
+        rf"\bwhat\s+is\s+{_MY_EN}\s+hometown\b",
+    ),
+    "name": (rf"\bwhat\s+is\s+{_MY_EN}\s+name\b", r"\bwhat\s+am\s+i\s+called\b"),
+    "age": (r"\bhow\s+old\s+(?:am\s+i|is\s+the\s+user)\b", rf"\bwhat\s+is\s+{_MY_EN}\s+age\b"),
+}
+_ASKS_ZH: dict[str, tuple[str, ...]] = {
+    "location": (
+        rf"{_ME_ZH}(?:现在|目前)?住(?:在)?(?:哪|什么地方)",
+        rf"{_ME_ZH}(?:现在|目前)?(?:在|住在)哪个城市",
+    ),
+    "employer": (
+        rf"{_ME_ZH}(?:现在|目前)?在哪(?:家|个)?(?:公司)?(?:上班|工作)",
+        rf"{_ME_ZH}(?:现在|目前)?在哪家公司",
+    ),
+    "profession": (
+        rf"{_ME_ZH}(?:现在|目前)?(?:是)?(?:做什么|干什么)(?:工作|的)",
+        rf"{_ME_ZH}的(?:职业|工作)是什么",
+    ),
+    "hometown": (rf"{_ME_ZH}(?:的)?老家(?:在|是)", rf"{_ME_ZH}是哪里人"),
+    "name": (rf"{_ME_ZH}叫什么(?:名字)?",),
+    "age": (rf"{_ME_ZH}(?:今年)?(?:几岁|多大)",),
+}
+_KEYS_EN = tuple((key, re.compile("|".join(ways), _I)) for key, ways in _ASKS_EN.items())
+_KEYS_ZH = tuple((key, re.compile("|".join(ways))) for key, ways in _ASKS_ZH.items())
 # "What is my address?", "Who is my GP?", "我的导师是谁？": the attribute is the key.
 _MY_ATTR_EN = re.compile(
     rf"^(?:what|who|when|where|which)(?:'s|\s+is|\s+are)\s+{_MY_EN}\s+(?P<attr>[\w' -]{{1,30}}?)\s*\??$", _I
