@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from jiyi.embed.base import Embedder, Vectors, resolve_embedder
 from jiyi.memory import Memory
 from jiyi.store import postgres
+from jiyi.text.timeparse import time_windows
 from scale import NOW, TENANT, TextGen, stats_ms
 
 
@@ -84,6 +85,20 @@ def _load_base(path: Path) -> Any:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _by_time(kept: dict[str, dict[str, list[float]]], timed: Sequence[bool]) -> None:
+    """Server CPU of the queries that name a time (a second, windowed vector search) apart
+    from the rest's: the windowed walk sets a large scope's p95 (session 17)."""
+    for name, parts in kept.items():
+        for label, want in (("names a time", True), ("the rest", False)):
+            values = sorted(v for v, t in zip(parts["server"], timed, strict=True) if t == want)
+            if values:
+                s = stats_ms(values)
+                print(
+                    f"{name}, {label} ({len(values)}): server ms p50 {s['p50']:.2f}, p95 {s['p95']:.2f}, "
+                    f"min {values[0]:.2f}, max {values[-1]:.2f}, mean {s['mean']:.2f}"
+                )
 
 
 def main() -> int:
@@ -153,6 +168,7 @@ def main() -> int:
         f"server CPU saved per search: mean {statistics.fmean(saved):.3f} ms, median {statistics.median(saved):.3f} ms"
     )
     print(f"identical hits (ids and scores): {same} of {len(queries)} queries")
+    _by_time(kept, [bool(time_windows(q, clock)) for q in queries])
     for mem in mems.values():
         mem.close()
     return 0

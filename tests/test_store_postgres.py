@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -495,6 +496,80 @@ def test_the_hnsw_migration_builds_over_an_existing_store(pg_dsn: str, schema: s
         assert f"vectors_hnsw_{HNSW_DIM}" in upgraded.explain(op)
         # 40 vectors, a candidate list of 100: the graph walk sees them all.
         assert [h.id for h in upgraded.execute(op)] == [items[i].id for i in np.argsort(-(vecs @ q))[:10]]
+
+
+def _times_apart(dsn: str, schema: str) -> list[tuple[Any, ...]]:
+    """Vector rows whose time differs from their item's (count, and of those rows)."""
+    s = f'"{schema}"'
+    return _sql(
+        dsn,
+        f"SELECT count(*), count(*) FILTER (WHERE v.occurred_at IS DISTINCT FROM i.occurred_at) "
+        f"FROM {s}.vectors v JOIN {s}.items i ON i.tenant_id = v.tenant_id AND i.pk = v.pk",
+    )
+
+
+def test_a_windowed_walk_tests_the_vector_rows_time_which_follows_its_item(pg_dsn: str, schema: str) -> None:  # noqa: F811
+    rng = np.random.default_rng(21)
+    items = [make_item(f"day {k}", occurred_at=T0 + timedelta(days=k)) for k in range(60)]
+    vecs = [unit(rng, HNSW_DIM) for _ in items]
+    undated = make_item("no time")
+    q = unit(rng, HNSW_DIM)
+    window = ((T0 + timedelta(days=10), T0 + timedelta(days=20)),)
+    op = VectorHits(flt(scope_keys=("user:alice",)), MODEL, q, 5, time_ranges=window)
+    with PostgresStore(pg_dsn, schema=schema, approximate_from=0) as store:
+        put(store, *items, undated, vectors=[*vecs, q])
+        # The time is tested in the walk's own filter, before any item is looked up.
+        walk = store.explain(op).split(f"Index Scan using vectors_hnsw_{HNSW_DIM}", 1)[1].split("->", 1)[0]
+        assert "occurred_at" in walk
+        by_day = {i.id: k for k, i in enumerate(items)}
+        hits = store.execute(op)
+        assert len(hits) == 5 and all(10 <= by_day[h.id] < 20 for h in hits)
+        # Moved into the window (and the undated one given a time there), without new
+        # vectors: their vector rows follow, and the walk finds them.
+        moved = items[40]
+        put(
+            store,
+            moved.model_copy(update={"occurred_at": T0 + timedelta(days=15)}),
+            undated.model_copy(update={"occurred_at": T0 + timedelta(days=12)}),
+        )
+        assert _times_apart(pg_dsn, schema) == [(61, 0)]
+        hits = store.execute(op)
+        assert hits[0].id == undated.id and hits[0].score == pytest.approx(1.0)
+        assert moved.id in {h.id for h in store.execute(replace(op, k=60))}
+        # Out again: gone from the window.
+        put(store, undated.model_copy(update={"occurred_at": None}))
+        assert _times_apart(pg_dsn, schema) == [(61, 0)]
+        assert undated.id not in {h.id for h in store.execute(op)}
+
+
+def test_upgrading_fills_the_vectors_time_and_rebuilds_the_walks(pg_dsn: str, schema: str) -> None:  # noqa: F811
+    rng = np.random.default_rng(23)
+    items = [make_item(f"t {k}", occurred_at=T0 + timedelta(days=k) if k % 3 else None) for k in range(90)]
+    q = unit(rng, HNSW_DIM)
+    op = VectorHits(flt(scope_keys=("user:alice",)), MODEL, q, 10, time_months=(T0.month,))
+    with PostgresStore(pg_dsn, schema=schema, approximate_from=0) as store:
+        put(store, *items, vectors=[unit(rng, HNSW_DIM) for _ in items])
+        before = _vector_hits(store, op.filter, q)
+        windowed = [(h.id, h.score) for h in store.execute(op)]
+    # Back to the schema as the migrations before these left it.
+    s = f'"{schema}"'
+    _sql(pg_dsn, f"ALTER TABLE {s}.vectors DROP COLUMN occurred_at")
+    names = ("item times on vectors", "vectors rewritten after the time fill")
+    versions = [v for v, (name, _) in enumerate(MIGRATIONS, 1) if name in names]
+    assert len(versions) == 2
+    _sql(pg_dsn, f"DELETE FROM {s}.jiyi_schema_migrations WHERE version = ANY(%s)", versions)
+    with PostgresStore(pg_dsn, schema=schema, approximate_from=0) as store:
+        assert store.pending_migrations() == []
+        assert _times_apart(pg_dsn, schema) == [(90, 0)]
+        indexes = {
+            r[0] for r in _sql(pg_dsn, "SELECT indexname FROM pg_indexes WHERE schemaname = %s", schema)
+        }
+        assert {f"vectors_hnsw_{d}" for d in HNSW_DIMENSIONS} <= indexes
+        stored = _sql(pg_dsn, f"SELECT tenant_id, scope_key, pk FROM {s}.vectors ORDER BY ctid")
+        assert stored == sorted(stored)
+        assert f"vectors_hnsw_{HNSW_DIM}" in store.explain(op)
+        assert _vector_hits(store, op.filter, q) == before
+        assert [(h.id, h.score) for h in store.execute(op)] == windowed
 
 
 def test_a_large_scope_is_searched_through_hnsw_and_finds_the_nearest(ann: Any) -> None:

@@ -30,9 +30,11 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   per row (100k rows: hundreds of ms), so they go through an HNSW index instead: one
   partial expression index per common dimension (``vec::vector(d)`` where ``dim = d``,
   :data:`HNSW_DIMENSIONS`), walked with pgvector's iterative scan (>= 0.8), which keeps
-  going while the tenant, scope and status filters reject rows. A scope too small a part
-  of the index to yield k rows within ``hnsw.max_scan_tuples`` is searched exactly, as is
-  any scope when the index is missing. Approximate, measured recall in
+  going while the tenant, scope and status filters reject rows; a walk inside a query's
+  time windows tests each row's own copy of its item's ``occurred_at`` (kept equal by the
+  writes, as ``scope_key``), so rows outside them are passed over without reading their
+  item. A scope too small a part of the index to yield k rows within
+  ``hnsw.max_scan_tuples`` is searched exactly, as is any scope when the index is missing. Approximate, measured recall in
   docs/benchmarks.md; the hits are ordered by the exact distance. The scope's size
   comes from ``keyword_scopes`` in the same transaction (:meth:`PostgresStore.explain`
   shows the chosen plan). The cost: every insert of an indexed dimension also inserts
@@ -656,6 +658,33 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "ALTER TABLE {s}.items SET (fillfactor = 85)",
         ),
     ),
+    (
+        "item times on vectors",
+        (
+            # A search whose query names a time walks the HNSW index for rows inside its
+            # windows. Tested on the item's occurred_at, every index row walked cost an item
+            # lookup (822 walked for 30 kept: 4.4 of its ~14 ms at 100k in one user,
+            # docs/benchmarks.md, session 17); tested on this copy, in the vector row the walk
+            # reads anyway, only the rows inside reach the item. Writes keep it equal to
+            # items.occurred_at. As "scope key on vectors": the fill writes a new version of
+            # every row with a time, so the HNSW graphs are dropped first and built once by
+            # the next migration, over the rewritten table.
+            *(f"DROP INDEX IF EXISTS {{s}}.vectors_hnsw_{d}" for d in _HNSW_DIMS),
+            "ALTER TABLE {s}.vectors ADD COLUMN occurred_at timestamptz",
+            "UPDATE {s}.vectors v SET occurred_at = i.occurred_at FROM {s}.items i "
+            "WHERE i.tenant_id = v.tenant_id AND i.pk = v.pk AND i.occurred_at IS NOT NULL",
+        ),
+    ),
+    (
+        "vectors rewritten after the time fill",
+        (
+            # Its own transaction, as "vectors stored by scope": without the replaced row
+            # versions, still in scope order, then the HNSW indexes the fill dropped.
+            "CLUSTER {s}.vectors USING vectors_scope",
+            "ANALYZE {s}.vectors",
+            *_HNSW_INDEXES,
+        ),
+    ),
 ]
 HNSW_DIMENSIONS = frozenset(_HNSW_DIMS)
 """The vector sizes with an HNSW index (migration "approximate vector indexes for large
@@ -803,15 +832,21 @@ _VECTOR_ROW = "v.tenant_id = i.tenant_id AND v.pk = i.pk AND v.model = %(model)s
 """Joins ``vectors v`` to ``items i``: the row of the searched model and dimension."""
 
 _VECTOR_UPSERT = (
-    "INSERT INTO {s}.vectors (tenant_id, pk, scope_key, model, dim, vec) "
-    "VALUES (%(tenant)s, %(pk)s, %(scope)s, %(model)s, %(dim)s, %(vec)s) ON CONFLICT (tenant_id, pk) "
-    "DO UPDATE SET scope_key = EXCLUDED.scope_key, model = EXCLUDED.model, dim = EXCLUDED.dim, vec = EXCLUDED.vec"
+    "INSERT INTO {s}.vectors (tenant_id, pk, scope_key, occurred_at, model, dim, vec) "
+    "VALUES (%(tenant)s, %(pk)s, %(scope)s, %(occurred)s, %(model)s, %(dim)s, %(vec)s) ON CONFLICT (tenant_id, pk) "
+    "DO UPDATE SET scope_key = EXCLUDED.scope_key, occurred_at = EXCLUDED.occurred_at, "
+    "model = EXCLUDED.model, dim = EXCLUDED.dim, vec = EXCLUDED.vec"
 )
-"""An item's vector (one per item: a new model's replaces the old), with the item's scope."""
+"""An item's vector (one per item: a new model's replaces the old), with the item's scope
+and occurred time."""
 
-_VECTOR_SCOPE = "UPDATE {s}.vectors SET scope_key = %(scope)s WHERE tenant_id = %(tenant)s AND pk = %(pk)s"
-"""An item moved to another scope without a new vector: its vector row follows it (the
-exact scan finds a scope's vectors by their own ``scope_key``)."""
+_VECTOR_ITEM = (
+    "UPDATE {s}.vectors SET scope_key = %(scope)s, occurred_at = %(occurred)s "
+    "WHERE tenant_id = %(tenant)s AND pk = %(pk)s"
+)
+"""An item moved to another scope or time without a new vector: its vector row follows it
+(the exact scan finds a scope's vectors by their own ``scope_key``, a windowed walk tests
+their own ``occurred_at``)."""
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -2429,7 +2464,9 @@ class PostgresStore(Store):
         if not self._may_approximate(op.vector):
             return exact, None
         if windowed:
-            where += " AND " + _in_windows("i.occurred_at")
+            # The vector row's copy of the time: the walk drops rows outside the windows
+            # before their item is looked up (migration "item times on vectors").
+            where += " AND " + _in_windows("v.occurred_at")
         return exact, (self._scope_size(op.filter, op.k, dim), self._approximate(where, dist, dim, params))
 
     def _scope_size(self, f: Filter, k: int, dim: int) -> _Query:
@@ -3067,12 +3104,12 @@ class PostgresStore(Store):
         while True:
             # Ids are unique per tenant: another tenant's item of the same id is another item.
             rows = yield _Query(
-                f"SELECT pk, scope_key, n_terms, {_LEXEMES} FROM {self._s}.items "
+                f"SELECT pk, scope_key, n_terms, occurred_at, {_LEXEMES} FROM {self._s}.items "
                 "WHERE tenant_id = %(tenant)s AND id = %(id)s FOR UPDATE",
                 {"tenant": item.tenant_id, "id": item.id},
             )
             if rows:
-                pk, old_scope, old_terms, old_lexemes = rows[0]
+                pk, old_scope, old_terms, old_occurred, old_lexemes = rows[0]
                 new = yield _Query(
                     f"UPDATE {self._s}.items SET {_ITEM_SETS} WHERE tenant_id = %(tenant_id)s AND pk = %(pk)s "
                     f"RETURNING {_LEXEMES}",
@@ -3080,10 +3117,15 @@ class PostgresStore(Store):
                 )
                 stats.item(item.tenant_id, old_scope, -1, int(old_terms), old_lexemes)
                 lexemes = new[0][0]
-                if old_scope != item.scope_key and vector is None:
+                if vector is None and (old_scope != item.scope_key or old_occurred != item.occurred_at):
                     yield _Query(
-                        _VECTOR_SCOPE.format(s=self._s),
-                        {"tenant": item.tenant_id, "pk": pk, "scope": item.scope_key},
+                        _VECTOR_ITEM.format(s=self._s),
+                        {
+                            "tenant": item.tenant_id,
+                            "pk": pk,
+                            "scope": item.scope_key,
+                            "occurred": item.occurred_at,
+                        },
                     )
                 break
             rows = yield _Query(
@@ -3102,6 +3144,7 @@ class PostgresStore(Store):
                     "tenant": item.tenant_id,
                     "pk": pk,
                     "scope": item.scope_key,
+                    "occurred": item.occurred_at,
                     "model": change.model_id,
                     "dim": int(vector.shape[0]),
                     "vec": vector,
@@ -3456,6 +3499,7 @@ class PostgresStore(Store):
                     "tenant": item.tenant_id,
                     "pk": pk,
                     "scope": item.scope_key,
+                    "occurred": item.occurred_at,
                     "model": model,
                     "dim": int(vec.shape[0]),
                     "vec": vec,
