@@ -134,6 +134,34 @@ def test_cli_with_postgresql_and_redis(pg_url: str, redis_url: str) -> None:  # 
     assert "processed 1 job(s)" in worker.stderr, worker.stderr
 
 
+def test_a_libpq_connection_string_opens_postgresql(pg_dsn: str) -> None:  # noqa: F811
+    # "host=... user=... dbname=..." as psql takes it, with jiyi's schema=NAME as one more word;
+    # it used to be read as a SQLite path ("directory host= does not exist").
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from jiyi.store.open import sqlite_path, store_kind
+
+    assert store_kind("host=/run/postgresql user=app dbname=mem") == "postgresql"
+    assert sqlite_path("host=/run/postgresql dbname=mem") is None
+    schema = take_schema()
+    try:
+        words = {k: v for k, v in conninfo_to_dict(pg_dsn).items() if v is not None}
+        dsn = f"{make_conninfo(**words)} schema={schema}"
+        assert dsn.startswith(("host=", "user=", "dbname=", "port=", "password="))
+        with Memory.open(dsn, embedder="hash:64") as mem:
+            item = mem.add("我住在成都，每天骑自行车上班", user_id="a").item
+            assert item is not None
+            assert [h.item.id for h in mem.search("成都", user_id="a")] == [item.id]
+        with psycopg.connect(pg_dsn) as conn:  # the store went into the schema named
+            row = conn.execute(
+                "SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND table_name = 'items'",
+                (schema,),
+            ).fetchone()
+        assert row is not None
+    finally:
+        give_back(pg_dsn, schema)
+
+
 # ------------------------------------------------------------------ PostgreSQL without pgvector
 
 

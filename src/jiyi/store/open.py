@@ -9,7 +9,9 @@ PostgreSQL DSN (``postgresql://...``/``postgres://...``).
 * ``postgresql://user:pw@host:5432/db`` is handed to :class:`~jiyi.store.postgres.PostgresStore`
   as is, except for a jiyi-only ``schema=NAME`` query parameter, which picks the schema
   (default ``jiyi``). The backend is imported only then; without psycopg the error says
-  to install the ``postgres`` extra.
+  to install the ``postgres`` extra. A libpq connection string (``host=/run/postgresql
+  user=app dbname=mem``, as ``psql`` takes it) is a PostgreSQL DSN too; ``schema=NAME``
+  may be one of its words.
 
 Keyword ``options`` go to the backend's constructor (``read_only=``, ``migrate=``, ``timeout=`` ...).
 
@@ -76,6 +78,8 @@ def _parse(url: str) -> tuple[str, str, dict[str, str]]:
     url = url.strip()
     if url == ":memory:":
         return "sqlite", ":memory:", {}
+    if _LIBPQ.match(url):
+        return _libpq(url)
     match = _SCHEME.match(url)
     # A one-letter "scheme" is a Windows drive (C:\...), so a path.
     if match is None or len(match.group(1)) == 1:
@@ -119,6 +123,24 @@ def _parse(url: str) -> tuple[str, str, dict[str, str]]:
         "or postgresql://user@host/dbname",
         field="url",
     )
+
+
+# A libpq "keyword=value" connection string opens with one of its keywords.
+_LIBPQ = re.compile(
+    r"^(?:host|hostaddr|port|dbname|user|password|passfile|sslmode|service|application_name|"
+    r"connect_timeout|options|target_session_attrs)\s*="
+)
+_LIBPQ_SCHEMA = re.compile(r"(?:^|\s)schema\s*=\s*(?P<name>[^\s']+)")
+
+
+def _libpq(dsn: str) -> tuple[str, str, dict[str, str]]:
+    """A libpq connection string as a PostgreSQL DSN, less jiyi's own ``schema=NAME`` word
+    (libpq would refuse a keyword it does not know)."""
+    m = _LIBPQ_SCHEMA.search(dsn)
+    if m is None:
+        return "postgresql", dsn, {}
+    rest = (dsn[: m.start()] + dsn[m.end() :]).strip()
+    return "postgresql", rest, {"schema": m.group("name")}
 
 
 def check_redis(url: str, *, timeout: float = 2.0) -> str:
