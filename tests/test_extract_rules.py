@@ -1066,8 +1066,8 @@ def test_an_announcement_before_the_news_is_not_part_of_it(
         ("我老板是张总。", "我老板是张总", "my:老板", "张总"),
         ("我导师是赵姐。", "我导师是赵姐", "my:导师", "赵姐"),
         # a time before the subject, also after a clause about someone else
-        ("现在我住在上海。", "我住在上海", "location", "上海"),
-        ("张总调去深圳了，现在我老板是李总。", "我老板是李总", "my:老板", "李总"),
+        ("现在我住在上海。", "现在我住在上海", "location", "上海"),
+        ("张总调去深圳了，现在我老板是李总。", "现在我老板是李总", "my:老板", "李总"),
     ],
 )
 def test_chinese_as_spoken_reads_the_same_keyed_facts(text: str, content: str, key: str, value: str) -> None:

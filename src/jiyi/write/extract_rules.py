@@ -126,9 +126,11 @@ _SENTENCE = re.compile(
 _CLAUSE_SEP = re.compile(
     r"([，,]\s*|\s+(?=(?:and|but)\s+(?:i|we|my)\b)|(?<=[\u4e00-\u9fff\w])(?=(?:而且|但是|并且)我))", re.I
 )
-_CONJ = r"(?:and|but|also|so|plus|then|and\s+also|now|currently|nowadays|these\s+days|而且|但是|但|不过|并且|另外|同时|还有|所以|然后|而|对了|现在|目前|如今)"
+_CONJ = r"(?:and|but|also|so|plus|then|and\s+also|now|currently|nowadays|these\s+days|而且|但是|但|不过|并且|另外|同时|还有|所以|然后|而|对了)"
+# A clause may open with a time before its subject ("…，现在我老板是李总"), which stays in
+# what is stored (a word of change the reconciliation reads).
 _CLAUSE_START = re.compile(
-    rf"^(?:{_CONJ}[\s，,]*)?"
+    rf"^(?:(?:{_CONJ}|现在|目前|如今)[\s，,]*)?"
     r"(?:我|咱们|用户|比起|相比|i\b|i'|my\b|we\b|we'|let's\b|let\s+us\b|the\s+team\b|our\s+team\b|"
     r"(?:the\s+)?user\b|every\s+(?:morning|day|night|evening|week|weekend)\b|每天|平时|每周|"
     r"(?:please\s+)?(?:remember|don't\s+forget|note\s+that)\b|(?:请|帮我)?记住|别忘了|"
