@@ -837,12 +837,13 @@ _MY_ROLE_ZH = re.compile(
     r"是(?!(?:一)?[个位]|很|挺|非常|特别|不|有点|真)(?P<v>.+)$"
 )
 
+_MY_ATTR_EN = re.compile(r"^my\s+(?P<attr>[\w' -]{1,30}?)\s+(?:is|are)\s+(?P<v>.+)$", _I)
+
 
 def _my_attr_match(core: str) -> re.Match[str] | None:
     return _MY_ATTR_ZH.match(core) or _MY_ROLE_ZH.match(core) or _MY_ATTR_EN.match(core)
 
 
-_MY_ATTR_EN = re.compile(r"^my\s+(?P<attr>[\w' -]{1,30}?)\s+(?:is|are)\s+(?P<v>.+)$", _I)
 _NOT_ATTRS = frozenset(
     "问题 意思 想法 目的 建议 需求 观点 question point problem guess idea issue concern bad pleasure "
     "understanding suggestion request goal".split()
