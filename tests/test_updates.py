@@ -16,6 +16,7 @@ import pytest
 
 from jiyi.memory import Memory
 from jiyi.model import MemoryItem, MemoryType, Status
+from jiyi.read.rank import SearchHit
 from jiyi.write.extract import Extracted, Turn
 from jiyi.write.extract_rules import RuleExtractor
 from jiyi.write.reconcile import Existing, decide
@@ -590,6 +591,11 @@ def test_a_later_turn_about_something_else_is_no_said_change(
     assert all("contribution.said_change" not in h.breakdown for h in hits)
 
 
+def _episode_at(hits: list[SearchHit], says: str) -> int:
+    """The rank of the first episode among ``hits`` whose text holds ``says``."""
+    return next(i for i, h in enumerate(hits) if "episode" in h.item.tags and says in h.item.content)
+
+
 def _sessions(mem: Memory, clock: Clock, texts: list[str]) -> None:
     """The user's turns through remember(), a session a week, each ended (its episode written)."""
     for i, text in enumerate(texts):
@@ -614,14 +620,14 @@ def test_an_episodes_old_value_ranks_below_the_later_statement_that_changed_it(
     hits = mem.search("Where does he live now?", user_id="u", limit=5, explain=True)
     contents = [h.item.content for h in hits]
     moved = contents.index("I moved to Tampines to be closer to the kindergarten")
-    episode = next(i for i, h in enumerate(hits) if "episode" in h.item.tags and "Clementi" in h.item.content)
+    episode = _episode_at(hits, "Clementi")
     assert moved < episode
     assert hits[episode].breakdown["contribution.replaced_in_summary"] < 0.0
     # a slot the later statement changed, without a key
     _sessions(mem, clock, ["My daughter is 5 years old.", "My daughter just turned 6!"])
     hits = mem.search("How old is my daughter?", user_id="u", limit=5, explain=True)
     contents = [h.item.content for h in hits]
-    episode = next(i for i, h in enumerate(hits) if "episode" in h.item.tags and "5 years" in h.item.content)
+    episode = _episode_at(hits, "5 years")
     assert contents.index("My daughter just turned 6") < episode
     # in Chinese, a household's move
     _sessions(
@@ -629,8 +635,8 @@ def test_an_episodes_old_value_ranks_below_the_later_statement_that_changed_it(
     )
     hits = mem.search("他家现在住在哪？", user_id="u", limit=5)
     contents = [h.item.content for h in hits]
-    assert contents.index("全家搬到了 Tampines 的组屋，为了离豆豆的幼儿园近一点") < next(
-        i for i, h in enumerate(hits) if "episode" in h.item.tags and "住在 Clementi" in h.item.content
+    assert contents.index("全家搬到了 Tampines 的组屋，为了离豆豆的幼儿园近一点") < _episode_at(
+        hits, "住在 Clementi"
     )
 
 
@@ -647,7 +653,7 @@ def test_an_episode_quoting_a_statement_found_older_goes_below_the_newer_with_it
     hits = mem.search("When is the kids' swim class?", user_id="u", limit=5, explain=True)
     contents = [h.item.content for h in hits]
     newer = contents.index("Swim class for the kids is Saturdays at 10:30")
-    episode = next(i for i, h in enumerate(hits) if "episode" in h.item.tags and "at 9" in h.item.content)
+    episode = _episode_at(hits, "at 9")
     assert newer < episode
     assert hits[episode].breakdown["contribution.replaced_in_summary"] < 0.0
 
@@ -663,7 +669,7 @@ def test_an_episode_quoting_what_a_correction_retired_goes_below_the_correction(
     hits = mem.search("我几点去看牙医？", user_id="u", limit=5, explain=True)
     contents = [h.item.content for h in hits]
     correction = contents.index("说错了，看牙是周二下午三点半")
-    episode = next(i for i, h in enumerate(hits) if "episode" in h.item.tags and "两点半" in h.item.content)
+    episode = _episode_at(hits, "两点半")
     assert correction < episode
     assert hits[episode].breakdown["contribution.replaced_in_summary"] < 0.0
     # An episode that quotes something else keeps its place above it.

@@ -16,9 +16,9 @@ import functools
 import re
 
 from jiyi.model import MemoryItem, Status
+from jiyi.read.versions import cached_apart
 from jiyi.store.base import Candidate
 from jiyi.write.extract_rules import attribute_key
-from jiyi.write.slots import apart
 
 _I = re.IGNORECASE
 
@@ -112,7 +112,4 @@ def answers(candidate: Candidate, key: str) -> bool:
 def about_another(fact: Candidate, other: Candidate) -> bool:
     """Whether ``other`` says its thing of another person than ``fact`` does ("My sister
     lives in Berlin" against "I moved to Munich"; :func:`jiyi.write.slots.apart`)."""
-    return _apart(fact.item.content, other.item.content) == "another holder"
-
-
-_apart = functools.lru_cache(maxsize=4096)(apart)
+    return cached_apart(fact.item.content, other.item.content) == "another holder"

@@ -159,7 +159,7 @@ def is_later_restatement(newer: Candidate, older: Candidate, bar: float = RESTAT
     # Cheapest first: this runs for pairs among a search's ten best, on every search.
     if _cosine(newer, older) < bar:
         return False
-    return bool(_terms(a.content) & _terms(b.content)) and _apart(a.content, b.content) is None
+    return bool(_terms(a.content) & _terms(b.content)) and cached_apart(a.content, b.content) is None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -168,8 +168,9 @@ def _terms(text: str) -> frozenset[str]:
     return frozenset(terms(text))
 
 
-_apart = functools.lru_cache(maxsize=4096)(apart)
-""":func:`jiyi.write.slots.apart` kept per pair: the same pairs meet search after search."""
+cached_apart = functools.lru_cache(maxsize=4096)(apart)
+""":func:`jiyi.write.slots.apart` kept per pair: the same pairs meet search after search
+(here and in :mod:`jiyi.read.asked`)."""
 
 
 def is_newer_version(newer: Candidate, older: Candidate, cfg: ReconcileConfig) -> bool:
