@@ -656,8 +656,81 @@ def test_a_household_that_moves_or_lives_somewhere_gives_the_users_location() ->
         ("location", "Oslo", "The family has moved to Oslo"),
     ]
     # A bare "we" that moved may be a team or a stack: no home in it.
-    for text in ("我们搬到了新办公室。", "We moved to Kubernetes.", "We moved to Postgres last year."):
+    for text in (
+        "我们搬到了新办公室。",
+        "我们搬到新家了。",
+        "我们搬到阿里云了。",
+        "我们下个月要搬到深圳。",
+        "We moved to Kubernetes.",
+        "We moved to Postgres last year.",
+        "We moved to Monday standups.",
+        "We finally moved to AWS.",
+        "Good news, we moved to the Berlin office.",
+    ):
         assert all(i.key != "location" for i in extract(text)), text
+    # A bare "we" that moved to a named place is a household too, in any clause.
+    got = [
+        (i.key, i.structured["value"] if i.structured else None)
+        for t in (
+            "Big news, we moved to Denver last week.",
+            "We just moved to Chengdu.",
+            "We've relocated to Lisbon, so the time zone is different.",
+            "我们上个月搬到成都了。",
+            "我们已经搬到杭州了，房子离西湖很近。",
+        )
+        for i in extract(t)
+        if i.key
+    ]
+    assert got == [
+        ("location", "Denver"),
+        ("location", "Chengdu"),
+        ("location", "Lisbon"),
+        ("location", "成都"),
+        ("location", "杭州"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "employer"),
+    [
+        ("I started a new job at Stripe last month.", "Stripe"),
+        ("I got a job at Shopify as a designer.", "Shopify"),
+        ("I landed a new gig at Netflix!", "Netflix"),
+        ("我已经不在腾讯了，跳槽去了字节。", "字节"),
+    ],
+)
+def test_a_new_job_names_the_employer(text: str, employer: str) -> None:
+    assert [(i.key, i.structured["value"]) for i in extract(text) if i.key and i.structured] == [
+        ("employer", employer)
+    ]
+
+
+def test_a_new_job_somewhere_unnamed_or_someone_elses_gives_no_employer() -> None:
+    for text in ("I started a new job at a startup.", "他跳槽去了阿里。"):
+        assert all(i.key != "employer" for i in extract(text)), text
+
+
+@pytest.mark.parametrize(
+    ("text", "only"),
+    [
+        ("how long does it usually take for them to chill", True),
+        ("牛腩要炖多久啊", True),
+        ("推荐几家火锅吧 要本地人去的那种", True),
+        ("and seat covers for dog hair, any recommendation?", True),
+        ("Can you give me a 12 week half marathon plan?", True),
+        # a statement beside the question: the person said that
+        ("我儿子8岁，二年级，数学老是粗心，有啥办法吗", False),
+        ("女朋友小雨生日快到了 送啥好啊 预算两千以内", False),
+        ("my Civic's check engine light came on, is it safe to drive to the shop?", False),
+        ("hey can you help me plan a warm-up? I teach science in Portland", False),
+        ("Race is in October", False),
+        ("got it, thanks", False),
+    ],
+)
+def test_a_turn_that_only_asks(text: str, only: bool) -> None:
+    from jiyi.write.extract_rules import asks_only
+
+    assert asks_only(text) is only
 
 
 def test_where_one_grew_up_and_a_restated_home_or_employer_in_chinese() -> None:

@@ -231,3 +231,27 @@ def test_an_assistants_answer_is_kept_with_less_confidence_than_what_the_user_sa
     hits = mem.search("how much does a taxi from the airport to my hotel cost?", user_id="u", limit=5)
     weight = {h.item.metadata.get("role"): h.breakdown["contribution.confidence"] for h in hits}
     assert weight["assistant"] == pytest.approx(0.7 * 0.3)  # the seed formula weighs confidence at 0.3
+
+
+def test_a_users_turn_that_only_asks_is_kept_with_less_confidence(mem: Memory) -> None:
+    # A question states nothing about the person, and the embedder finds every question
+    # close to every other: "Which city do I live in?" found "how long does it take ..."
+    # first. Kept and searchable, below what the person stated.
+    mem.remember(
+        [
+            ("user", "We adopted a second cat, a tabby named Pickle. I live in Portland."),
+            ("user", "how long does it usually take for them to get along"),
+            ("user", "牛腩要炖多久啊"),
+        ],
+        session_id="s1",
+        user_id="u",
+    )
+    mem.process_jobs()
+    turns = {t.content: t.confidence for t in mem.list(user_id="u", tags=["turn"], limit=10).items}
+    assert turns == {
+        "We adopted a second cat, a tabby named Pickle. I live in Portland.": 1.0,
+        "how long does it usually take for them to get along": 0.7,
+        "牛腩要炖多久啊": 0.7,
+    }
+    hits = mem.search("Which city does the user live in?", user_id="u", limit=3)
+    assert "Portland" in hits[0].item.content

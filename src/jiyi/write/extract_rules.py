@@ -80,6 +80,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jiyi.model import MemoryType
+from jiyi.profile_lexicon import term_of
 from jiyi.text.lowvalue import low_value_reason
 from jiyi.text.names import SURNAMES_ZH
 from jiyi.write.extract import ChatTurn, Extracted, Language
@@ -87,6 +88,8 @@ from jiyi.write.extract import ChatTurn, Extracted, Language
 __all__ = [
     "CONFIDENCE_HEDGED",
     "RuleExtractor",
+    "asks_only",
+    "stated_clauses",
     "with_speaker",
 ]
 
@@ -278,6 +281,63 @@ def _is_question(sentence: str) -> bool:
     if _QUESTION_EN.match(core):
         return True
     return bool(_HAN.search(core) and _QUESTION_ZH.search(_trim(core)))
+
+
+# What makes a clause a request to the assistant or a question the stricter pattern above
+# leaves to the extractor: "can you ...", "any tips ...", 帮我/推荐 ..., 多久/啥/咋/如何.
+_REQUEST_EN = re.compile(
+    r"^(?:(?:can|could|would|will)\s+you|please|pls|plz|help\s+me|(?:give|tell|show|send|find|get)\s+me|"
+    r"recommend|suggest|any\s+(?:tips?|ideas?|suggestions?|recommendations?|advice|thoughts)|what\s+about|"
+    r"how\s+about|thoughts\s+on|ideas\s+for)\b",
+    _I,
+)
+_REQUEST_ZH = re.compile(r"^(?:帮我|帮忙|麻烦|请你?|给我|推荐|能不能|能否|可以帮|你能|你可以|求)")
+_ASKS_ZH = re.compile(r"多久|多长时间|咋|啥(?!都|也)|如何")
+# Chat Chinese separates clauses with spaces too: "女朋友小雨生日快到了 送啥好啊".
+_CLAUSE_SPLIT = re.compile(r"[，,;；、]|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
+_FIRST_PERSON_ANY = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|our|ours|us)\b|我|咱", _I)
+
+
+def _asks(clause: str) -> bool:
+    core = _LEAD_FILLER.sub("", _trim(clause))
+    if _is_question(clause) or _REQUEST_EN.match(core) or _REQUEST_ZH.match(core):
+        return True
+    return bool(_HAN.search(core) and _ASKS_ZH.search(core))
+
+
+def _says_nothing(clause: str) -> bool:
+    """A clause too short to state anything ("oh cute", "fair", "好的"), or small talk."""
+    text = _trim(clause)
+    if not text or low_value_reason(text) is not None:
+        return True
+    han = len(_HAN.findall(text))
+    return (han <= 3 if han else len(text.split()) <= 2) and not any(ch.isdigit() for ch in text)
+
+
+def stated_clauses(text: str) -> list[str]:
+    """The clauses of a turn that state something: neither asking (a question, a request to
+    the assistant) nor too short to say anything (see :func:`asks_only`). In a question, or
+    after a clause that asks, a clause about no one of us is part of what is asked ("and seat
+    covers for dog hair, any recommendation?", "推荐几家火锅吧 要本地人去的那种"); "my Civic's
+    light came on, is it safe?" states something first."""
+    out = []
+    for sentence in _sentences(text):
+        asking = _is_question(sentence)
+        for clause in _CLAUSE_SPLIT.split(sentence):
+            if _asks(clause):
+                asking = True  # what follows in the sentence may say more of what is asked
+            elif not (_says_nothing(clause) or (asking and not _FIRST_PERSON_ANY.search(clause))):
+                out.append(clause)
+    return out
+
+
+def asks_only(text: str) -> bool:
+    """Whether a turn only asks: every clause a question or a request to the assistant
+    ("how long does it take for them to settle in?", "牛腩要炖多久啊", "推荐几家火锅吧") or too
+    short to state anything, and at least one asks. A turn that also states something
+    ("我儿子8岁，二年级，数学老是粗心，有啥办法吗") does not: the person said that."""
+    asks = any(_asks(clause) for sentence in _sentences(text) for clause in _CLAUSE_SPLIT.split(sentence))
+    return asks and not stated_clauses(text)
 
 
 # Summaries in the third person: "The user prefers X" is read as "I prefer X".
@@ -796,14 +856,16 @@ _EMPLOYER_EN = re.compile(
 _WORK_AS_EN = re.compile(r"^i\s+(?:currently\s+|now\s+)?work\s+as\s+(?:an?\s+)?(?P<v>.+)$", _I)
 # "I joined Stripe last month": a named employer (capitalised), not "I joined a gym".
 _JOINED_EN = re.compile(
-    r"^I(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|finally\s+)*(?:joined|started\s+(?:working\s+)?at)\s+"
+    r"^I(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|finally\s+|officially\s+)*"
+    r"(?:joined|started\s+(?:working\s+)?at|(?:started|got|landed|took)\s+(?:a|the|my)\s+(?:new\s+)?"
+    r"(?:job|position|role|gig)\s+(?:at|with)|accepted\s+(?:an|the)\s+offer\s+(?:from|at))\s+"
     r"(?P<v>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3})(?:\s+(?:as|in|on|last|this|a|two|three|\d)\b.*)?$"
 )
 _HOME_EN = re.compile(r"^(?:home\s+for\s+me\s+is|my\s+home\s+is\s+(?:in|now\s+in))\s+(?P<v>.+)$", _I)
 _LOCATION_EN = re.compile(
     r"^(?:i|i'm|i\s+am)\s+(?:currently\s+|now\s+|still\s+)?(?:live|living|reside|residing|based|located)\s+"
     r"(?:in|at)\s+(?P<v>.+)$"
-    r"|^i(?:'ve|\s+have)?\s+(?:just\s+|recently\s+)?moved\s+to\s+(?P<moved>.+)$",
+    r"|^i(?:'ve|\s+have)?\s+(?:just\s+|recently\s+)?(?:moved|relocated)\s+to\s+(?P<moved>.+)$",
     _I,
 )
 # Why or since when, after a place: "moved to Tampines to be closer to the kindergarten".
@@ -1369,7 +1431,7 @@ def _sentences(text: str) -> Iterator[str]:
 # Chinese drops a repeated subject: "我叫张伟，在字节跳动工作，平时写 Go" has three statements.
 _ZH_CONTINUATION = re.compile(
     r"^(?:也|还|都)*(?:平时|平常|通常|一般|经常|每天|喜欢|不喜欢|不太喜欢|讨厌|住在|来自|熟悉|擅长|精通|会用|"
-    r"改(?:喝|吃|用|听|学|抽)|换成|现在(?:在|住|是|每)|"
+    r"改(?:喝|吃|用|听|学|抽)|换成|跳槽|现在(?:在|住|是|每)|"
     r"在(?=[^，,]{1,20}?(?:工作|上班|任职)))"
 )
 _FIRST_PERSON_ZH = re.compile(r"^我(?!们)")
@@ -1397,6 +1459,48 @@ _HOUSEHOLD_ZH = re.compile(
     r"(?=(?:已经|刚|刚刚|最近|现在|目前|一直|去年|今年|上个?月)*(?:住在|定居在|生活在|搬家?(?:到|去)))"
 )
 _BARE_WE_MOVED_ZH = re.compile(r"^我们(?:已经|刚|刚刚|最近|去年|今年|上个?月)*搬")
+# A bare "we" that moved to a place is a household too ("我们上个月搬到成都了", "We just moved
+# to Denver"): the place decides. Not a workplace or a system ("我们搬到新办公室", "We moved to
+# Kubernetes", "We moved to Monday standups"), and not a new home with no place (新家).
+_WE_MOVED_PLACE_ZH = re.compile(
+    r"^我们(?:已经|刚|刚刚|最近|去年|今年|前年|上个?月|上周|上星期|前几天|前段时间|年初|这个月)*搬家?(?:到|去)了?"
+    r"(?P<v>[^，,]{2,10}?)(?:了|住)?(?:[，,].*)?$"
+)
+_NOT_HOME_PLACE_ZH = re.compile(
+    r"^新|办公|公司|写字楼|大楼|楼|层|工位|园区|机房|会议室|服务器|系统|平台|云|线上|线下|仓库|宿舍|酒店|学校|医院"
+)
+_WE_MOVED_PLACE_EN = re.compile(
+    r"^[Ww]e(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|finally\s+|actually\s+)*(?:moved|relocated)\s+to\s+"
+    r"(?P<v>(?:the\s+)?[A-Z][a-z]+(?:[\s-][A-Z][a-z]+){0,2})(?P<rest>(?:[\s,;.!].*)?)$"
+)
+_NOT_PLACE_NAMES_EN = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
+    "august september october november december the".split()
+)
+_NOT_HOME_AFTER_EN = re.compile(
+    r"^\s*(?:office|offices|building|campus|floor|hq|headquarters|team|plan|tier)\b", _I
+)
+
+
+def _we_moved_home(bare: str) -> bool:
+    """Whether a clause that opens with a bare "we" says the speaker's household moved to a
+    place (:data:`_WE_MOVED_PLACE_ZH`, :data:`_WE_MOVED_PLACE_EN`)."""
+    m = _WE_MOVED_PLACE_ZH.match(bare)
+    if m:
+        place = m.group("v")
+        return not _NOT_HOME_PLACE_ZH.search(place) and term_of(place) is None and not _PLAN_ZH.search(bare)
+    m = _WE_MOVED_PLACE_EN.match(bare)
+    if m is None:
+        return False
+    place = m.group("v")
+    name = place[4:] if place.startswith("the ") else place
+    return (
+        name.split()[0].lower() not in _NOT_PLACE_NAMES_EN
+        and term_of(name) is None
+        and not _NOT_HOME_AFTER_EN.match(m.group("rest"))
+    )
+
+
 _HOUSEHOLD_EN = re.compile(
     r"^(?:(?:my\s+(?:wife|husband|partner|girlfriend|boyfriend|family|kids|fiancée?)\s+and\s+i|our\s+family|"
     r"the\s+family)(?:'ve|\s+have|\s+has)?\s+(?=(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+to\b|"
@@ -1415,13 +1519,26 @@ def with_speaker(clause: str) -> str | None:
     for pattern, subject in _EN_SELF_PREDICATE:
         if pattern.match(bare):
             return subject + bare[0].lower() + bare[1:]
+    return with_household(bare)
+
+
+def with_household(bare: str) -> str | None:
+    """A clause about the speaker's household that moved or lives somewhere, read with the
+    speaker as its subject ("我们一家住在杭州" -> "我住在杭州"); None otherwise."""
     m = _HOUSEHOLD_ZH.match(bare)
-    if m and not _BARE_WE_MOVED_ZH.match(bare):
+    if m and (not _BARE_WE_MOVED_ZH.match(bare) or _we_moved_home(bare)):
         return "我" + bare[m.end() :]
     m = _HOUSEHOLD_EN.match(bare)
     if m:
         rest = bare[m.end() :]
         return "I " + ("live" + rest[5:] if rest.lower().startswith("lives") else rest)
+    if _we_moved_home(bare):
+        return (
+            "I "
+            + bare[
+                bare.lower().index("moved") if "moved" in bare.lower() else bare.lower().index("relocated") :
+            ]
+        )
     return None
 
 
@@ -1439,7 +1556,8 @@ def _clauses(sentence: str) -> list[tuple[str, str]]:
         bare = _LEADING_CONJ.sub("", clause.strip())
         continues = first_person and bool(_ZH_CONTINUATION.match(bare))
         if clause.strip() and joinable and (continues or _CLAUSE_START.match(clause)):
-            clauses.append([clause, "我" + bare if continues else bare])
+            # "Big news, we moved to Denver": a household's move in a later clause too.
+            clauses.append([clause, "我" + bare if continues else with_household(bare) or bare])
             if not continues:
                 first_person = bool(_FIRST_PERSON_ZH.match(_LEAD_FILLER.sub("", bare)))
         else:

@@ -12,7 +12,10 @@ A user's turn is kept with confidence 1.0 (it is what the person said); an assis
 with the gate's minimum confidence (``GateConfig.min_confidence``, 0.7): it is a record
 of what the assistant answered, not something the person stated, and its long, topical
 text must not crowd the person's own words out of a search (the seed formula weighs
-confidence at 0.3).
+confidence at 0.3). So is a user's turn that only asks ("how long does it take for them
+to settle in?", "牛腩要炖多久啊", :func:`~jiyi.write.extract_rules.asks_only`): a question
+states nothing about the person, and the embedder puts a question close to every other
+question, so "Which city do I live in?" found "how long does it take ..." first.
 
 Resources are exempt from decay and never reconciled against (they are evidence, not
 claims); how long raw turns are kept is ``LifecyclePolicy.retention_days["turns"]``
@@ -34,6 +37,7 @@ from jiyi.runtime import Runtime
 from jiyi.store.base import Change, HistoryAction, Upsert
 from jiyi.text.lowvalue import is_acknowledgement
 from jiyi.text.tokenize import index_text
+from jiyi.write.extract_rules import asks_only
 from jiyi.write.gate import scrub
 
 _MIN_CHARS = 2
@@ -117,7 +121,7 @@ def _turn_item(
         session_id=owner.get("session_id"),
         agent_id=owner.get("agent_id"),
         thread_id=owner.get("session_id"),
-        confidence=1.0 if turn["role"] == "user" else rt.gate.min_confidence,
+        confidence=1.0 if turn["role"] == "user" and not asks_only(text) else rt.gate.min_confidence,
         importance=0.3,
         tags=(RESOURCE_TAG, TURN_TAG),
         metadata=meta,
