@@ -779,3 +779,121 @@ def test_an_attribute_key_is_the_whole_word() -> None:
     assert attribute_key("address") == "my:address"  # not the "a" of "address" stripped
     assert attribute_key("theme") == "my:theme"
     assert attribute_key("the theme") == "my:theme"
+
+
+def _turn_at(days: int, text: str, speaker: str | None = None) -> MemoryItem:
+    """A user's kept turn, said ``days`` after T0."""
+    meta: dict[str, object] = {"role": "user", **({"speaker": speaker} if speaker else {})}
+    return MemoryItem.build(
+        content=f"{speaker}: {text}" if speaker else text,
+        memory_type=MemoryType.EVENT,
+        user_id="u",
+        tags=("resource", "turn"),
+        metadata=meta,
+        occurred_at=T0 + timedelta(days=days),
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        ("唉房东又说要涨房租，现在4500一个月已经很贵了", "房租最后谈成5200了，气死", "用户每月房租多少？"),
+        (
+            "我儿子8岁，二年级，数学老是粗心，有啥办法吗",
+            "开学了 小家伙升三年级了，英语开始难了",
+            "用户儿子上几年级？",
+        ),
+        ("我现在每天通勤要一个半小时，太累了", "搬家以后通勤只要二十分钟了", "用户通勤要多久？"),
+        (
+            "ugh, my standup is at 9:30 which is brutal with the commute",
+            "they put my standup at 9 sharp now",
+            "When is my standup?",
+        ),
+    ],
+)
+def test_a_later_turn_on_the_asked_topic_is_the_later_of_a_near_tie(old: str, new: str, query: str) -> None:
+    from jiyi.read.versions import is_later_on_topic
+    from jiyi.store.base import Candidate
+    from jiyi.text.tokenize import query_terms
+
+    asked = frozenset(query_terms(query))
+    earlier, later = (
+        Candidate(_turn_at(0, old), None, None, None),
+        Candidate(_turn_at(9, new), None, None, None),
+    )
+    assert is_later_on_topic(later, earlier, asked)
+    assert not is_later_on_topic(earlier, later, asked)  # the older is never the later
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "query", "speakers"),
+    [
+        # the later one only asks for help with the topic
+        ("我姐婚礼是周四", "帮我想个婚礼上的简短祝福吧", "用户姐姐的婚礼是哪天？", (None, None)),
+        (
+            "My rent is 1,450 euros a month.",
+            "Is the rent going up now?",
+            "How much is my rent?",
+            (None, None),
+        ),
+        # another subject that holds the topic's word
+        (
+            "The conference is in Austin.",
+            "The workshop after the conference is in Dallas.",
+            "Where is the conference?",
+            (None, None),
+        ),
+        # a word of the query only the older holds: the closer answer
+        (
+            "I prefer window seats on flights.",
+            "I prefer aisle seats on trains.",
+            "Which seat do I prefer on flights?",
+            (None, None),
+        ),
+        # another person's turn
+        (
+            "The rent is 1,450 a month.",
+            "The rent is 1,600 at my place.",
+            "How much is the rent?",
+            ("Ana", "Ben"),
+        ),
+        # the same person's other fact: a person in common is no topic
+        (
+            "My brother works at Google.",
+            "My brother just moved to Seattle.",
+            "Where does my brother work?",
+            (None, None),
+        ),
+    ],
+)
+def test_a_later_turn_that_does_not_answer_the_same_thing_is_not_moved(
+    old: str, new: str, query: str, speakers: tuple[str | None, str | None]
+) -> None:
+    from jiyi.read.versions import is_later_on_topic
+    from jiyi.store.base import Candidate
+    from jiyi.text.tokenize import query_terms
+
+    earlier = Candidate(_turn_at(0, old, speakers[0]), None, None, None)
+    later = Candidate(_turn_at(9, new, speakers[1]), None, None, None)
+    assert not is_later_on_topic(later, earlier, frozenset(query_terms(query)))
+
+
+def test_a_later_turn_on_the_topic_rises_above_a_near_tie_in_search(mem: Memory, clock: Clock) -> None:
+    _sessions(
+        mem,
+        clock,
+        ["ugh, my standup is at 9:30 which is brutal with the commute", "they put my standup at 9 sharp now"],
+    )
+    hits = mem.search("When is my standup?", user_id="u", limit=5, explain=True)
+    # the two sessions' summaries score within a hair of each other: the later goes first
+    later, earlier = _episode_at(hits, "9 sharp"), _episode_at(hits, "9:30")
+    assert later < earlier
+    assert hits[later].breakdown["contribution.later_on_topic"] > 0
+    assert not any("contribution.later_on_topic" in h.breakdown for h in hits if "9:30" in h.item.content)
+
+
+def test_apart_strictly_reads_a_subject_that_only_holds_the_other_as_another() -> None:
+    old, new = "The conference is in Austin.", "The workshop after the conference is in Dallas."
+    assert apart(old, new) is None  # loosely, one slot (the write path's reading)
+    assert apart(old, new, strict=True) == "another subject"
+    assert apart("The conference is in Austin.", "The conference moved to Dallas.", strict=True) is None

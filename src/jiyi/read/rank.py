@@ -58,8 +58,9 @@ from jiyi.read.asked import about_another, answers, asked_key
 from jiyi.read.fusion import at_neighbours, neighbour_index
 from jiyi.read.fusion import han_share as han_share  # re-exported: tests and callers use it here
 from jiyi.read.fusion import other_language as other_language_of
-from jiyi.read.versions import TOP as VERSIONS_TOP
 from jiyi.read.versions import (
+    LATER_ON_TOPIC_MARGIN,
+    is_later_on_topic,
     is_later_restatement,
     is_newer_version,
     is_replaced_in_summary,
@@ -68,6 +69,7 @@ from jiyi.read.versions import (
     quotes_retired,
     restatement_bar,
 )
+from jiyi.read.versions import TOP as VERSIONS_TOP
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import normalise, query_terms
 from jiyi.write.reconcile import ReconcileConfig, config_on_scale
@@ -525,6 +527,13 @@ def newer_versions_first(
                 # which keeps its place (a question about the past still finds it).
                 _place_above(newer, older, "contribution.said_change")
                 changed.append((older, newer, True))
+            elif (
+                asked
+                and newer.score >= older.score - LATER_ON_TOPIC_MARGIN
+                and is_later_on_topic(newer.candidate, older.candidate, asked)
+            ):
+                _place_above(newer, older, "contribution.later_on_topic")
+                changed.append((older, newer, True))
     if replaced:
         _episodes_below_replacements(top, replaced)
     # An earlier episode that quotes a statement found older than another goes with it.
@@ -570,6 +579,7 @@ _VERSIONED = frozenset(
         "contribution.newer_version",
         "contribution.later_statement",
         "contribution.said_change",
+        "contribution.later_on_topic",
         "contribution.replaced",
         "contribution.replaced_in_summary",
     }

@@ -55,9 +55,10 @@ from jiyi.session.digest import user_lines
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import terms
 from jiyi.write.extract import Extracted, Turn
-from jiyi.write.extract_rules import RuleExtractor
+from jiyi.write.extract_rules import RuleExtractor, stated_clauses
 from jiyi.write.reconcile import Existing, ReconcileConfig, decide
 from jiyi.write.slots import (
+    Claim,
     apart,
     change_sentences,
     claims,
@@ -220,6 +221,84 @@ def is_said_change(newer: Candidate, older: Candidate, asked: frozenset[str]) ->
         return True
     named = _object_terms(old_text) - asked
     return bool(named) and any(_names(named, _content_terms(s)) for s in (*changed, *ended))
+
+
+LATER_ON_TOPIC_MARGIN = 0.03
+"""How far below an older statement a later one on the same topic may score and still go
+above it (:func:`is_later_on_topic`): a near tie, not a clearly better match."""
+
+
+def is_later_on_topic(newer: Candidate, older: Candidate, asked: frozenset[str]) -> bool:
+    """Whether ``newer`` is a later turn, statement or session summary of the same user that
+    (scoring within :data:`LATER_ON_TOPIC_MARGIN` of ``older``, which the ranking checks)
+    shares with it a word of the query that names neither a person nor a value, their structure not keeping them apart
+    (another holder, subject or scope, "also": :func:`jiyi.write.slots.apart`). Of two
+    near-equal answers about one thing, the later is the better guess of what is true now
+    ("现在4500一个月" then "房租最后谈成5200了"; "我儿子8岁" then "儿子过完生日9岁了"),
+    though neither says that it changed anything."""
+    a, b = older.item, newer.item
+    if not _later(b, a):
+        return False
+    if not (_one_person(a, b) or _summary_of(b, a)):
+        return False
+    old_text, new_text = _said(a), _said(b)
+    old_terms, new_terms = _content_terms(old_text), _content_terms(new_text)
+    who = _who(old_text) | _who(new_text)
+    # A word of the query only the older holds makes it the closer answer ("window seats on
+    # flights" against "aisle seats on trains", asked about flights).
+    if (old_terms & asked) - new_terms - who:
+        return False
+    if _apart_for_topic(old_text, new_text) is not None:
+        return False
+    # Where the later one names the topic it must state something, not ask for help
+    # with it ("帮我想个婚礼上的祝福吧" says nothing of when the wedding is).
+    topic = old_terms & new_terms & asked - who
+    if topic and any(topic & _content_terms(c) for c in _stated(new_text)):
+        return True
+    # Or one of its clauses gives a slot of the older another value, the query naming its
+    # holder or its words ("我儿子8岁" -> "儿子过完生日9岁了", asked how old the son is).
+    return any(
+        asked & _content_terms(x.text) & _content_terms(y.text) for x, y in _changed_slots(old_text, new_text)
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _changed_slots(old: str, new: str) -> tuple[tuple[Claim, Claim], ...]:
+    """The claim pairs of two texts where the newer gives the older's slot another value."""
+    return tuple(
+        (x, y) for x in claims(old) for y in claims(new) if (m := compare(x, y)) is not None and m.changed
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _apart_for_topic(old: str, new: str) -> str | None:
+    """What keeps two texts apart for :func:`is_later_on_topic`: for two statements of one
+    claim each, :func:`jiyi.write.slots.apart` read strictly ("the workshop after the
+    conference" is another subject than "the conference"); for chatty turns of several
+    claims, whose subjects the claim reader reads too roughly, another holder, scope or
+    one more value only."""
+    if len(claims(old)) == 1 and len(claims(new)) == 1:
+        return apart(old, new, strict=True)
+    why = apart(old, new)
+    return None if why == "another subject" else why
+
+
+@functools.lru_cache(maxsize=4096)
+def _stated(text: str) -> tuple[str, ...]:
+    """The clauses of a turn (or of a summary's lines) that state something."""
+    return tuple(c for line in text.splitlines() for c in stated_clauses(line))
+
+
+def _summary_of(summary: MemoryItem, said: MemoryItem) -> bool:
+    """Whether ``summary`` is a later session summary of the user whose own turn or
+    statement ``said`` is (not a named speaker's: a summary's lines do not say who)."""
+    return (
+        "episode" in summary.tags
+        and summary.user_id == said.user_id
+        and said.metadata.get("speaker") is None
+        and said.metadata.get("role", "user") == "user"
+        and (_statement(said) or RESOURCE_TAG in said.tags)
+    )
 
 
 @functools.lru_cache(maxsize=4096)

@@ -821,11 +821,13 @@ def _list(words: set[str]) -> str:
     return "{" + ", ".join(sorted(words)) + "}" if words else "{}"
 
 
-def apart(old: str, new: str) -> str | None:
+def apart(old: str, new: str, strict: bool = False) -> str | None:
     """Why two statements are about different things, by their structure alone: another
     holder ("my wife works at ..." / "I work at ..."), another subject ("Q1 revenue" /
     "Q2 revenue"), another scope (weekdays / weekends), or one more value ("I also ...").
-    None when nothing in their structure keeps them apart (they may be one fact's versions)."""
+    None when nothing in their structure keeps them apart (they may be one fact's versions).
+    ``strict``: a subject that only contains the other is another subject too ("the workshop
+    after the conference" / "the conference"), for a reader with less evidence than a slot."""
     a, b = _claims_of(old), _claims_of(new)
     if any(c.additive and not c.cue for c in b):
         return "one more value"
@@ -835,7 +837,7 @@ def apart(old: str, new: str) -> str | None:
         if not any(x.holder == y.holder for x in a for y in b):
             return "another holder"
         if all(
-            x.subject and y.subject and not _same_subject(x.subject, y.subject, loose=True)
+            x.subject and y.subject and not _same_subject(x.subject, y.subject, loose=not strict)
             for x in a
             for y in b
         ):
