@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 DATA = Path(__file__).resolve().parent.parent / "bench" / "data" / "user_path.jsonl"
 FIELDS = {"id", "batch", "lang", "old", "new", "query", "expect"}
@@ -20,3 +21,31 @@ def test_every_pair_is_complete_and_its_check_needs_the_new_value() -> None:
         if r["expect"] is not None:
             # a word of the current value: in the later statement, not in the earlier one
             assert r["expect"] in r["new"] and r["expect"] not in r["old"], r["id"]
+
+
+def _conversations(name: str) -> list[dict[str, Any]]:
+    path = DATA.parent / name
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_every_conversation_can_only_pass_on_what_the_user_said_last() -> None:
+    ids: set[str] = set()
+    for name in ("now_dev.jsonl", "now_held.jsonl"):
+        convs = _conversations(name)
+        assert len(convs) == 16 and sorted(c["lang"] for c in convs) == ["en"] * 8 + ["zh"] * 8
+        for c in convs:
+            assert c["id"] not in ids
+            ids.add(str(c["id"]))
+            sessions = c["sessions"]
+            assert isinstance(sessions, list) and 2 <= len(sessions) <= 4
+            said = [[t for role, t in s["turns"] if role == "user"] for s in sessions]
+            for q in c["questions"]:
+                assert q["kind"] in {"changed", "unchanged", "added"}, c["id"]
+                holding = [
+                    i for i, turns in enumerate(said) for t in turns if any(e in t for e in q["expect"])
+                ]
+                assert holding, (c["id"], q["query"])
+                if q["kind"] == "changed":
+                    # the outdated wording was said in an earlier session than the current value
+                    old = [i for i, turns in enumerate(said) for t in turns if q["old"] in t]
+                    assert old and min(old) < max(holding), (c["id"], q["query"])
