@@ -255,10 +255,11 @@ def is_later_on_topic(newer: Candidate, older: Candidate, asked: frozenset[str])
     topic = old_terms & new_terms & asked - who
     if topic and any(topic & _content_terms(c) for c in _stated(new_text)):
         return True
-    # Or one of its clauses gives a slot of the older another value, the query naming its
-    # holder or its words ("我儿子8岁" -> "儿子过完生日9岁了", asked how old the son is).
+    # Or one of its clauses gives a slot of the older another value, the query naming a word
+    # of that slot that is not a person ("我儿子二年级" -> "小家伙升三年级了", asked the grade).
     return any(
-        asked & _content_terms(x.text) & _content_terms(y.text) for x, y in _changed_slots(old_text, new_text)
+        (asked & _content_terms(x.text) & _content_terms(y.text)) - who
+        for x, y in _changed_slots(old_text, new_text)
     )
 
 
