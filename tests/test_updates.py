@@ -17,6 +17,7 @@ import pytest
 from jiyi.memory import Memory
 from jiyi.model import MemoryItem, MemoryType, Status
 from jiyi.read.rank import SearchHit
+from jiyi.store.base import Candidate
 from jiyi.write.extract import Extracted, Turn
 from jiyi.write.extract_rules import RuleExtractor
 from jiyi.write.reconcile import Existing, decide
@@ -794,6 +795,13 @@ def _turn_at(days: int, text: str, speaker: str | None = None) -> MemoryItem:
     )
 
 
+def _with_vector(item: MemoryItem) -> Candidate:
+    """A candidate carrying the default embedder's vector of its item."""
+    from jiyi.embed.base import resolve_embedder
+
+    return Candidate(item, None, None, resolve_embedder(None).embed([item.content])[0])
+
+
 @pytest.mark.parametrize(
     ("old", "new", "query"),
     [
@@ -813,14 +821,10 @@ def _turn_at(days: int, text: str, speaker: str | None = None) -> MemoryItem:
 )
 def test_a_later_turn_on_the_asked_topic_is_the_later_of_a_near_tie(old: str, new: str, query: str) -> None:
     from jiyi.read.versions import is_later_on_topic
-    from jiyi.store.base import Candidate
     from jiyi.text.tokenize import query_terms
 
     asked = frozenset(query_terms(query))
-    earlier, later = (
-        Candidate(_turn_at(0, old), None, None, None),
-        Candidate(_turn_at(9, new), None, None, None),
-    )
+    earlier, later = _with_vector(_turn_at(0, old)), _with_vector(_turn_at(9, new))
     assert is_later_on_topic(later, earlier, asked)
     assert not is_later_on_topic(earlier, later, asked)  # the older is never the later
 
@@ -857,6 +861,13 @@ def test_a_later_turn_on_the_asked_topic_is_the_later_of_a_near_tie(old: str, ne
             "How much is the rent?",
             ("Ana", "Ben"),
         ),
+        # a name in common, another thing of it: far apart in meaning
+        (
+            "青鸟项目的消息队列选了 Kafka 而不是 RabbitMQ，因为需要 replay 和高吞吐。",
+            "那次讨论最后定下来：青鸟的灰度发布先从新加坡商户开始，再推到印尼和越南。",
+            "青鸟的 MQ 最后用的是哪个？",
+            (None, None),
+        ),
         # the same person's other fact: a person in common is no topic
         (
             "My brother works at Google.",
@@ -870,11 +881,9 @@ def test_a_later_turn_that_does_not_answer_the_same_thing_is_not_moved(
     old: str, new: str, query: str, speakers: tuple[str | None, str | None]
 ) -> None:
     from jiyi.read.versions import is_later_on_topic
-    from jiyi.store.base import Candidate
     from jiyi.text.tokenize import query_terms
 
-    earlier = Candidate(_turn_at(0, old, speakers[0]), None, None, None)
-    later = Candidate(_turn_at(9, new, speakers[1]), None, None, None)
+    earlier, later = _with_vector(_turn_at(0, old, speakers[0])), _with_vector(_turn_at(9, new, speakers[1]))
     assert not is_later_on_topic(later, earlier, frozenset(query_terms(query)))
 
 

@@ -51,7 +51,7 @@ from datetime import datetime
 import numpy as np
 
 from jiyi.config import RankConfig
-from jiyi.embed.scale import to_default_scale
+from jiyi.embed.scale import on_scale, to_default_scale
 from jiyi.model import MemoryItem, RelationType, Status
 from jiyi.read import fusion
 from jiyi.read.asked import about_another, answers, asked_key
@@ -60,6 +60,7 @@ from jiyi.read.fusion import han_share as han_share  # re-exported: tests and ca
 from jiyi.read.fusion import other_language as other_language_of
 from jiyi.read.versions import (
     LATER_ON_TOPIC_MARGIN,
+    TOPIC_COSINE,
     is_later_on_topic,
     is_later_restatement,
     is_newer_version,
@@ -507,6 +508,7 @@ def newer_versions_first(
     it superseded at write time) goes below that statement."""
     cfg = cfg or config_on_scale(ReconcileConfig(), model_id)
     bar = restatement_bar(model_id)
+    topic_bar = on_scale(TOPIC_COSINE, model_id)
     top = scored[:VERSIONS_TOP]
     asked = frozenset(query_terms(query))
     changed: list[tuple[Scored, Scored, bool]] = []  # (older, newer, the milder move)
@@ -530,7 +532,7 @@ def newer_versions_first(
             elif (
                 asked
                 and newer.score >= older.score - LATER_ON_TOPIC_MARGIN
-                and is_later_on_topic(newer.candidate, older.candidate, asked)
+                and is_later_on_topic(newer.candidate, older.candidate, asked, topic_bar)
             ):
                 _place_above(newer, older, "contribution.later_on_topic")
                 changed.append((older, newer, True))

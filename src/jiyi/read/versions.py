@@ -227,11 +227,20 @@ LATER_ON_TOPIC_MARGIN = 0.03
 """How far below an older statement a later one on the same topic may score and still go
 above it (:func:`is_later_on_topic`): a near tie, not a clearly better match."""
 
+TOPIC_COSINE = 0.3
+"""How close in meaning two texts must be for :func:`is_later_on_topic`: just above the
+default embedder's level for two unrelated texts (0.25), so that a shared name alone ("青鸟的
+消息队列" / "青鸟的灰度发布") does not tie them. On the default embedder's scale."""
 
-def is_later_on_topic(newer: Candidate, older: Candidate, asked: frozenset[str]) -> bool:
+
+def is_later_on_topic(
+    newer: Candidate, older: Candidate, asked: frozenset[str], bar: float = TOPIC_COSINE
+) -> bool:
     """Whether ``newer`` is a later turn, statement or session summary of the same user that
     (scoring within :data:`LATER_ON_TOPIC_MARGIN` of ``older``, which the ranking checks)
-    shares with it a word of the query that names neither a person nor a value, their structure not keeping them apart
+    shares with it a word of the query that names neither a person nor a value, is close to
+    it in meaning (cosine >= ``bar``: :data:`TOPIC_COSINE` on the scale of the embedder whose
+    vectors the candidates carry), their structure not keeping them apart
     (another holder, subject or scope, "also": :func:`jiyi.write.slots.apart`). Of two
     near-equal answers about one thing, the later is the better guess of what is true now
     ("现在4500一个月" then "房租最后谈成5200了"; "我儿子8岁" then "儿子过完生日9岁了"),
@@ -239,7 +248,7 @@ def is_later_on_topic(newer: Candidate, older: Candidate, asked: frozenset[str])
     a, b = older.item, newer.item
     if not _later(b, a):
         return False
-    if not (_one_person(a, b) or _summary_of(b, a)):
+    if not (_one_person(a, b) or _summary_of(b, a)) or _cosine(newer, older) < bar:
         return False
     old_text, new_text = _said(a), _said(b)
     old_terms, new_terms = _content_terms(old_text), _content_terms(new_text)

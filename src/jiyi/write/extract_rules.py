@@ -298,11 +298,23 @@ _CLAUSE_SPLIT = re.compile(r"[，,;；、]|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9
 _FIRST_PERSON_ANY = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|our|ours|us)\b|我|咱", _I)
 
 
+# Without a question mark, an English question opens with a wh-word or with an auxiliary
+# and its subject: "Has a ginger cat" is a note that dropped its subject, "has it" asks.
+_ASKS_EN = re.compile(
+    r"^(?:(?:what|who|whom|whose|where|when|why|how|which)\b|(?:do|does|did|is|are|am|was|were|can|could|"
+    r"would|should|will|shall|have|has|may|isn't|aren't|didn't|doesn't|won't|wouldn't)\s+"
+    r"(?:i|you|he|she|it|we|they|there|this|that|these|those|my|your|his|her|its|our|their|the|[A-Z]\w*)\b)",
+)
+
+
 def _asks(clause: str) -> bool:
-    core = _LEAD_FILLER.sub("", _trim(clause))
-    if _is_question(clause) or _REQUEST_EN.match(core) or _REQUEST_ZH.match(core):
+    text = clause.strip()
+    core = _LEAD_FILLER.sub("", _trim(text))
+    if text.endswith(("?", "？")) or _REQUEST_EN.match(core) or _REQUEST_ZH.match(core):
         return True
-    return bool(_HAN.search(core) and _ASKS_ZH.search(core))
+    if _HAN.search(core):
+        return bool(_QUESTION_ZH.search(core) or _ASKS_ZH.search(core))
+    return bool(_ASKS_EN.match(core[:1].lower() + core[1:]))
 
 
 def _says_nothing(clause: str) -> bool:
@@ -322,7 +334,7 @@ def stated_clauses(text: str) -> list[str]:
     light came on, is it safe?" states something first."""
     out = []
     for sentence in _sentences(text):
-        asking = _is_question(sentence)
+        asking = sentence.rstrip().endswith(("?", "？"))
         for clause in _CLAUSE_SPLIT.split(sentence):
             if _asks(clause):
                 asking = True  # what follows in the sentence may say more of what is asked
