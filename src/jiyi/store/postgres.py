@@ -2261,6 +2261,8 @@ class PostgresStore(Store):
         exact scans, go in one batch; one after the other, the windowed search asked the
         same size again and waited a round trip for it before its walk (and an exact scan
         waited for the other's)."""
+        if len(asks) == 1:  # (its statements are built once, by _vector_hits)
+            return (yield from _in_turn([self._vector_hits(asks[0], threaded)()]))
         exact: list[_Query] = []
         sized: list[tuple[_Query, _Query]] = []
         for ask in asks:
@@ -2270,7 +2272,7 @@ class PostgresStore(Store):
             exact.append(queries[0])
             if queries[1] is not None:
                 sized.append(queries[1])
-        if len(asks) == 1 or len(exact) != len(asks) or len(sized) not in (0, len(asks)):
+        if len(exact) != len(asks) or len(sized) not in (0, len(asks)):
             return (yield from _in_turn([self._vector_hits(a, threaded)() for a in asks]))
         if sized and (yield sized[0][0])[0][-1]:
             walked = yield _Batch(
