@@ -2280,7 +2280,7 @@ class PostgresStore(Store):
             )
             found = walked[2 : 2 + len(asks)]
         elif _one_scan(asks):
-            rows = (yield _Batch((_GENERIC_PLAN, self._exact_scan(asks), _ANY_PLAN)))[1]
+            rows = yield self._exact_scan(asks)
             found = [[r for r in rows if r[3] == n] for n in range(len(asks))]
         else:
             found = yield _Batch(tuple(exact))
@@ -2456,7 +2456,7 @@ class PostgresStore(Store):
         def plan() -> Plan[list[Hit]]:
             rows = yield size
             if not rows[0][-1]:
-                return convert((yield _Batch((_GENERIC_PLAN, exact, _ANY_PLAN)))[1])
+                return convert((yield exact))
             walked = yield _Batch((_NO_SORT, _GENERIC_PLAN, approximate, _ANY_PLAN, _ANY_SORT))
             return convert(walked[2])
 
@@ -2489,8 +2489,10 @@ class PostgresStore(Store):
         the ask's position), each ask's k nearest by (distance, pk). A Retrieve whose query
         names a time asks two searches that differ only in the windows: computing the
         scope's distances once serves both (two scans cost it twice, ~1.3-1.8 ms of server
-        time at 1,000 memories a scope). k is written into the statement, so the plan made
-        once for it (:data:`_GENERIC_PLAN`) knows how few rows each part keeps."""
+        time at 1,000 memories a scope). Planned for each search's values, not once (a
+        generic plan cannot tell a scope's share of the table: with a few scopes and
+        PostgreSQL's default page costs it reads every scope's vectors, docs/benchmarks.md
+        session 18)."""
         s = self._s
         op = asks[0]
         where, params = _filter_sql(op.filter, "i")
@@ -2499,11 +2501,12 @@ class PostgresStore(Store):
         parts = []
         for n, ask in enumerate(asks):
             test = ""
+            params[f"k_{n}"] = ask.k
             if ask.time_ranges or ask.time_months:
                 params |= _window_params(ask)
                 test = f"WHERE {_in_windows('occurred_at')} "
             parts.append(
-                f"(SELECT {n} AS part, pk, dist FROM scoped {test}ORDER BY dist, pk LIMIT {int(ask.k)})"
+                f"(SELECT {n} AS part, pk, dist FROM scoped {test}ORDER BY dist, pk LIMIT %(k_{n})s)"
             )
         # Named scopes: their vectors are read through vectors_scope (together on disk once
         # the table is clustered) and matched to the filter's items by pk (a hash join),
