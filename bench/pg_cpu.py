@@ -62,7 +62,9 @@ def _backends(dsn: str) -> list[int]:
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'"
+            # Not this connection's own backend: it exits as the connection closes, and its
+            # CPU, counted before a search but gone after, made the server's time negative.
+            "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
         ).fetchall()
     return [int(r[0]) for r in rows]
 
@@ -113,12 +115,17 @@ def main() -> int:
     )
     p.add_argument("--seed", type=int, default=404)
     p.add_argument(
+        "--embedder",
+        default=None,
+        help="the store's embedder spec (default: jiyi's default; hash:512 for a --embedder hash:512 store)",
+    )
+    p.add_argument(
         "--touch",
         action="store_true",
         help="searches write their usage (in the background, as by default; waited for, untimed, after each)",
     )
     args = p.parse_args()
-    embedder = _Embedder(resolve_embedder(None))
+    embedder = _Embedder(resolve_embedder(args.embedder))
     clock = NOW + timedelta(days=1)
     stores = {"base": _load_base(args.base).PostgresStore, "this": postgres.PostgresStore}
     opened = {name: cls(args.dsn, schema=args.schema) for name, cls in stores.items()}

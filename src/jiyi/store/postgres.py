@@ -995,6 +995,22 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
+def _one_scan(asks: Sequence[VectorHits]) -> bool:
+    """Can one exact scan answer ``asks`` (:meth:`PostgresStore._exact_scan`)? They search
+    the same rows for the same vector, and at most one has time windows (the statement's
+    window parameters are one set)."""
+    first = asks[0]
+    return (
+        all(
+            a.filter == first.filter
+            and a.model_id == first.model_id
+            and (a.vector is first.vector or np.array_equal(a.vector, first.vector))
+            for a in asks[1:]
+        )
+        and sum(bool(a.time_ranges or a.time_months) for a in asks) <= 1
+    )
+
+
 def _in_windows(column: str) -> str:
     """``column`` (an occurred time) falls inside one of the ranges or months of a
     ``VectorHits``' time windows (parameters t_from, t_to, t_months)."""
@@ -1004,6 +1020,15 @@ def _in_windows(column: str) -> str:
         f"AS r(a, b) WHERE {column} >= r.a AND {column} < r.b) "
         f"OR extract(month FROM {column} AT TIME ZONE 'UTC')::int = ANY(%(t_months)s::int[]))"
     )
+
+
+def _window_params(op: VectorHits) -> dict[str, Any]:
+    """The parameters of :func:`_in_windows` for ``op``'s time windows."""
+    return {
+        "t_from": [as_utc(a) for a, _ in op.time_ranges],
+        "t_to": [as_utc(b) for _, b in op.time_ranges],
+        "t_months": list(op.time_months),
+    }
 
 
 def _job_row(j: Job, doc: str) -> dict[str, Any]:
@@ -2236,6 +2261,8 @@ class PostgresStore(Store):
         exact scans, go in one batch; one after the other, the windowed search asked the
         same size again and waited a round trip for it before its walk (and an exact scan
         waited for the other's)."""
+        if len(asks) == 1:  # (its statements are built once, by _vector_hits)
+            return (yield from _in_turn([self._vector_hits(asks[0], threaded)()]))
         exact: list[_Query] = []
         sized: list[tuple[_Query, _Query]] = []
         for ask in asks:
@@ -2245,13 +2272,16 @@ class PostgresStore(Store):
             exact.append(queries[0])
             if queries[1] is not None:
                 sized.append(queries[1])
-        if len(asks) == 1 or len(exact) != len(asks) or len(sized) not in (0, len(asks)):
+        if len(exact) != len(asks) or len(sized) not in (0, len(asks)):
             return (yield from _in_turn([self._vector_hits(a, threaded)() for a in asks]))
         if sized and (yield sized[0][0])[0][-1]:
             walked = yield _Batch(
                 (_NO_SORT, _GENERIC_PLAN, *(walk for _, walk in sized), _ANY_PLAN, _ANY_SORT)
             )
             found = walked[2 : 2 + len(asks)]
+        elif _one_scan(asks):
+            rows = yield self._exact_scan(asks)
+            found = [[r for r in rows if r[3] == n] for n in range(len(asks))]
         else:
             found = yield _Batch(tuple(exact))
         threaded.update(r[0] for hits in found for r in hits if r[2])
@@ -2435,7 +2465,6 @@ class PostgresStore(Store):
     def _vector_queries(self, op: VectorHits) -> tuple[_Query, tuple[_Query, _Query] | None] | None:
         """The exact statement, and when the store may search approximately the scope-size
         statement and the approximate one (None when there is nothing to search)."""
-        s = self._s
         where, params = _filter_sql(op.filter, "i")
         dist, more = self._query_vector(op.model_id, op.vector)
         params |= more | {"k": op.k}
@@ -2443,23 +2472,8 @@ class PostgresStore(Store):
             return None
         windowed = bool(op.time_ranges or op.time_months)
         if windowed:
-            params |= {
-                "t_from": [as_utc(a) for a, _ in op.time_ranges],
-                "t_to": [as_utc(b) for _, b in op.time_ranges],
-                "t_months": list(op.time_months),
-            }
-        # Named scopes: their vectors are read through vectors_scope (together on disk once
-        # the table is clustered) and matched to the filter's items by pk (a hash join),
-        # rather than looked up one primary key per item.
-        by_scope = " AND v.scope_key = ANY(%(f_scopes)s::text[])" if op.filter.scope_keys else ""
-        exact = _Query(
-            f"WITH scoped AS MATERIALIZED (SELECT i.pk, i.occurred_at, {dist} AS dist "
-            f"FROM {s}.items i JOIN {s}.vectors v ON {_VECTOR_ROW} WHERE {where}{by_scope}) "
-            f"SELECT i.id, x.dist, i.thread_id IS NOT NULL FROM (SELECT pk, dist FROM scoped "
-            f"{'WHERE ' + _in_windows('occurred_at') + ' ' if windowed else ''}ORDER BY dist, pk LIMIT %(k)s) x "
-            f"JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.dist, x.pk",
-            params,
-        )
+            params |= _window_params(op)
+        exact = self._exact_scan((op,))
         dim = int(op.vector.shape[0])
         if not self._may_approximate(op.vector):
             return exact, None
@@ -2468,6 +2482,43 @@ class PostgresStore(Store):
             # before their item is looked up (migration "item times on vectors").
             where += " AND " + _in_windows("v.occurred_at")
         return exact, (self._scope_size(op.filter, op.k, dim), self._approximate(where, dist, dim, params))
+
+    def _exact_scan(self, asks: Sequence[VectorHits]) -> _Query:
+        """One exact scan of the scope's vectors answering ``asks`` (the same filter, model
+        and vector; at most one with time windows): each row is (id, distance, in a thread,
+        the ask's position), each ask's k nearest by (distance, pk). A Retrieve whose query
+        names a time asks two searches that differ only in the windows: computing the
+        scope's distances once serves both (two scans cost it twice, ~1.3-1.8 ms of server
+        time at 1,000 memories a scope). Planned for each search's values, not once (a
+        generic plan cannot tell a scope's share of the table: with a few scopes and
+        PostgreSQL's default page costs it reads every scope's vectors, docs/benchmarks.md
+        session 18)."""
+        s = self._s
+        op = asks[0]
+        where, params = _filter_sql(op.filter, "i")
+        dist, more = self._query_vector(op.model_id, op.vector)
+        params |= more
+        parts = []
+        for n, ask in enumerate(asks):
+            test = ""
+            params[f"k_{n}"] = ask.k
+            if ask.time_ranges or ask.time_months:
+                params |= _window_params(ask)
+                test = f"WHERE {_in_windows('occurred_at')} "
+            parts.append(
+                f"(SELECT {n} AS part, pk, dist FROM scoped {test}ORDER BY dist, pk LIMIT %(k_{n})s)"
+            )
+        # Named scopes: their vectors are read through vectors_scope (together on disk once
+        # the table is clustered) and matched to the filter's items by pk (a hash join),
+        # rather than looked up one primary key per item.
+        by_scope = " AND v.scope_key = ANY(%(f_scopes)s::text[])" if op.filter.scope_keys else ""
+        return _Query(
+            f"WITH scoped AS MATERIALIZED (SELECT i.pk, i.occurred_at, {dist} AS dist "
+            f"FROM {s}.items i JOIN {s}.vectors v ON {_VECTOR_ROW} WHERE {where}{by_scope}) "
+            f"SELECT i.id, x.dist, i.thread_id IS NOT NULL, x.part FROM ({' UNION ALL '.join(parts)}) x "
+            f"JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.part, x.dist, x.pk",
+            params,
+        )
 
     def _scope_size(self, f: Filter, k: int, dim: int) -> _Query:
         """Whether to walk the HNSW index (its last column), and the walk's options for the
