@@ -253,5 +253,7 @@ def test_a_users_turn_that_only_asks_is_kept_with_less_confidence(mem: Memory) -
         "how long does it usually take for them to get along": 0.7,
         "牛腩要炖多久啊": 0.7,
     }
+    asking = [t for t in mem.list(user_id="u", tags=["turn"], limit=10).items if t.confidence < 1.0]
+    assert all(t.metadata["asks_only"] is True for t in asking) and len(asking) == 2
     hits = mem.search("Which city does the user live in?", user_id="u", limit=3)
     assert "Portland" in hits[0].item.content

@@ -15,7 +15,8 @@ text must not crowd the person's own words out of a search (the seed formula wei
 confidence at 0.3). So is a user's turn that only asks ("how long does it take for them
 to settle in?", "牛腩要炖多久啊", :func:`~jiyi.write.extract_rules.asks_only`): a question
 states nothing about the person, and the embedder puts a question close to every other
-question, so "Which city do I live in?" found "how long does it take ..." first.
+question, so "Which city do I live in?" found "how long does it take ..." first. Its
+metadata says so (``asks_only``: true).
 
 Resources are exempt from decay and never reconciled against (they are evidence, not
 claims); how long raw turns are kept is ``LifecyclePolicy.retention_days["turns"]``
@@ -111,6 +112,9 @@ def _turn_item(
     meta: dict[str, Any] = {"role": turn["role"]}
     if name:
         meta["speaker"] = name
+    stated = turn["role"] == "user" and not asks_only(text)
+    if turn["role"] == "user" and not stated:
+        meta["asks_only"] = True  # why this person's turn has the lower confidence
     return MemoryItem.build(
         content=content[: rt.gate.max_length],
         memory_type=MemoryType.EVENT,
@@ -121,7 +125,7 @@ def _turn_item(
         session_id=owner.get("session_id"),
         agent_id=owner.get("agent_id"),
         thread_id=owner.get("session_id"),
-        confidence=1.0 if turn["role"] == "user" and not asks_only(text) else rt.gate.min_confidence,
+        confidence=1.0 if stated else rt.gate.min_confidence,
         importance=0.3,
         tags=(RESOURCE_TAG, TURN_TAG),
         metadata=meta,
