@@ -243,7 +243,7 @@ def is_later_on_topic(
     vectors the candidates carry), their structure not keeping them apart
     (another holder, subject or scope, "also": :func:`jiyi.write.slots.apart`). Of two
     near-equal answers about one thing, the later is the better guess of what is true now
-    ("现在4500一个月" then "房租最后谈成5200了"; "我儿子8岁" then "儿子过完生日9岁了"),
+    ("现在4500一个月" then "房租最后谈成5200了"; "我儿子8岁，二年级" then "小家伙升三年级了"),
     though neither says that it changed anything."""
     a, b = older.item, newer.item
     if not _later(b, a):

@@ -332,15 +332,7 @@ def stated_clauses(text: str) -> list[str]:
     after a clause that asks, a clause about no one of us is part of what is asked ("and seat
     covers for dog hair, any recommendation?", "推荐几家火锅吧 要本地人去的那种"); "my Civic's
     light came on, is it safe?" states something first."""
-    out = []
-    for sentence in _sentences(text):
-        asking = sentence.rstrip().endswith(("?", "？"))
-        for clause in _CLAUSE_SPLIT.split(sentence):
-            if _asks(clause):
-                asking = True  # what follows in the sentence may say more of what is asked
-            elif not (_says_nothing(clause) or (asking and not _FIRST_PERSON_ANY.search(clause))):
-                out.append(clause)
-    return out
+    return _read_clauses(text)[1]
 
 
 def asks_only(text: str) -> bool:
@@ -348,8 +340,21 @@ def asks_only(text: str) -> bool:
     ("how long does it take for them to settle in?", "牛腩要炖多久啊", "推荐几家火锅吧") or too
     short to state anything, and at least one asks. A turn that also states something
     ("我儿子8岁，二年级，数学老是粗心，有啥办法吗") does not: the person said that."""
-    asks = any(_asks(clause) for sentence in _sentences(text) for clause in _CLAUSE_SPLIT.split(sentence))
-    return asks and not stated_clauses(text)
+    asks, stated = _read_clauses(text)
+    return asks and not stated
+
+
+def _read_clauses(text: str) -> tuple[bool, list[str]]:
+    """Whether any clause of ``text`` asks, and the clauses that state something."""
+    asks, stated = False, []
+    for sentence in _sentences(text):
+        asking = sentence.rstrip().endswith(("?", "？"))
+        for clause in _CLAUSE_SPLIT.split(sentence):
+            if _asks(clause):
+                asks = asking = True  # what follows in the sentence may say more of what is asked
+            elif not (_says_nothing(clause) or (asking and not _FIRST_PERSON_ANY.search(clause))):
+                stated.append(clause)
+    return asks, stated
 
 
 # Summaries in the third person: "The user prefers X" is read as "I prefer X".
@@ -1545,13 +1550,12 @@ def with_household(bare: str) -> str | None:
         rest = bare[m.end() :]
         return "I " + ("live" + rest[5:] if rest.lower().startswith("lives") else rest)
     if _we_moved_home(bare):
-        return (
-            "I "
-            + bare[
-                bare.lower().index("moved") if "moved" in bare.lower() else bare.lower().index("relocated") :
-            ]
-        )
+        verb = _MOVED_VERB.search(bare)
+        return None if verb is None else "I " + bare[verb.start() :]
     return None
+
+
+_MOVED_VERB = re.compile(r"\b(?:moved|relocated)\b", _I)
 
 
 def _clauses(sentence: str) -> list[tuple[str, str]]:

@@ -112,8 +112,8 @@ def _turn_item(
     meta: dict[str, Any] = {"role": turn["role"]}
     if name:
         meta["speaker"] = name
-    stated = turn["role"] == "user" and not asks_only(text)
-    if turn["role"] == "user" and not stated:
+    asks = turn["role"] == "user" and asks_only(text)
+    if asks:
         meta["asks_only"] = True  # why this person's turn has the lower confidence
     return MemoryItem.build(
         content=content[: rt.gate.max_length],
@@ -125,7 +125,7 @@ def _turn_item(
         session_id=owner.get("session_id"),
         agent_id=owner.get("agent_id"),
         thread_id=owner.get("session_id"),
-        confidence=1.0 if stated else rt.gate.min_confidence,
+        confidence=1.0 if turn["role"] == "user" and not asks else rt.gate.min_confidence,
         importance=0.3,
         tags=(RESOURCE_TAG, TURN_TAG),
         metadata=meta,
