@@ -31,7 +31,7 @@ def _conversations(name: str) -> list[dict[str, Any]]:
 
 def test_every_conversation_can_only_pass_on_what_the_user_said_last() -> None:
     ids: set[str] = set()
-    for name in ("now_dev.jsonl", "now_held.jsonl"):
+    for name in ("now_dev.jsonl", "now_held.jsonl", "now_test.jsonl"):
         convs = _conversations(name)
         assert len(convs) == 16 and sorted(c["lang"] for c in convs) == ["en"] * 8 + ["zh"] * 8
         for c in convs:
