@@ -257,6 +257,11 @@ def test_a_later_statement_about_someone_else_keeps_its_place(mem: Memory, clock
         ("My wife works at Siemens.", "I work at Bosch.", "another holder"),
         ("I wake up at 6:30 on weekdays.", "I wake up at 9 on weekends.", "another scope"),
         ("我喜欢猫。", "我也喜欢狗。", "one more value"),
+        # a clause opening with 还有 / "also," turns to another topic; counted next, it adds one
+        ("我住在苏州。", "还有我住到杭州了。", None),
+        ("我养了一只猫。", "还有一只狗。", "one more value"),
+        ("My rent is 1400.", "Also, my rent is 1100 now.", None),
+        ("I have a cat.", "also a dog named Rex", "one more value"),
         ("The server has 32 GB of RAM.", "The laptop has 16 GB of RAM.", "another subject"),
         ("I drive a Honda Civic.", "I sold the Civic and drive a Tesla now.", None),
     ],

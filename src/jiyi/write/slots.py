@@ -61,6 +61,12 @@ _CUE_ZH = re.compile(
 )
 # "also", "too": an additional value, not a replacement.
 _ADDITIVE = re.compile(r"\b(?:also|too|as\s+well|another|other)\b|也|还有|另外|又")
+# A clause opening with "还有" / "also, ..." turns to another topic ("还有房租最后谈成5200了"):
+# no additional value unless one is counted next ("还有一只狗", "also a dog").
+_DISCOURSE = re.compile(
+    r"^(?:对了|还有|另外|顺便说一下|顺便|also|and\s+also|plus|oh\s+and|btw|by\s+the\s+way)"
+    r"(?![一两俩几个只\d])(?!\s*(?:a|an|another|one|two|\d+)\b)[\s,，]*"
+)
 # Restating the same value ("still", "还是") is the opposite of a change.
 _STILL = re.compile(r"\b(?:still|as\s+always|confirm(?:ing|ed)?)\b|还是|依然|仍然|确认")
 _NEGATION = re.compile(r"\b(?:no\s+longer|not|never|don't|doesn't|isn't|aren't|quit|stopped)\b|不|没|戒")
@@ -324,7 +330,11 @@ def _norm(text: str) -> str:
 
 
 _ABBREV = re.compile(r"\b(?:dr|mr|mrs|ms|st|prof|jr|sr|no)\.")
-_CLAUSES = re.compile(r"[;；,，。.!！?？\n]+(?!\d)|\s+(?:but|so|and)\s+|但是|不过|所以")
+# A space between Han characters ends a clause: people typing Chinese in a chat often leave
+# out the comma ("日本去不成了 签证没赶上 国庆就在上海待着吧").
+_CLAUSES = re.compile(
+    r"[;；,，。.!！?？\n]+(?!\d)|\s+(?:but|so|and)\s+|但是|不过|所以|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])"
+)
 
 
 def claims(text: str) -> list[Claim]:
@@ -356,7 +366,7 @@ def _read_claims(text: str) -> list[Claim]:
     for sentence in _SENTENCES.split(body):
         cue = opened or has_cue(sentence)
         for raw in _CLAUSES.split(sentence):
-            clause = _LEAD_CUE.sub("", raw).strip()
+            clause = _DISCOURSE.sub("", _LEAD_CUE.sub("", raw).strip())
             if not clause:
                 continue
             zh = bool(re.search(r"[\u4e00-\u9fff]", clause))
