@@ -234,7 +234,11 @@ default embedder's level for two unrelated texts (0.25), so that a shared name a
 
 
 def is_later_on_topic(
-    newer: Candidate, older: Candidate, asked: frozenset[str], bar: float = TOPIC_COSINE
+    newer: Candidate,
+    older: Candidate,
+    asked: frozenset[str],
+    bar: float = TOPIC_COSINE,
+    now: bool = False,
 ) -> bool:
     """Whether ``newer`` is a later turn, statement or session summary of the same user that
     (scoring within :data:`LATER_ON_TOPIC_MARGIN` of ``older``, which the ranking checks)
@@ -244,11 +248,14 @@ def is_later_on_topic(
     (another holder, subject or scope, "also": :func:`jiyi.write.slots.apart`). Of two
     near-equal answers about one thing, the later is the better guess of what is true now
     ("现在4500一个月" then "房租最后谈成5200了"; "我儿子8岁，二年级" then "小家伙升三年级了"),
-    though neither says that it changed anything."""
+    though neither says that it changed anything. With ``now`` (the query asks what is true
+    now, not about the past: :func:`jiyi.read.asked.asks_about_past`), two summaries of one
+    user's sessions count too: the later session's is the better guess, whatever either says."""
     a, b = older.item, newer.item
     if not _later(b, a):
         return False
-    if not (_one_person(a, b) or _summary_of(b, a)) or _cosine(newer, older) < bar:
+    summaries = now and _summaries_of_one_user(a, b)
+    if not (summaries or _one_person(a, b) or _summary_of(b, a)) or _cosine(newer, older) < bar:
         return False
     old_text, new_text = _said(a), _said(b)
     old_terms, new_terms = _content_terms(old_text), _content_terms(new_text)
@@ -257,6 +264,8 @@ def is_later_on_topic(
     # flights" against "aisle seats on trains", asked about flights).
     if (old_terms & asked) - new_terms - who:
         return False
+    if summaries:
+        return True
     if _apart_for_topic(old_text, new_text) is not None:
         return False
     # Where the later one names the topic it must state something, not ask for help
@@ -297,6 +306,16 @@ def _apart_for_topic(old: str, new: str) -> str | None:
 def _stated(text: str) -> tuple[str, ...]:
     """The clauses of a turn (or of a summary's lines) that state something."""
     return tuple(c for line in text.splitlines() for c in stated_clauses(line))
+
+
+def _summaries_of_one_user(a: MemoryItem, b: MemoryItem) -> bool:
+    """Whether ``a`` and ``b`` are summaries of two sessions of one user."""
+    return (
+        "episode" in a.tags
+        and "episode" in b.tags
+        and a.user_id == b.user_id
+        and a.session_id != b.session_id
+    )
 
 
 def _summary_of(summary: MemoryItem, said: MemoryItem) -> bool:
