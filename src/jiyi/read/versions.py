@@ -309,13 +309,8 @@ def _stated(text: str) -> tuple[str, ...]:
 
 
 def _summaries_of_one_user(a: MemoryItem, b: MemoryItem) -> bool:
-    """Whether ``a`` and ``b`` are summaries of two sessions of one user."""
-    return (
-        "episode" in a.tags
-        and "episode" in b.tags
-        and a.user_id == b.user_id
-        and a.session_id != b.session_id
-    )
+    """Whether ``a`` and ``b`` are summaries of one user's sessions (or of two parts of one)."""
+    return "episode" in a.tags and "episode" in b.tags and a.user_id == b.user_id
 
 
 def _summary_of(summary: MemoryItem, said: MemoryItem) -> bool:
