@@ -812,7 +812,11 @@ def _with_vector(item: MemoryItem) -> Candidate:
     [
         ("唉房东又说要涨房租，现在4500一个月已经很贵了", "房租最后谈成5200了，气死", "用户每月房租多少？"),
         # "还有" opening a turn changes the topic, it adds no value
-        ("唉房东又说要涨房租，现在4500一个月已经很贵了", "还有房租最后谈成5200了，气死", "用户每月房租多少？"),
+        (
+            "唉房东又说要涨房租，现在4500一个月已经很贵了",
+            "还有房租最后谈成5200了，气死",
+            "用户每月房租多少？",
+        ),
         # clauses typed with spaces for commas
         (
             "另外国庆想去日本玩一周 大阪京都那种 要提前多久订票",
@@ -917,7 +921,9 @@ def test_of_two_session_summaries_the_later_is_the_later_of_a_near_tie_when_aske
     from jiyi.text.tokenize import query_terms
 
     earlier = _episode(0, "- User: Need a quick dinner idea, I'm vegetarian and have chickpeas and spinach")
-    later = _episode(60, "- User: oh and fun fact I've started eating fish again\n- User: any tips for salmon")
+    later = _episode(
+        60, "- User: oh and fun fact I've started eating fish again\n- User: any tips for salmon"
+    )
     asked = frozenset(query_terms("What is the user's diet?"))
     assert is_later_on_topic(later, earlier, asked, now=True)
     assert not is_later_on_topic(earlier, later, asked, now=True)
