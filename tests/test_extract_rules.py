@@ -733,6 +733,24 @@ def test_a_turn_that_only_asks(text: str, only: bool) -> None:
     assert asks_only(text) is only
 
 
+@pytest.mark.parametrize(
+    ("text", "nothing"),
+    [
+        ("yes pls", True),
+        ("got it, thanks", True),
+        ("牛腩要炖多久啊", True),  # it only asks
+        ("it's Slack. ugh", False),  # a name
+        ("ok 3 more", False),  # a number
+        ("I've done Blackbird. something newer?", False),
+        ("我那台最近掉得有点多", False),
+    ],
+)
+def test_a_turn_that_states_nothing(text: str, nothing: bool) -> None:
+    from jiyi.write.extract_rules import states_nothing
+
+    assert states_nothing(text) is nothing
+
+
 def test_where_one_grew_up_and_a_restated_home_or_employer_in_chinese() -> None:
     cases = {
         "我在大连长大。": ("hometown", "大连"),

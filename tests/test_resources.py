@@ -257,3 +257,23 @@ def test_a_users_turn_that_only_asks_is_kept_with_less_confidence(mem: Memory) -
     assert all(t.metadata["asks_only"] is True for t in asking) and len(asking) == 2
     hits = mem.search("Which city does the user live in?", user_id="u", limit=3)
     assert "Portland" in hits[0].item.content
+
+
+def test_a_users_turn_that_states_nothing_is_kept_with_less_confidence(mem: Memory) -> None:
+    # An answer or a reaction on its own ("yes pls", "要！") says nothing about the person;
+    # a short one with a name in it does ("it's Slack"). (A bare "perfect" is not kept.)
+    mem.remember(
+        [("user", "yes pls"), ("user", "it's Slack. ugh"), ("user", "要！")],
+        session_id="s1",
+        user_id="u",
+    )
+    mem.process_jobs()
+    turns = {t.content: t for t in mem.list(user_id="u", tags=["turn"], limit=10).items}
+    assert {c: t.confidence for c, t in turns.items()} == {
+        "yes pls": 0.7,
+        "it's Slack. ugh": 1.0,
+        "要！": 0.7,
+    }
+    assert turns["yes pls"].metadata["states_nothing"] is True
+    assert "asks_only" not in turns["yes pls"].metadata
+    assert "states_nothing" not in turns["it's Slack. ugh"].metadata

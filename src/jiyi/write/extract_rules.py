@@ -90,6 +90,7 @@ __all__ = [
     "RuleExtractor",
     "asks_only",
     "stated_clauses",
+    "states_nothing",
     "with_speaker",
 ]
 
@@ -318,12 +319,20 @@ def _asks(clause: str) -> bool:
 
 
 def _says_nothing(clause: str) -> bool:
-    """A clause too short to state anything ("oh cute", "fair", "好的"), or small talk."""
+    """A clause too short to state anything ("oh cute", "fair", "好的"), or small talk; not
+    one with a number or a name after its first word ("it's Slack")."""
     text = _trim(clause)
     if not text or low_value_reason(text) is not None:
         return True
     han = len(_HAN.findall(text))
-    return (han <= 3 if han else len(text.split()) <= 2) and not any(ch.isdigit() for ch in text)
+    if han:
+        return han <= 3 and not any(ch.isdigit() for ch in text)
+    words = text.split()
+    return (
+        len(words) <= 2
+        and not any(ch.isdigit() for ch in text)
+        and not any(w[:1].isupper() for w in words[1:])
+    )
 
 
 def stated_clauses(text: str) -> list[str]:
@@ -333,6 +342,12 @@ def stated_clauses(text: str) -> list[str]:
     covers for dog hair, any recommendation?", "推荐几家火锅吧 要本地人去的那种"); "my Civic's
     light came on, is it safe?" states something first."""
     return _read_clauses(text)[1]
+
+
+def states_nothing(text: str) -> bool:
+    """Whether no clause of a turn states anything (see :func:`stated_clauses`): it only
+    asks (:func:`asks_only`), or only answers or reacts ("yes pls", "perfect", "要！")."""
+    return not _read_clauses(text)[1]
 
 
 def asks_only(text: str) -> bool:

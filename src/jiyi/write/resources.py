@@ -16,7 +16,8 @@ confidence at 0.3). So is a user's turn that only asks ("how long does it take f
 to settle in?", "牛腩要炖多久啊", :func:`~jiyi.write.extract_rules.asks_only`): a question
 states nothing about the person, and the embedder puts a question close to every other
 question, so "Which city do I live in?" found "how long does it take ..." first. Its
-metadata says so (``asks_only``: true).
+metadata says so (``asks_only``: true). So is a turn that states nothing else ("yes pls",
+"要！": :func:`~jiyi.write.extract_rules.states_nothing`; ``states_nothing``: true).
 
 Resources are exempt from decay and never reconciled against (they are evidence, not
 claims); how long raw turns are kept is ``LifecyclePolicy.retention_days["turns"]``
@@ -38,7 +39,7 @@ from jiyi.runtime import Runtime
 from jiyi.store.base import Change, HistoryAction, Upsert
 from jiyi.text.lowvalue import is_acknowledgement
 from jiyi.text.tokenize import index_text
-from jiyi.write.extract_rules import asks_only
+from jiyi.write.extract_rules import asks_only, states_nothing
 from jiyi.write.gate import scrub
 
 _MIN_CHARS = 2
@@ -112,9 +113,10 @@ def _turn_item(
     meta: dict[str, Any] = {"role": turn["role"]}
     if name:
         meta["speaker"] = name
-    asks = turn["role"] == "user" and asks_only(text)
-    if asks:
-        meta["asks_only"] = True  # why this person's turn has the lower confidence
+    # Why this person's turn has the lower confidence: it only asks, or states nothing.
+    low = turn["role"] == "user" and states_nothing(text)
+    if low:
+        meta["asks_only" if asks_only(text) else "states_nothing"] = True
     return MemoryItem.build(
         content=content[: rt.gate.max_length],
         memory_type=MemoryType.EVENT,
@@ -125,7 +127,7 @@ def _turn_item(
         session_id=owner.get("session_id"),
         agent_id=owner.get("agent_id"),
         thread_id=owner.get("session_id"),
-        confidence=1.0 if turn["role"] == "user" and not asks else rt.gate.min_confidence,
+        confidence=1.0 if turn["role"] == "user" and not low else rt.gate.min_confidence,
         importance=0.3,
         tags=(RESOURCE_TAG, TURN_TAG),
         metadata=meta,
