@@ -21,7 +21,7 @@ first hit holds one of its ``expect`` words; ``top3`` when one of the first thre
 current one among the first three.
 
     python bench/user_path.py bench/data/user_path.jsonl [--show] [--json OUT.json]
-    python bench/user_path.py bench/data/now_held.jsonl [--show]
+    python bench/user_path.py bench/data/now_held.jsonl [--show] [--embedder pair]
 """
 
 from __future__ import annotations
@@ -163,12 +163,14 @@ def conversation_figures(
     return figures
 
 
-def main_conversations(convs: list[Conversation], show: bool) -> dict[str, dict[str, int]]:
+def main_conversations(
+    convs: list[Conversation], show: bool, embedder: str | None = None
+) -> dict[str, dict[str, int]]:
     clock = Clock()
     results: list[tuple[Conversation, Question, int, int, str]] = []
     with (
         tempfile.TemporaryDirectory() as tmp,
-        Memory.open(Path(tmp) / "u.db", clock=clock, background=False) as mem,
+        Memory.open(Path(tmp) / "u.db", clock=clock, background=False, embedder=embedder) as mem,
     ):
         for conv in convs:
             results += [(conv, *r) for r in run_conversation(mem, clock, conv)]
@@ -185,12 +187,12 @@ def main_conversations(convs: list[Conversation], show: bool) -> dict[str, dict[
     return figures
 
 
-def main_pairs(pairs: list[Pair], show: bool) -> dict[str, dict[str, int]]:
+def main_pairs(pairs: list[Pair], show: bool, embedder: str | None = None) -> dict[str, dict[str, int]]:
     clock = Clock()
     results: list[tuple[Pair, bool, str]] = []
     with (
         tempfile.TemporaryDirectory() as tmp,
-        Memory.open(Path(tmp) / "u.db", clock=clock, background=False) as mem,
+        Memory.open(Path(tmp) / "u.db", clock=clock, background=False, embedder=embedder) as mem,
     ):
         for pair in pairs:
             ok, top = run(mem, clock, pair)
@@ -214,13 +216,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("data", type=Path, nargs="?", default=Path(__file__).parent / "data" / "user_path.jsonl")
     ap.add_argument("--show", action="store_true", help="print every pair's (question's) first hit")
     ap.add_argument("--json", type=Path, help="write the figures here")
+    ap.add_argument("--embedder", help="embedder spec (default: jiyi's), e.g. e5 or pair with the e5 extra")
     args = ap.parse_args(argv)
     loaded = load(args.data)
     started = time.perf_counter()
     if loaded and isinstance(loaded[0], Conversation):
-        figures = main_conversations(loaded, args.show)
+        figures = main_conversations(loaded, args.show, args.embedder)
     else:
-        figures = main_pairs(cast(list[Pair], loaded), args.show)
+        figures = main_pairs(cast(list[Pair], loaded), args.show, args.embedder)
     print(f"{len(loaded)} {args.data.name} records, {time.perf_counter() - started:.1f} s")
     if args.json:
         meta = {"when": now_iso(), "commit": git_commit(), "machine": machine_info()}
