@@ -555,6 +555,8 @@ def test_a_later_turn_saying_what_changed_ranks_above_what_it_changed(mem: Memor
         ("我们用禅道管理需求和bug。", "我们把禅道换成了飞书项目。", "我们用什么工具管理需求？"),
         ("我和朋友阿杰合租。", "阿杰搬走了，现在我一个人住。", "我和谁一起住？"),
         ("我的直属领导是王磊。", "王磊调去深圳了，新领导还没定。", "我的直属领导是谁？"),
+        # the query's word inside another word of the older ("做主库" is cut 做主 | 库)
+        ("我们用 MySQL 做主库。", "主库已经迁到 PostgreSQL 了。", "我们主库用什么数据库？"),
         (
             "I'm allergic to penicillin.",
             "Turns out I'm not allergic to penicillin after all.",

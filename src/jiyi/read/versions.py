@@ -214,10 +214,10 @@ def is_said_change(newer: Candidate, older: Candidate, asked: frozenset[str]) ->
     if not (changed or ended):
         return False
     old_text = _said(a)
-    topic = _content_terms(old_text) & asked
+    topic = _held(old_text, asked)
     if topic:
         topic -= _who(old_text)
-    if topic and any(topic & _content_terms(s) - _who(s) for s in changed):
+    if topic and any(_held(s, topic) - _who(s) for s in changed):
         return True
     named = _object_terms(old_text) - asked
     return bool(named) and any(_names(named, _content_terms(s)) for s in (*changed, *ended))
@@ -258,11 +258,11 @@ def is_later_on_topic(
     if not (summaries or _one_person(a, b) or _summary_of(b, a)) or _cosine(newer, older) < bar:
         return False
     old_text, new_text = _said(a), _said(b)
-    old_terms, new_terms = _content_terms(old_text), _content_terms(new_text)
     who = _who(old_text) | _who(new_text)
     # A word of the query only the older holds makes it the closer answer ("window seats on
     # flights" against "aisle seats on trains", asked about flights).
-    if (old_terms & asked) - new_terms - who:
+    old_asked, new_asked = _held(old_text, asked), _held(new_text, asked)
+    if old_asked - new_asked - who:
         return False
     if summaries:
         return True
@@ -270,8 +270,8 @@ def is_later_on_topic(
         return False
     # Where the later one names the topic it must state something, not ask for help
     # with it ("帮我想个婚礼上的祝福吧" says nothing of when the wedding is).
-    topic = old_terms & new_terms & asked - who
-    if topic and any(topic & _content_terms(c) for c in _stated(new_text)):
+    topic = old_asked & new_asked - who
+    if topic and any(_held(c, topic) for c in _stated(new_text)):
         return True
     # Or one of its clauses gives a slot of the older another value, the query naming a word
     # of that slot that is not a person ("我儿子二年级" -> "小家伙升三年级了", asked the grade).
@@ -379,6 +379,19 @@ def _said(item: MemoryItem) -> str:
     if isinstance(name, str) and item.content.startswith(f"{name}: "):
         return item.content[len(name) + 2 :]
     return item.content
+
+
+@functools.lru_cache(maxsize=4096)
+def _held(text: str, asked: frozenset[str]) -> frozenset[str]:
+    """The query terms ``asked`` that ``text`` holds: among its terms, or, for a term of two
+    or more Han characters, anywhere in it (the segmenter cuts "做主库" as 做主 | 库, the
+    query "主库用什么" as 主库 | 用)."""
+    held = _content_terms(text) & asked
+    rest = [t for t in asked - held if len(t) > 1 and _ALL_HAN.fullmatch(t)]
+    return held | frozenset(t for t in rest if t in text) if rest else held
+
+
+_ALL_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 
 
 @functools.lru_cache(maxsize=4096)
