@@ -149,6 +149,21 @@ def test_a_fact_and_the_turn_it_came_from_take_one_place(mem: Memory) -> None:
     assert "Hydra" in sail[0].item.content
 
 
+def test_a_turn_that_says_more_than_its_fact_stands_for_it(mem: Memory) -> None:
+    # Extraction kept one clause; the turn also says where the person lives. Shown in the
+    # fact's place, the fact alone would hide that.
+    said = "Toronto winter is here, my hands are too cold to type on my phone outside lol"
+    mem.remember([("user", said)], session_id="s1", user_id="u")
+    mem.process_jobs()
+    (turn,) = mem.list(user_id="u", tags=["turn"]).items
+    (fact,) = [i for i in mem.list(user_id="u").items if any(r.target_id == turn.id for r in i.relations)]
+    assert fact.content != said and "Toronto" not in fact.content
+    hits = mem.search("Where does the user live?", user_id="u", limit=5)
+    ids = [h.item.id for h in hits]
+    assert turn.id in ids and fact.id not in ids
+    assert "fact_score" in hits[ids.index(turn.id)].breakdown
+
+
 def test_pure_acknowledgements_are_not_kept_as_turns_and_are_counted(mem: Memory) -> None:
     result = mem.remember(
         [

@@ -6,7 +6,10 @@ both spends two of the caller's ``limit`` places (and two entries of a prompt's 
 one statement. The fact is what jiyi knows (reconciled, versioned, valid now); the turn is
 its evidence, reachable through the link. So the fact stays, at the better of the two
 places, and the turn goes. A turn whose facts were not found stays: it is then the only
-trace of what was said.
+trace of what was said. So does a turn that says more than its fact while the fact is
+current (extraction kept one clause of "Toronto winter is here, my hands are too cold to
+type on my phone"): it takes the better place and the fact goes, its score shown as the
+turn's ``fact_score``.
 
 Only a fact with exactly one source folds into it: an item built from many (a compressed
 core item) does not stand for any single turn.
@@ -14,8 +17,10 @@ core item) does not stand for any single turn.
 
 from __future__ import annotations
 
-from jiyi.model import TURN_TAG, MemoryItem, RelationType
+from jiyi.model import TURN_TAG, MemoryItem, RelationType, Status
 from jiyi.read.rank import Scored
+from jiyi.text.tokenize import terms
+from jiyi.write.extract_rules import stated_clauses
 
 
 def _single_source(item: MemoryItem) -> str | None:
@@ -46,7 +51,8 @@ _PLACE_REASONS = frozenset(
 
 def one_per_statement(scored: list[Scored]) -> list[Scored]:
     """``scored`` (best first) with every turn whose extracted fact is also present
-    replaced by that fact, at the turn's place when it ranked higher."""
+    replaced by that fact, at the turn's place when it ranked higher; or the fact by the
+    turn, when the turn says more (:func:`_says_more`)."""
     position = {s.candidate.item.id: i for i, s in enumerate(scored)}
     # The best-ranked fact of each turn present in the results.
     fact_of: dict[str, int] = {}
@@ -56,6 +62,9 @@ def one_per_statement(scored: list[Scored]) -> list[Scored]:
             fact_of[source] = i
     if not fact_of:
         return scored
+    richer = {t for t in fact_of if _says_more(scored[position[t]], scored[fact_of[t]])}
+    if richer:
+        return one_per_statement(_turns_for_facts(scored, {position[t]: fact_of[t] for t in richer}))
     moved = {fact_of[turn]: position[turn] for turn in fact_of if position[turn] < fact_of[turn]}
     out: list[Scored] = []
     for i, s in enumerate(scored):
@@ -74,3 +83,31 @@ def one_per_statement(scored: list[Scored]) -> list[Scored]:
             continue  # already placed where its turn was
         out.append(s)
     return out
+
+
+def _turns_for_facts(scored: list[Scored], fact_at: dict[int, int]) -> list[Scored]:
+    """``scored`` with each turn of ``fact_at`` (its place -> its fact's) standing for its
+    fact, at the better of their two places, the fact's score in its breakdown."""
+    turn_at = {f: t for t, f in fact_at.items()}
+    out: list[Scored] = []
+    for i, x in enumerate(scored):
+        if turn_at.get(i, -1) > i:  # a fact above its turn: the turn takes this place
+            turn = scored[turn_at[i]]
+            breakdown = {**turn.breakdown, "fact_score": x.score}
+            out.append(turn.but(score=max(x.score, turn.score), breakdown=breakdown))
+        elif fact_at.get(i, -1) > i:  # a turn above its fact: it stays
+            out.append(x.but(breakdown={**x.breakdown, "fact_score": scored[fact_at[i]].score}))
+        elif i not in turn_at and i not in fact_at:
+            out.append(x)
+    return out
+
+
+def _says_more(turn: Scored, fact: Scored) -> bool:
+    """Whether a turn states more than the one fact extracted from it (a clause the fact does
+    not hold: "Toronto winter is here, my hands are too cold to type on my phone"), while
+    the fact is still current: then the turn is the better answer to show."""
+    item = fact.candidate.item
+    if item.status is not Status.ACTIVE or item.valid_to is not None or item.version != 1:
+        return False  # retired, or changed since: the turn holds what is no longer true
+    held = set(terms(item.content))
+    return any(not set(terms(c)) <= held for c in stated_clauses(turn.candidate.item.content))
