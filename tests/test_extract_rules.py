@@ -718,6 +718,10 @@ def test_a_new_job_somewhere_unnamed_or_someone_elses_gives_no_employer() -> Non
         ("推荐几家火锅吧 要本地人去的那种", True),
         ("and seat covers for dog hair, any recommendation?", True),
         ("Can you give me a 12 week half marathon plan?", True),
+        ("好 加个表格吧", True),  # an instruction to the assistant
+        ("换个说法吧！", True),
+        ("我们去吃个火锅吧", False),  # a plan of ours
+        ("国庆就在上海待着吧", False),
         # a statement beside the question: the person said that
         ("我儿子8岁，二年级，数学老是粗心，有啥办法吗", False),
         ("女朋友小雨生日快到了 送啥好啊 预算两千以内", False),

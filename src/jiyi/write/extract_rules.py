@@ -294,6 +294,11 @@ _REQUEST_EN = re.compile(
 )
 _REQUEST_ZH = re.compile(r"^(?:帮我|帮忙|麻烦|请你?|给我|推荐|能不能|能否|可以帮|你能|你可以|求)")
 _ASKS_ZH = re.compile(r"多久|多长时间|咋|啥(?!都|也)|如何")
+# An instruction to the assistant: a verb with 个 / 一下 / 点 and a closing 吧 ("加个表格吧",
+# "改短点吧", "再写一下吧"); not a plan of ours ("我们去吃个火锅吧", "国庆就在上海待着吧").
+_INSTRUCTS_ZH = re.compile(
+    r"^(?:再|先|就|那)?[\u4e00-\u9fff]{1,2}(?:个|一下|一个|点|几个)[^我咱]{0,12}吧[！!。.～~]*$"
+)
 # Chat Chinese separates clauses with spaces too: "女朋友小雨生日快到了 送啥好啊".
 _CLAUSE_SPLIT = re.compile(r"[，,;；、]|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
 _FIRST_PERSON_ANY = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|our|ours|us)\b|我|咱", _I)
@@ -314,7 +319,11 @@ def _asks(clause: str) -> bool:
     if text.endswith(("?", "？")) or _REQUEST_EN.match(core) or _REQUEST_ZH.match(core):
         return True
     if _HAN.search(core):
-        return bool(_QUESTION_ZH.search(core) or _ASKS_ZH.search(core))
+        return bool(
+            _QUESTION_ZH.search(core)
+            or _ASKS_ZH.search(core)
+            or _INSTRUCTS_ZH.match(_LEAD_FILLER.sub("", text))
+        )
     return bool(_ASKS_EN.match(core[:1].lower() + core[1:]))
 
 
