@@ -109,5 +109,9 @@ def _says_more(turn: Scored, fact: Scored) -> bool:
     item = fact.candidate.item
     if item.status is not Status.ACTIVE or item.valid_to is not None or item.version != 1:
         return False  # retired, or changed since: the turn holds what is no longer true
+    said = turn.candidate.item
+    text, name = said.content, said.metadata.get("speaker")
+    if isinstance(name, str) and text.startswith(f"{name}: "):
+        text = text[len(name) + 2 :]  # the speaker's name in front is no more said
     held = set(terms(item.content))
-    return any(not set(terms(c)) <= held for c in stated_clauses(turn.candidate.item.content))
+    return any(not set(terms(c)) <= held for c in stated_clauses(text))
