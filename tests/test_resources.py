@@ -164,6 +164,17 @@ def test_a_turn_that_says_more_than_its_fact_stands_for_it(mem: Memory) -> None:
     assert "fact_score" in hits[ids.index(turn.id)].breakdown
 
 
+def test_a_named_speakers_turn_says_no_more_than_its_fact_for_the_name(mem: Memory) -> None:
+    mem.remember(
+        [{"role": "user", "name": "Ana", "content": "My favourite drink is oolong tea"}],
+        session_id="s1",
+        user_id="u",
+    )
+    mem.process_jobs()
+    hits = mem.search("what does Ana like to drink?", user_id="u", limit=5)
+    assert [h.item.content for h in hits] == ["My favourite drink is oolong tea"]  # the fact, not "Ana: ..."
+
+
 def test_pure_acknowledgements_are_not_kept_as_turns_and_are_counted(mem: Memory) -> None:
     result = mem.remember(
         [
