@@ -906,56 +906,6 @@ def test_a_later_turn_that_does_not_answer_the_same_thing_is_not_moved(
     assert not is_later_on_topic(later, earlier, frozenset(query_terms(query)))
 
 
-def _episode(days: int, text: str, user: str = "u") -> Candidate:
-    return _with_vector(
-        MemoryItem.build(
-            content=text,
-            memory_type=MemoryType.EVENT,
-            user_id=user,
-            tags=("episode",),
-            occurred_at=T0 + timedelta(days=days),
-        )
-    )
-
-
-def test_of_two_session_summaries_the_later_is_the_later_of_a_near_tie_when_asked_about_now() -> None:
-    from jiyi.read.versions import is_later_on_topic
-    from jiyi.text.tokenize import query_terms
-
-    earlier = _episode(0, "- User: Need a quick dinner idea, I'm vegetarian and have chickpeas and spinach")
-    later = _episode(
-        60, "- User: oh and fun fact I've started eating fish again\n- User: any tips for salmon"
-    )
-    asked = frozenset(query_terms("What is the user's diet?"))
-    assert is_later_on_topic(later, earlier, asked, now=True)
-    assert not is_later_on_topic(earlier, later, asked, now=True)
-    assert not is_later_on_topic(later, earlier, asked)  # a question about the past keeps the order
-    other = _episode(60, later.item.content, user="someone else")
-    assert not is_later_on_topic(other, earlier, asked, now=True)
-    # a word of the query only the earlier holds makes it the closer answer
-    assert not is_later_on_topic(later, earlier, frozenset(query_terms("Is the user vegetarian?")), now=True)
-
-
-@pytest.mark.parametrize(
-    ("query", "past"),
-    [
-        ("What is the user's diet?", False),
-        ("Where does the user live now?", False),
-        ("user's salary", False),
-        ("Where did the user live before?", True),
-        ("What car was the user driving last year?", True),
-        ("用户开什么车？", False),
-        ("用户国庆去日本了吗？", False),
-        ("用户以前住在哪？", True),
-        ("用户去年的工资是多少？", True),
-    ],
-)
-def test_a_query_says_whether_it_asks_about_the_past(query: str, past: bool) -> None:
-    from jiyi.read.asked import asks_about_past
-
-    assert asks_about_past(query) is past
-
-
 def test_a_later_turn_on_the_topic_rises_above_a_near_tie_in_search(mem: Memory, clock: Clock) -> None:
     _sessions(
         mem,

@@ -113,18 +113,3 @@ def about_another(fact: Candidate, other: Candidate) -> bool:
     """Whether ``other`` says its thing of another person than ``fact`` does ("My sister
     lives in Berlin" against "I moved to Munich"; :func:`jiyi.write.slots.apart`)."""
     return cached_apart(fact.item.content, other.item.content) == "another holder"
-
-
-# Words that place a question in the past: a tense ("did", "was"), or a time before now.
-_PAST = re.compile(
-    r"\b(?:did|was|were|had|used\s+to|ago|yesterday|earlier|before|originally|at\s+first|previous(?:ly)?|"
-    r"former(?:ly)?|back\s+then|last\s+(?:week|month|year|time|summer|winter|spring|fall|autumn))\b"
-    r"|以前|之前|原来|原先|本来|起初|最初|当时|那时|曾经|过去|上次|去年|前年|上个?月|上周|上个星期|昨天|前天|前几天",
-    _I,
-)
-
-
-def asks_about_past(query: str) -> bool:
-    """Whether ``query`` asks about the past ("Where did I live before?", "以前住哪") rather
-    than what is true now ("Where do I live?", "用户开什么车？")."""
-    return bool(_PAST.search(query))

@@ -54,7 +54,7 @@ from jiyi.config import RankConfig
 from jiyi.embed.scale import on_scale, to_default_scale
 from jiyi.model import MemoryItem, RelationType, Status
 from jiyi.read import fusion
-from jiyi.read.asked import about_another, answers, asked_key, asks_about_past
+from jiyi.read.asked import about_another, answers, asked_key
 from jiyi.read.fusion import at_neighbours, neighbour_index
 from jiyi.read.fusion import han_share as han_share  # re-exported: tests and callers use it here
 from jiyi.read.fusion import other_language as other_language_of
@@ -511,7 +511,6 @@ def newer_versions_first(
     topic_bar = on_scale(TOPIC_COSINE, model_id)
     top = scored[:VERSIONS_TOP]
     asked = frozenset(query_terms(query))
-    now = not asks_about_past(query)
     changed: list[tuple[Scored, Scored, bool]] = []  # (older, newer, the milder move)
     for i, older in enumerate(top):
         for newer in top[i + 1 :]:
@@ -533,7 +532,7 @@ def newer_versions_first(
             elif (
                 asked
                 and newer.score >= older.score - LATER_ON_TOPIC_MARGIN
-                and is_later_on_topic(newer.candidate, older.candidate, asked, topic_bar, now)
+                and is_later_on_topic(newer.candidate, older.candidate, asked, topic_bar)
             ):
                 _place_above(newer, older, "contribution.later_on_topic")
                 changed.append((older, newer, True))

@@ -234,11 +234,7 @@ default embedder's level for two unrelated texts (0.25), so that a shared name a
 
 
 def is_later_on_topic(
-    newer: Candidate,
-    older: Candidate,
-    asked: frozenset[str],
-    bar: float = TOPIC_COSINE,
-    now: bool = False,
+    newer: Candidate, older: Candidate, asked: frozenset[str], bar: float = TOPIC_COSINE
 ) -> bool:
     """Whether ``newer`` is a later turn, statement or session summary of the same user that
     (scoring within :data:`LATER_ON_TOPIC_MARGIN` of ``older``, which the ranking checks)
@@ -248,14 +244,11 @@ def is_later_on_topic(
     (another holder, subject or scope, "also": :func:`jiyi.write.slots.apart`). Of two
     near-equal answers about one thing, the later is the better guess of what is true now
     ("现在4500一个月" then "房租最后谈成5200了"; "我儿子8岁，二年级" then "小家伙升三年级了"),
-    though neither says that it changed anything. With ``now`` (the query asks what is true
-    now, not about the past: :func:`jiyi.read.asked.asks_about_past`), two summaries of one
-    user's sessions count too: the later session's is the better guess, whatever either says."""
+    though neither says that it changed anything."""
     a, b = older.item, newer.item
     if not _later(b, a):
         return False
-    summaries = now and _summaries_of_one_user(a, b)
-    if not (summaries or _one_person(a, b) or _summary_of(b, a)) or _cosine(newer, older) < bar:
+    if not (_one_person(a, b) or _summary_of(b, a)) or _cosine(newer, older) < bar:
         return False
     old_text, new_text = _said(a), _said(b)
     who = _who(old_text) | _who(new_text)
@@ -264,8 +257,6 @@ def is_later_on_topic(
     old_asked, new_asked = _held(old_text, asked), _held(new_text, asked)
     if old_asked - new_asked - who:
         return False
-    if summaries:
-        return True
     if _apart_for_topic(old_text, new_text) is not None:
         return False
     # Where the later one names the topic it must state something, not ask for help
@@ -306,11 +297,6 @@ def _apart_for_topic(old: str, new: str) -> str | None:
 def _stated(text: str) -> tuple[str, ...]:
     """The clauses of a turn (or of a summary's lines) that state something."""
     return tuple(c for line in text.splitlines() for c in stated_clauses(line))
-
-
-def _summaries_of_one_user(a: MemoryItem, b: MemoryItem) -> bool:
-    """Whether ``a`` and ``b`` are summaries of one user's sessions (or of two parts of one)."""
-    return "episode" in a.tags and "episode" in b.tags and a.user_id == b.user_id
 
 
 def _summary_of(summary: MemoryItem, said: MemoryItem) -> bool:
