@@ -164,6 +164,21 @@ def test_a_turn_that_says_more_than_its_fact_stands_for_it(mem: Memory) -> None:
     assert "fact_score" in hits[ids.index(turn.id)].breakdown
 
 
+def test_a_fact_that_replaced_an_older_value_shows_rather_than_its_turn(mem: Memory, clock: Clock) -> None:
+    # The fact carries the version chain (what it replaced); its turn is only evidence.
+    mem.remember([("user", "I live in Hangzhou.")], session_id="s1", user_id="u")
+    mem.process_jobs()
+    clock.now += timedelta(days=7)
+    said = "Big news: I moved to Shanghai last month. The commute to the new office is much shorter."
+    mem.remember([("user", said)], session_id="s2", user_id="u")
+    mem.process_jobs()
+    hits = mem.search("Where does the user live?", user_id="u", limit=5)
+    top = hits[0].item
+    # the turn says more (the commute), but the fact is what replaced Hangzhou
+    assert top.content == "I moved to Shanghai last month" and "turn" not in top.tags
+    assert any(r.type == RelationType.SUPERSEDES for r in top.relations)
+
+
 def test_a_named_speakers_turn_says_no_more_than_its_fact_for_the_name(mem: Memory) -> None:
     mem.remember(
         [{"role": "user", "name": "Ana", "content": "My favourite drink is oolong tea"}],

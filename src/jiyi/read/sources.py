@@ -109,6 +109,10 @@ def _says_more(turn: Scored, fact: Scored) -> bool:
     item = fact.candidate.item
     if item.status is not Status.ACTIVE or item.valid_to is not None or item.version != 1:
         return False  # retired, or changed since: the turn holds what is no longer true
+    if item.mention_count != 1 or any(r.type != RelationType.DERIVED_FROM for r in item.relations):
+        # said again since, or it replaced an older value: the fact stands for more than
+        # this turn, and shows what it replaced
+        return False
     said = turn.candidate.item
     text, name = said.content, said.metadata.get("speaker")
     if isinstance(name, str) and text.startswith(f"{name}: "):
