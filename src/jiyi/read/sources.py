@@ -7,15 +7,17 @@ one statement. The fact is what jiyi knows (reconciled, versioned, valid now); t
 its evidence, reachable through the link. So the fact stays, at the better of the two
 places, and the turn goes. A turn whose facts were not found stays: it is then the only
 trace of what was said. So does a turn that says more than its fact while the fact is
-current (extraction kept one clause of "Toronto winter is here, my hands are too cold to
-type on my phone"): it takes the better place and the fact goes, its score shown as the
-turn's ``fact_score``.
+current and the only one of that turn among the results (extraction kept one clause of
+"Toronto winter is here, my hands are too cold to type on my phone"): it takes the better
+place and the fact goes, its score shown as the turn's ``fact_score``.
 
 Only a fact with exactly one source folds into it: an item built from many (a compressed
 core item) does not stand for any single turn.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from jiyi.model import TURN_TAG, MemoryItem, RelationType, Status
 from jiyi.read.rank import Scored
@@ -62,7 +64,9 @@ def one_per_statement(scored: list[Scored]) -> list[Scored]:
             fact_of[source] = i
     if not fact_of:
         return scored
-    richer = {t for t in fact_of if _says_more(scored[position[t]], scored[fact_of[t]])}
+    # Only a turn that gave one fact here: several facts of one turn are its structure.
+    facts = Counter(_single_source(s.candidate.item) for s in scored)
+    richer = {t for t in fact_of if facts[t] == 1 and _says_more(scored[position[t]], scored[fact_of[t]])}
     if richer:
         return one_per_statement(_turns_for_facts(scored, {position[t]: fact_of[t] for t in richer}))
     moved = {fact_of[turn]: position[turn] for turn in fact_of if position[turn] < fact_of[turn]}
