@@ -21,6 +21,7 @@ from collections import Counter
 
 from jiyi.model import TURN_TAG, MemoryItem, RelationType, Status
 from jiyi.read.rank import Scored
+from jiyi.read.versions import said_text
 from jiyi.text.tokenize import terms
 from jiyi.write.extract_rules import stated_clauses
 
@@ -56,16 +57,16 @@ def one_per_statement(scored: list[Scored]) -> list[Scored]:
     replaced by that fact, at the turn's place when it ranked higher; or the fact by the
     turn, when the turn says more (:func:`_says_more`)."""
     position = {s.candidate.item.id: i for i, s in enumerate(scored)}
+    sources = [_single_source(s.candidate.item) for s in scored]
     # The best-ranked fact of each turn present in the results.
     fact_of: dict[str, int] = {}
-    for i, s in enumerate(scored):
-        source = _single_source(s.candidate.item)
+    for i, source in enumerate(sources):
         if source is not None and source in position and source not in fact_of:
             fact_of[source] = i
     if not fact_of:
         return scored
     # Only a turn that gave one fact here: several facts of one turn are its structure.
-    facts = Counter(_single_source(s.candidate.item) for s in scored)
+    facts = Counter(sources)
     richer = {t for t in fact_of if facts[t] == 1 and _says_more(scored[position[t]], scored[fact_of[t]])}
     if richer:
         return one_per_statement(_turns_for_facts(scored, {position[t]: fact_of[t] for t in richer}))
@@ -117,9 +118,6 @@ def _says_more(turn: Scored, fact: Scored) -> bool:
         # said again since, or it replaced an older value: the fact stands for more than
         # this turn, and shows what it replaced
         return False
-    said = turn.candidate.item
-    text, name = said.content, said.metadata.get("speaker")
-    if isinstance(name, str) and text.startswith(f"{name}: "):
-        text = text[len(name) + 2 :]  # the speaker's name in front is no more said
     held = set(terms(item.content))
-    return any(not set(terms(c)) <= held for c in stated_clauses(text))
+    # (A named speaker's name in front of the turn is no more said.)
+    return any(not set(terms(c)) <= held for c in stated_clauses(said_text(turn.candidate.item)))

@@ -208,12 +208,12 @@ def is_said_change(newer: Candidate, older: Candidate, asked: frozenset[str]) ->
     if not _one_person(a, b) or not _later(b, a):
         return False
     # Cheapest first: most turns say no change, and most pairs share no query word.
-    new_text = _said(b)
+    new_text = said_text(b)
     changed = _change_sentences(new_text)
     ended = _ended_sentences(new_text)
     if not (changed or ended):
         return False
-    old_text = _said(a)
+    old_text = said_text(a)
     topic = _held(old_text, asked)
     if topic:
         topic -= _who(old_text)
@@ -250,7 +250,7 @@ def is_later_on_topic(
         return False
     if not (_one_person(a, b) or _summary_of(b, a)) or _cosine(newer, older) < bar:
         return False
-    old_text, new_text = _said(a), _said(b)
+    old_text, new_text = said_text(a), said_text(b)
     who = _who(old_text) | _who(new_text)
     # A word of the query only the older holds makes it the closer answer ("window seats on
     # flights" against "aisle seats on trains", asked about flights).
@@ -358,7 +358,7 @@ def _change_sentences(text: str) -> tuple[str, ...]:
     return tuple(change_sentences(text))
 
 
-def _said(item: MemoryItem) -> str:
+def said_text(item: MemoryItem) -> str:
     """What a turn says, without the speaker's name in front (a name the two turns of one
     speaker always share)."""
     name = item.metadata.get("speaker")
@@ -456,7 +456,7 @@ def quotes_older(episode: Candidate, older: Candidate, newer: Candidate) -> bool
     kids is Saturdays at 10:30")."""
     if episode.item is older.item:
         return False
-    return quotes_retired(episode, _said(older.item), newer)
+    return quotes_retired(episode, said_text(older.item), newer)
 
 
 def quotes_retired(episode: Candidate, said: str, newer: Candidate) -> bool:
