@@ -30,7 +30,7 @@ import pickle
 import statistics
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -74,15 +74,17 @@ class Recorder:
         in_time: Callable[[MemoryItem], bool] | None,
         query: str = "",
         model_id: str = "",
+        skip: frozenset[str] = frozenset(),
+        replaced: Mapping[str, tuple[str, ...]] | None = None,
     ) -> list[Scored]:
         coverage = term_coverage(cands, query_terms(query), neighbours=False)
-        cols = fusion.features(cands, query, coverage, in_time)
+        cols = fusion.features(cands, query, coverage, in_time, skip)
         dim = next((c.vector.shape[0] for c in cands if c.vector is not None), 1)
         vectors = np.zeros((len(cands), dim), dtype=np.float16)
         for i, c in enumerate(cands):
             if c.vector is not None:
                 vectors[i] = c.vector
-        out = self.inner(cands, cfg, now, in_time, query, model_id)
+        out = self.inner(cands, cfg, now, in_time, query, model_id, skip, replaced)
         parts = {s.candidate.item.id: _rest(s) for s in out}
         prev, nxt = fusion.neighbour_index(cands)
         self.pools.append(

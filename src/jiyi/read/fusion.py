@@ -34,9 +34,12 @@ The features of one candidate (all from the search's own pool):
 * ``rrf``: the reciprocal-rank fusion of the candidate's ranks in the pool by cosine and
   by BM25, ``(60/(60 + rank_cos) + 60/(60 + rank_bm25)) / 2`` (no BM25 part when BM25 did
   not match it);
+* ``answer``: 1 when the query asks for a time or a number ("When did ...?", "How many
+  ...?", "什么时候", "多少") and the item holds one (:mod:`jiyi.text.answers`);
+  ``answer_sel`` the same times the share of the pool that holds none;
 
-The weight of each but ``cover_n`` is ``w_short*(1 - l) + w_long*l + w_apart*(1 - a) +
-w_agree*a`` (``l``: the pool's length mapped into 0..1, ``a``: the agreement), with every
+The weight of each but ``cover_n``, ``answer`` and ``answer_sel`` (:data:`PLAIN`) is
+``w_short*(1 - l) + w_long*l + w_apart*(1 - a) + w_agree*a`` (``l``: the pool's length mapped into 0..1, ``a``: the agreement), with every
 ``w`` >= 0: the weight moves with the pool, yet more evidence of any kind never lowers the
 fused value (an unconstrained fit found curvature that ranked a near-exact match below a
 partial one, outside the range the benchmarks cover). A time window thus counts most when
@@ -63,6 +66,7 @@ import numpy as np
 
 from jiyi.model import MemoryItem
 from jiyi.store.base import Candidate
+from jiyi.text.answers import asked_kind, holds
 from jiyi.text.tokenize import fold_term, fold_terms, normalise, terms
 
 EVIDENCE = (
@@ -82,7 +86,7 @@ EVIDENCE = (
 )
 """The evidence whose weight adapts to the pool (see :data:`FEATURES`)."""
 
-PLAIN = ("cover_n",)
+PLAIN = ("cover_n", "answer", "answer_sel")
 """Evidence with one fixed weight."""
 
 SIDES = ("short", "long", "apart", "agree")
@@ -103,6 +107,7 @@ SIGNALS = {
     "time": tuple(f"{e}*{side}" for e in ("time", "time_sel") for side in SIDES),
     "language": tuple(f"across*{side}" for side in SIDES),
     "rank": tuple(f"rrf*{side}" for side in SIDES),
+    "answer": ("answer", "answer_sel"),
 }
 """Which columns make up each signal shown in a search's breakdown (``similarity.*``)."""
 
@@ -164,6 +169,8 @@ WEIGHTS = np.array(
         0.0000,  # rrf*apart
         0.0000,  # rrf*agree
         0.0000,  # cover_n
+        0.0000,  # answer
+        0.0000,  # answer_sel
     ]
 )
 """Fitted by ``python bench/fusion.py fit`` on the development halves (LongMemEval_S even
@@ -402,6 +409,8 @@ def features(
     texts = [c.item.content for c in cands]
     across = other_language(query, texts) if n else np.zeros(0)
     time = np.array([1.0 if in_time is not None and in_time(c.item) else 0.0 for c in cands])
+    kind = asked_kind(query)
+    answer = np.array([1.0 if holds(t, kind) else 0.0 for t in texts]) if kind else np.zeros(n)
     cols: dict[str, np.ndarray] = {
         "bm25": bm25,  # raw, for the breakdown (not a feature)
         "bm25_n": bm25_n,
@@ -421,6 +430,8 @@ def features(
         "cover_low": np.minimum(coverage, COVER_CAP),
         "phrase": phrase_evidence(query, texts, [c.terms for c in cands], skip),
         "rrf": rank_fusion(cos, bm25),
+        "answer": answer,
+        "answer_sel": answer * (1.0 - (float(answer.mean()) if n else 0.0)),
     }
     low, high = LENGTH_RANGE
     length = min(max((_length(texts) - low) / (high - low), 0.0), 1.0)
@@ -487,6 +498,8 @@ E5_WEIGHTS = np.array(
         1.6217,  # rrf*apart
         0.3922,  # rrf*agree
         0.3662,  # cover_n
+        0.0000,  # answer
+        0.0000,  # answer_sel
     ]
 )
 """The weights for e5 (``e5:small-q4``), fitted as :data:`WEIGHTS` but on e5's cosines and
@@ -548,6 +561,8 @@ PAIR_WEIGHTS = np.array(
         0.0000,  # rrf*apart
         0.0000,  # rrf*agree
         0.0000,  # cover_n
+        0.0000,  # answer
+        0.0000,  # answer_sel
     ]
 )
 """The weights for ``pair`` (e5 and USE-m3 at a = 0.5), fitted as :data:`E5_WEIGHTS`."""

@@ -1,0 +1,104 @@
+"""What kind of answer a question asks for, and whether a text holds one (English and
+Chinese).
+
+"When did Mel go camping?" is answered by a turn that says when ("We went last weekend"),
+"How many kids does she have?" by one that gives a number. On LoCoMo, 74% of the turns
+that answer a "when" question hold a time expression against 9% of all turns, and 31% of
+the turns that answer a "how many / how much / how old" question hold a number against 8%
+(docs/benchmarks.md, "answer kind"). So the search's fusion has an ``answer`` feature: 1
+for a candidate that holds the kind of answer the query asks for (:mod:`jiyi.read.fusion`).
+
+:func:`asked_kind` reads the question ("time", "number" or None); :func:`holds` whether a
+text holds such an answer. Both are word patterns: cheap, and wrong in a way that costs
+little (a feature among others, never a filter).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Literal
+
+Kind = Literal["time", "number"]
+
+_I = re.IGNORECASE
+
+# ---------------------------------------------------------------- the question
+
+_ASKS_TIME_EN = re.compile(
+    r"^\s*when\b"
+    r"|\bwhen\s+(?:did|does|do|is|was|were|will|would|are|has|have|had|can|could|should)\b"
+    r"|\b(?:what|which)\s+(?:year|month|day|date|time|week|weekend|season|night)\b"
+    r"|\bhow\s+long\s+ago\b|\bsince\s+when\b|\bwhat\s+time\b",
+    _I,
+)
+_ASKS_TIME_ZH = re.compile(
+    r"什么时候|啥时候|何时|哪天|哪一天|哪年|哪一年|哪个月|哪月|几月|几号|几点|星期几|周几|礼拜几|多久以前|多久前|什么时间|哪个时候"
+)
+_ASKS_NUMBER_EN = re.compile(
+    r"\bhow\s+(?:many|much|old|long|far|often|tall|big|heavy)\b"
+    r"|\b(?:what|which)\s+(?:number|percentage|age|price|amount|size|score|grade)\b",
+    _I,
+)
+_ASKS_NUMBER_ZH = re.compile(r"多少|几[个岁次年天本只件位口块元岁周遍趟场]|多大|多久|多长|多高|多重|多远")
+
+
+@functools.lru_cache(maxsize=1024)
+def asked_kind(query: str) -> Kind | None:
+    """The kind of answer ``query`` asks for: "time" ("When did ...?", "什么时候"),
+    "number" ("How many ...?", "多少"), or None. A question asking both ("how long ago")
+    asks for a time."""
+    if _ASKS_TIME_EN.search(query) or _ASKS_TIME_ZH.search(query):
+        return "time"
+    if _ASKS_NUMBER_EN.search(query) or _ASKS_NUMBER_ZH.search(query):
+        return "number"
+    return None
+
+
+# ---------------------------------------------------------------- the text
+
+_MONTH_NAMES = (
+    "january|february|march|april|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_DAY_NAMES = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_ZH_DIGIT = "[0-9０-９一二两三四五六七八九十]"
+_TIME_EN = re.compile(
+    # "May" alone is mostly the verb: only with a day or in/since/last ... ("in May").
+    rf"\b(?:{_MONTH_NAMES}|{_DAY_NAMES})\b"
+    r"|\b(?:in|since|during|last|this|next|early|late|mid|until|by)\s+may\b|\bmay\s+\d{1,2}\b"
+    r"|\b(?:yesterday|today|tonight|tomorrow|recently|lately)\b"
+    r"|\b(?:last|this|next|past|coming)\s+(?:week|weekend|month|year|night|summer|winter|spring|fall|autumn|semester|term)\b"
+    r"|\bago\b|\b(?:19|20)\d\d\b|\b\d{1,2}(?::\d\d)?\s*(?:am|pm)\b|\bo'clock\b"
+    r"|\b(?:this|that|every|each|on)\s+(?:morning|afternoon|evening)\b|\bthe\s+other\s+day\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,4}[/-]\d{1,2}(?:[/-]\d{1,4})?\b",
+    _I,
+)
+_TIME_ZH = re.compile(
+    r"昨天|今天|明天|前天|后天|昨晚|今晚|明晚|前几天|那天|当天|上周|下周|这周|本周|上个?星期|下个?星期|这个?星期"
+    r"|上个?礼拜|下个?礼拜|周末|上个?月|下个?月|这个月|本月|去年|今年|明年|前年|年初|年底|月初|月底|春节|国庆|元旦|中秋|暑假|寒假"
+    rf"|(?:周|星期|礼拜)[一二三四五六日天]|{_ZH_DIGIT}+\s*(?:年|月|[日号]|点|点半|分钟?前|天前|周前|个月前|年前)"
+    r"|早上|上午|中午|下午|傍晚|晚上|凌晨",
+)
+_NUMBER_EN = re.compile(
+    r"\d"
+    r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|"
+    r"thousand|million|dozen|twice|couple)\b",
+    _I,
+)
+# A Chinese numeral counts with a measure word or unit after it: 一 alone is mostly
+# "一下", "一起", "一直".
+_NUMBER_ZH = re.compile(
+    r"[0-9０-９]|俩|仨|[一二两三四五六七八九十百千万亿半]+\s*"
+    r"(?:个|岁|次|年|天|本|只|件|位|口|块|元|米|斤|周|遍|趟|场|名|条|张|套|台|辆|家|所|门|分|倍|层|号|月|公里|小时|万|千|百)"
+)
+
+
+@functools.lru_cache(maxsize=8192)
+def holds(text: str, kind: Kind) -> bool:
+    """Whether ``text`` holds an answer of ``kind``: a time expression ("last weekend",
+    "in May", "2023", "上周五", "3月8号") or a number ("two kids", "¥3,000", "三个人")."""
+    if kind == "time":
+        return bool(_TIME_EN.search(text) or _TIME_ZH.search(text))
+    return bool(_NUMBER_EN.search(text) or _NUMBER_ZH.search(text))
