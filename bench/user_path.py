@@ -12,13 +12,13 @@ session 17 were developed against the first two and, after it had been run once 
 trees, the third: none is a held-out measure (docs/benchmarks.md).
 
 A file of *conversations* (``bench/data/now_dev.jsonl``, ``now_held.jsonl``,
-``now_test.jsonl``) is the same path at length: each is one user over 2-4 sessions days
-apart, every exchange (a user turn and the assistant's reply) one ``remember()`` call,
-facts said in passing among other requests, some changed later; then the application's
-questions. A question passes when the
-first hit holds one of its ``expect`` words; ``top3`` when one of the first three does;
-``stale`` counts the "changed" questions whose outdated wording (``old``) ranks above the
-current one among the first three.
+``now_test.jsonl``; ``now_multi.jsonl`` in five other languages) is the same path at
+length: each is one user over 2-4 sessions days apart, every exchange (a user turn and the
+assistant's reply) one ``remember()`` call, facts said in passing among other requests,
+some changed later; then the application's questions. A question passes when the first
+hit holds one of its ``expect`` words; ``top3`` when one of the first three does; ``stale``
+counts the "changed" questions whose outdated wording (``old``) ranks above the current
+one among the first three.
 
     python bench/user_path.py bench/data/user_path.jsonl [--show] [--json OUT.json]
     python bench/user_path.py bench/data/now_held.jsonl [--show] [--embedder pair]
