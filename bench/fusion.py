@@ -40,6 +40,7 @@ import numpy as np
 from common import REPO_ROOT
 from jiyi.config import RankConfig
 from jiyi.embed.base import resolve_embedder
+from jiyi.embed.scale import on_scale
 from jiyi.model import MemoryItem
 from jiyi.read import fusion
 from jiyi.read import search as search_module
@@ -404,7 +405,7 @@ def ranked(pool: dict[str, Any], w: np.ndarray, limit: int, model_id: str = "") 
             vectors,
             limit,
             cfg.mmr_lambda,
-            fusion.on_scale(cfg.mmr_redundancy_floor, model_id),
+            on_scale(cfg.mmr_redundancy_floor, model_id),
         )
         order = np.array([window[i] for i in picked])
     return [int(i) for i in order[:limit]]

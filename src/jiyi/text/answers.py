@@ -5,8 +5,9 @@ Chinese).
 "How many kids does she have?" by one that gives a number. On LoCoMo, 74% of the turns
 that answer a "when" question hold a time expression against 9% of all turns, and 31% of
 the turns that answer a "how many / how much / how old" question hold a number against 8%
-(docs/benchmarks.md, "answer kind"). So the search's fusion has an ``answer`` feature: 1
-for a candidate that holds the kind of answer the query asks for (:mod:`jiyi.read.fusion`).
+(docs/benchmarks.md, "the kind of answer a question asks for"). So the search's fusion has
+an ``answer`` feature for a candidate that holds the kind of answer the query asks for
+(:mod:`jiyi.read.fusion`).
 
 :func:`asked_kind` reads the question ("time", "number" or None); :func:`holds` whether a
 text holds such an answer. Both are word patterns: cheap, and wrong in a way that costs
@@ -75,7 +76,7 @@ _TIME_EN = re.compile(
     _I,
 )
 _TIME_ZH = re.compile(
-    r"昨天|今天|明天|前天|后天|昨晚|今晚|明晚|前几天|那天|当天|上周|下周|这周|本周|上个?星期|下个?星期|这个?星期"
+    r"昨天|今天|明天|前天|后天|昨晚|今晚|明晚|前几天|那天|当天|上周(?!年)|下周(?!年)|这周(?!年)|本周(?!年)|上个?星期|下个?星期|这个?星期"
     r"|上个?礼拜|下个?礼拜|周末|上个?月|下个?月|这个月|本月|去年|今年|明年|前年|年初|年底|月初|月底|春节|国庆|元旦|中秋|暑假|寒假"
     rf"|(?:周|星期|礼拜)[一二三四五六日天]|{_ZH_DIGIT}+\s*(?:年|月|[日号]|点|点半|分钟?前|天前|周前|个月前|年前)"
     r"|早上|上午|中午|下午|傍晚|晚上|凌晨",

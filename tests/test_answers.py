@@ -1,0 +1,78 @@
+"""jiyi.text.answers: the kind of answer a question asks for, and texts that hold one."""
+
+from __future__ import annotations
+
+import pytest
+
+from jiyi.text.answers import asked_kind, holds
+
+
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [
+        ("When did Melanie paint a sunrise?", "time"),
+        ("when is the dentist appointment", "time"),
+        ("Remind me, when did we move to Berlin?", "time"),
+        ("What year did Caroline start transitioning?", "time"),
+        ("How long ago was the trip to Japan?", "time"),
+        ("我什么时候去看牙医？", "time"),
+        ("婚礼是哪天", "time"),
+        ("会议几点开始？", "time"),
+        ("How many kids does Melanie have?", "number"),
+        ("How much is the rent now?", "number"),
+        ("How old is the user's son?", "number"),
+        ("房租多少钱一个月？", "number"),
+        ("儿子几岁了", "number"),
+        ("What does the user do for work?", None),
+        ("Where does the user live?", None),
+        ("用户开什么车？", None),
+        ("", None),
+    ],
+)
+def test_the_kind_a_question_asks_for(query: str, kind: str | None) -> None:
+    assert asked_kind(query) == kind
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We went camping last weekend with the kids.",
+        "I'm starting the new job on Monday",
+        "She got married in May 2019",
+        "in May we painted the fence",
+        "the flight leaves at 7:30 pm",
+        "I ran my first marathon two years ago",
+        "我上周五去的",
+        "婚礼定在10月3号",
+        "昨天刚搬完家",
+        "下午三点的会",
+    ],
+)
+def test_texts_that_say_when(text: str) -> None:
+    assert holds(text, "time")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I may go to the gym",  # "may" the verb is no month
+        "I love painting sunsets with my kids",
+        "我一直很喜欢画画",
+        "帮我想一下周年纪念日吃什么",  # 周年 is no day of the week
+    ],
+)
+def test_texts_that_do_not_say_when(text: str) -> None:
+    assert not holds(text, "time")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I have two kids", "rent is $1,400", "my son turned 9", "我们家有三个孩子", "房租5200", "我养了两只猫"],
+)
+def test_texts_that_give_a_number(text: str) -> None:
+    assert holds(text, "number")
+
+
+@pytest.mark.parametrize("text", ["I love my kids", "我一直很喜欢画画", "一起去吧", "she's my best friend"])
+def test_texts_that_give_no_number(text: str) -> None:
+    assert not holds(text, "number")
