@@ -27,6 +27,17 @@ from jiyi.text.answers import asked_kind, holds
         ("Where does the user live?", None),
         ("用户开什么车？", None),
         ("", None),
+        ("¿Cuándo se mudó a Monterrey?", "time"),
+        ("Quand est-ce qu'il part ?", "time"),
+        ("Wann hat sie Geburtstag?", "time"),
+        ("いつ引っ越しましたか？", "time"),
+        ("언제 이사했어요?", "time"),
+        ("¿Cuántos hijos tiene?", "number"),
+        ("Wie viele Katzen hat er?", "number"),
+        ("子供は何人いますか？", "number"),
+        ("아이가 몇 명이에요?", "number"),
+        ("¿Dónde vive?", None),
+        ("Wo wohnt sie?", None),
     ],
 )
 def test_the_kind_a_question_asks_for(query: str, kind: str | None) -> None:
@@ -46,6 +57,11 @@ def test_the_kind_a_question_asks_for(query: str, kind: str | None) -> None:
         "婚礼定在10月3号",
         "昨天刚搬完家",
         "下午三点的会",
+        "nos mudamos el mes pasado",
+        "la semaine dernière",
+        "wir waren letzte Woche dort",
+        "先週引っ越しました",
+        "지난주에 이사했어요",
     ],
 )
 def test_texts_that_say_when(text: str) -> None:
@@ -59,6 +75,8 @@ def test_texts_that_say_when(text: str) -> None:
         "I love painting sunsets with my kids",
         "我一直很喜欢画画",
         "帮我想一下周年纪念日吃什么",  # 周年 is no day of the week
+        "extra mayo on the burger please",  # no month of Spanish
+        "hier ist es schön",  # German "here", not French "yesterday"
     ],
 )
 def test_texts_that_do_not_say_when(text: str) -> None:
@@ -73,6 +91,8 @@ def test_texts_that_give_a_number(text: str) -> None:
     assert holds(text, "number")
 
 
-@pytest.mark.parametrize("text", ["I love my kids", "我一直很喜欢画画", "一起去吧", "she's my best friend"])
+@pytest.mark.parametrize(
+    "text", ["I love my kids", "我一直很喜欢画画", "一起去吧", "she's my best friend", "j'ai un chat"]
+)
 def test_texts_that_give_no_number(text: str) -> None:
     assert not holds(text, "number")

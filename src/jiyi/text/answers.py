@@ -1,5 +1,5 @@
 """What kind of answer a question asks for, and whether a text holds one (English and
-Chinese).
+Chinese; the common forms of Spanish, Portuguese, French, German, Japanese and Korean).
 
 "When did Mel go camping?" is answered by a turn that says when ("We went last weekend"),
 "How many kids does she have?" by one that gives a number. On LoCoMo, 74% of the turns
@@ -42,6 +42,17 @@ _ASKS_NUMBER_EN = re.compile(
     _I,
 )
 _ASKS_NUMBER_ZH = re.compile(r"多少|几[个岁次年天本只件位口块元岁周遍趟场]|多大|多久|多长|多高|多重|多远")
+# Other languages, the common forms only (Spanish, Portuguese, French, German, Japanese, Korean).
+_ASKS_TIME_OTHER = re.compile(
+    r"\b(?:cu[aá]ndo|quando|quand|wann)\b|\b(?:qu[eé]|quel(?:le)?|welche[rsm]?)\s+(?:d[ií]a|a[ñn]o|fecha|hora|"
+    r"jour|date|ann[ée]e|heure|tag|datum|jahr|uhrzeit)\b|\bum\s+wie\s+viel\s+uhr\b|いつ|何時|何日|何月|何年|何曜日|언제|며칠|몇\s*[시월년]",
+    _I,
+)
+_ASKS_NUMBER_OTHER = re.compile(
+    r"\b(?:cu[aá]nt[oa]s?|quant[oa]s?|combien|wie\s+(?:viele?|alt|lange|oft|weit))\b"
+    r"|いくつ|いくら|何[人歳回個匹台本つ]|몇|얼마",
+    _I,
+)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -49,9 +60,9 @@ def asked_kind(query: str) -> Kind | None:
     """The kind of answer ``query`` asks for: "time" ("When did ...?", "什么时候"),
     "number" ("How many ...?", "多少"), or None. A question asking both ("how long ago")
     asks for a time."""
-    if _ASKS_TIME_EN.search(query) or _ASKS_TIME_ZH.search(query):
+    if _ASKS_TIME_EN.search(query) or _ASKS_TIME_ZH.search(query) or _ASKS_TIME_OTHER.search(query):
         return "time"
-    if _ASKS_NUMBER_EN.search(query) or _ASKS_NUMBER_ZH.search(query):
+    if _ASKS_NUMBER_EN.search(query) or _ASKS_NUMBER_ZH.search(query) or _ASKS_NUMBER_OTHER.search(query):
         return "number"
     return None
 
@@ -81,11 +92,34 @@ _TIME_ZH = re.compile(
     rf"|(?:周|星期|礼拜)[一二三四五六日天]|{_ZH_DIGIT}+\s*(?:年|月|[日号]|点|点半|分钟?前|天前|周前|个月前|年前)"
     r"|早上|上午|中午|下午|傍晚|晚上|凌晨",
 )
+_TIME_OTHER = re.compile(
+    # "mayo" and "mars" alone are also English words (mayonnaise, the planet).
+    r"\b(?:(?:de|en)\s+mayo|(?:en|de|\d{1,2})\s+mars|enero|febrero|marzo|abril|junio|julio|agosto|septiembre|"
+    r"octubre|noviembre|diciembre|janvier|f[ée]vrier|avril|juin|juillet|ao[ûu]t|septembre|octobre|novembre|d[ée]cembre|"
+    r"januar|februar|m[äa]rz|juni|juli|oktober|dezember|"
+    r"lunes|martes|mi[ée]rcoles|jueves|viernes|s[áa]bado|domingo|lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche|"
+    r"montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag|"
+    r"ayer|hoy|ontem|hoje|amanh[ãa]|aujourd'hui|demain|gestern|heute|vorgestern|"
+    r"hace|il\s+y\s+a|vor\s+\w+\s+(?:tagen|wochen|monaten|jahren)|"
+    r"(?:semana|mes|a[ñn]o)\s+pasad[oa]|(?:la\s+semaine|le\s+mois|l'ann[ée]e)\s+derni[èe]re?|"
+    r"letzte[nrs]?\s+(?:woche|monat|jahr|wochenende))\b"
+    r"|昨日|今日|明日|先週|来週|今週|先月|来月|今月|来年|曜日|[0-9０-９]+\s*(?:時|日)"
+    r"|어제|오늘|내일|지난\s*주|다음\s*주|이번\s*주|지난달|다음\s*달|작년|내년|올해|요일|[0-9]+\s*(?:월|일|시)",
+    _I,
+)
 _NUMBER_EN = re.compile(
     r"\d"
     r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
     r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|"
     r"thousand|million|dozen|twice|couple)\b",
+    _I,
+)
+_NUMBER_OTHER = re.compile(
+    r"\b(?:dos|tres|cuatro|cinco|seis|siete|ocho|nueve|diez|doce|veinte|treinta|cien|mil|"
+    r"deux|trois|quatre|cinq|sept|huit|neuf|dix|douze|vingt|trente|cent|"
+    r"zwei|drei|vier|f[üu]nf|sechs|sieben|acht|neun|zehn|zw[öo]lf|zwanzig|drei[ßs]ig|hundert|tausend)\b"
+    r"|[一二三四五六七八九十百千万]+\s*(?:人|歳|回|個|匹|台|つ|本|年|ヶ月|か月|円)"
+    r"|(?:한|두|세|네|다섯|여섯|일곱|여덟|아홉|열|스무)\s*(?:명|개|살|마리|번|대|권|시간)",
     _I,
 )
 # A Chinese numeral counts with a measure word or unit after it: 一 alone is mostly
@@ -101,5 +135,5 @@ def holds(text: str, kind: Kind) -> bool:
     """Whether ``text`` holds an answer of ``kind``: a time expression ("last weekend",
     "in May", "2023", "上周五", "3月8号") or a number ("two kids", "¥3,000", "三个人")."""
     if kind == "time":
-        return bool(_TIME_EN.search(text) or _TIME_ZH.search(text))
-    return bool(_NUMBER_EN.search(text) or _NUMBER_ZH.search(text))
+        return bool(_TIME_EN.search(text) or _TIME_ZH.search(text) or _TIME_OTHER.search(text))
+    return bool(_NUMBER_EN.search(text) or _NUMBER_ZH.search(text) or _NUMBER_OTHER.search(text))
