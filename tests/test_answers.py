@@ -24,7 +24,9 @@ from jiyi.text.answers import asked_kind, holds
         ("房租多少钱一个月？", "number"),
         ("儿子几岁了", "number"),
         ("What does the user do for work?", None),
-        ("Where does the user live?", None),
+        ("Where does the user live?", "place"),
+        ("用户现在住在哪里？", "place"),
+        ("Which city did they move to?", "place"),
         ("用户开什么车？", None),
         ("", None),
         ("¿Cuándo se mudó a Monterrey?", "time"),
@@ -36,8 +38,9 @@ from jiyi.text.answers import asked_kind, holds
         ("Wie viele Katzen hat er?", "number"),
         ("子供は何人いますか？", "number"),
         ("아이가 몇 명이에요?", "number"),
-        ("¿Dónde vive?", None),
-        ("Wo wohnt sie?", None),
+        ("¿Dónde vive?", "place"),
+        ("Wo wohnt sie?", "place"),
+        ("どこに住んでいますか", "place"),
     ],
 )
 def test_the_kind_a_question_asks_for(query: str, kind: str | None) -> None:
@@ -96,3 +99,28 @@ def test_texts_that_give_a_number(text: str) -> None:
 )
 def test_texts_that_give_no_number(text: str) -> None:
     assert not holds(text, "number")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "we finally moved to Seattle last spring",
+        "I grew up in Portland",
+        "she's from Sweden originally",
+        "我现在在上海上班",
+        "上个月搬到了朝阳区",
+        "vivo en Monterrey desde marzo",
+        "wir ziehen nach Wien",
+        "トロントに引っ越しました",
+    ],
+)
+def test_texts_that_name_a_place(text: str) -> None:
+    assert holds(text, "place")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I talked to my sister about it", "see you in May", "we went to the park", "我在家里做饭", "去吃饭吧"],
+)
+def test_texts_that_name_no_place(text: str) -> None:
+    assert not holds(text, "place")

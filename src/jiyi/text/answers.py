@@ -2,7 +2,8 @@
 Chinese; the common forms of Spanish, Portuguese, French, German, Japanese and Korean).
 
 "When did Mel go camping?" is answered by a turn that says when ("We went last weekend"),
-"How many kids does she have?" by one that gives a number. On LoCoMo, 74% of the turns
+"How many kids does she have?" by one that gives a number, "Where did she move from?" by
+one that names a place. On LoCoMo, 74% of the turns
 that answer a "when" question hold a time expression against 9% of all turns, and 31% of
 the turns that answer a "how many / how much / how old" question hold a number against 8%
 (docs/benchmarks.md, "the kind of answer a question asks for"). So the search's fusion has
@@ -20,7 +21,7 @@ import functools
 import re
 from typing import Literal
 
-Kind = Literal["time", "number"]
+Kind = Literal["time", "number", "place"]
 
 _I = re.IGNORECASE
 
@@ -55,15 +56,30 @@ _ASKS_NUMBER_OTHER = re.compile(
 )
 
 
+_ASKS_PLACE = re.compile(
+    r"^\s*where\b|\bwhere\s+(?:did|does|do|is|was|were|will|would|are|has|have|had|can|could|should)\b"
+    r"|\b(?:which|what)\s+(?:city|country|state|province|town|village|place|neighbou?rhood|area|restaurant|"
+    r"store|shop|cafe|bar|hotel|school|university|college|hospital|park|beach|island)\b"
+    r"|哪里|哪儿|在哪|去哪|什么地方|啥地方|哪个(?:城市|国家|地方|省|区|学校|医院|公园)|哪座城市|哪家"
+    r"|¿?\s*(?:d[oó]nde|ad[oó]nde|onde)\b|\boù\b|\b(?:wo|wohin|woher)\b|どこ|어디",
+    _I,
+)
+_ASKS: tuple[tuple[Kind, tuple[re.Pattern[str], ...]], ...] = (
+    # In this order: "how long ago" asks for a time, not a number.
+    ("time", (_ASKS_TIME_EN, _ASKS_TIME_ZH, _ASKS_TIME_OTHER)),
+    ("number", (_ASKS_NUMBER_EN, _ASKS_NUMBER_ZH, _ASKS_NUMBER_OTHER)),
+    ("place", (_ASKS_PLACE,)),
+)
+
+
 @functools.lru_cache(maxsize=1024)
 def asked_kind(query: str) -> Kind | None:
     """The kind of answer ``query`` asks for: "time" ("When did ...?", "什么时候"),
-    "number" ("How many ...?", "多少"), or None. A question asking both ("how long ago")
-    asks for a time."""
-    if _ASKS_TIME_EN.search(query) or _ASKS_TIME_ZH.search(query) or _ASKS_TIME_OTHER.search(query):
-        return "time"
-    if _ASKS_NUMBER_EN.search(query) or _ASKS_NUMBER_ZH.search(query) or _ASKS_NUMBER_OTHER.search(query):
-        return "number"
+    "number" ("How many ...?", "多少"), "place" ("Where ...?", "在哪"), or None. A question
+    asking both a time and a number ("how long ago") asks for a time."""
+    for kind, patterns in _ASKS:
+        if any(p.search(query) for p in patterns):
+            return kind
     return None
 
 
@@ -130,10 +146,35 @@ _NUMBER_ZH = re.compile(
 )
 
 
+_NOT_PLACE = rf"(?!(?i:{_MONTH_NAMES}|may|{_DAY_NAMES}|i|the|a|an|my|our|his|her|their|this|that)\b)"
+_PLACE_EN = re.compile(
+    # A capitalised name after a word of place ("moved to Seattle", "in Portland", "from Sweden").
+    rf"\b(?:in|at|to|from|near|around|outside|visit(?:ed|ing)?|toward|towards)\s+(?:the\s+)?{_NOT_PLACE}[A-Z][a-z]+"
+    # and the same in Spanish, Portuguese, French, German ("en Monterrey", "à Lille", "nach Wien").
+    rf"|\b(?:en|desde|hasta|em|para|à|au|aux|près\s+de|nach|aus|bei)\s+{_NOT_PLACE}[A-ZÀ-Ý][a-zà-ÿ]+",
+)
+_ZH_CITIES = (
+    "北京|上海|广州|深圳|杭州|成都|重庆|武汉|西安|南京|天津|苏州|长沙|青岛|厦门|大连|昆明|郑州|沈阳|哈尔滨|济南|"
+    "合肥|福州|南宁|贵阳|兰州|太原|石家庄|南昌|宁波|无锡|珠海|佛山|东莞|三亚|拉萨|乌鲁木齐|呼和浩特|香港|澳门|台北|"
+    "东京|大阪|京都|首尔|釜山|纽约|伦敦|巴黎|新加坡|悉尼|墨尔本|温哥华|多伦多|洛杉矶|旧金山|西雅图|波士顿|芝加哥|"
+    "柏林|慕尼黑|罗马|米兰|马德里|巴塞罗那|阿姆斯特丹|曼谷|清迈|吉隆坡|迪拜|莫斯科"
+)
+_PLACE_ZH = re.compile(
+    rf"{_ZH_CITIES}"
+    r"|(?:在|去|到|从|住|回|来自|搬到|搬去)了?[\u4e00-\u9fff]{1,5}(?:市|省|区|县|镇|村|路|街|国|州|岛|湾|城|机场|车站|公园|大学|医院)"
+    r"|[\u4e00-\u9fff]{1,4}(?:市|県|区|駅)|[\u30a0-\u30ff]{2,}(?:に|で|へ|から)"
+    r"|서울|부산|인천|대구|대전|광주|제주|도쿄|오사카|뉴욕|런던|파리"
+)
+_HOLDS: dict[Kind, tuple[re.Pattern[str], ...]] = {
+    "time": (_TIME_EN, _TIME_ZH, _TIME_OTHER),
+    "number": (_NUMBER_EN, _NUMBER_ZH, _NUMBER_OTHER),
+    "place": (_PLACE_EN, _PLACE_ZH),
+}
+
+
 @functools.lru_cache(maxsize=8192)
 def holds(text: str, kind: Kind) -> bool:
     """Whether ``text`` holds an answer of ``kind``: a time expression ("last weekend",
-    "in May", "2023", "上周五", "3月8号") or a number ("two kids", "¥3,000", "三个人")."""
-    if kind == "time":
-        return bool(_TIME_EN.search(text) or _TIME_ZH.search(text) or _TIME_OTHER.search(text))
-    return bool(_NUMBER_EN.search(text) or _NUMBER_ZH.search(text) or _NUMBER_OTHER.search(text))
+    "in May", "2023", "上周五", "3月8号"), a number ("two kids", "¥3,000", "三个人") or a
+    place ("moved to Seattle", "在上海", "搬到了朝阳区")."""
+    return any(p.search(text) for p in _HOLDS[kind])
