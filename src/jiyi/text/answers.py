@@ -161,8 +161,11 @@ _ZH_CITIES = (
 )
 _PLACE_ZH = re.compile(
     rf"{_ZH_CITIES}"
-    r"|(?:在|去|到|从|住|回|来自|搬到|搬去)了?[\u4e00-\u9fff]{1,5}(?:市|省|区|县|镇|村|路|街|国|州|岛|湾|城|机场|车站|公园|大学|医院)"
-    r"|[\u4e00-\u9fff]{1,4}(?:市|県|区|駅)|[\u30a0-\u30ff]{2,}(?:に|で|へ|から)"
+    r"|(?:在|去|到|从|住|回|来自)了?[\u4e00-\u9fff]{1,5}(?:市|省|区|县|镇|村|路|街|国|州|岛|湾|城|机场|车站|公园|大学|医院)"
+    # where someone moved or lives, named or not ("搬家到了闵行七宝", "定居在大理")
+    r"|(?:搬家?到|搬去|搬回|住在|住到|定居在?|落户在?)了?\s*[\u4e00-\u9fff]{2}"
+    # Japanese: a prefecture or station, or a katakana name before a particle of place
+    r"|[\u4e00-\u9fff]{1,4}(?:県|駅)|[\u30a0-\u30ff]{2,}(?:に|で|へ|から)"
     r"|서울|부산|인천|대구|대전|광주|제주|도쿄|오사카|뉴욕|런던|파리"
 )
 _HOLDS: dict[Kind, tuple[re.Pattern[str], ...]] = {
