@@ -39,6 +39,10 @@ from jiyi.text.answers import asked_kind, holds
         ("子供は何人いますか？", "number"),
         ("아이가 몇 명이에요?", "number"),
         ("¿Dónde vive?", "place"),
+        ("Когда она переехала?", "time"),
+        ("Сколько у него детей?", "number"),
+        ("Где он сейчас живёт?", "place"),
+        ("Чем он занимается?", None),
         ("Wo wohnt sie?", "place"),
         ("どこに住んでいますか", "place"),
     ],
@@ -65,6 +69,7 @@ def test_the_kind_a_question_asks_for(query: str, kind: str | None) -> None:
         "wir waren letzte Woche dort",
         "先週引っ越しました",
         "지난주에 이사했어요",
+        "переехали в прошлом месяце",
     ],
 )
 def test_texts_that_say_when(text: str) -> None:
@@ -113,6 +118,7 @@ def test_texts_that_give_no_number(text: str) -> None:
         "vivo en Monterrey desde marzo",
         "wir ziehen nach Wien",
         "トロントに引っ越しました",
+        "теперь живу в Казани",
     ],
 )
 def test_texts_that_name_a_place(text: str) -> None:

@@ -1,5 +1,6 @@
 """What kind of answer a question asks for, and whether a text holds one (English and
-Chinese; the common forms of Spanish, Portuguese, French, German, Japanese and Korean).
+Chinese; the common forms of Spanish, Portuguese, French, German, Russian, Japanese and
+Korean).
 
 "When did Mel go camping?" is answered by a turn that says when ("We went last weekend"),
 "How many kids does she have?" by one that gives a number, "Where did she move from?" by
@@ -64,11 +65,17 @@ _ASKS_PLACE = re.compile(
     r"|¿?\s*(?:d[oó]nde|ad[oó]nde|onde)\b|\boù\b|\b(?:wo|wohin|woher)\b|どこ|어디",
     _I,
 )
+# Russian ("когда", "сколько", "где"; "в каком году").
+_ASKS_TIME_RU = re.compile(
+    r"(?<!\w)(?:когда|в\s+каком\s+(?:году|месяце)|какого\s+числа|во\s+сколько)(?!\w)", _I
+)
+_ASKS_NUMBER_RU = re.compile(r"(?<!\w)(?:сколько|скольк\w+)(?!\w)", _I)
+_ASKS_PLACE_RU = re.compile(r"(?<!\w)(?:где|куда|откуда|в\s+каком\s+городе)(?!\w)", _I)
 _ASKS: tuple[tuple[Kind, tuple[re.Pattern[str], ...]], ...] = (
-    # In this order: "how long ago" asks for a time, not a number.
-    ("time", (_ASKS_TIME_EN, _ASKS_TIME_ZH, _ASKS_TIME_OTHER)),
-    ("number", (_ASKS_NUMBER_EN, _ASKS_NUMBER_ZH, _ASKS_NUMBER_OTHER)),
-    ("place", (_ASKS_PLACE,)),
+    # In this order: "how long ago" asks for a time, not a number ("во сколько": at what time).
+    ("time", (_ASKS_TIME_EN, _ASKS_TIME_ZH, _ASKS_TIME_OTHER, _ASKS_TIME_RU)),
+    ("number", (_ASKS_NUMBER_EN, _ASKS_NUMBER_ZH, _ASKS_NUMBER_OTHER, _ASKS_NUMBER_RU)),
+    ("place", (_ASKS_PLACE, _ASKS_PLACE_RU)),
 )
 
 
@@ -168,10 +175,22 @@ _PLACE_ZH = re.compile(
     r"|[\u4e00-\u9fff]{1,4}(?:県|駅)|[\u30a0-\u30ff]{2,}(?:に|で|へ|から)"
     r"|서울|부산|인천|대구|대전|광주|제주|도쿄|오사카|뉴욕|런던|파리"
 )
+_TIME_RU = re.compile(
+    r"(?<!\w)(?:январ\w*|феврал\w*|март\w*|апрел\w*|ма[йяе]|июн\w*|июл\w*|август\w*|сентябр\w*|октябр\w*|"
+    r"ноябр\w*|декабр\w*|понедельник\w*|вторник\w*|сред[уаы]|четверг\w*|пятниц\w*|суббот\w*|воскресень\w*|"
+    r"вчера|сегодня|завтра|позавчера|назад|на\s+прошлой\s+неделе|в\s+прошлом\s+(?:месяце|году)|"
+    r"в\s+(?:этом|прошлом|следующем)\s+(?:месяце|году)|\d{4}\s*г(?:од[уа]?)?)(?!\w)",
+    _I,
+)
+_NUMBER_RU = re.compile(
+    r"(?<!\w)(?:два|две|три|четыре|пять|шесть|семь|восемь|девять|десять|двадцать|тридцать|сто|тысяч\w*)(?!\w)",
+    _I,
+)
+_PLACE_RU = re.compile(r"(?<!\w)(?:в|во|из|на|до|около)\s+[А-ЯЁ][а-яё]+")
 _HOLDS: dict[Kind, tuple[re.Pattern[str], ...]] = {
-    "time": (_TIME_EN, _TIME_ZH, _TIME_OTHER),
-    "number": (_NUMBER_EN, _NUMBER_ZH, _NUMBER_OTHER),
-    "place": (_PLACE_EN, _PLACE_ZH),
+    "time": (_TIME_EN, _TIME_ZH, _TIME_OTHER, _TIME_RU),
+    "number": (_NUMBER_EN, _NUMBER_ZH, _NUMBER_OTHER, _NUMBER_RU),
+    "place": (_PLACE_EN, _PLACE_ZH, _PLACE_RU),
 }
 
 
