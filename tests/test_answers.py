@@ -29,22 +29,6 @@ from jiyi.text.answers import asked_kind, holds
         ("Which city did they move to?", "place"),
         ("用户开什么车？", None),
         ("", None),
-        ("¿Cuándo se mudó a Monterrey?", "time"),
-        ("Quand est-ce qu'il part ?", "time"),
-        ("Wann hat sie Geburtstag?", "time"),
-        ("いつ引っ越しましたか？", "time"),
-        ("언제 이사했어요?", "time"),
-        ("¿Cuántos hijos tiene?", "number"),
-        ("Wie viele Katzen hat er?", "number"),
-        ("子供は何人いますか？", "number"),
-        ("아이가 몇 명이에요?", "number"),
-        ("¿Dónde vive?", "place"),
-        ("Когда она переехала?", "time"),
-        ("Сколько у него детей?", "number"),
-        ("Где он сейчас живёт?", "place"),
-        ("Чем он занимается?", None),
-        ("Wo wohnt sie?", "place"),
-        ("どこに住んでいますか", "place"),
     ],
 )
 def test_the_kind_a_question_asks_for(query: str, kind: str | None) -> None:
@@ -64,12 +48,6 @@ def test_the_kind_a_question_asks_for(query: str, kind: str | None) -> None:
         "婚礼定在10月3号",
         "昨天刚搬完家",
         "下午三点的会",
-        "nos mudamos el mes pasado",
-        "la semaine dernière",
-        "wir waren letzte Woche dort",
-        "先週引っ越しました",
-        "지난주에 이사했어요",
-        "переехали в прошлом месяце",
     ],
 )
 def test_texts_that_say_when(text: str) -> None:
@@ -83,8 +61,6 @@ def test_texts_that_say_when(text: str) -> None:
         "I love painting sunsets with my kids",
         "我一直很喜欢画画",
         "帮我想一下周年纪念日吃什么",  # 周年 is no day of the week
-        "extra mayo on the burger please",  # no month of Spanish
-        "hier ist es schön",  # German "here", not French "yesterday"
     ],
 )
 def test_texts_that_do_not_say_when(text: str) -> None:
@@ -99,9 +75,7 @@ def test_texts_that_give_a_number(text: str) -> None:
     assert holds(text, "number")
 
 
-@pytest.mark.parametrize(
-    "text", ["I love my kids", "我一直很喜欢画画", "一起去吧", "she's my best friend", "j'ai un chat"]
-)
+@pytest.mark.parametrize("text", ["I love my kids", "我一直很喜欢画画", "一起去吧", "she's my best friend"])
 def test_texts_that_give_no_number(text: str) -> None:
     assert not holds(text, "number")
 
@@ -115,10 +89,6 @@ def test_texts_that_give_no_number(text: str) -> None:
         "我现在在上海上班",
         "上个月搬到了朝阳区",
         "搬家到了闵行七宝，通勤要四十分钟",
-        "vivo en Monterrey desde marzo",
-        "wir ziehen nach Wien",
-        "トロントに引っ越しました",
-        "теперь живу в Казани",
     ],
 )
 def test_texts_that_name_a_place(text: str) -> None:
