@@ -22,7 +22,7 @@ import functools
 import re
 from typing import Literal
 
-Kind = Literal["time", "number", "place", "reason"]
+Kind = Literal["time", "number", "place"]
 
 _I = re.IGNORECASE
 
@@ -51,18 +51,11 @@ _ASKS_PLACE = re.compile(
     r"|哪里|哪儿|在哪|去哪|什么地方|啥地方|哪个(?:城市|国家|地方|省|区|学校|医院|公园)|哪座城市|哪家",
     _I,
 )
-_ASKS_REASON = re.compile(
-    r"^\s*why\b|\bwhy\s+(?:did|does|do|is|was|were|would|are|has|have|had)\b"
-    r"|\bwhat\s+(?:motivated|inspired|made|caused|prompted|led)\b|\bwhat\s+(?:is|was)\s+the\s+reason\b"
-    r"|为什么|为啥|怎么会|什么原因|啥原因",
-    _I,
-)
 _ASKS: tuple[tuple[Kind, tuple[re.Pattern[str], ...]], ...] = (
     # In this order: "how long ago" asks for a time, not a number.
     ("time", (_ASKS_TIME_EN, _ASKS_TIME_ZH)),
     ("number", (_ASKS_NUMBER_EN, _ASKS_NUMBER_ZH)),
     ("place", (_ASKS_PLACE,)),
-    ("reason", (_ASKS_REASON,)),
 )
 
 
@@ -134,17 +127,10 @@ _PLACE_ZH = re.compile(
     # where someone moved or lives, named or not ("搬家到了闵行七宝", "定居在大理")
     r"|(?:搬家?到|搬去|搬回|住在|住到|定居在?|落户在?)了?\s*[\u4e00-\u9fff]{2}"
 )
-_REASON = re.compile(
-    r"\b(?:because|cause|'cause|so\s+that|in\s+order\s+to|due\s+to|thanks\s+to|reasons?|that's\s+why|"
-    r"which\s+is\s+why|since|so\s+(?:i|we)|helps?\s+(?:me|us)|motivat\w+|inspir\w+)\b"
-    r"|因为|为了|由于|所以|原因是|之所以",
-    _I,
-)
 _HOLDS: dict[Kind, tuple[re.Pattern[str], ...]] = {
     "time": (_TIME_EN, _TIME_ZH),
     "number": (_NUMBER_EN, _NUMBER_ZH),
     "place": (_PLACE_EN, _PLACE_ZH),
-    "reason": (_REASON,),
 }
 
 
