@@ -699,6 +699,16 @@ def test_search_explains_every_hit_and_cuts_what_is_irrelevant(ui: UI, seeded: S
     assert ui.rows(), "the cut keeps something for this query"
     assert _why(p)["time"].startswith("Time: ")
 
+    # a question asking for a place: the hit that names one says so
+    p.check("#f-all")
+    p.fill("#q", "Where did Alice live?")
+    p.press("#q", "Enter")
+    ui.wait_idle()
+    rows = ui.rows()
+    where = _why(p, rows.index("Alice used to live in Shanghai before 2020"))
+    assert where["answer"].startswith("Answer: holds the kind of answer the query asks for")
+    p.uncheck("#f-all")
+
     # a question nothing answers: no rows, and the page says why
     p.fill("#q", "量子计算机的冷却系统")
     p.press("#q", "Enter")

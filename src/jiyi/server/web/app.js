@@ -257,7 +257,7 @@
     return [["relevance", `Relevance ${pct(hit.relevance)}: ${verdict}`]];
   }
 
-  /** The evidence behind the match: meaning, words, time, neighbouring turns. */
+  /** The evidence behind the match: meaning, words, time, the kind of answer, neighbouring turns. */
   function evidenceLines(b, num) {
     const out = [["vector", `Meaning: vector similarity ${num("cosine").toFixed(2)} to the query`]];
     const bm25 = num("keyword_bm25");
@@ -269,6 +269,9 @@
     if (num("query.time_windows") > 0) {
       const inside = num("similarity.time") > 0 || num("relevance.time") > 0;
       out.push(["time", `Time: ${inside ? "within" : "outside"} the time the query names`]);
+    }
+    if (num("similarity.answer") > 0) {
+      out.push(["answer", "Answer: holds the kind of answer the query asks for (a time, a number or a place)"]);
     }
     if (Math.max(num("cosine.neighbours"), num("keyword_bm25.neighbours"), num("similarity.neighbours")) > 0) {
       const vec = num("cosine.neighbours").toFixed(2);
