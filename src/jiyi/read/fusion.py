@@ -34,19 +34,19 @@ The features of one candidate (all from the search's own pool):
 * ``rrf``: the reciprocal-rank fusion of the candidate's ranks in the pool by cosine and
   by BM25, ``(60/(60 + rank_cos) + 60/(60 + rank_bm25)) / 2`` (no BM25 part when BM25 did
   not match it);
-* ``answer``: when the query asks for a time or a number ("When did ...?", "How many
-  ...?", "什么时候", "多少") and the item holds one (:mod:`jiyi.text.answers`), the share
-  of the pool that holds none (as ``time_sel``: an answer most of the pool holds says
-  little), else 0;
+* ``answer``: when the query asks for a time, a number or a place ("When did ...?", "How
+  many ...?", "Where ...?", "什么时候", "多少", "在哪") and the item holds one
+  (:mod:`jiyi.text.answers`), the share of the pool that holds none (as ``time_sel``: an
+  answer most of the pool holds says little), else 0;
 
-The weight of each but ``cover_n`` and ``answer`` (:data:`PLAIN`) is
-``w_short*(1 - l) + w_long*l + w_apart*(1 - a) + w_agree*a`` (``l``: the pool's length mapped into 0..1, ``a``: the agreement), with every
-``w`` >= 0: the weight moves with the pool, yet more evidence of any kind never lowers the
-fused value (an unconstrained fit found curvature that ranked a near-exact match below a
-partial one, outside the range the benchmarks cover). A time window thus counts most when
-the query's words and meaning say little (cosine and BM25 apart: "what did I do last
-Tuesday?") and least when they already agree on a match, so a window does not push its
-whole span above an answer that lies outside it.
+The weight of each but ``cover_n`` and ``answer`` (:data:`PLAIN`) is ``w_short*(1 - l) +
+w_long*l + w_apart*(1 - a) + w_agree*a`` (``l``: the pool's length mapped into 0..1, ``a``:
+the agreement), with every ``w`` >= 0: the weight moves with the pool, yet more evidence of
+any kind never lowers the fused value (an unconstrained fit found curvature that ranked a
+near-exact match below a partial one, outside the range the benchmarks cover). A time
+window thus counts most when the query's words and meaning say little (cosine and BM25
+apart: "what did I do last Tuesday?") and least when they already agree on a match, so a
+window does not push its whole span above an answer that lies outside it.
 
 The fused value ``s`` ranks. It is mapped to a similarity in 0..1 for the seed formulas
 (:func:`similarity`), so that a better match outweighs small differences in confidence

@@ -43,7 +43,7 @@ _ASKS_NUMBER_EN = re.compile(
     r"|\b(?:what|which)\s+(?:number|percentage|age|price|amount|size|score|grade)\b",
     _I,
 )
-_ASKS_NUMBER_ZH = re.compile(r"多少|几[个岁次年天本只件位口块元岁周遍趟场]|多大|多久|多长|多高|多重|多远")
+_ASKS_NUMBER_ZH = re.compile(r"多少|几[个岁次年天本只件位口块元周遍趟场]|多大|多久|多长|多高|多重|多远")
 _ASKS_PLACE = re.compile(
     r"^\s*where\b|\bwhere\s+(?:did|does|do|is|was|were|will|would|are|has|have|had|can|could|should)\b"
     r"|\b(?:which|what)\s+(?:city|country|state|province|town|village|place|neighbou?rhood|area|restaurant|"
@@ -108,8 +108,6 @@ _NUMBER_ZH = re.compile(
     r"[0-9０-９]|俩|仨|[一二两三四五六七八九十百千万亿半]+\s*"
     r"(?:个|岁|次|年|天|本|只|件|位|口|块|元|米|斤|周|遍|趟|场|名|条|张|套|台|辆|家|所|门|分|倍|层|号|月|公里|小时|万|千|百)"
 )
-
-
 _NOT_PLACE = rf"(?!(?i:{_MONTH_NAMES}|may|{_DAY_NAMES}|i|the|a|an|my|our|his|her|their|this|that)\b)"
 _PLACE_EN = re.compile(
     # A capitalised name after a word of place ("moved to Seattle", "in Portland", "from Sweden").
