@@ -332,6 +332,16 @@ def test_maintain_dry_run_changes_nothing(db: Path, tmp_path: Path) -> None:
     assert json.loads(jiyi("stats", "--json", db=db).stdout)["by_status"] == {"archived": 1}
 
 
+def test_search_explain_says_which_hit_holds_the_kind_of_answer_asked(db: Path) -> None:
+    jiyi("add", "We went camping at Lake Tahoe last weekend", "--user", "u1", db=db)
+    jiyi("add", "I love camping with my kids", "--user", "u1", db=db)
+    out = jiyi("search", "When did we go camping?", "--user", "u1", "--explain", db=db).stdout
+    said_when, no_time = out.split("Lake Tahoe")[1].split("I love camping")
+    # the memory that says when carries the answer evidence; the other does not
+    assert ", answer " in said_when and ", answer " not in no_time
+    assert "evidence: meaning" in said_when
+
+
 def test_search_can_say_nothing_relevant(tmp_path: Path) -> None:
     # (a cross-lingual paraphrase can fall below the calibrated 0.5 cut: the cuts here are 0 and ~1)
     db = tmp_path / "r.db"

@@ -158,7 +158,13 @@ def cmd_search(ns: argparse.Namespace, mem: Memory) -> int:
     return EXIT_OK
 
 
-_EVIDENCE = (("cosine", "meaning"), ("keyword_bm25", "words"), ("relevance", "relevance"))
+_EVIDENCE = (
+    ("cosine", "meaning"),
+    ("keyword_bm25", "words"),
+    # the hit holds the kind of answer the query asks for (a time, a number, a place)
+    ("similarity.answer", "answer"),
+    ("relevance", "relevance"),
+)
 
 
 def explain_lines(breakdown: dict[str, float]) -> list[str]:
