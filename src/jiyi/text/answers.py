@@ -28,9 +28,11 @@ _I = re.IGNORECASE
 
 # ---------------------------------------------------------------- the question
 
+# "when did ...", "where is ...": the question word before an auxiliary, mid-sentence too.
+_AUX = r"(?:did|does|do|is|was|were|will|would|are|has|have|had|can|could|should)"
 _ASKS_TIME_EN = re.compile(
     r"^\s*when\b"
-    r"|\bwhen\s+(?:did|does|do|is|was|were|will|would|are|has|have|had|can|could|should)\b"
+    rf"|\bwhen\s+{_AUX}\b"
     r"|\b(?:what|which)\s+(?:year|month|day|date|time|week|weekend|season|night)\b"
     r"|\bhow\s+long\s+ago\b|\bsince\s+when\b|\bwhat\s+time\b",
     _I,
@@ -45,7 +47,7 @@ _ASKS_NUMBER_EN = re.compile(
 )
 _ASKS_NUMBER_ZH = re.compile(r"多少|几[个岁次年天本只件位口块元周遍趟场]|多大|多久|多长|多高|多重|多远")
 _ASKS_PLACE = re.compile(
-    r"^\s*where\b|\bwhere\s+(?:did|does|do|is|was|were|will|would|are|has|have|had|can|could|should)\b"
+    rf"^\s*where\b|\bwhere\s+{_AUX}\b"
     r"|\b(?:which|what)\s+(?:city|country|state|province|town|village|place|neighbou?rhood|area|restaurant|"
     r"store|shop|cafe|bar|hotel|school|university|college|hospital|park|beach|island)\b"
     r"|哪里|哪儿|在哪|去哪|什么地方|啥地方|哪个(?:城市|国家|地方|省|区|学校|医院|公园)|哪座城市|哪家",
