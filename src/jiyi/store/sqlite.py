@@ -6,7 +6,11 @@
 * Async is not a second code path: :meth:`SQLiteStore.aexecute` runs the same
   :meth:`execute` on a reader pool or the single writer thread (Datasette's pattern).
 * Keyword index: an FTS5 table over pre-segmented terms (see :mod:`jiyi.text.tokenize`)
-  with a hashed scope token in its own column, so a scope filter is an index lookup.
+  with hashed scope and tenant tokens in their own column; it holds each row's terms.
+  Search scores BM25 in memory over the searched scopes' cached rows
+  (:mod:`jiyi.store.keywords`, FTS5's formula), not with ``MATCH``: FTS5's ``bm25()``
+  counts the whole table, so one user's scores moved when another wrote, and its
+  per-row calls were the slowest part of a search's store work.
 * Vectors: float32 blobs, scored exactly with numpy inside the requested scope. Each
   reader thread keeps a searched filter's rows in memory; triggers log which item rows
   change per scope (``scope_changes``), so a cached filter is patched with just those
@@ -105,6 +109,7 @@ from jiyi.store.base import (
     vector_from_text,
     vector_to_text,
 )
+from jiyi.store.keywords import KeywordIndex, best_first
 from jiyi.store.retrieve import retrieve_flow
 from jiyi.store.sqlcommon import (
     ACCESS_COLUMNS,
@@ -695,13 +700,12 @@ def _dump_row(kind: str, r: tuple[Any, ...]) -> dict[str, Any]:
     return {"key": r[0], "at": r[1]}
 
 
-def _fts_query(f: Filter, terms: Sequence[str]) -> str:
-    if f.scope_keys:
-        scopes = " OR ".join(f'"{scope_token(f.tenant_id, k)}"' for k in f.scope_keys)
-    else:
-        scopes = f'"{tenant_token(f.tenant_id)}"'
-    words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    return f"scope : ({scopes}) AND terms : ({words})"
+def _collection(f: Filter) -> Filter:
+    """BM25's collection for a search of ``f``: its scopes (the tenant when it names none),
+    every status, expired items too; for a viewer who may not see every project item,
+    what that viewer sees (hidden items' words must not show through the scores)."""
+    viewer = f.viewer if f.viewer is not None and not f.viewer.sees_all else None
+    return Filter(f.tenant_id, f.scope_keys, statuses=(), include_expired=True, viewer=viewer)
 
 
 @contextmanager
@@ -749,7 +753,7 @@ def _occurred_arrays(values: Sequence[str | None]) -> tuple[np.ndarray, np.ndarr
 
 def _changed_rows_sql(dim: int, where: str) -> str:
     """The columns a cached scope holds (the vector of the searched model and dimension
-    only) for the pks in a JSON array parameter that match ``where``. CROSS JOIN makes
+    only, and the keyword index's terms) for the pks in a JSON array parameter that match ``where``. CROSS JOIN makes
     SQLite look the pks up one by one instead of scanning the filter's rows."""
     vec, join = (
         ("v.vec", " LEFT JOIN vectors v ON v.pk = i.pk AND v.model = ? AND v.dim = ?")
@@ -758,8 +762,8 @@ def _changed_rows_sql(dim: int, where: str) -> str:
     )
     return (
         f"SELECT i.pk, i.id, i.thread_id, coalesce(i.occurred_at, i.created_at), i.occurred_at, "
-        f"i.expires_at, {vec} FROM json_each(?) c CROSS JOIN items i ON i.pk = c.value{join} "
-        f"WHERE {where}"
+        f"i.expires_at, {vec}, f.c1 FROM json_each(?) c CROSS JOIN items i ON i.pk = c.value{join} "
+        f"LEFT JOIN items_fts_content f ON f.id = i.pk WHERE {where}"
     )
 
 
@@ -802,6 +806,9 @@ class _ScopeRows:
         self.has_occurred = np.zeros(capacity, dtype=bool)
         self.month = np.zeros(capacity, dtype=np.int8)
         self.matrix: np.ndarray | None = np.zeros((capacity, dim), dtype=np.float32) if dim else None
+        self.keywords: KeywordIndex | None = None
+        """The rows' keyword documents, built by the first keyword search of these rows
+        as a collection (:meth:`_Search.keyword_hits`), patched with the rows after that."""
 
     def _grow(self, capacity: int) -> None:
         def grown(a: np.ndarray, fill: Any = 0) -> np.ndarray:
@@ -877,7 +884,7 @@ class _ScopeRows:
         self.patches += 1
 
     def _put(self, row: tuple[Any, ...]) -> None:
-        pk, item_id, thread, sortkey, occurred, expires, vec = row
+        pk, item_id, thread, sortkey, occurred, expires, vec, terms = row
         slot = self.index.get(pk)
         if slot is None:
             slot = self._new_slot(pk)
@@ -903,6 +910,8 @@ class _ScopeRows:
             if vec is not None:
                 self.matrix[slot] = np.frombuffer(vec, dtype=np.float32)
             self.has_vector[slot] = vec is not None
+        if self.keywords is not None:
+            self.keywords.put(slot, terms)
         self._link(slot)
 
     def _new_slot(self, pk: int) -> int:
@@ -929,6 +938,8 @@ class _ScopeRows:
         self.alive[slot] = self.has_vector[slot] = self.has_occurred[slot] = False
         self.expiring.pop(slot, None)
         self.threads[slot] = None
+        if self.keywords is not None:
+            self.keywords.remove(slot)
         self.free.append(slot)
 
     def _unlink(self, slot: int) -> None:
@@ -1078,34 +1089,45 @@ class _Search:
         return [Hit(rows.ids[s], float(cosines[s])) for s in rows.top(cosines, usable, op.k)]
 
     def keyword_hits(self, op: KeywordHits) -> list[Hit]:
-        """The keyword index is asked for the scopes' best matches alone and the cached rows
-        decide what the filter admits (joining every match to ``items`` to test the filter
-        in SQL took half the time: 100k rows in one scope, ~35 -> ~18 ms). Equal scores
-        come in pk order. When too few of the best pass the filter, it asks for more."""
+        """BM25 over the searched scopes, all statuses (the tenant when none is named; what
+        the viewer may see), as PostgreSQL scores it: the collection's cached rows hold its
+        documents (:class:`~jiyi.store.keywords.KeywordIndex`, FTS5's formula), and the
+        filter's cached rows decide what is admitted. Equal scores come in pk order. When
+        too few of the best pass the filter, it takes more."""
         if not op.terms or op.k <= 0:
             return []
         rows = self.rows(op.filter, None, None)
         if not rows.index:
             return []
         live = self.live(rows, op.filter)
-        query = _fts_query(op.filter, op.terms)
-        limit = op.k + 16
+        collection = self.rows(_collection(op.filter), None, None)
+        slots, scores = self.keywords(collection).scores(op.terms)
+        pks = collection.pks[slots]
+        want = op.k + 16
         while True:
-            found = self.conn.execute(
-                "SELECT rowid, -bm25(items_fts, 0.0, 1.0) AS score FROM items_fts "
-                "WHERE items_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?",
-                (query, limit),
-            ).fetchall()
             out: list[Hit] = []
-            for pk, score in found:
-                slot = rows.index.get(pk)
+            for j in best_first(slots, scores, pks, want):
+                slot = rows.index.get(int(pks[j]))
                 if slot is not None and live[slot]:
-                    out.append(Hit(rows.ids[slot], float(score)))
+                    out.append(Hit(rows.ids[slot], float(scores[j])))
                     if len(out) == op.k:
                         return out
-            if len(found) < limit:
+            if want >= len(slots):
                 return out
-            limit *= 4
+            want *= 4
+
+    def keywords(self, rows: _ScopeRows) -> KeywordIndex:
+        """The keyword documents of ``rows`` (read once per cached rows, then patched)."""
+        if rows.keywords is None:
+            index = KeywordIndex(len(rows.pks))
+            slot_of = rows.index
+            for pk, terms in self.conn.execute(
+                "SELECT f.id, f.c1 FROM json_each(?) c CROSS JOIN items_fts_content f ON f.id = c.value",
+                (json.dumps(list(slot_of)),),
+            ):
+                index.put(slot_of[pk], terms)
+            rows.keywords = index
+        return rows.keywords
 
     def thread_links(self, op: ThreadLinks) -> dict[str, Link]:
         rows = self.rows(op.filter, None, None)

@@ -1079,6 +1079,49 @@ class StoreConformance:
         top = store.execute(Retrieve(flt(), MODEL, None, query_terms("python rust"), vector_k=0, keyword_k=1))
         assert [c.item.id for c in top] == [both.id]
 
+    def test_keyword_scores_come_from_the_searched_scopes_only(self, store: Store) -> None:
+        """BM25's collection is the searched scopes, all statuses: other users' and other
+        tenants' words shift no score, nor do words a viewer may not see."""
+        texts = (
+            "python python python scripts for data",
+            "I write python and rust every day",
+            "rust is a systems language with a borrow checker and many other long words",
+            "completely unrelated sentence about gardens",
+        )
+        mine = [make_item(t) for t in texts]
+        mine.append(make_item("python rust archived note", status=Status.ARCHIVED))
+        mine += [make_item(f"filler sentence number {k}") for k in range(6)]
+        shown = [make_item(f"project {t}", scope=Scope.PROJECT, project_id="p1") for t in texts]
+        put(store, *mine, *shown)
+
+        def scores(**kw: Any) -> dict[str, float | None]:
+            op = Retrieve(flt(**kw), MODEL, None, query_terms("python rust borrow"), vector_k=0, keyword_k=20)
+            return {c.item.id: c.keyword for c in store.execute(op)}
+
+        outside = Viewer(actor="k2", projects=("p1",))
+        alice = scores(scope_keys=("user:alice",))
+        outsider = scores(scope_keys=("project:p1",), viewer=outside)
+        assert set(alice) == {i.id for i in mine[:3]}  # the archived item counts, but is not found
+        hidden = make_item(
+            "python rust secret python rust",
+            scope=Scope.PROJECT,
+            project_id="p1",
+            visibility=Visibility.OWNER_ONLY,
+            metadata={"created_by": "k1"},
+        )
+        bob = [make_item(f"python rust {t}", user_id="bob") for t in texts * 3]
+        other = [make_item(f"rust borrow {t}", tenant_id="t2") for t in texts * 3]
+        put(store, hidden, *bob)
+        put(store, *other)
+        assert scores(scope_keys=("user:alice",)) == alice
+        assert scores(scope_keys=("project:p1",), viewer=outside) == outsider
+        creator = scores(scope_keys=("project:p1",), viewer=Viewer(actor="k1", projects=("p1",)))
+        assert hidden.id in creator
+        assert creator.keys() - {hidden.id} == outsider.keys()
+        # Searched together, two scopes are one collection: bob's words move alice's scores.
+        both = scores(scope_keys=("user:alice", "user:bob"))
+        assert all(both[i] != alice[i] for i in alice)
+
     def test_keyword_only_candidates_carry_cosine_and_vector(self, store: Store) -> None:
         """Found by keyword but outside the vector top-k: still gets its cosine and vector."""
         rng = np.random.default_rng(14)
