@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
 import random
 import sqlite3
@@ -34,6 +35,7 @@ from jiyi.store.base import (
     Viewer,
     Write,
 )
+from jiyi.store.sqlcommon import ts
 from jiyi.store.sqlite import MIGRATIONS, SQLiteStore
 from jiyi.testing.conformance import (
     DIM,
@@ -44,6 +46,7 @@ from jiyi.testing.conformance import (
     StoreConformance,
     all_ids,
     flt,
+    get,
     make_item,
     purge,
     put,
@@ -576,6 +579,24 @@ def test_a_pruned_log_or_a_large_gap_rebuilds_instead(
         assert isinstance(floor, int) and floor > 0
         ids, again = search()
         assert len(ids) == 91 and again is not rebuilt
+
+
+def test_touch_writes_the_usage_columns_only(tmp_path: Path) -> None:
+    """A search's usage write leaves the document alone (reads lay the columns over it), so
+    the items a search parsed stay parsed: only the touched ones are copied, once."""
+    path = tmp_path / "touch.db"
+    item = make_item("counted but not rewritten")
+    with SQLiteStore(path) as store:
+        put(store, item)
+        doc = _sql(path, "SELECT doc FROM items")
+        store.execute(Write((Touch(TENANT, (item.id,), NOW),)))
+        assert _sql(path, "SELECT doc FROM items") == doc
+        assert _sql(path, "SELECT access_count, last_used_at FROM items") == [(1, ts(NOW))]
+        got = get(store, item)
+        assert got is not None
+        assert (got.access_count, got.last_used_at) == (1, NOW)
+        store.execute(Write((upsert(got.evolve(content="rewritten later")),)))  # a full write
+        assert json.loads(_sql(path, "SELECT doc FROM items")[0][0])["access_count"] == 1
 
 
 def test_usage_updates_and_rolled_back_writes_log_nothing(tmp_path: Path) -> None:

@@ -153,6 +153,21 @@ def load_item(doc: str) -> MemoryItem:
     return load_stored(MemoryItem, doc)
 
 
+def with_usage(item: MemoryItem, access_count: int, last_used_at: str | None) -> MemoryItem:
+    """``item``, read from its document, with SQLite's usage columns (``last_used_at`` as
+    :func:`ts` text) laid over the document's copies. A search's touch updates only the
+    columns, as PostgreSQL's does; every other write rewrites the document with them."""
+    if item.access_count == access_count and ts(item.last_used_at) == last_used_at:
+        return item
+    used = None if last_used_at is None else as_utc(datetime.fromisoformat(last_used_at))
+    return item.model_copy(update={"access_count": int(access_count), "last_used_at": used})
+
+
+def read_item(doc: str, access_count: int, last_used_at: str | None) -> MemoryItem:
+    """A stored item: its document with the usage columns laid over it (:func:`with_usage`)."""
+    return with_usage(load_item(doc), access_count, last_used_at)
+
+
 class ItemCache:
     """Items parsed from their stored JSON documents, keyed by the document itself (least
     recently used out first).
@@ -172,6 +187,8 @@ class ItemCache:
         # usage counters of its hits) replaces its older document instead of leaving it to
         # age out, so the cache holds about one entry per item, not a stale copy per touch.
         self._doc_of: dict[str, str] = {}
+        self._usage: dict[str, tuple[int, str | None]] = {}
+        """The usage columns each cached document's item carries (:meth:`used`)."""
 
     def shared(self, doc: str) -> MemoryItem:
         item = self._data.get(doc)
@@ -181,8 +198,10 @@ class ItemCache:
             self._doc_of[item.id] = doc
             if older is not None and older != doc:
                 self._data.pop(older, None)
+                self._usage.pop(older, None)
             if len(self._data) > self._size:
                 gone, out = self._data.popitem(last=False)
+                self._usage.pop(gone, None)
                 if self._doc_of.get(out.id) == gone:
                     del self._doc_of[out.id]
         else:
@@ -191,6 +210,17 @@ class ItemCache:
 
     def load(self, doc: str) -> MemoryItem:
         return detached(self.shared(doc))
+
+    def used(self, doc: str, access_count: int, last_used_at: str | None) -> MemoryItem:
+        """:meth:`shared` with SQLite's usage columns laid over it (:func:`with_usage`). The
+        result replaces the cached item, so an item is copied once per touch, not once per
+        search that finds it."""
+        usage = (access_count, last_used_at)
+        item = self.shared(doc)
+        if self._usage.get(doc) != usage:
+            item = self._data[doc] = with_usage(item, access_count, last_used_at)
+            self._usage[doc] = usage
+        return item
 
 
 def thread_items(local: threading.local) -> ItemCache:

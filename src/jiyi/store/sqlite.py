@@ -23,7 +23,10 @@
   the store's own (:class:`~jiyi.store.usage.UsageWriter`, as PostgreSQL's), so the search
   answers first; the store's next operation other than a search's reads waits for them,
   and closing sends what is queued (:meth:`SQLiteStore.flush` for a reader of the file
-  that is not this store).
+  that is not this store). As on PostgreSQL, the counters go to the ``access_count`` and
+  ``last_used_at`` columns only, and reads lay them over the document's copies (which
+  the item's next full write refreshes): a touched document would otherwise be parsed
+  again by every search that finds it. Ad-hoc SQL should read those two from the columns.
 * Migrations: an append-only list, each applied in its own transaction and recorded
   in ``schema_migrations``.
 """
@@ -106,6 +109,7 @@ from jiyi.store.base import (
     VectorsFor,
     Write,
     check_row_kind,
+    detached,
     vector_from_text,
     vector_to_text,
 )
@@ -130,6 +134,7 @@ from jiyi.store.sqlcommon import (
     load_item,
     loaded_access,
     pending,
+    read_item,
     scope_token,
     served_params,
     tenant_token,
@@ -137,6 +142,7 @@ from jiyi.store.sqlcommon import (
     to_blob,
     ts,
     viewer_clause,
+    with_usage,
 )
 from jiyi.store.usage import UsageWriter
 
@@ -655,7 +661,7 @@ def _kinds(change: LoadRows | ClearRows) -> tuple[str, ...]:
 
 # DumpRows: the columns of every row kind.
 _DUMP_SQL = {
-    "items": "SELECT i.pk, i.id, i.doc, f.terms, v.model, v.dim, v.vec FROM items i "
+    "items": "SELECT i.pk, i.id, i.doc, f.terms, v.model, v.dim, v.vec, i.access_count, i.last_used_at FROM items i "
     "LEFT JOIN items_fts f ON f.rowid = i.pk LEFT JOIN vectors v ON v.pk = i.pk",
     "history": "SELECT seq, item_id, tenant_id, action, at, version, reason, actor, before, after FROM history",
     "messages": "SELECT tenant_id, session_id, seq, doc FROM messages",
@@ -675,7 +681,11 @@ def _dump_row(kind: str, r: tuple[Any, ...]) -> dict[str, Any]:
                 if r[4] is None
                 else [{"model": r[4], "dim": int(r[5]), "vec": vector_to_text(from_blob(r[6]))}]
             )
-            return {"id": r[1], "doc": r[2], "terms": r[3] or "", "vectors": vectors}
+            doc = r[2]
+            stored = load_item(doc)
+            if (stored.access_count, ts(stored.last_used_at)) != (r[7], r[8]):  # touched since written
+                doc = with_usage(stored, r[7], r[8]).model_dump_json()
+            return {"id": r[1], "doc": doc, "terms": r[3] or "", "vectors": vectors}
         case "history":
             keys = (
                 "seq",
@@ -1172,23 +1182,27 @@ class _Search:
             cosines = [c if h else None for c, h in zip(values, has, strict=True)]
             vectors = [block[j] if h else None for j, h in enumerate(has[:m])]
         pks = rows.pks[slots[:m]].tolist()
-        docs: dict[int, tuple[str, str | None]] = {}
+        docs: dict[int, tuple[str, str | None, int, str | None]] = {}
         if pks:
             # The index terms from FTS5's own content table (its column c1 is `terms`): a
             # join through the virtual table costs three times as much per search.
             docs = {
-                pk: (doc, terms)
-                for pk, doc, terms in self.conn.execute(
-                    "SELECT i.pk, i.doc, f.c1 FROM items i LEFT JOIN items_fts_content f ON f.id = i.pk "
+                pk: (doc, terms, count, used)
+                for pk, doc, terms, count, used in self.conn.execute(
+                    "SELECT i.pk, i.doc, f.c1, i.access_count, i.last_used_at FROM items i "
+                    "LEFT JOIN items_fts_content f ON f.id = i.pk "
                     f"WHERE i.pk IN ({','.join('?' * m)})",
                     pks,
                 )
             }
-        load = self.items.shared if op.shared_items else self.items.load
+        used = self.items.used
         out: dict[str, Loaded] = {}
         for j, (item_id, pk) in enumerate(zip(wanted, pks, strict=True)):
             if (found := docs.get(pk)) is not None:
-                out[item_id] = Loaded(load(found[0]), vectors[j], cosines[j], found[1])
+                item = used(found[0], found[2], found[3])
+                out[item_id] = Loaded(
+                    item if op.shared_items else detached(item), vectors[j], cosines[j], found[1]
+                )
         for j in range(m, len(ids)):
             out[ids[j]] = Loaded(None, None, cosines[j], None)
         return out
@@ -1696,10 +1710,11 @@ class SQLiteStore(Store):
             return []
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT id, doc FROM items WHERE tenant_id = ? AND id IN ({','.join('?' * len(op.ids))})",
+                f"SELECT id, doc, access_count, last_used_at FROM items WHERE tenant_id = ? "
+                f"AND id IN ({','.join('?' * len(op.ids))})",
                 (op.tenant_id, *op.ids),
             ).fetchall()
-        by_id = {r[0]: load_item(r[1]) for r in rows}
+        by_id = {r[0]: read_item(r[1], r[2], r[3]) for r in rows}
         return [by_id[i] for i in op.ids if i in by_id]
 
     def _list_items(self, op: ListItems) -> Page:
@@ -1713,14 +1728,14 @@ class SQLiteStore(Store):
         limit = max(1, op.limit)
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT i.doc, i.created_at, i.id FROM items i WHERE {where} "
+                f"SELECT i.doc, i.created_at, i.id, i.access_count, i.last_used_at FROM items i WHERE {where} "
                 f"ORDER BY i.created_at {order}, i.id {order} LIMIT ?",
                 (*params, limit + 1),
             ).fetchall()
         more = len(rows) > limit
         rows = rows[:limit]
         cursor = encode_cursor(rows[-1][1], rows[-1][2]) if more and rows else None
-        return Page(items=[load_item(r[0]) for r in rows], next_cursor=cursor)
+        return Page(items=[read_item(r[0], r[3], r[4]) for r in rows], next_cursor=cursor)
 
     @staticmethod
     def _with_served(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> list[MemoryAccess]:
@@ -2107,10 +2122,9 @@ class SQLiteStore(Store):
     def _touch(self, conn: sqlite3.Connection, change: Touch) -> None:
         when = ts(change.at)
         conn.executemany(
-            "UPDATE items SET last_used_at = ?, access_count = access_count + 1, "
-            "doc = json_set(doc, '$.last_used_at', ?, '$.access_count', access_count + 1) "
-            "WHERE tenant_id = ? AND id = ?",
-            [(when, when, change.tenant_id, i) for i in change.ids],
+            # The columns only: reads lay them over the document's copies (see with_usage).
+            "UPDATE items SET last_used_at = ?, access_count = access_count + 1 WHERE tenant_id = ? AND id = ?",
+            [(when, change.tenant_id, i) for i in change.ids],
         )
 
     @staticmethod

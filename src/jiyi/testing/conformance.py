@@ -89,6 +89,7 @@ from jiyi.store.base import (
     CountEvents,
     DeleteCheckpoints,
     DeleteMessages,
+    DumpRows,
     Filter,
     ForgetAccesses,
     GetCheckpoint,
@@ -1196,6 +1197,8 @@ class StoreConformance:
         assert {i.id: i for i in store.execute(ListItems(flt(), limit=100)).items}[item.id] == got
         (cand,) = store.execute(Retrieve(flt(), MODEL, None, query_terms("touch"), vector_k=0, keyword_k=5))
         assert cand.item == got
+        (row,) = [r for r in store.execute(DumpRows("items")).rows if r["id"] == item.id]
+        assert MemoryItem.model_validate_json(row["doc"]) == got  # a copy of the store carries them too
         assert get(store, other) == other
         assert store.execute(GetHistory(TENANT, item.id)) == history
         # Still indexed after touching.
