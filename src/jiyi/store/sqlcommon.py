@@ -183,12 +183,9 @@ class ItemCache:
     def __init__(self, size: int = 2048) -> None:
         self._data: OrderedDict[str, MemoryItem] = OrderedDict()
         self._size = size
-        # Each item's latest document here: a changed row (a search's touch rewrites the
-        # usage counters of its hits) replaces its older document instead of leaving it to
-        # age out, so the cache holds about one entry per item, not a stale copy per touch.
+        # Each item's latest document here: a changed row replaces its older document
+        # instead of leaving it to age out, so the cache holds about one entry per item.
         self._doc_of: dict[str, str] = {}
-        self._usage: dict[str, tuple[int, str | None]] = {}
-        """The usage columns each cached document's item carries (:meth:`used`)."""
 
     def shared(self, doc: str) -> MemoryItem:
         item = self._data.get(doc)
@@ -198,10 +195,8 @@ class ItemCache:
             self._doc_of[item.id] = doc
             if older is not None and older != doc:
                 self._data.pop(older, None)
-                self._usage.pop(older, None)
             if len(self._data) > self._size:
                 gone, out = self._data.popitem(last=False)
-                self._usage.pop(gone, None)
                 if self._doc_of.get(out.id) == gone:
                     del self._doc_of[out.id]
         else:
@@ -210,17 +205,6 @@ class ItemCache:
 
     def load(self, doc: str) -> MemoryItem:
         return detached(self.shared(doc))
-
-    def used(self, doc: str, access_count: int, last_used_at: str | None) -> MemoryItem:
-        """:meth:`shared` with SQLite's usage columns laid over it (:func:`with_usage`). The
-        result replaces the cached item, so an item is copied once per touch, not once per
-        search that finds it."""
-        usage = (access_count, last_used_at)
-        item = self.shared(doc)
-        if self._usage.get(doc) != usage:
-            item = self._data[doc] = with_usage(item, access_count, last_used_at)
-            self._usage[doc] = usage
-        return item
 
 
 def thread_items(local: threading.local) -> ItemCache:

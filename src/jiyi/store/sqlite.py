@@ -120,7 +120,6 @@ from jiyi.store.sqlcommon import (
     ACCESS_TABLES,
     SERVED_COLUMNS,
     DumpPage,
-    ItemCache,
     access_conditions,
     access_of,
     access_params,
@@ -138,7 +137,6 @@ from jiyi.store.sqlcommon import (
     scope_token,
     served_params,
     tenant_token,
-    thread_items,
     to_blob,
     ts,
     viewer_clause,
@@ -815,6 +813,9 @@ class _ScopeRows:
         self.occurred = np.zeros(capacity, dtype=np.int64)
         self.has_occurred = np.zeros(capacity, dtype=bool)
         self.month = np.zeros(capacity, dtype=np.int8)
+        self.stamps = np.zeros(capacity, dtype=np.int64)
+        """Per slot, the change-log position as of which the row was read: a row changes
+        only through logged writes, so (pk, index version, stamp) names one document."""
         self.matrix: np.ndarray | None = np.zeros((capacity, dim), dtype=np.float32) if dim else None
         self.keywords: KeywordIndex | None = None
         """The rows' keyword documents, built by the first keyword search of these rows
@@ -829,7 +830,7 @@ class _ScopeRows:
         self.pks, self.alive, self.has_vector = grown(self.pks), grown(self.alive), grown(self.has_vector)
         self.prev, self.next = grown(self.prev, -1), grown(self.next, -1)
         self.occurred, self.has_occurred = grown(self.occurred), grown(self.has_occurred)
-        self.month = grown(self.month)
+        self.month, self.stamps = grown(self.month), grown(self.stamps)
         if self.matrix is not None:
             self.matrix = grown(self.matrix)
 
@@ -848,6 +849,7 @@ class _ScopeRows:
         self.n = n
         self.pks[:n] = [r[0] for r in rows]
         self.alive[:n] = True
+        self.stamps[:n] = state.seq
         self.index = {r[0]: i for i, r in enumerate(rows)}
         self.slot_of = {r[1]: i for i, r in enumerate(rows)}
         self.ids = [r[1] for r in rows]
@@ -885,7 +887,7 @@ class _ScopeRows:
         ``found`` those of them that match the filter now (with their current values)."""
         placed = set()
         for row in found:
-            self._put(row)
+            self._put(row, state.seq)
             placed.add(row[0])
         for pk in changed:
             if pk not in placed and pk in self.index:
@@ -893,13 +895,14 @@ class _ScopeRows:
         self.version, self.seq = state.version, state.seq
         self.patches += 1
 
-    def _put(self, row: tuple[Any, ...]) -> None:
+    def _put(self, row: tuple[Any, ...], seq: int) -> None:
         pk, item_id, thread, sortkey, occurred, expires, vec, terms = row
         slot = self.index.get(pk)
         if slot is None:
             slot = self._new_slot(pk)
         else:
             self._unlink(slot)
+        self.stamps[slot] = seq
         if self.slot_of.get(self.ids[slot]) == slot:
             del self.slot_of[self.ids[slot]]
         self.slot_of[item_id] = slot
@@ -1045,6 +1048,60 @@ CacheKey = tuple[Filter, str | None, int]
 (None and 0: no vectors, for keyword and thread lookups)."""
 
 
+RowKey = tuple[int, int, int]
+"""A row as a cached scope read it: pk, index version and change-log position (the
+scope's :attr:`_ScopeRows.stamps`)."""
+
+
+class _RowItems:
+    """The items a reader thread's searches parsed, by :data:`RowKey` (least recently used
+    out first), with their index terms and the usage columns each carries.
+
+    A search loads every candidate (~130 in a LoCoMo-sized scope) and the same rows come
+    back search after search. A row's document changes only through writes the change log
+    records (a search's touch writes the usage columns alone), so a key names one document:
+    a search reads and parses the documents of the rows it has not seen yet only, and for
+    the rest reads the usage columns, laid over the cached item when a touch moved them.
+    Not thread-safe: one per reader thread.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self._data: OrderedDict[RowKey, tuple[MemoryItem, str | None, tuple[int, str | None]]] = OrderedDict()
+        self._key_of: dict[int, RowKey] = {}  # each pk's latest key: an older one goes at once
+        self._size = size
+
+    def __contains__(self, key: RowKey) -> bool:
+        return key in self._data
+
+    def put(self, key: RowKey, item: MemoryItem, terms: str | None) -> None:
+        older = self._key_of.get(key[0])
+        if older is not None and older != key:
+            self._data.pop(older, None)
+        self._key_of[key[0]] = key
+        self._data[key] = (item, terms, (item.access_count, ts(item.last_used_at)))
+        while len(self._data) > self._size:
+            gone, _ = self._data.popitem(last=False)
+            if self._key_of.get(gone[0]) == gone:
+                del self._key_of[gone[0]]
+
+    def used(self, key: RowKey, access_count: int, last_used_at: str | None) -> tuple[MemoryItem, str | None]:
+        """The item of ``key`` (which must be here) with the usage columns laid over it, and
+        its terms; the overlaid item replaces the cached one (copied once per touch)."""
+        item, terms, usage = self._data[key]
+        self._data.move_to_end(key)
+        if usage != (access_count, last_used_at):
+            item = with_usage(item, access_count, last_used_at)
+            self._data[key] = (item, terms, (access_count, last_used_at))
+        return item, terms
+
+
+def _items_of(local: threading.local) -> _RowItems:
+    items: _RowItems | None = getattr(local, "row_items", None)
+    if items is None:
+        items = local.row_items = _RowItems()
+    return items
+
+
 def _cache_of(local: threading.local) -> OrderedDict[CacheKey, _ScopeRows]:
     cache: OrderedDict[CacheKey, _ScopeRows] | None = getattr(local, "scopes", None)
     if cache is None:
@@ -1061,7 +1118,7 @@ class _Search:
     """
 
     def __init__(
-        self, conn: sqlite3.Connection, cache: OrderedDict[CacheKey, _ScopeRows], items: ItemCache
+        self, conn: sqlite3.Connection, cache: OrderedDict[CacheKey, _ScopeRows], items: _RowItems
     ) -> None:
         self.conn = conn
         self.cache = cache
@@ -1181,28 +1238,34 @@ class _Search:
             block = rows.matrix[slots[:m]]  # a copy: the cached matrix is patched in place later
             cosines = [c if h else None for c, h in zip(values, has, strict=True)]
             vectors = [block[j] if h else None for j, h in enumerate(has[:m])]
-        pks = rows.pks[slots[:m]].tolist()
-        docs: dict[int, tuple[str, str | None, int, str | None]] = {}
-        if pks:
-            # The index terms from FTS5's own content table (its column c1 is `terms`): a
-            # join through the virtual table costs three times as much per search.
-            docs = {
-                pk: (doc, terms, count, used)
-                for pk, doc, terms, count, used in self.conn.execute(
-                    "SELECT i.pk, i.doc, f.c1, i.access_count, i.last_used_at FROM items i "
-                    "LEFT JOIN items_fts_content f ON f.id = i.pk "
-                    f"WHERE i.pk IN ({','.join('?' * m)})",
-                    pks,
+        out: dict[str, Loaded] = {}
+        if m:
+            parsed, epoch = self.items, rows.version[0]
+            pks = rows.pks[slots[:m]].tolist()
+            keys = [
+                (pk, epoch, stamp) for pk, stamp in zip(pks, rows.stamps[slots[:m]].tolist(), strict=True)
+            ]
+            if missing := {k[0]: k for k in keys if k not in parsed}:
+                # Only rows not parsed yet; the index terms from FTS5's own content table (its
+                # column c1 is `terms`): a join through the virtual table costs three times as much.
+                for pk, doc, terms in self.conn.execute(
+                    "SELECT i.pk, i.doc, f.c1 FROM items i LEFT JOIN items_fts_content f ON f.id = i.pk "
+                    f"WHERE i.pk IN ({','.join('?' * len(missing))})",
+                    list(missing),
+                ):
+                    parsed.put(missing[pk], load_item(doc), terms)
+            usage = {
+                pk: (count, used)
+                for pk, count, used in self.conn.execute(
+                    f"SELECT pk, access_count, last_used_at FROM items WHERE pk IN ({','.join('?' * m)})", pks
                 )
             }
-        used = self.items.used
-        out: dict[str, Loaded] = {}
-        for j, (item_id, pk) in enumerate(zip(wanted, pks, strict=True)):
-            if (found := docs.get(pk)) is not None:
-                item = used(found[0], found[2], found[3])
-                out[item_id] = Loaded(
-                    item if op.shared_items else detached(item), vectors[j], cosines[j], found[1]
-                )
+            for j, (item_id, key) in enumerate(zip(wanted, keys, strict=True)):
+                if (found := usage.get(key[0])) is not None and key in parsed:
+                    item, terms = parsed.used(key, *found)
+                    out[item_id] = Loaded(
+                        item if op.shared_items else detached(item), vectors[j], cosines[j], terms
+                    )
         for j in range(m, len(ids)):
             out[ids[j]] = Loaded(None, None, cosines[j], None)
         return out
@@ -1776,7 +1839,7 @@ class SQLiteStore(Store):
     def _search(self, flow: Flow[R]) -> R:
         """Run a search flow on one read snapshot, over this thread's scope caches."""
         with self._read() as conn, _snapshot(conn):
-            return drive(flow, _Search(conn, _cache_of(self._local), thread_items(self._local)).handlers)
+            return drive(flow, _Search(conn, _cache_of(self._local), _items_of(self._local)).handlers)
 
     def _history(self, op: GetHistory) -> list[HistoryEvent]:
         with self._read() as conn:
