@@ -235,7 +235,6 @@ CROSS_TENANT_ALLOWED = {
         "_filter_sql",
     ): "tag conditions on item_tags, inside a filter whose first clause is the tenant",
     ("sqlite.py", "_changed_rows_sql"): "rows by rowid that the tenant's change log named",
-    ("sqlite.py", "keyword_hits"): "FTS5 MATCH: its query names the tenant's scopes (scope column)",
     ("sqlite.py", "load_hits"): "rows by rowid that a tenant-filtered search found",
     ("sqlite.py", "_upsert"): "the item's own rowid, found or created by (tenant_id, id) just before",
     ("sqlite.py", "_purge"): "the item's own rowid, found by (tenant_id, id) just before",

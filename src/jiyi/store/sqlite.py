@@ -476,6 +476,15 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             "UPDATE meta SET value = value + 1 WHERE key = 'index_version'",
         ),
     ),
+    (
+        "usage columns index",
+        (
+            # A search reads the usage columns of its ~130 candidates (their documents are
+            # cached, _RowItems). The search before it wrote usage, which empties the reader's
+            # page cache; this covering index is a few pages, the rows are one page each.
+            "CREATE INDEX items_usage ON items(tenant_id, pk, access_count, last_used_at)",
+        ),
+    ),
 ]
 # A migration that changes items rows without going through the triggers above (or that
 # changes what a cached scope holds) must bump 'index_version', so caches are rebuilt.
@@ -1127,6 +1136,9 @@ class _Search:
         self._bases: dict[int, tuple[Filter, Filter]] = {}
         self._cosines: dict[tuple[int, int], tuple[Vector, np.ndarray]] = {}
         self._live: dict[tuple[int, str | None], np.ndarray] = {}
+        self._states: dict[tuple[str, tuple[str, ...]], _ScopeState] = {}
+        """The log state per (tenant, scopes), read once per snapshot: a search's filter and
+        its keyword collection name the same scopes."""
 
     @property
     def handlers(self) -> dict[type, Handler]:
@@ -1257,7 +1269,9 @@ class _Search:
             usage = {
                 pk: (count, used)
                 for pk, count, used in self.conn.execute(
-                    f"SELECT pk, access_count, last_used_at FROM items WHERE pk IN ({','.join('?' * m)})", pks
+                    "SELECT pk, access_count, last_used_at FROM items "
+                    f"WHERE tenant_id = ? AND pk IN ({','.join('?' * m)})",  # the covering index items_usage
+                    (op.filter.tenant_id, *pks),
                 )
             }
             for j, (item_id, key) in enumerate(zip(wanted, keys, strict=True)):
@@ -1315,7 +1329,9 @@ class _Search:
         log no longer reaches back that far or the gap is large. Call inside a snapshot."""
         f, model_id, dim = key
         conn, cache = self.conn, self.cache
-        state = _scope_state(conn, f)
+        state = self._states.get((f.tenant_id, f.scope_keys))
+        if state is None:
+            state = self._states[(f.tenant_id, f.scope_keys)] = _scope_state(conn, f)
         hit = cache.get(key)
         if hit is not None:
             try:
