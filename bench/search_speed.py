@@ -58,7 +58,7 @@ from scale import Recorder, TimedEmbedder, TimedStore
 
 PARTS = ("total", "embed", "retrieve", "write", "other")
 FLOOR_PARTS = (*PARTS, "keyword")
-"""``--floor`` adds the keyword query (FTS5 BM25), a part of ``retrieve``."""
+"""``--floor`` adds the keyword query (BM25 over the scope, in memory; FTS5 before 2026-11-29), a part of ``retrieve``."""
 R = TypeVar("R")
 STAGES = (
     # (label, function as ``file:name`` suffix in the profile, ``|`` between a function's
@@ -66,7 +66,7 @@ STAGES = (
     ("query embedding", "usem3.py:embed"),
     ("store Retrieve (SQLite)", "sqlite.py:_search"),
     ("  vector hits", "sqlite.py:vector_hits"),
-    ("  keyword hits (FTS5)", "sqlite.py:keyword_hits"),
+    ("  keyword hits (BM25)", "sqlite.py:keyword_hits"),
     ("  thread links", "sqlite.py:thread_links"),
     ("  load hits (items)", "sqlite.py:load_hits"),
     ("    item JSON -> MemoryItem", "sqlcommon.py:load_item"),
