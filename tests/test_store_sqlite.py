@@ -268,6 +268,33 @@ def test_file_store_readers_see_committed_writes_across_stores(tmp_path: Path) -
         assert len(cands) == 1
 
 
+def test_a_reader_sees_another_stores_rewrites_and_touches_of_items_it_parsed(tmp_path: Path) -> None:
+    """The reader keeps parsed items by row and log position, its keyword documents by scope:
+    another store's rewrite (a new document, new terms) and touch (usage columns only) show."""
+    path = tmp_path / "shared.db"
+    q = unit(np.random.default_rng(2))
+    item = make_item("the blue fig tree")
+    with SQLiteStore(path) as writer, SQLiteStore(path) as reader:
+        put(writer, item, vectors=[q])
+
+        def found(*words: str) -> list[Candidate]:
+            return reader.execute(Retrieve(flt(), MODEL, q, words, vector_k=5, keyword_k=5))
+
+        (first,) = found("fig")
+        assert first.item.content == "the blue fig tree"
+        assert first.keyword is not None
+        put(writer, item.evolve(content="the red plum tree", version=2), vectors=[q])
+        (second,) = found("plum")
+        assert (second.item.content, second.item.version) == ("the red plum tree", 2)
+        assert second.keyword is not None
+        assert found("fig")[0].keyword is None  # the old words are gone from the keyword index
+        writer.execute(Write((Touch(TENANT, (item.id,), NOW),)))
+        writer.flush()
+        (third,) = found("plum")
+        assert (third.item.access_count, third.item.last_used_at) == (1, NOW)
+        assert third.item.content == "the red plum tree"
+
+
 def test_a_write_patches_only_the_cached_scopes_it_touched(tmp_path: Path) -> None:
     path = tmp_path / "scopes.db"
     rng = np.random.default_rng(1)
