@@ -489,7 +489,9 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
 # A migration that changes items rows without going through the triggers above (or that
 # changes what a cached scope holds) must bump 'index_version', so caches are rebuilt.
 
-SCOPE_CACHE_ENTRIES = 16
+SCOPE_CACHE_ENTRIES = 32
+"""Cached filters per reader thread: a search of a scope uses two (its filter's rows, with
+vectors, and its keyword collection's, without), so this keeps 16 scopes' searches warm."""
 CHANGE_LOG_KEEP = 20_000
 """Change-log entries kept after pruning; the log is pruned when twice this many build up.
 A cached scope older than what is kept is rebuilt instead of patched."""
