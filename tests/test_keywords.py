@@ -7,6 +7,7 @@ import random
 import sqlite3
 
 import numpy as np
+import pytest
 
 from jiyi.store.keywords import KeywordIndex, best_first
 from jiyi.text.tokenize import fold_term, index_text, query_terms
@@ -50,6 +51,11 @@ def test_scores_equal_fts5_bm25_to_the_bit_through_changes() -> None:
     pk_of: dict[int, int] = {}  # slot -> pk
     slot_of: dict[int, int] = {}
     free: list[int] = []
+    first = {slot: index_text(_text(r)) for slot in range(60)}  # loaded in bulk, then changed one by one
+    for slot, terms in first.items():
+        pk_of[slot], slot_of[1000 + slot] = 1000 + slot, slot
+        conn.execute("INSERT INTO t (rowid, scope, terms) VALUES (?, 's1 t1', ?)", (1000 + slot, terms))
+    index.load(first.items())
     for step in range(400):
         action = r.random()
         if action < 0.55 or not slot_of:  # a new document
@@ -89,8 +95,7 @@ def test_removed_documents_leave_no_trace_after_heavy_churn() -> None:
     r = random.Random(3)
     churned, fresh = KeywordIndex(), KeywordIndex()
     docs = {slot: index_text(_text(r)) for slot in range(50)}
-    for slot, terms in docs.items():
-        churned.put(slot, terms)
+    churned.load(docs.items())
     for _ in range(3000):  # enough removals to compact the postings more than once
         slot = r.randrange(50)
         churned.remove(slot)
@@ -104,6 +109,21 @@ def test_removed_documents_leave_no_trace_after_heavy_churn() -> None:
         assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist(), word
     assert churned.scores(("nothing-like-this",))[0].size == 0
     assert KeywordIndex().scores(("python",))[0].size == 0
+
+
+def test_a_bulk_load_equals_one_put_per_document_and_fills_only_an_empty_index() -> None:
+    r = random.Random(5)
+    docs = [(slot, index_text(_text(r))) for slot in range(0, 80, 2)] + [(81, None)]
+    bulk, one_by_one = KeywordIndex(), KeywordIndex()
+    bulk.load(docs)
+    for slot, terms in docs:
+        one_by_one.put(slot, terms)
+    assert (bulk.docs, bulk.tokens) == (one_by_one.docs, one_by_one.tokens) == (40, bulk.tokens)
+    for word in WORDS:
+        a, b = bulk.scores(query_terms(word)), one_by_one.scores(query_terms(word))
+        assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist(), word
+    with pytest.raises(ValueError, match="empty index"):
+        bulk.load(docs)
 
 
 def test_best_first_keeps_every_tie_of_the_last_place_in_key_order() -> None:

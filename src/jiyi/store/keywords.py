@@ -20,21 +20,25 @@ query term t of document frequency ``df`` among ``n`` documents,
 document's length in tokens: its terms plus the :data:`SCOPE_TOKENS` of the FTS5 table's
 scope column, which FTS5 counts too.
 
-Documents sit in the caller's *slots* (a slot is reused after a removal). A removal only
-marks the slot's postings stale (each posting carries the slot's generation); they are
-dropped when a term's list is next read with as many stale entries as live ones, and all
-lists are compacted once stale entries outnumber live ones overall.
+Documents sit in the caller's *slots* (a slot is reused after a removal). A scope's documents
+are loaded in bulk (:meth:`KeywordIndex.load`: one sort builds every term's posting list at
+once, as offsets into shared arrays; a first search of a 1,000-memory scope pays for it);
+later documents go to small per-term lists. A removal only marks the slot's postings stale
+(each posting carries the slot's generation); once stale postings outnumber live ones, all
+lists are rebuilt from the live ones.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from array import array
+from collections import Counter
 from collections.abc import Iterable
 
 import numpy as np
 
-from jiyi.text.tokenize import fold_term
+from jiyi.text.tokenize import fold_term, fold_terms
 
 K1 = 1.2
 B = 0.75
@@ -42,9 +46,22 @@ SCOPE_TOKENS = 2
 """Tokens of the scope column of SQLite's FTS5 table (a scope and a tenant token), which
 FTS5 counts in every document's length."""
 
+_FOLDED = re.compile("[\u00c0-\u024f\u1e00-\u1eff]")
+"""The letters :func:`~jiyi.text.tokenize.fold_term` changes beyond lower-casing."""
+
+
+def _counts(terms: str) -> tuple[dict[str, int], int]:
+    """A term string's distinct folded terms with their frequencies, and its length."""
+    text = terms.lower()
+    if not text.isascii() and _FOLDED.search(text):
+        text = fold_terms(text)
+    words = text.split()
+    once = dict.fromkeys(words, 1)
+    return (once if len(once) == len(words) else Counter(words)), len(words)
+
 
 class _Postings:
-    """One term's documents: slot, term frequency and the slot's generation when added."""
+    """One term's documents added after the bulk load: slot, frequency, slot generation."""
 
     __slots__ = ("gens", "slots", "tfs")
 
@@ -53,29 +70,19 @@ class _Postings:
         self.tfs = array("q")
         self.gens = array("q")
 
-    def add(self, slot: int, tf: int, gen: int) -> None:
-        self.slots.append(slot)
-        self.tfs.append(tf)
-        self.gens.append(gen)
-
-    def current(self, gen: np.ndarray) -> np.ndarray:
-        """Which entries belong to their slot's current document."""
-        ok: np.ndarray = (
-            np.frombuffer(self.gens, dtype=np.int64) == gen[np.frombuffer(self.slots, dtype=np.int64)]
-        )
-        return ok
-
-    def keep(self, ok: np.ndarray) -> None:
-        self.slots = array("q", np.frombuffer(self.slots, dtype=np.int64)[ok].tobytes())
-        self.tfs = array("q", np.frombuffer(self.tfs, dtype=np.int64)[ok].tobytes())
-        self.gens = array("q", np.frombuffer(self.gens, dtype=np.int64)[ok].tobytes())
-
 
 class KeywordIndex:
     """The documents of one collection by slot, scored by BM25 (see the module doc)."""
 
     def __init__(self, capacity: int = 0) -> None:
-        self._postings: dict[str, _Postings] = {}
+        self._vocab: dict[str, int] = {}
+        # The bulk-loaded postings, by term id: entries ptr[t]:ptr[t + 1] of the arrays.
+        self._ptr = np.zeros(1, dtype=np.int64)
+        self._slots = np.zeros(0, dtype=np.int64)
+        self._tfs = np.zeros(0, dtype=np.int64)
+        self._gens = np.zeros(0, dtype=np.int64)
+        self._tail: dict[int, _Postings] = {}
+        """Postings of documents put after the bulk load, by term id."""
         self._length = np.zeros(capacity, dtype=np.float64)
         """Each slot's document length in tokens (with the scope tokens); 0: no document."""
         self._distinct = np.zeros(capacity, dtype=np.int64)
@@ -89,6 +96,45 @@ class KeywordIndex:
     def __len__(self) -> int:
         return self.docs
 
+    def load(self, docs: Iterable[tuple[int, str | None]]) -> None:
+        """Put every ``(slot, terms)`` of ``docs`` into this empty index at once."""
+        if self.docs or self._entries:
+            raise ValueError("load() fills an empty index; put() adds to one")
+        vocab = self._vocab
+        slot_col: list[int] = []
+        keys: list[str] = []
+        tfs: list[int] = []
+        lengths: dict[int, tuple[int, int]] = {}
+        for slot, terms in docs:
+            if terms is None:
+                continue
+            counts, n_words = _counts(terms)
+            keys.extend(counts)
+            tfs.extend(counts.values())
+            slot_col.extend([slot] * len(counts))
+            lengths[slot] = (n_words + SCOPE_TOKENS, len(counts))
+        if not lengths:
+            return
+        top = max(lengths)
+        if top >= len(self._gen):
+            self._grow(top + 1)
+        for slot, (length, distinct) in lengths.items():
+            self._length[slot] = length
+            self._distinct[slot] = distinct
+            self.tokens += length
+        self.docs = len(lengths)
+        ids = np.array([vocab.setdefault(k, len(vocab)) for k in keys], dtype=np.int64)
+        self._set_base(ids, np.array(slot_col, dtype=np.int64), np.array(tfs, dtype=np.int64), None)
+
+    def _set_base(self, ids: np.ndarray, slots: np.ndarray, tfs: np.ndarray, gens: np.ndarray | None) -> None:
+        order = np.argsort(ids, kind="stable")
+        self._ptr = np.concatenate(([0], np.cumsum(np.bincount(ids, minlength=len(self._vocab))))).astype(
+            np.int64
+        )
+        self._slots, self._tfs = slots[order], tfs[order]
+        self._gens = self._gen[self._slots] if gens is None else gens[order]
+        self._entries = len(ids)
+
     def put(self, slot: int, terms: str | None) -> None:
         """Make ``terms`` (a space-joined term string; None: no document) the slot's document."""
         self.remove(slot)
@@ -96,19 +142,18 @@ class KeywordIndex:
             return
         if slot >= len(self._gen):
             self._grow(max(slot + 1, len(self._gen) * 3 // 2 + 16))
-        counts: dict[str, int] = {}
-        words = terms.split()
-        for word in words:
-            term = fold_term(word)
-            counts[term] = counts.get(term, 0) + 1
+        counts, n_words = _counts(terms)
         gen = int(self._gen[slot])
-        postings = self._postings
+        vocab, tail = self._vocab, self._tail
         for term, tf in counts.items():
-            found = postings.get(term)
+            tid = vocab.setdefault(term, len(vocab))
+            found = tail.get(tid)
             if found is None:
-                found = postings[term] = _Postings()
-            found.add(slot, tf, gen)
-        length = len(words) + SCOPE_TOKENS
+                found = tail[tid] = _Postings()
+            found.slots.append(slot)
+            found.tfs.append(tf)
+            found.gens.append(gen)
+        length = n_words + SCOPE_TOKENS
         self._length[slot] = length
         self._distinct[slot] = len(counts)
         self._entries += len(counts)
@@ -138,18 +183,10 @@ class KeywordIndex:
         total = np.zeros(len(self._gen), dtype=np.float64)
         matched = np.zeros(len(self._gen), dtype=bool)
         for term in dict.fromkeys(fold_term(t) for t in terms):
-            found = self._postings.get(term)
-            if found is None:
+            tid = self._vocab.get(term)
+            if tid is None:
                 continue
-            slots = np.frombuffer(found.slots, dtype=np.int64)
-            tfs = np.frombuffer(found.tfs, dtype=np.int64)
-            ok = found.current(self._gen)
-            if not ok.all():
-                slots, tfs = slots[ok], tfs[ok]
-                if 2 * len(slots) <= len(ok):  # as many stale entries as live: drop them
-                    found.keep(ok)
-                    self._entries -= len(ok) - len(slots)
-                    self._stale -= len(ok) - len(slots)
+            slots, tfs = self._live(tid)
             df = len(slots)
             if not df:
                 continue
@@ -171,15 +208,35 @@ class KeywordIndex:
             new[: len(old)] = old
             setattr(self, name, new)
 
+    def _live(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
+        """The slots whose current document holds term ``tid``, and its frequency in each."""
+        if tid + 1 < len(self._ptr):
+            a, b = self._ptr[tid], self._ptr[tid + 1]
+            slots, tfs, gens = self._slots[a:b], self._tfs[a:b], self._gens[a:b]
+        else:
+            slots = tfs = gens = np.zeros(0, dtype=np.int64)
+        more = self._tail.get(tid)
+        if more is not None:
+            slots = np.concatenate((slots, np.frombuffer(more.slots, dtype=np.int64)))
+            tfs = np.concatenate((tfs, np.frombuffer(more.tfs, dtype=np.int64)))
+            gens = np.concatenate((gens, np.frombuffer(more.gens, dtype=np.int64)))
+        ok = gens == self._gen[slots]
+        return (slots, tfs) if ok.all() else (slots[ok], tfs[ok])
+
     def _compact(self) -> None:
-        for term in list(self._postings):
-            found = self._postings[term]
-            ok = found.current(self._gen)
-            if not ok.any():
-                del self._postings[term]
-            elif not ok.all():
-                found.keep(ok)
-        self._entries -= self._stale
+        """Rebuild the posting lists from the live postings (base and later ones alike)."""
+        ids = [np.repeat(np.arange(len(self._ptr) - 1, dtype=np.int64), np.diff(self._ptr))]
+        slots, tfs, gens = [self._slots], [self._tfs], [self._gens]
+        for tid, more in self._tail.items():
+            found = np.frombuffer(more.slots, dtype=np.int64)
+            ids.append(np.full(len(found), tid, dtype=np.int64))
+            slots.append(found.copy())
+            tfs.append(np.frombuffer(more.tfs, dtype=np.int64).copy())
+            gens.append(np.frombuffer(more.gens, dtype=np.int64).copy())
+        self._tail = {}
+        all_slots, all_gens = np.concatenate(slots), np.concatenate(gens)
+        ok = all_gens == self._gen[all_slots]
+        self._set_base(np.concatenate(ids)[ok], all_slots[ok], np.concatenate(tfs)[ok], all_gens[ok])
         self._stale = 0
 
 

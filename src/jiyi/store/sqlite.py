@@ -1202,11 +1202,13 @@ class _Search:
         if rows.keywords is None:
             index = KeywordIndex(len(rows.pks))
             slot_of = rows.index
-            for pk, terms in self.conn.execute(
-                "SELECT f.id, f.c1 FROM json_each(?) c CROSS JOIN items_fts_content f ON f.id = c.value",
-                (json.dumps(list(slot_of)),),
-            ):
-                index.put(slot_of[pk], terms)
+            index.load(
+                (slot_of[pk], terms)
+                for pk, terms in self.conn.execute(
+                    "SELECT f.id, f.c1 FROM json_each(?) c CROSS JOIN items_fts_content f ON f.id = c.value",
+                    (json.dumps(list(slot_of)),),
+                )
+            )
             rows.keywords = index
         return rows.keywords
 
