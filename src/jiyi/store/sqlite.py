@@ -828,9 +828,6 @@ class _ScopeRows:
         """Per slot, the change-log position as of which the row was read: a row changes
         only through logged writes, so (pk, index version, stamp) names one document."""
         self.matrix: np.ndarray | None = np.zeros((capacity, dim), dtype=np.float32) if dim else None
-        self.keywords: KeywordIndex | None = None
-        """The rows' keyword documents, built by the first keyword search of these rows
-        as a collection (:meth:`_Search.keyword_hits`), patched with the rows after that."""
 
     def _grow(self, capacity: int) -> None:
         def grown(a: np.ndarray, fill: Any = 0) -> np.ndarray:
@@ -907,7 +904,7 @@ class _ScopeRows:
         self.patches += 1
 
     def _put(self, row: tuple[Any, ...], seq: int) -> None:
-        pk, item_id, thread, sortkey, occurred, expires, vec, terms = row
+        pk, item_id, thread, sortkey, occurred, expires, vec, _terms = row
         slot = self.index.get(pk)
         if slot is None:
             slot = self._new_slot(pk)
@@ -934,8 +931,6 @@ class _ScopeRows:
             if vec is not None:
                 self.matrix[slot] = np.frombuffer(vec, dtype=np.float32)
             self.has_vector[slot] = vec is not None
-        if self.keywords is not None:
-            self.keywords.put(slot, terms)
         self._link(slot)
 
     def _new_slot(self, pk: int) -> int:
@@ -962,8 +957,6 @@ class _ScopeRows:
         self.alive[slot] = self.has_vector[slot] = self.has_occurred[slot] = False
         self.expiring.pop(slot, None)
         self.threads[slot] = None
-        if self.keywords is not None:
-            self.keywords.remove(slot)
         self.free.append(slot)
 
     def _unlink(self, slot: int) -> None:
@@ -1054,9 +1047,52 @@ class _ScopeRows:
         return hit & self.has_occurred[:n]
 
 
+class _Collection:
+    """A keyword collection's rows (:func:`_collection`): pk -> slot and the documents'
+    posting lists (:class:`~jiyi.store.keywords.KeywordIndex`), cached and patched from the
+    change log like :class:`_ScopeRows` (whose patching it shares), without their vectors,
+    threads and times: a first search of a scope builds both."""
+
+    dim = 0
+
+    def __init__(self, state: _ScopeState, rows: list[tuple[int, str | None]]) -> None:
+        self.version = state.version
+        self.seq = state.seq
+        self.patches = 0
+        self.index: dict[int, int] = {pk: slot for slot, (pk, _) in enumerate(rows)}
+        self.free: list[int] = []
+        self.pks = np.array([pk for pk, _ in rows] or [0], dtype=np.int64)
+        self.keywords = KeywordIndex(len(rows))
+        self.keywords.load((slot, terms) for slot, (_, terms) in enumerate(rows))
+
+    def apply(self, state: _ScopeState, found: list[tuple[Any, ...]], changed: Sequence[int]) -> None:
+        """As :meth:`_ScopeRows.apply` (``found``: rows of :func:`_changed_rows_sql`, terms last)."""
+        placed = set()
+        for row in found:
+            pk = row[0]
+            slot = self.index.get(pk)
+            if slot is None:
+                slot = self.free.pop() if self.free else len(self.index)
+                if slot >= len(self.pks):
+                    self.pks = np.concatenate(
+                        (self.pks, np.zeros(max(64, len(self.pks) // 2), dtype=np.int64))
+                    )
+                self.index[pk] = slot
+                self.pks[slot] = pk
+            self.keywords.put(slot, row[-1])
+            placed.add(pk)
+        for pk in changed:
+            if pk not in placed and pk in self.index:
+                slot = self.index.pop(pk)
+                self.keywords.remove(slot)
+                self.free.append(slot)
+        self.version, self.seq = state.version, state.seq
+        self.patches += 1
+
+
 CacheKey = tuple[Filter, str | None, int]
 """A cached scope: the filter (expiry aside), the model and the dimension of its vectors
-(None and 0: no vectors, for keyword and thread lookups)."""
+(None and 0: no vectors, for keyword and thread lookups; -1: a keyword collection)."""
 
 
 RowKey = tuple[int, int, int]
@@ -1113,8 +1149,11 @@ def _items_of(local: threading.local) -> _RowItems:
     return items
 
 
-def _cache_of(local: threading.local) -> OrderedDict[CacheKey, _ScopeRows]:
-    cache: OrderedDict[CacheKey, _ScopeRows] | None = getattr(local, "scopes", None)
+_Cached = _ScopeRows | _Collection
+
+
+def _cache_of(local: threading.local) -> OrderedDict[CacheKey, _Cached]:
+    cache: OrderedDict[CacheKey, _Cached] | None = getattr(local, "scopes", None)
     if cache is None:
         cache = local.scopes = OrderedDict()
     return cache
@@ -1129,12 +1168,12 @@ class _Search:
     """
 
     def __init__(
-        self, conn: sqlite3.Connection, cache: OrderedDict[CacheKey, _ScopeRows], items: _RowItems
+        self, conn: sqlite3.Connection, cache: OrderedDict[CacheKey, _Cached], items: _RowItems
     ) -> None:
         self.conn = conn
         self.cache = cache
         self.items = items
-        self._rows: dict[CacheKey, _ScopeRows] = {}
+        self._rows: dict[CacheKey, _Cached] = {}
         self._bases: dict[int, tuple[Filter, Filter]] = {}
         self._cosines: dict[tuple[int, int], tuple[Vector, np.ndarray]] = {}
         self._live: dict[tuple[int, str | None], np.ndarray] = {}
@@ -1181,8 +1220,8 @@ class _Search:
         if not rows.index:
             return []
         live = self.live(rows, op.filter)
-        collection = self.rows(_collection(op.filter), None, None)
-        slots, scores = self.keywords(collection).scores(op.terms)
+        collection = self.collection(_collection(op.filter))
+        slots, scores = collection.keywords.scores(op.terms)
         pks = collection.pks[slots]
         want = op.k + 16
         while True:
@@ -1196,21 +1235,6 @@ class _Search:
             if want >= len(slots):
                 return out
             want *= 4
-
-    def keywords(self, rows: _ScopeRows) -> KeywordIndex:
-        """The keyword documents of ``rows`` (read once per cached rows, then patched)."""
-        if rows.keywords is None:
-            index = KeywordIndex(len(rows.pks))
-            slot_of = rows.index
-            index.load(
-                (slot_of[pk], terms)
-                for pk, terms in self.conn.execute(
-                    "SELECT f.id, f.c1 FROM json_each(?) c CROSS JOIN items_fts_content f ON f.id = c.value",
-                    (json.dumps(list(slot_of)),),
-                )
-            )
-            rows.keywords = index
-        return rows.keywords
 
     def thread_links(self, op: ThreadLinks) -> dict[str, Link]:
         rows = self.rows(op.filter, None, None)
@@ -1313,25 +1337,53 @@ class _Search:
     def rows(self, f: Filter, model_id: str | None, dim: int | None) -> _ScopeRows:
         """The filter's cached rows with vectors of ``model_id`` and ``dim``; with ``dim``
         None, whichever the filter has (keywords and threads do not need vectors)."""
-        known = self._bases.get(id(f))
-        if known is None or known[0] is not f:
-            known = self._bases[id(f)] = (f, replace(f, now=None, include_expired=True))
-        base = known[1]
+        base = self._base(f)
         key: CacheKey = (base, model_id, dim or 0)
         if dim is None:
-            same = [k for k in self._rows if k[0] == base] or [k for k in self.cache if k[0] == base]
+            same = [k for k in self._rows if k[0] == base and k[2] >= 0] or [
+                k for k in self.cache if k[0] == base and k[2] >= 0
+            ]
             key = same[-1] if same else (base, None, 0)
         found = self._rows.get(key)
         if found is None:
-            found = self._rows[key] = self._scope_rows(key)
+            found = self._rows[key] = self._cached(key, lambda state: self._build_rows(key, state))
+        assert isinstance(found, _ScopeRows)
         return found
 
-    def _scope_rows(self, key: CacheKey) -> _ScopeRows:
-        """Every item of the filter (expiry aside) with its vector and thread order, cached
-        per reader thread; a cached scope that others wrote to is patched from the change
-        log (the rows logged since it was last brought up to date), or rebuilt when the
-        log no longer reaches back that far or the gap is large. Call inside a snapshot."""
-        f, model_id, dim = key
+    def collection(self, f: Filter) -> _Collection:
+        """The keyword collection of filter ``f`` (see :func:`_collection`), cached like rows."""
+        base = self._base(f)
+        key: CacheKey = (base, None, -1)
+        found = self._rows.get(key)
+        if found is None:
+            where, params = _filter_sql(base)
+
+            def build(state: _ScopeState) -> _Collection:
+                return _Collection(
+                    state,
+                    self.conn.execute(
+                        f"SELECT i.pk, f.c1 FROM items i LEFT JOIN items_fts_content f ON f.id = i.pk WHERE {where}",
+                        params,
+                    ).fetchall(),
+                )
+
+            found = self._rows[key] = self._cached(key, build)
+        assert isinstance(found, _Collection)
+        return found
+
+    def _base(self, f: Filter) -> Filter:
+        """``f`` with expiry aside: what a cache entry is kept for."""
+        known = self._bases.get(id(f))
+        if known is None or known[0] is not f:
+            known = self._bases[id(f)] = (f, replace(f, now=None, include_expired=True))
+        return known[1]
+
+    def _cached(self, key: CacheKey, build: Callable[[_ScopeState], _Cached]) -> _Cached:
+        """The cache entry of ``key``, cached per reader thread; a cached entry that others
+        wrote to is patched from the change log (the rows logged since it was last brought
+        up to date), or rebuilt when the log no longer reaches back that far or the gap is
+        large. Call inside a snapshot."""
+        f, model_id, _ = key
         conn, cache = self.conn, self.cache
         state = self._states.get((f.tenant_id, f.scope_keys))
         if state is None:
@@ -1347,6 +1399,16 @@ class _Search:
                 cache.move_to_end(key)
                 return hit
             del cache[key]  # release its memory before building the replacement
+        built = build(state)
+        cache[key] = built
+        while len(cache) > SCOPE_CACHE_ENTRIES:
+            cache.popitem(last=False)
+        return built
+
+    def _build_rows(self, key: CacheKey, state: _ScopeState) -> _ScopeRows:
+        """Every item of the filter (expiry aside) with its vector and thread order."""
+        f, model_id, dim = key
+        conn = self.conn
         where, params = _filter_sql(f)
         rows = conn.execute(
             f"SELECT i.pk, i.id, i.thread_id, coalesce(i.occurred_at, i.created_at), i.occurred_at, "
@@ -1365,15 +1427,11 @@ class _Search:
             if dim
             else None
         )
-        built = _ScopeRows.build(state, dim, rows, vectors)
-        cache[key] = built
-        while len(cache) > SCOPE_CACHE_ENTRIES:
-            cache.popitem(last=False)
-        return built
+        return _ScopeRows.build(state, dim, rows, vectors)
 
 
 def _bring_up_to_date(
-    conn: sqlite3.Connection, f: Filter, model_id: str | None, rows: _ScopeRows, state: _ScopeState
+    conn: sqlite3.Connection, f: Filter, model_id: str | None, rows: _Cached, state: _ScopeState
 ) -> bool:
     """Patch ``rows`` (of filter ``f``, expiry aside) to ``state``; False when a rebuild is
     needed instead."""
