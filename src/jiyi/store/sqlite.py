@@ -7,10 +7,10 @@
   :meth:`execute` on a reader pool or the single writer thread (Datasette's pattern).
 * Keyword index: an FTS5 table over pre-segmented terms (see :mod:`jiyi.text.tokenize`)
   with hashed scope and tenant tokens in their own column; it holds each row's terms.
-  Search scores BM25 in memory over the searched scopes' cached rows
-  (:mod:`jiyi.store.keywords`, FTS5's formula), not with ``MATCH``: FTS5's ``bm25()``
-  counts the whole table, so one user's scores moved when another wrote, and its
-  per-row calls were the slowest part of a search's store work.
+  Search scores BM25 in memory over the searched scopes' cached posting lists
+  (:class:`_Collection`; :mod:`jiyi.store.keywords`, FTS5's formula), not with ``MATCH``:
+  FTS5's ``bm25()`` counts the whole table, so one user's scores moved when another
+  wrote, and its per-row calls were the slowest part of a search's store work.
 * Vectors: float32 blobs, scored exactly with numpy inside the requested scope. Each
   reader thread keeps a searched filter's rows in memory; triggers log which item rows
   change per scope (``scope_changes``), so a cached filter is patched with just those
