@@ -129,5 +129,9 @@ def test_usage_commits_leave_the_log_checkpoint_to_a_thread_of_its_own(tmp_path:
             log = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
         finally:
             conn.close()
-    assert log < 2000  # 600 usage commits without a checkpoint leave several thousand pages
+    # 600 usage commits without a checkpoint leave ~5,300 pages (~8.9 each: the row, the
+    # usage-columns index, the retrieval log's rows and indexes). Checkpointed, the log is a
+    # sawtooth (it restarts when a checkpoint completes between two commits): measured
+    # 2,408 after 600 searches, 2,212 after 1,200, 1,511 after 2,400.
+    assert log < 3000
     assert _counts(path, tea) == (600, 600)
