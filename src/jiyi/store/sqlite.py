@@ -1210,10 +1210,10 @@ class _Search:
 
     def keyword_hits(self, op: KeywordHits) -> list[Hit]:
         """BM25 over the searched scopes, all statuses (the tenant when none is named; what
-        the viewer may see), as PostgreSQL scores it: the collection's cached rows hold its
-        documents (:class:`~jiyi.store.keywords.KeywordIndex`, FTS5's formula), and the
-        filter's cached rows decide what is admitted. Equal scores come in pk order. When
-        too few of the best pass the filter, it takes more."""
+        the viewer may see), as PostgreSQL scores it: the collection's cached posting lists
+        (:class:`_Collection`; FTS5's formula) score, and the filter's cached rows decide
+        what is admitted. Equal scores come in pk order. When too few of the best pass the
+        filter, it takes more."""
         if not op.terms or op.k <= 0:
             return []
         rows = self.rows(op.filter, None, None)
