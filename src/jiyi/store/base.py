@@ -476,6 +476,15 @@ class KeywordHits(Op[list[Hit]]):
     k: int
 
 
+def keyword_collection(f: Filter) -> Filter:
+    """BM25's collection for a :class:`KeywordHits` of filter ``f``: its scopes (the tenant
+    when it names none), every status, expired items too; for a viewer who may not see
+    every project item, what that viewer sees (hidden items' words must not show through
+    the scores). Other scopes and tenants never count."""
+    viewer = f.viewer if f.viewer is not None and not f.viewer.sees_all else None
+    return Filter(f.tenant_id, f.scope_keys, statuses=(), include_expired=True, viewer=viewer)
+
+
 class Link(NamedTuple):
     """An item's place in its thread: the ids of the items just before and after it (among
     the filter's items) and whether it is live itself."""

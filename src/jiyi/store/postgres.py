@@ -193,9 +193,13 @@ from jiyi.store.base import (
     Write,
     check_row_kind,
     creator_of,
+    keyword_collection,
     vector_from_text,
     vector_to_text,
 )
+from jiyi.store.keywords import K1 as BM25_K1
+from jiyi.store.keywords import SCOPE_TOKENS as FTS5_SCOPE_TOKENS  # so both backends score alike
+from jiyi.store.keywords import B as BM25_B
 from jiyi.store.retrieve import from_hits, hit_asks
 from jiyi.store.sqlcommon import (
     ACCESS_COLUMNS,
@@ -702,11 +706,6 @@ scope too small a part of the index to yield k rows within it is searched exactl
 MIGRATION_LOCK = 0x4A49594900000001  # pg_advisory_xact_lock key shared by every jiyi schema
 SESSION_LOCKS = 0x4A4959  # two-key advisory locks (this, hashtext(session)) serialise appends
 MAX_DIMENSIONS = 16000  # pgvector's limit for the vector type
-BM25_K1 = 1.2  # SQLite FTS5's bm25() constants, so both backends score alike
-BM25_B = 0.75
-# SQLite's FTS5 table has a scope column holding two tokens per row, and bm25() counts
-# every column in a document's length; adding the same keeps the two backends' scores equal.
-FTS5_SCOPE_TOKENS = 2
 KEYWORD_FIRST_LEVEL = 0.8
 """A pruned keyword search (:meth:`PostgresStore._keyword_pruned`) first reads the rows
 whose terms' score bounds add up to more than this share of all the query terms' bounds."""
@@ -2728,7 +2727,7 @@ class PostgresStore(Store):
         s = self._s
         viewer = f.viewer
         if viewer is not None and not viewer.sees_all:
-            seen = Filter(f.tenant_id, f.scope_keys, statuses=(), include_expired=True, viewer=viewer)
+            seen = keyword_collection(f)
             seen_sql, more = _filter_sql(seen, "h")
             params |= more
             return (

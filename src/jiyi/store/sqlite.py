@@ -110,6 +110,7 @@ from jiyi.store.base import (
     Write,
     check_row_kind,
     detached,
+    keyword_collection,
     vector_from_text,
     vector_to_text,
 )
@@ -719,14 +720,6 @@ def _dump_row(kind: str, r: tuple[Any, ...]) -> dict[str, Any]:
     return {"key": r[0], "at": r[1]}
 
 
-def _collection(f: Filter) -> Filter:
-    """BM25's collection for a search of ``f``: its scopes (the tenant when it names none),
-    every status, expired items too; for a viewer who may not see every project item,
-    what that viewer sees (hidden items' words must not show through the scores)."""
-    viewer = f.viewer if f.viewer is not None and not f.viewer.sees_all else None
-    return Filter(f.tenant_id, f.scope_keys, statuses=(), include_expired=True, viewer=viewer)
-
-
 @contextmanager
 def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
     """One read transaction: every statement inside sees the same committed state (WAL),
@@ -1048,7 +1041,7 @@ class _ScopeRows:
 
 
 class _Collection:
-    """A keyword collection's rows (:func:`_collection`): pk -> slot and the documents'
+    """A keyword collection's rows (:func:`~jiyi.store.base.keyword_collection`): pk -> slot and the documents'
     posting lists (:class:`~jiyi.store.keywords.KeywordIndex`), cached and patched from the
     change log like :class:`_ScopeRows` (whose patching it shares), without their vectors,
     threads and times: a first search of a scope builds both."""
@@ -1220,7 +1213,7 @@ class _Search:
         if not rows.index:
             return []
         live = self.live(rows, op.filter)
-        collection = self.collection(_collection(op.filter))
+        collection = self.collection(keyword_collection(op.filter))
         slots, scores = collection.keywords.scores(op.terms)
         pks = collection.pks[slots]
         want = op.k + 16
@@ -1351,7 +1344,8 @@ class _Search:
         return found
 
     def collection(self, f: Filter) -> _Collection:
-        """The keyword collection of filter ``f`` (see :func:`_collection`), cached like rows."""
+        """The keyword collection of filter ``f`` (:func:`~jiyi.store.base.keyword_collection`),
+        cached like rows."""
         base = self._base(f)
         key: CacheKey = (base, None, -1)
         found = self._rows.get(key)
