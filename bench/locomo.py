@@ -207,7 +207,9 @@ def load_conversation(number: int, sample: dict[str, Any]) -> Conversation:
                     "thread_id": f"{sample_id}:session_{session}",
                     "source_id": dia_id,
                     "occurred_at": occurred_at,
-                    "metadata": {"dia_id": dia_id, "session": session},
+                    # who said it, as remember() keeps it: a reply to the other's question
+                    # is read with that question (jiyi.read.fusion, ``reply``)
+                    "metadata": {"dia_id": dia_id, "session": session, "speaker": str(turn["speaker"])},
                 }
             )
     known = {canonical_dia_id(r["source_id"]) for r in records}

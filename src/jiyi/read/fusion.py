@@ -38,8 +38,13 @@ The features of one candidate (all from the search's own pool):
   many ...?", "Where ...?", "什么时候", "多少", "在哪") and the item holds one
   (:mod:`jiyi.text.answers`), the share of the pool that holds none (as ``time_sel``: an
   answer most of the pool holds says little), else 0;
+* ``reply``: when the item's previous turn in its thread is in the pool, ends asking a
+  question (:func:`asks_at_end`) and was said by someone else (another role or speaker,
+  both known: :func:`speaker_of`), that question's own evidence ``0.3*cos + 0.7*kw``: a
+  conversation answers a question in the turn after it ("How did the kids like it?" /
+  "They were awestruck"), a turn that shares few words with the query itself;
 
-The weight of each but ``cover_n`` and ``answer`` (:data:`PLAIN`) is ``w_short*(1 - l) +
+The weight of each but ``cover_n``, ``answer`` and ``reply`` (:data:`PLAIN`) is ``w_short*(1 - l) +
 w_long*l + w_apart*(1 - a) + w_agree*a`` (``l``: the pool's length mapped into 0..1, ``a``:
 the agreement), with every ``w`` >= 0: the weight moves with the pool, yet more evidence of
 any kind never lowers the fused value (an unconstrained fit found curvature that ranked a
@@ -87,7 +92,7 @@ EVIDENCE = (
 )
 """The evidence whose weight adapts to the pool (see :data:`FEATURES`)."""
 
-PLAIN = ("cover_n", "answer")
+PLAIN = ("cover_n", "answer", "reply")
 """Evidence with one fixed weight."""
 
 SIDES = ("short", "long", "apart", "agree")
@@ -109,6 +114,7 @@ SIGNALS = {
     "language": tuple(f"across*{side}" for side in SIDES),
     "rank": tuple(f"rrf*{side}" for side in SIDES),
     "answer": ("answer",),
+    "reply": ("reply",),
 }
 """Which columns make up each signal shown in a search's breakdown (``similarity.*``)."""
 
@@ -171,6 +177,7 @@ WEIGHTS = np.array(
         0.0000,  # rrf*agree
         0.0000,  # cover_n
         2.0000,  # answer (not fitted with the rest: chosen on the development halves, docs/benchmarks.md)
+        0.0000,  # reply
     ]
 )
 """Fitted by ``python bench/fusion.py fit`` on the development halves (LongMemEval_S even
@@ -221,6 +228,40 @@ def other_language(query: str, texts: Sequence[str]) -> np.ndarray:
     q = han_share(query)
     gap = np.abs(np.array([han_share(t) for t in texts], dtype=np.float64) - q)
     return np.asarray(np.clip((gap - _SAME_LANGUAGE_GAP) / _LANGUAGE_SPAN, 0.0, 1.0), dtype=np.float64)
+
+
+@functools.lru_cache(maxsize=8192)
+def asks_at_end(text: str) -> bool:
+    """Whether a text ends asking: a question mark among the marks, brackets and emoji
+    after its last letter or digit ("What did the kids think?", "真的吗？😄", "really?!")."""
+    end = len(text)
+    while end > 0 and not text[end - 1].isalnum():
+        end -= 1
+    tail = text[end:]
+    return "?" in tail or "？" in tail
+
+
+def speaker_of(item: MemoryItem) -> tuple[object, object] | None:
+    """Who said an item, as its metadata has it (role, speaker's name); None when it names
+    neither (a memory written directly, an extracted fact)."""
+    meta = item.metadata
+    role, name = meta.get("role"), meta.get("speaker")
+    return None if role is None and name is None else (role, name)
+
+
+def replies(cands: Sequence[Candidate], prev: np.ndarray, asked: np.ndarray) -> np.ndarray:
+    """Per candidate, ``asked`` of its previous turn when that turn is in the pool, ends
+    asking (:func:`asks_at_end`) and someone else said it (:func:`speaker_of`, both
+    known); else 0. See ``reply`` in the module docstring."""
+    out = np.zeros(len(cands))
+    for i in np.flatnonzero(prev >= 0).tolist():
+        j = int(prev[i])
+        if not asks_at_end(cands[j].item.content):
+            continue
+        mine, theirs = speaker_of(cands[i].item), speaker_of(cands[j].item)
+        if mine is not None and theirs is not None and mine != theirs:
+            out[i] = asked[j]
+    return out
 
 
 def _arr(values: Sequence[float | None]) -> np.ndarray:
@@ -431,6 +472,7 @@ def features(
         "phrase": phrase_evidence(query, texts, [c.terms for c in cands], skip),
         "rrf": rank_fusion(cos, bm25),
         "answer": answer * (1.0 - (float(answer.mean()) if n else 0.0)),
+        "reply": replies(cands, prev, 0.3 * cos + 0.7 * kw),
     }
     low, high = LENGTH_RANGE
     length = min(max((_length(texts) - low) / (high - low), 0.0), 1.0)
@@ -498,6 +540,7 @@ E5_WEIGHTS = np.array(
         0.3922,  # rrf*agree
         0.3662,  # cover_n
         0.0000,  # answer (not fitted on this embedder)
+        0.0000,  # reply (not fitted on this embedder)
     ]
 )
 """The weights for e5 (``e5:small-q4``), fitted as :data:`WEIGHTS` but on e5's cosines and
@@ -560,6 +603,7 @@ PAIR_WEIGHTS = np.array(
         0.0000,  # rrf*agree
         0.0000,  # cover_n
         0.0000,  # answer (not fitted on this embedder)
+        0.0000,  # reply (not fitted on this embedder)
     ]
 )
 """The weights for ``pair`` (e5 and USE-m3 at a = 0.5), fitted as :data:`E5_WEIGHTS`."""
