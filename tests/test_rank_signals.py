@@ -238,3 +238,43 @@ def test_phrase_and_rank_are_features_of_every_candidate() -> None:
     assert cols["phrase"][0] == pytest.approx(1.0) and cols["phrase"][1] == 0.0
     assert cols["rrf"][1] > cols["rrf"][0] > cols["rrf"][2]
     assert all(f"{e}*{side}" in cols for e in ("phrase", "rrf") for side in SIDES)
+
+
+def _turn(
+    text: str, cosine: float, keyword: float | None, meta: dict[str, str], prev: str | None
+) -> Candidate:
+    item = MemoryItem(content=text, user_id="u", thread_id="s1", metadata=meta)
+    return Candidate(item, cosine, keyword, None, prev_id=prev)
+
+
+def test_a_reply_carries_the_evidence_of_the_question_before_it() -> None:
+    maria, john = {"speaker": "Maria"}, {"speaker": "John"}
+    asked = _turn("Maria: How did your kids like the military memorial?", 0.6, 6.0, maria, None)
+    answer = _turn("John: They were awestruck and humbled.", 0.1, None, john, asked.item.id)
+    same = _turn("Maria: I loved it too, by the way?", 0.1, None, maria, answer.item.id)
+    after_same = _turn("Maria: And the museum next door", 0.1, None, maria, same.item.id)
+    cands = [asked, answer, same, after_same, *(_cand(f"unrelated note {i}", 0.1) for i in range(4))]
+    cols = features(cands, "How did John's kids react at the memorial?", np.zeros(len(cands)), None)
+    reply = cols["reply"]
+    # The question's own evidence: 0.3 * cosine + 0.7 * saturated BM25 (6 / (6 + 8)).
+    assert reply[1] == pytest.approx(0.3 * 0.6 + 0.7 * 6.0 / 14.0)
+    # A statement before it, the same speaker asking, or no previous turn: nothing.
+    assert reply[2] == 0.0 and reply[3] == 0.0 and reply[0] == 0.0
+    assert not reply[4:].any()
+
+
+def test_a_reply_needs_both_speakers_known() -> None:
+    # Turns without a role or speaker (raw imports, extracted facts) may be one person's.
+    asked = _turn("Can you recommend a hotel in Kyoto?", 0.6, 6.0, {}, None)
+    after = _turn("I'm going there in May", 0.1, None, {}, asked.item.id)
+    user_q = _turn("Any tips for Kyoto?", 0.6, 6.0, {"role": "assistant"}, None)
+    user_a = _turn("Yes, three nights", 0.1, None, {"role": "user"}, user_q.item.id)
+    cols = features([asked, after, user_q, user_a], "Kyoto hotel", np.zeros(4), None)
+    assert cols["reply"][1] == 0.0 and cols["reply"][3] > 0.0
+
+
+def test_asks_at_end_reads_the_marks_after_the_last_word() -> None:
+    from jiyi.read.fusion import asks_at_end
+
+    assert asks_at_end("What did the kids think?") and asks_at_end("真的吗？😄") and asks_at_end("really?!")
+    assert not asks_at_end("Is it? Yes, it is.") and not asks_at_end("ok :)") and not asks_at_end("")

@@ -163,6 +163,8 @@ _EVIDENCE = (
     ("keyword_bm25", "words"),
     # the hit holds the kind of answer the query asks for (a time, a number, a place)
     ("similarity.answer", "answer"),
+    # the hit answers a question the turn before it asked, which matches the query
+    ("similarity.reply", "reply"),
     ("relevance", "relevance"),
 )
 

@@ -273,6 +273,9 @@
     if (num("similarity.answer") > 0) {
       out.push(["answer", "Answer: holds the kind of answer the query asks for (a time, a number or a place)"]);
     }
+    if (num("similarity.reply") > 0) {
+      out.push(["reply", "Reply: answers a question the turn before it asked, and that question matches the query"]);
+    }
     if (Math.max(num("cosine.neighbours"), num("keyword_bm25.neighbours"), num("similarity.neighbours")) > 0) {
       const vec = num("cosine.neighbours").toFixed(2);
       const kw = num("keyword_bm25.neighbours").toFixed(2);
