@@ -5,7 +5,7 @@ Two steps, because the first runs the three raw-mode benchmarks (~20-30 minutes 
 the second takes seconds:
 
     python bench/fusion.py capture pools.pkl [--lme DATA] [--locomo DATA] [--cache VEC.npz]
-    python bench/fusion.py fit pools.pkl [--drop phrase rrf] [--save W.npy]
+    python bench/fusion.py fit pools.pkl [--drop phrase rrf] [--loss allk --temp 0.5] [--save W.npy]
 
 ``capture`` runs ``bench/locomo.py``, ``bench/longmemeval.py`` and ``bench/zh_en.py`` in
 raw mode and keeps, for every question's search, the feature columns of its candidate pool
@@ -14,7 +14,9 @@ their vectors (for MMR) and the question's gold ids; also each benchmark's part 
 (cosine, BM25, RRF) from the same run.
 
 ``fit`` fits the weights by a listwise softmax loss (each question's gold items against
-its pool; the three sets weigh the same whatever their size) on the development halves
+its pool; the three sets weigh the same whatever their size), or with ``--loss allk|mix``
+by a loss that asks every gold item above the k-th best non-gold item (what recall_all@k
+counts), on the development halves
 (LongMemEval even lines, LoCoMo conversations 1-5, zh/en personas lin and emma), every
 weight kept >= 0, and prints them as Python to paste into ``jiyi/read/fusion.py`` with
 the figures of both halves, re-ranked as the search does (seed-000 score, MMR), beside the
@@ -360,31 +362,132 @@ def training(
     return out
 
 
+CUTS = {"lme": 10, "locomo": 10, "zhen": 5, "lme_p": 10, "locomo_p": 10}
+"""Each benchmark's cut for the ``allk`` loss: the rank every gold item should reach (the
+benchmarks' recall@10 and turn recall_all@10; zh/en's recall@5)."""
+
+LOSSES = ("softmax", "allk", "mix")
+
+
+def _padded(rows: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One set's pools as arrays padded to its largest pool: features ``[P, n, F]``, gold
+    ``[P, n]`` (0/1) and which places hold a candidate ``[P, n]``."""
+    n = max(len(y) for _, y in rows)
+    x = np.zeros((len(rows), n, len(fusion.FEATURES)))
+    gold = np.zeros((len(rows), n))
+    valid = np.zeros((len(rows), n), dtype=bool)
+    for i, (xi, yi) in enumerate(rows):
+        x[i, : len(yi)] = xi
+        gold[i, : len(yi)] = yi
+        valid[i, : len(yi)] = True
+    return x, gold, valid
+
+
+def _softmax_grad(s: np.ndarray, gold: np.ndarray, valid: np.ndarray) -> tuple[float, np.ndarray]:
+    """Listwise softmax: cross-entropy of each pool's softmax against its gold items
+    (uniform over them). Loss and its gradient by score, both averaged over the pools."""
+    z = np.where(valid, s, -np.inf)
+    z = z - z.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(axis=1, keepdims=True)
+    target = gold / gold.sum(axis=1, keepdims=True)
+    loss = -float((target * np.log(np.maximum(p, 1e-300))).sum(axis=1).mean())
+    return loss, (p - target) / len(s)
+
+
+def _allk_grad(
+    s: np.ndarray,
+    gold: np.ndarray,
+    valid: np.ndarray,
+    k: int,
+    temp: float,
+    worst: bool,
+    bounded: bool = False,
+) -> tuple[float, np.ndarray]:
+    """Every gold item above the ``k``-th best non-gold item of its pool: the margin
+    ``m = (s_kth - s_gold) / temp`` through a softplus (``bounded``: a sigmoid, a smooth
+    count of the gold items below the cut, so that a hopeless item does not outweigh a near
+    miss), averaged over the gold items (or, ``worst``, of their log-mean-exp, so the worst
+    gold item counts most: a smooth miss of recall_all). A pool with fewer than ``k``
+    non-gold items asks nothing. Loss and gradient by score, averaged over the pools."""
+    rows = np.arange(len(s))
+    other = np.where(valid & (gold == 0), s, -np.inf)
+    live = (valid & (gold == 0)).sum(axis=1) >= k
+    kth = np.argpartition(-other, k - 1, axis=1)[:, k - 1]
+    s_k = np.where(live, other[rows, kth], 0.0)
+    m = np.where(gold > 0, (s_k[:, None] - s) / temp, -np.inf)
+    n_gold = gold.sum(axis=1)
+
+    def phi(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        sig = 1.0 / (1.0 + np.exp(-x))
+        return (sig, sig * (1.0 - sig)) if bounded else (np.logaddexp(0.0, x), sig)
+
+    if worst:
+        top = m.max(axis=1, keepdims=True)
+        e = np.exp(m - top)
+        lme = top[:, 0] + np.log(e.sum(axis=1) / n_gold)
+        per, d_lme = phi(lme)
+        d_m = d_lme[:, None] * e / e.sum(axis=1, keepdims=True)
+    else:
+        value, slope = phi(np.where(gold > 0, m, 0.0))
+        per = np.where(gold > 0, value, 0.0).sum(axis=1) / n_gold
+        d_m = np.where(gold > 0, slope, 0.0) / n_gold[:, None]
+    per = np.where(live, per, 0.0)
+    d_m = np.where(live[:, None], d_m, 0.0) / temp
+    grad = -d_m
+    grad[rows, kth] += d_m.sum(axis=1)
+    return float(per.mean()), grad / len(s)
+
+
 def fit_weights(
     train: dict[str, list[tuple[np.ndarray, np.ndarray]]],
     epochs: int = 1000,
     drop: Sequence[str] = (),
+    loss: str = "softmax",
+    temp: float = 1.0,
+    mix: float = 0.5,
+    worst: bool = False,
+    bounded: bool = False,
+    fixed: Mapping[str, float] | None = None,
+    start: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Listwise softmax (gold share of each pool's probability), Adam, a little L2,
-    weights projected onto >= 0 after each step; the weights of the evidence in ``drop``
-    (names in ``fusion.EVIDENCE`` or ``fusion.PLAIN``) held at 0."""
-    keep = np.array([name.split("*")[0] not in drop for name in fusion.FEATURES], dtype=np.float64)
-    w = np.zeros(len(fusion.FEATURES))
+    """Adam, a little L2, weights projected onto >= 0 after each step; the weights of the
+    evidence in ``drop`` (names in ``fusion.EVIDENCE`` or ``fusion.PLAIN``) held at 0, the
+    columns of ``fixed`` (names in ``fusion.FEATURES``) at their given value. The loss
+    (every set weighing the same whatever its size):
+
+    * ``softmax``: listwise softmax (each pool's gold items against its pool);
+    * ``allk``: every gold item above the ``CUTS[set]``-th best non-gold item of its pool
+      (:func:`_allk_grad`, margin temperature ``temp``, ``worst``: the worst gold item
+      counts most, ``bounded``: a sigmoid, not a softplus): what recall_all@k asks;
+    * ``mix``: ``mix * softmax + (1 - mix) * allk``.
+    """
+    fixed = dict(fixed or {})
+    keep = np.array(
+        [name.split("*")[0] not in drop and name not in fixed for name in fusion.FEATURES], dtype=np.float64
+    )
+    held = np.array([fixed.get(name, 0.0) for name in fusion.FEATURES])
+    padded = {name: (_padded(rows), CUTS[name]) for name, rows in train.items() if rows}
+    w = np.zeros(len(fusion.FEATURES)) if start is None else np.maximum(start, 0.0) * keep
+    w = w + held
     m = np.zeros_like(w)
     v = np.zeros_like(w)
     lr, l2, b1, b2 = 0.05, 1e-3, 0.9, 0.999
+    share = {"softmax": 1.0, "allk": 0.0, "mix": mix}[loss]
     for epoch in range(1, epochs + 1):
         grad = l2 * w
-        for rows in train.values():
-            for x, y in rows:
-                s = x @ w
-                p = np.exp(s - s.max())
-                p /= p.sum()
-                grad = grad + x.T @ (p - y / y.sum()) / len(rows)
+        for (x, gold, valid), k in padded.values():
+            s = x @ w
+            g_s = np.zeros_like(s)
+            if share > 0:
+                g_s += share * _softmax_grad(s, gold, valid)[1]
+            if share < 1:
+                g_s += (1 - share) * _allk_grad(s, gold, valid, k, temp, worst, bounded)[1]
+            grad = grad + np.einsum("pn,pnf->f", g_s, x)
         m = b1 * m + (1 - b1) * grad
         v = b2 * v + (1 - b2) * grad**2
         w -= lr * (m / (1 - b1**epoch)) / (np.sqrt(v / (1 - b2**epoch)) + 1e-8)
-        w = np.maximum(w, 0.0) * keep  # every weight >= 0: more evidence never lowers the score
+        w = np.maximum(w, 0.0) * keep + held  # every weight >= 0: more evidence never lowers the score
     return w
 
 
@@ -462,7 +565,20 @@ def fit(args: argparse.Namespace) -> None:
             data.update(pickle.load(fh))
     present = [name for name in LIMITS if name in data]
     train = training(data, True, args.train or present)
-    w = fit_weights(train, args.epochs, args.drop)
+    current = fusion.weights_for(str(data.get("embedder", "")))
+    fixed = dict(_fixed(x, current) for x in args.fix)
+    w = fit_weights(
+        train,
+        args.epochs,
+        args.drop,
+        args.loss,
+        args.temp,
+        args.mix,
+        args.worst,
+        args.bounded,
+        fixed,
+        current if args.start == "code" else None,
+    )
     if args.save is not None:
         np.save(args.save, w)
     print(
@@ -471,7 +587,6 @@ def fit(args: argparse.Namespace) -> None:
     )
     print("    ]\n)")
     model = str(data.get("embedder", ""))  # captures before this key: the default embedder
-    current = fusion.weights_for(model)
     print(f"embedder {model or '(not recorded)'}; 'in code': the weights jiyi uses for it")
     for name in present:
         print(f"{name} (LME: session recall_all@5 / turn recall_all@10; LoCoMo: recall@10; zh/en: recall@5)")
@@ -479,6 +594,14 @@ def fit(args: argparse.Namespace) -> None:
         if current.any():
             print(f"  in code  {figures(name, data, current)}")
         print(f"  parts    {json.dumps(_parts(name, data[name]['parts']))}")
+
+
+def _fixed(spec: str, current: np.ndarray) -> tuple[str, float]:
+    """``NAME=VALUE`` or ``NAME`` (its weight in code) for ``fit --fix``."""
+    name, _, value = spec.partition("=")
+    if name not in fusion.FEATURES:
+        raise SystemExit(f"--fix: no feature {name!r}")
+    return name, float(value) if value else float(current[fusion.FEATURES.index(name)])
 
 
 def _parts(name: str, summary: dict[str, Any]) -> dict[str, Any]:
@@ -555,6 +678,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=(*fusion.EVIDENCE, *fusion.PLAIN),
         metavar="EVIDENCE",
         help="fit without this evidence (its weights held at 0), to compare feature sets on one capture",
+    )
+    f.add_argument(
+        "--loss",
+        choices=LOSSES,
+        default="softmax",
+        help="softmax: listwise softmax; allk: every gold item above the k-th best non-gold one "
+        "(k: the benchmark's cut, CUTS); mix: --mix * softmax + (1 - --mix) * allk",
+    )
+    f.add_argument(
+        "--temp", type=float, default=1.0, help="allk: the margin's temperature (fused-value units)"
+    )
+    f.add_argument("--mix", type=float, default=0.5, help="mix: the softmax loss's share")
+    f.add_argument("--worst", action="store_true", help="allk: the worst gold item of a pool counts most")
+    f.add_argument(
+        "--bounded",
+        action="store_true",
+        help="allk: a sigmoid of the margin (a smooth count of misses) instead of a softplus; "
+        "best with --start code",
+    )
+    f.add_argument(
+        "--fix",
+        nargs="*",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="hold a column's weight (a name in FEATURES) at VALUE, or at its weight in code",
+    )
+    f.add_argument(
+        "--start",
+        choices=("zero", "code"),
+        default="zero",
+        help="start from zero or from the weights in code",
     )
     f.add_argument("--save", type=Path, default=None, metavar="W.npy", help="also write the weights (numpy)")
     args = p.parse_args(argv)
