@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from jiyi.cli.memories import explain_lines
 from jiyi.config import SessionConfig
 from jiyi.lifecycle import LifecyclePolicy
 from jiyi.memory import Memory
@@ -318,3 +319,26 @@ def test_a_users_turn_that_states_nothing_is_kept_with_less_confidence(mem: Memo
     assert turns["yes pls"].metadata["states_nothing"] is True
     assert "asks_only" not in turns["yes pls"].metadata
     assert "states_nothing" not in turns["it's Slack. ugh"].metadata
+
+
+def test_a_reply_is_found_through_the_question_before_it(mem: Memory) -> None:
+    mem.remember(
+        [
+            {"role": "user", "content": "How did your kids like the military memorial?", "name": "Maria"},
+            {"role": "user", "content": "They were awestruck and humbled.", "name": "John"},
+            {"role": "user", "content": "We should plan a picnic in the park soon.", "name": "Maria"},
+            {"role": "user", "content": "My new job starts next Monday.", "name": "John"},
+        ],
+        session_id="s1",
+        user_id="u",
+    )
+    mem.process_jobs()
+    hits = mem.search("What did John's kids think of the memorial?", user_id="u", min_relevance=0.0)
+    by_text = {h.item.content: h for h in hits}
+    answer = by_text["John: They were awestruck and humbled."]
+    # The answer shares no word with the query: the question before it (someone else's)
+    # lends it its evidence, and the breakdown says so.
+    assert answer.breakdown["similarity.reply"] > 0
+    question = by_text["Maria: How did your kids like the military memorial?"]
+    assert question.breakdown.get("similarity.reply", 0.0) == 0.0
+    assert any("reply" in line for line in explain_lines(answer.breakdown))
