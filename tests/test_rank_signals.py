@@ -267,10 +267,17 @@ def test_a_reply_needs_both_speakers_known() -> None:
     # Turns without a role or speaker (raw imports, extracted facts) may be one person's.
     asked = _turn("Can you recommend a hotel in Kyoto?", 0.6, 6.0, {}, None)
     after = _turn("I'm going there in May", 0.1, None, {}, asked.item.id)
-    user_q = _turn("Any tips for Kyoto?", 0.6, 6.0, {"role": "assistant"}, None)
-    user_a = _turn("Yes, three nights", 0.1, None, {"role": "user"}, user_q.item.id)
-    cols = features([asked, after, user_q, user_a], "Kyoto hotel", np.zeros(4), None)
-    assert cols["reply"][1] == 0.0 and cols["reply"][3] > 0.0
+    # Nor with the assistant on either side: its questions are mostly offers.
+    offer = _turn("Want a list of hotels in Kyoto?", 0.6, 6.0, {"role": "assistant"}, None)
+    yes = _turn("Yes, near the station", 0.1, None, {"role": "user"}, offer.item.id)
+    user_q = _turn("Where should I stay in Kyoto?", 0.6, 6.0, {"role": "user"}, None)
+    advice = _turn("Near Kyoto station", 0.1, None, {"role": "assistant"}, user_q.item.id)
+    # Two people, one of them named only by the role they share: still two speakers.
+    ana_q = _turn("Ana: Which hotel in Kyoto was it?", 0.6, 6.0, {"role": "user", "speaker": "Ana"}, None)
+    ben_a = _turn("Ben: The one by the river", 0.1, None, {"role": "user", "speaker": "Ben"}, ana_q.item.id)
+    cands = [asked, after, offer, yes, user_q, advice, ana_q, ben_a]
+    cols = features(cands, "Kyoto hotel", np.zeros(len(cands)), None)
+    assert cols["reply"].tolist()[:7] == [0.0] * 7 and cols["reply"][7] > 0.0
 
 
 def test_asks_at_end_reads_the_marks_after_the_last_word() -> None:
