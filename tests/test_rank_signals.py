@@ -285,20 +285,3 @@ def test_asks_at_end_reads_the_marks_after_the_last_word() -> None:
 
     assert asks_at_end("What did the kids think?") and asks_at_end("真的吗？😄") and asks_at_end("really?!")
     assert not asks_at_end("Is it? Yes, it is.") and not asks_at_end("ok :)") and not asks_at_end("")
-
-
-def test_what_the_named_person_said_counts_by_the_share_they_did_not_say() -> None:
-    def said(text: str, name: str) -> Candidate:
-        return Candidate(
-            MemoryItem(content=f"{name}: {text}", user_id="u", metadata={"speaker": name}), 0.2, None, None
-        )
-
-    cands = [said("I went to a pottery class", "Melanie"), said("I researched adoption agencies", "Caroline")]
-    cands += [said(f"note {i}", "Melanie") for i in range(2)] + [_cand("a fact with no speaker", 0.2)]
-    cols = features(cands, "What did Caroline's research cover?", np.zeros(len(cands)), None)
-    assert cols["speaker"].tolist() == [0.0, 0.8, 0.0, 0.0, 0.0]  # 1 x (1 - 1/5)
-    # a name in Chinese, inside the query's words; a Latin name only as a word
-    zh = [said("我去了深圳", "张伟"), said("我在上海", "李娜")]
-    assert features(zh, "张伟去了哪里？", np.zeros(2), None)["speaker"].tolist() == [0.5, 0.0]
-    jo = [said("hi", "Jo"), said("hey", "Ann")]
-    assert not features(jo, "What did Joe say?", np.zeros(2), None)["speaker"].any()

@@ -165,8 +165,6 @@ _EVIDENCE = (
     ("similarity.answer", "answer"),
     # the hit answers a question the turn before it asked, which matches the query
     ("similarity.reply", "reply"),
-    # the hit was said by the person the query names
-    ("similarity.speaker", "speaker"),
     ("relevance", "relevance"),
 )
 

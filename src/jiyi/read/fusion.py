@@ -47,12 +47,8 @@ The features of one candidate (all from the search's own pool):
   user's reply ("yes, something with veggies") no fact about them (measured: with the
   assistant's turns, one question fewer on LongMemEval_S through the pipeline and one
   first place fewer on the user's path; docs/benchmarks.md, session 22);
-* ``speaker``: 1 when the item's speaker (a named speaker of a conversation kept in the
-  store, :func:`speaker_of`) is a person the query names ("What did Caroline research?"),
-  times the share of the pool that person did not say (as ``time_sel``: in a conversation
-  of two, naming one of them still leaves half the turns);
 
-The weight of each but ``cover_n``, ``answer``, ``reply`` and ``speaker`` (:data:`PLAIN`) is ``w_short*(1 - l) +
+The weight of each but ``cover_n``, ``answer`` and ``reply`` (:data:`PLAIN`) is ``w_short*(1 - l) +
 w_long*l + w_apart*(1 - a) + w_agree*a`` (``l``: the pool's length mapped into 0..1, ``a``:
 the agreement), with every ``w`` >= 0: the weight moves with the pool, yet more evidence of
 any kind never lowers the fused value (an unconstrained fit found curvature that ranked a
@@ -100,7 +96,7 @@ EVIDENCE = (
 )
 """The evidence whose weight adapts to the pool (see :data:`FEATURES`)."""
 
-PLAIN = ("cover_n", "answer", "reply", "speaker")
+PLAIN = ("cover_n", "answer", "reply")
 """Evidence with one fixed weight."""
 
 SIDES = ("short", "long", "apart", "agree")
@@ -123,7 +119,6 @@ SIGNALS = {
     "rank": tuple(f"rrf*{side}" for side in SIDES),
     "answer": ("answer",),
     "reply": ("reply",),
-    "speaker": ("speaker",),
 }
 """Which columns make up each signal shown in a search's breakdown (``similarity.*``)."""
 
@@ -187,7 +182,6 @@ WEIGHTS = np.array(
         0.0000,  # cover_n
         2.0000,  # answer (not fitted with the rest: chosen on the development halves, docs/benchmarks.md)
         5.0000,  # reply (chosen alone on the development halves, the rest as fitted: docs/benchmarks.md, session 22)
-        4.0000,  # speaker (chosen alone on the development halves, after reply: docs/benchmarks.md, session 22)
     ]
 )
 """Fitted by ``python bench/fusion.py fit`` on the development halves (LongMemEval_S even
@@ -277,34 +271,6 @@ def replies(cands: Sequence[Candidate], prev: np.ndarray, asked: np.ndarray) -> 
             continue
         out[i] = asked[j]
     return out
-
-
-def named_speakers(cands: Sequence[Candidate], query: str) -> np.ndarray:
-    """1 per candidate whose speaker's name (``metadata.speaker``) the query names, else 0:
-    a Latin name as a word of the query, any case ("Caroline's" names Caroline), a name in
-    another script anywhere in it (Chinese has no spaces between words)."""
-    folded = query.casefold()
-    found: dict[str, bool] = {}
-    out = np.zeros(len(cands))
-    for i, c in enumerate(cands):
-        name = c.item.metadata.get("speaker")
-        if not isinstance(name, str) or not name.strip():
-            continue
-        hit = found.get(name)
-        if hit is None:
-            hit = found[name] = _names(folded, name.strip().casefold())
-        if hit:
-            out[i] = 1.0
-    return out
-
-
-def _names(folded_query: str, name: str) -> bool:
-    if _LATIN_NAME.fullmatch(name):
-        return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", folded_query) is not None
-    return name in folded_query
-
-
-_LATIN_NAME = re.compile(r"[a-z\u00c0-\u024f0-9 .'-]+")
 
 
 def _arr(values: Sequence[float | None]) -> np.ndarray:
@@ -493,7 +459,6 @@ def features(
     texts = [c.item.content for c in cands]
     across = other_language(query, texts) if n else np.zeros(0)
     time = np.array([1.0 if in_time is not None and in_time(c.item) else 0.0 for c in cands])
-    said = named_speakers(cands, query)
     kind = asked_kind(query)
     answer = np.array([1.0 if holds(t, kind) else 0.0 for t in texts]) if kind else np.zeros(n)
     cols: dict[str, np.ndarray] = {
@@ -517,7 +482,6 @@ def features(
         "rrf": rank_fusion(cos, bm25),
         "answer": answer * (1.0 - (float(answer.mean()) if n else 0.0)),
         "reply": replies(cands, prev, 0.3 * cos + 0.7 * kw),
-        "speaker": said * (1.0 - (float(said.mean()) if n else 0.0)),
     }
     low, high = LENGTH_RANGE
     length = min(max((_length(texts) - low) / (high - low), 0.0), 1.0)
@@ -586,7 +550,6 @@ E5_WEIGHTS = np.array(
         0.3662,  # cover_n
         0.0000,  # answer (not fitted on this embedder)
         0.0000,  # reply (not fitted on this embedder)
-        0.0000,  # speaker (not fitted on this embedder)
     ]
 )
 """The weights for e5 (``e5:small-q4``), fitted as :data:`WEIGHTS` but on e5's cosines and
@@ -650,7 +613,6 @@ PAIR_WEIGHTS = np.array(
         0.0000,  # cover_n
         0.0000,  # answer (not fitted on this embedder)
         0.0000,  # reply (not fitted on this embedder)
-        0.0000,  # speaker (not fitted on this embedder)
     ]
 )
 """The weights for ``pair`` (e5 and USE-m3 at a = 0.5), fitted as :data:`E5_WEIGHTS`."""

@@ -273,9 +273,6 @@
     if (num("similarity.answer") > 0) {
       out.push(["answer", "Answer: holds the kind of answer the query asks for (a time, a number or a place)"]);
     }
-    if (num("similarity.speaker") > 0) {
-      out.push(["speaker", "Speaker: said by the person the query names"]);
-    }
     if (num("similarity.reply") > 0) {
       out.push(["reply", "Reply: answers a question the turn before it asked, and that question matches the query"]);
     }
