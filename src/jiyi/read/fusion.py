@@ -39,18 +39,20 @@ The features of one candidate (all from the search's own pool):
   (:mod:`jiyi.text.answers`), the share of the pool that holds none (as ``time_sel``: an
   answer most of the pool holds says little), else 0;
 * ``reply``: when the item's previous turn in its thread is in the pool, ends asking a
-  question (:func:`asks_at_end`) and was said by another person (another speaker, both
-  known: :func:`speaker_of`), that question's own evidence ``0.3*cos + 0.7*kw``: people
-  answer a question in the turn after it ("How did the kids like it?" / "They were
-  awestruck"), a turn that shares few words with the query itself. Not when either turn is
-  the assistant's: its questions are mostly offers ("Want a quick pasta recipe?") and the
-  user's reply ("yes, something with veggies") no fact about them (measured: with the
-  assistant's turns, one question fewer on LongMemEval_S through the pipeline and one
-  first place fewer on the user's path; docs/benchmarks.md, session 22);
+  question (:func:`asks_at_end`) and was said by another person (both turns name their
+  speaker, ``metadata.speaker``, and the names differ), that question's own evidence
+  ``0.3*cos + 0.7*kw`` (:func:`replies`): people answer a question in the turn after it
+  ("How did the kids like it?" / "They were awestruck"), a turn that shares few words with
+  the query itself. Not when either turn is the assistant's: its questions are mostly
+  offers ("Want a quick pasta recipe?") and the user's reply ("yes, something with
+  veggies") no fact about them (measured: with the assistant's turns, one question fewer on
+  LongMemEval_S through the pipeline and one first place fewer on the user's path;
+  docs/benchmarks.md, session 22);
 
-The weight of each but ``cover_n``, ``answer`` and ``reply`` (:data:`PLAIN`) is ``w_short*(1 - l) +
-w_long*l + w_apart*(1 - a) + w_agree*a`` (``l``: the pool's length mapped into 0..1, ``a``:
-the agreement), with every ``w`` >= 0: the weight moves with the pool, yet more evidence of
+The weight of each but ``cover_n``, ``answer`` and ``reply`` (:data:`PLAIN`) is
+``w_short*(1 - l) + w_long*l + w_apart*(1 - a) + w_agree*a`` (``l``: the pool's length
+mapped into 0..1, ``a``: the agreement), with every ``w`` >= 0: the weight moves with the
+pool, yet more evidence of
 any kind never lowers the fused value (an unconstrained fit found curvature that ranked a
 near-exact match below a partial one, outside the range the benchmarks cover). A time
 window thus counts most when the query's words and meaning say little (cosine and BM25
@@ -249,25 +251,26 @@ ASSISTANT = "assistant"
 """The role of the assistant's turns (:mod:`jiyi.write.resources`)."""
 
 
-def speaker_of(item: MemoryItem) -> tuple[object, object] | None:
-    """Who said an item, as its metadata has it (role, speaker's name); None when it names
-    neither (a memory written directly, an extracted fact)."""
-    meta = item.metadata
-    role, name = meta.get("role"), meta.get("speaker")
-    return None if role is None and name is None else (role, name)
-
-
 def replies(cands: Sequence[Candidate], prev: np.ndarray, asked: np.ndarray) -> np.ndarray:
     """Per candidate, ``asked`` of its previous turn when that turn is in the pool, ends
-    asking (:func:`asks_at_end`) and someone else said it (:func:`speaker_of`, both
-    known, neither the assistant); else 0. See ``reply`` in the module docstring."""
+    asking (:func:`asks_at_end`) and another person said it: both turns name their speaker
+    (``metadata.speaker``, as :meth:`Memory.remember` keeps a message's ``name``), the
+    names differ, and neither is the assistant's (``metadata.role``); else 0. Turns that
+    name no speaker (a user talking to the assistant, a memory written directly) may be
+    one person's. See ``reply`` in the module docstring."""
     out = np.zeros(len(cands))
     for i in np.flatnonzero(prev >= 0).tolist():
         j = int(prev[i])
         if not asks_at_end(cands[j].item.content):
             continue
-        mine, theirs = speaker_of(cands[i].item), speaker_of(cands[j].item)
-        if mine is None or theirs is None or mine == theirs or ASSISTANT in (mine[0], theirs[0]):
+        mine, theirs = cands[i].item.metadata, cands[j].item.metadata
+        said_by, asked_by = mine.get("speaker"), theirs.get("speaker")
+        if (
+            not said_by
+            or not asked_by
+            or said_by == asked_by
+            or ASSISTANT in (mine.get("role"), theirs.get("role"))
+        ):
             continue
         out[i] = asked[j]
     return out
