@@ -552,7 +552,7 @@ E5_WEIGHTS = np.array(
         0.3922,  # rrf*agree
         0.3662,  # cover_n
         0.0000,  # answer (not fitted on this embedder)
-        0.0000,  # reply (not fitted on this embedder)
+        3.0000,  # reply (chosen alone on LoCoMo's development half with e5: docs/benchmarks.md, session 22)
     ]
 )
 """The weights for e5 (``e5:small-q4``), fitted as :data:`WEIGHTS` but on e5's cosines and
