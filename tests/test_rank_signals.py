@@ -13,7 +13,7 @@ from jiyi import Memory
 from jiyi.config import RankConfig
 from jiyi.errors import ConfigError
 from jiyi.model import MemoryItem
-from jiyi.read.fusion import SIDES, features, phrase_evidence, query_pairs, rank_fusion
+from jiyi.read.fusion import SIDES, asks_at_end, features, phrase_evidence, query_pairs, rank_fusion
 from jiyi.read.rank import han_share, mmr_select, other_language, similarities
 from jiyi.store.base import Candidate
 from jiyi.text.tokenize import fold_terms, index_text
@@ -264,7 +264,8 @@ def test_a_reply_carries_the_evidence_of_the_question_before_it() -> None:
 
 
 def test_a_reply_needs_both_speakers_known() -> None:
-    # Turns without a role or speaker (raw imports, extracted facts) may be one person's.
+    # Turns that name no speaker (a user talking to the assistant, a memory written
+    # directly) may be one person's.
     asked = _turn("Can you recommend a hotel in Kyoto?", 0.6, 6.0, {}, None)
     after = _turn("I'm going there in May", 0.1, None, {}, asked.item.id)
     # Nor with the assistant on either side: its questions are mostly offers.
@@ -272,7 +273,7 @@ def test_a_reply_needs_both_speakers_known() -> None:
     yes = _turn("Yes, near the station", 0.1, None, {"role": "user"}, offer.item.id)
     user_q = _turn("Where should I stay in Kyoto?", 0.6, 6.0, {"role": "user"}, None)
     advice = _turn("Near Kyoto station", 0.1, None, {"role": "assistant"}, user_q.item.id)
-    # Two people, one of them named only by the role they share: still two speakers.
+    # Two people who share the user role, each named: two speakers.
     ana_q = _turn("Ana: Which hotel in Kyoto was it?", 0.6, 6.0, {"role": "user", "speaker": "Ana"}, None)
     ben_a = _turn("Ben: The one by the river", 0.1, None, {"role": "user", "speaker": "Ben"}, ana_q.item.id)
     cands = [asked, after, offer, yes, user_q, advice, ana_q, ben_a]
@@ -281,7 +282,5 @@ def test_a_reply_needs_both_speakers_known() -> None:
 
 
 def test_asks_at_end_reads_the_marks_after_the_last_word() -> None:
-    from jiyi.read.fusion import asks_at_end
-
     assert asks_at_end("What did the kids think?") and asks_at_end("真的吗？😄") and asks_at_end("really?!")
     assert not asks_at_end("Is it? Yes, it is.") and not asks_at_end("ok :)") and not asks_at_end("")

@@ -52,12 +52,12 @@ The features of one candidate (all from the search's own pool):
 The weight of each but ``cover_n``, ``answer`` and ``reply`` (:data:`PLAIN`) is
 ``w_short*(1 - l) + w_long*l + w_apart*(1 - a) + w_agree*a`` (``l``: the pool's length
 mapped into 0..1, ``a``: the agreement), with every ``w`` >= 0: the weight moves with the
-pool, yet more evidence of
-any kind never lowers the fused value (an unconstrained fit found curvature that ranked a
-near-exact match below a partial one, outside the range the benchmarks cover). A time
-window thus counts most when the query's words and meaning say little (cosine and BM25
-apart: "what did I do last Tuesday?") and least when they already agree on a match, so a
-window does not push its whole span above an answer that lies outside it.
+pool, yet more evidence of any kind never lowers the fused value (an unconstrained fit
+found curvature that ranked a near-exact match below a partial one, outside the range the
+benchmarks cover). A time window thus counts most when the query's words and meaning say
+little (cosine and BM25 apart: "what did I do last Tuesday?") and least when they already
+agree on a match, so a window does not push its whole span above an answer that lies
+outside it.
 
 The fused value ``s`` ranks. It is mapped to a similarity in 0..1 for the seed formulas
 (:func:`similarity`), so that a better match outweighs small differences in confidence
@@ -247,10 +247,6 @@ def asks_at_end(text: str) -> bool:
     return "?" in tail or "？" in tail
 
 
-ASSISTANT = "assistant"
-"""The role of the assistant's turns (:mod:`jiyi.write.resources`)."""
-
-
 def replies(cands: Sequence[Candidate], prev: np.ndarray, asked: np.ndarray) -> np.ndarray:
     """Per candidate, ``asked`` of its previous turn when that turn is in the pool, ends
     asking (:func:`asks_at_end`) and another person said it: both turns name their speaker
@@ -269,7 +265,7 @@ def replies(cands: Sequence[Candidate], prev: np.ndarray, asked: np.ndarray) -> 
             not said_by
             or not asked_by
             or said_by == asked_by
-            or ASSISTANT in (mine.get("role"), theirs.get("role"))
+            or "assistant" in (mine.get("role"), theirs.get("role"))
         ):
             continue
         out[i] = asked[j]
