@@ -620,8 +620,8 @@ E5_WEIGHTS = np.array(
         0.3662,  # cover_n
         0.0000,  # answer (not fitted on this embedder)
         3.0000,  # reply (chosen alone on LoCoMo's development half with e5: docs/benchmarks.md, session 22)
-        2.0000,  # continues (chosen with speaker on the development halves with e5: docs/benchmarks.md, session 23)
-        0.5000,  # speaker (chosen with continues on the development halves with e5: docs/benchmarks.md, session 23)
+        0.0000,  # continues (measured with e5 and left at 0: docs/benchmarks.md, session 23)
+        0.0000,  # speaker (measured with e5 and left at 0: docs/benchmarks.md, session 23)
     ]
 )
 """The weights for e5 (``e5:small-q4``), fitted as :data:`WEIGHTS` but on e5's cosines and
