@@ -311,6 +311,30 @@ def test_remember_worker_jobs_context(db: Path) -> None:
     assert proc.returncode == 1 and "--session" in proc.stderr
 
 
+def test_remember_keeps_who_said_it(db: Path) -> None:
+    # A conversation between two people, one turn per call, each named with --name.
+    turns = [
+        ("Jolene", "I have a few game recommendations: Zelda and Animal Crossing."),
+        ("Deborah", "Thanks, I will look them up tonight."),
+        ("Jolene", "Oh, and Overcooked 2 too!"),
+    ]
+    for name, text in turns:
+        jiyi("remember", text, "--name", name, "--session", "s1", "--user", "u", db=db)
+    jiyi("worker", "--once", db=db)
+    hits = json.loads(
+        jiyi("search", "Which games does Jolene recommend?", "--user", "u", "--json", db=db).stdout
+    )
+    by_text = {h["content"]: h for h in hits}
+    more = by_text["Jolene: Oh, and Overcooked 2 too!"]
+    assert more["metadata"]["speaker"] == "Jolene"
+    assert more["breakdown"]["similarity.continues"] > 0 and more["breakdown"]["similarity.speaker"] > 0
+    assert by_text["Deborah: Thanks, I will look them up tonight."]["breakdown"]["similarity.speaker"] == 0
+    explained = jiyi("search", "Which games does Jolene recommend?", "--user", "u", "--explain", db=db).stdout
+    assert "continues" in explained and "speaker" in explained
+    proc = jiyi("remember", "hi", "--name", " ", "--session", "s1", "--user", "u", db=db, check=False)
+    assert proc.returncode == 1 and "--name is empty" in proc.stderr
+
+
 def test_maintain_dry_run_changes_nothing(db: Path, tmp_path: Path) -> None:
     old = {
         "content": "User once mentioned liking jazz",

@@ -30,6 +30,13 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--role", default="user", choices=["user", "assistant", "system"], help="role of the messages"
     )
+    p.add_argument(
+        "--name",
+        default=None,
+        metavar="NAME",
+        help="who said the messages, in a conversation between people (e.g. Caroline): kept with "
+        "each turn, so search can read who said what and favour what a named person said",
+    )
     scope_args(p)
     p.add_argument("--process", action="store_true", help="run the queued jobs before returning")
     json_arg(p)
@@ -117,7 +124,10 @@ def cmd_remember(ns: argparse.Namespace, mem: Memory) -> int:
     if empty:
         raise InvalidInput(f"message {empty[0]} is empty: give the text of each message", field="messages")
     others = {k: v for k, v in scope(ns).items() if k != "session_id"}
-    result = mem.remember([(ns.role, text) for text in ns.messages], session_id=ns.session, **others)
+    if ns.name is not None and not ns.name.strip():
+        raise InvalidInput("--name is empty: give the speaker's name, or leave --name out", field="name")
+    messages = [{"role": ns.role, "content": text, "name": ns.name} for text in ns.messages]
+    result = mem.remember(messages, session_id=ns.session, **others)
     reports = mem.process_jobs() if ns.process else []
     if ns.json:
         emit(
