@@ -67,6 +67,7 @@ separate question, answered on absolute evidence by :func:`jiyi.read.rank.releva
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import math
@@ -255,9 +256,8 @@ def replies(cands: Sequence[Candidate], prev: np.ndarray, asked: np.ndarray) -> 
     name no speaker (a user talking to the assistant, a memory written directly) may be
     one person's. See ``reply`` in the module docstring."""
     out = np.zeros(len(cands))
-    for i in np.flatnonzero(prev >= 0).tolist():
-        j = int(prev[i])
-        if not asks_at_end(cands[j].item.content):
+    for i, j in enumerate(prev.tolist()):  # Python ints: indexing the array per item costs more
+        if j < 0 or not asks_at_end(cands[j].item.content):
             continue
         mine, theirs = cands[i].item.metadata, cands[j].item.metadata
         said_by, asked_by = mine.get("speaker"), theirs.get("speaker")
@@ -371,6 +371,35 @@ def _folded(pair: tuple[str, str]) -> tuple[str, str]:
 
 
 _normalised = functools.lru_cache(maxsize=8192)(normalise)
+"""Candidate texts normalised, kept per text: the same memories come back search after search."""
+
+
+@functools.lru_cache(maxsize=8)
+def pool_text(texts: tuple[str, ...]) -> tuple[str, tuple[int, ...]]:
+    """A pool's texts normalised and joined by NUL, and where each starts: the term coverage
+    (:func:`jiyi.read.rank.term_presence`) and the phrase evidence of one search both find
+    the query's words in it, one substring search per word rather than one per text. Kept
+    for the last few pools (keyed on the texts themselves, so a pool's own only)."""
+    norm = [_normalised(t) for t in texts]
+    starts: list[int] = []
+    pos = 0
+    for text in norm:
+        starts.append(pos)
+        pos += len(text) + 1
+    return "\x00".join(norm), tuple(starts)
+
+
+def _holding(joined: str, starts: tuple[int, ...], clue: str) -> set[int]:
+    """The positions of the texts of :func:`pool_text` that hold ``clue`` (which holds no NUL)."""
+    rows: set[int] = set()
+    last = len(starts) - 1
+    i = joined.find(clue)
+    while i >= 0:
+        k = bisect.bisect_right(starts, i) - 1
+        rows.add(k)
+        # One match per text is enough: go on at the next text.
+        i = joined.find(clue, starts[k + 1]) if k < last else -1
+    return rows
 
 
 def _clue(term: str) -> str:
@@ -398,19 +427,20 @@ def phrase_evidence(
         pairs = tuple(p for p in pairs if p[0] not in skip and p[1] not in skip)
     if not pairs:
         return out
-    lowered = [_normalised(t) for t in texts]
+    joined, starts = pool_text(tuple(texts))
     holding: dict[str, set[int]] = {}  # clue -> the texts that hold it
     for term in dict.fromkeys(t for pair in pairs for t in pair):
         clue = _clue(term)
         if clue not in holding:
-            holding[clue] = {i for i, low in enumerate(lowered) if clue in low}
+            holding[clue] = _holding(joined, starts, clue)
     found = np.zeros((n, len(pairs)), dtype=bool)
     for j, pair in enumerate(pairs):
         first, second = _clue(pair[0]), _clue(pair[1])
         for i in holding[first] & holding[second]:
             # Cheapest first: the pair can stand together only if the first word occurs
             # before the second's last occurrence (tokenizing is what costs).
-            if lowered[i].find(first) < lowered[i].rfind(second):
+            low = _normalised(texts[i])
+            if low.find(first) < low.rfind(second):
                 kept = None if stored is None else stored[i]
                 if kept is None:
                     found[i, j] = pair in _text_pairs(texts[i])
@@ -422,6 +452,16 @@ def phrase_evidence(
     unit = math.log1p((n - 0.5) / 1.5)
     idf = np.log1p((n - df + 0.5) / (df + 0.5)) / unit
     return np.asarray(np.minimum(found @ idf, 1.0), dtype=np.float64)
+
+
+def _median(values: np.ndarray) -> float:
+    """``np.median`` of a non-empty column, the same value by a tenth of its cost (the
+    middle of the sorted values, or the mean of the middle two; NaN when one is NaN)."""
+    s = np.sort(values)
+    m = len(s) // 2
+    if np.isnan(s[-1]):
+        return float("nan")
+    return float(s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2.0)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -471,7 +511,7 @@ def features(
         "cover": coverage,
         "cover_n": at_neighbours(coverage, prev, nxt),
         "near": at_neighbours(mixed, prev, nxt),
-        "across": across * np.maximum(cos - (np.median(cos) if n else 0.0), 0.0),
+        "across": across * np.maximum(cos - (_median(cos) if n else 0.0), 0.0),
         "time_sel": time * (1.0 - (float(time.mean()) if n else 0.0)),
         # Capped copies: with their own (>= 0) weights the first part of the evidence can
         # count more than the rest (diminishing returns) while the total stays monotone.
@@ -661,8 +701,11 @@ def signal_parts(cols: dict[str, np.ndarray], weights: np.ndarray | None = None)
     weights give nothing (``rank`` with the default weights) is left out."""
     w = WEIGHTS if weights is None else weights
     index = {name: i for i, name in enumerate(FEATURES)}
+    # A column whose weight is 0 adds exactly nothing (0.0 * x for finite x): left out.
     return {
-        signal: sum((w[index[name]] * cols[name] for name in names), np.zeros(len(cols["cos"])))
+        signal: sum(
+            (w[index[name]] * cols[name] for name in names if w[index[name]]), np.zeros(len(cols["cos"]))
+        )
         for signal, names in SIGNALS.items()
         if any(w[index[name]] for name in names)
     }
