@@ -28,8 +28,8 @@ from jiyi.write.reconcile import ReconcileConfig
 def test_the_pool_text_is_each_pools_own() -> None:
     first = ("I drive a Honda Civic", "我住在上海")
     second = ("I drive a Tesla now", "我住在上海")
-    joined, starts = pool_text(first)
-    assert joined.split("\x00") == [normalise(t) for t in first]
+    norm, joined, starts = pool_text(first)
+    assert list(norm) == joined.split("\x00") == [normalise(t) for t in first]
     assert starts == (0, len(normalise(first[0])) + 1)
     # Another pool after it, then the first again: each gets its own texts' answer.
     assert term_presence(["civic", "上海"], first).tolist() == [[True, False], [False, True]]

@@ -67,7 +67,6 @@ separate question, answered on absolute evidence by :func:`jiyi.read.rank.releva
 
 from __future__ import annotations
 
-import bisect
 import functools
 import itertools
 import math
@@ -375,31 +374,18 @@ _normalised = functools.lru_cache(maxsize=8192)(normalise)
 
 
 @functools.lru_cache(maxsize=8)
-def pool_text(texts: tuple[str, ...]) -> tuple[str, tuple[int, ...]]:
-    """A pool's texts normalised and joined by NUL, and where each starts: the term coverage
-    (:func:`jiyi.read.rank.term_presence`) and the phrase evidence of one search both find
-    the query's words in it, one substring search per word rather than one per text. Kept
-    for the last few pools (keyed on the texts themselves, so a pool's own only)."""
-    norm = [_normalised(t) for t in texts]
+def pool_text(texts: tuple[str, ...]) -> tuple[tuple[str, ...], str, tuple[int, ...]]:
+    """A pool's texts normalised, those joined by NUL, and where each starts in the join:
+    the term coverage (:func:`jiyi.read.rank.term_presence`, in the join) and the phrase
+    evidence (per text) of one search both look for the query's words in them. Kept for
+    the last few pools, keyed on the texts themselves (so each pool gets its own)."""
+    norm = tuple(_normalised(t) for t in texts)
     starts: list[int] = []
     pos = 0
     for text in norm:
         starts.append(pos)
         pos += len(text) + 1
-    return "\x00".join(norm), tuple(starts)
-
-
-def _holding(joined: str, starts: tuple[int, ...], clue: str) -> set[int]:
-    """The positions of the texts of :func:`pool_text` that hold ``clue`` (which holds no NUL)."""
-    rows: set[int] = set()
-    last = len(starts) - 1
-    i = joined.find(clue)
-    while i >= 0:
-        k = bisect.bisect_right(starts, i) - 1
-        rows.add(k)
-        # One match per text is enough: go on at the next text.
-        i = joined.find(clue, starts[k + 1]) if k < last else -1
-    return rows
+    return norm, "\x00".join(norm), tuple(starts)
 
 
 def _clue(term: str) -> str:
@@ -427,20 +413,20 @@ def phrase_evidence(
         pairs = tuple(p for p in pairs if p[0] not in skip and p[1] not in skip)
     if not pairs:
         return out
-    joined, starts = pool_text(tuple(texts))
+    lowered = pool_text(tuple(texts))[0]  # as the term coverage left it
     holding: dict[str, set[int]] = {}  # clue -> the texts that hold it
     for term in dict.fromkeys(t for pair in pairs for t in pair):
         clue = _clue(term)
         if clue not in holding:
-            holding[clue] = _holding(joined, starts, clue)
+            # (Faster than one search of the joined pool once a word is in a few texts.)
+            holding[clue] = {i for i, low in enumerate(lowered) if clue in low}
     found = np.zeros((n, len(pairs)), dtype=bool)
     for j, pair in enumerate(pairs):
         first, second = _clue(pair[0]), _clue(pair[1])
         for i in holding[first] & holding[second]:
             # Cheapest first: the pair can stand together only if the first word occurs
             # before the second's last occurrence (tokenizing is what costs).
-            low = _normalised(texts[i])
-            if low.find(first) < low.rfind(second):
+            if lowered[i].find(first) < lowered[i].rfind(second):
                 kept = None if stored is None else stored[i]
                 if kept is None:
                     found[i, j] = pair in _text_pairs(texts[i])

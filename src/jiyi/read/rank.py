@@ -304,7 +304,7 @@ def term_presence(terms: Sequence[str], texts: Sequence[str]) -> np.ndarray:
     "driving" and "warranti" meets "warranty"; a stem under four letters matches only as a
     whole word (plural allowed), so "go" does not match "good".
     """
-    joined, starts = fusion.pool_text(tuple(texts))  # the phrase evidence reads it too
+    _, joined, starts = fusion.pool_text(tuple(texts))  # the phrase evidence reads it too
     end = len(joined)
     found = np.zeros((len(starts), len(terms)), dtype=bool)
     for j, term in enumerate(terms):
