@@ -373,12 +373,13 @@ _normalised = functools.lru_cache(maxsize=8192)(normalise)
 """Candidate texts normalised, kept per text: the same memories come back search after search."""
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=4)
 def pool_text(texts: tuple[str, ...]) -> tuple[tuple[str, ...], str, tuple[int, ...]]:
     """A pool's texts normalised, those joined by NUL, and where each starts in the join:
     the term coverage (:func:`jiyi.read.rank.term_presence`, in the join) and the phrase
     evidence (per text) of one search both look for the query's words in them. Kept for
-    the last few pools, keyed on the texts themselves (so each pool gets its own)."""
+    the last four pools (each about twice its texts' length: ~35 KB at LoCoMo), keyed on
+    the texts themselves, so each pool gets its own."""
     norm = tuple(_normalised(t) for t in texts)
     starts: list[int] = []
     pos = 0
