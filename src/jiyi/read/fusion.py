@@ -380,13 +380,13 @@ def pool_text(texts: tuple[str, ...]) -> tuple[tuple[str, ...], str, tuple[int, 
     evidence (per text) of one search both look for the query's words in them. Kept for
     the last four pools (each about twice its texts' length: ~35 KB at LoCoMo), keyed on
     the texts themselves, so each pool gets its own."""
-    norm = tuple(_normalised(t) for t in texts)
+    norm = [_normalised(t) for t in texts]
     starts: list[int] = []
     pos = 0
     for text in norm:
         starts.append(pos)
         pos += len(text) + 1
-    return norm, "\x00".join(norm), tuple(starts)
+    return tuple(norm), "\x00".join(norm), tuple(starts)
 
 
 def _clue(term: str) -> str:
