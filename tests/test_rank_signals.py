@@ -284,3 +284,53 @@ def test_a_reply_needs_both_speakers_known() -> None:
 def test_asks_at_end_reads_the_marks_after_the_last_word() -> None:
     assert asks_at_end("What did the kids think?") and asks_at_end("真的吗？😄") and asks_at_end("really?!")
     assert not asks_at_end("Is it? Yes, it is.") and not asks_at_end("ok :)") and not asks_at_end("")
+
+
+def test_what_the_named_person_said_counts_by_the_share_they_did_not_say() -> None:
+    def said(text: str, name: str) -> Candidate:
+        return Candidate(
+            MemoryItem(content=f"{name}: {text}", user_id="u", metadata={"speaker": name}), 0.2, None, None
+        )
+
+    cands = [said("I went to a pottery class", "Melanie"), said("I researched adoption agencies", "Caroline")]
+    cands += [said(f"note {i}", "Melanie") for i in range(2)] + [_cand("a fact with no speaker", 0.2)]
+    cols = features(cands, "What did Caroline's research cover?", np.zeros(len(cands)), None)
+    assert cols["speaker"].tolist() == [0.0, 0.8, 0.0, 0.0, 0.0]  # 1 x (1 - 1/5)
+    # a name in Chinese, inside the query's words; a Latin name only as a word
+    zh = [said("我去了深圳", "张伟"), said("我在上海", "李娜")]
+    assert features(zh, "张伟去了哪里？", np.zeros(2), None)["speaker"].tolist() == [0.5, 0.0]
+    jo = [said("hi", "Jo"), said("hey", "Ann")]
+    assert not features(jo, "What did Joe say?", np.zeros(2), None)["speaker"].any()
+
+
+def test_a_turn_carries_the_evidence_of_what_its_speaker_said_two_turns_before() -> None:
+    jo, deb = {"speaker": "Jolene"}, {"speaker": "Deborah"}
+    first = _turn("Jolene: I have a few game recommendations: Zelda and Animal Crossing", 0.6, 6.0, jo, None)
+    between = _turn("Deborah: Oh nice, thanks", 0.1, None, deb, first.item.id)
+    more = _turn("Jolene: I forgot to mention Overcooked 2", 0.1, None, jo, between.item.id)
+    other = _turn("Deborah: I'll try it", 0.1, None, deb, more.item.id)
+    cands = [first, between, more, other, *(_cand(f"unrelated note {i}", 0.1) for i in range(4))]
+    cols = features(cands, "What games does Jolene recommend?", np.zeros(len(cands)), None)
+    went_on = cols["continues"]
+    # The earlier turn's own evidence: 0.3 * cosine + 0.7 * saturated BM25 (6 / (6 + 8)).
+    assert went_on[2] == pytest.approx(0.3 * 0.6 + 0.7 * 6.0 / 14.0)
+    # Deborah's turn two after her own carries her own (weak) evidence; the first two have
+    # no turn two before them.
+    assert went_on[3] == pytest.approx(0.3 * 0.1) and went_on[0] == 0.0 and went_on[1] == 0.0
+    assert not went_on[4:].any()
+
+
+def test_a_turn_goes_on_only_between_two_named_speakers() -> None:
+    # One person's three turns in a row, turns that name no speaker, and the assistant in
+    # between: no conversation of two people to go back to.
+    a = _turn("Jo: games I like: Zelda", 0.6, 6.0, {"speaker": "Jo"}, None)
+    b = _turn("Jo: and more", 0.1, None, {"speaker": "Jo"}, a.item.id)
+    c = _turn("Jo: Overcooked too", 0.1, None, {"speaker": "Jo"}, b.item.id)
+    d = _turn("games I like: Zelda", 0.6, 6.0, {}, None)
+    e = _turn("ok", 0.1, None, {}, d.item.id)
+    f = _turn("Overcooked too", 0.1, None, {}, e.item.id)
+    g = _turn("Ann: games I like: Zelda", 0.6, 6.0, {"speaker": "Ann"}, None)
+    h = _turn("Sure, noted", 0.1, None, {"role": "assistant", "speaker": "bot"}, g.item.id)
+    i = _turn("Ann: Overcooked too", 0.1, None, {"speaker": "Ann"}, h.item.id)
+    cols = features([a, b, c, d, e, f, g, h, i], "games", np.zeros(9), None)
+    assert not cols["continues"].any()

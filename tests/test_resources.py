@@ -342,3 +342,37 @@ def test_a_reply_is_found_through_the_question_before_it(mem: Memory) -> None:
     question = by_text["Maria: How did your kids like the military memorial?"]
     assert question.breakdown.get("similarity.reply", 0.0) == 0.0
     assert any("reply" in line for line in explain_lines(answer.breakdown))
+
+
+def test_a_turn_is_found_through_what_its_speaker_said_before(mem: Memory) -> None:
+    mem.remember(
+        [
+            {
+                "role": "user",
+                "content": "I have a few game recommendations: Zelda and Animal Crossing.",
+                "name": "Jolene",
+            },
+            {"role": "user", "content": "Thanks, I will look them up tonight.", "name": "Deborah"},
+            {
+                "role": "user",
+                "content": "Oh, and Overcooked 2 too!",
+                "name": "Jolene",
+            },
+            {"role": "user", "content": "My sister visits next week.", "name": "Deborah"},
+        ],
+        session_id="s1",
+        user_id="u",
+    )
+    mem.process_jobs()
+    hits = mem.search("Which games does Jolene recommend?", user_id="u", min_relevance=0.0)
+    by_text = {h.item.content: h for h in hits}
+    more = by_text["Jolene: Oh, and Overcooked 2 too!"]
+    # Jolene goes on with her list after Deborah's turn: what she said two turns before
+    # lends the later turn its evidence, and the breakdown and the explanation say so.
+    assert more.breakdown["similarity.continues"] > 0
+    assert any("continues" in line for line in explain_lines(more.breakdown))
+    # The query names Jolene: what she said counts, what Deborah said does not.
+    assert more.breakdown["similarity.speaker"] > 0
+    other = by_text["Deborah: Thanks, I will look them up tonight."]
+    assert other.breakdown.get("similarity.speaker", 0.0) == 0.0
+    assert other.breakdown.get("similarity.continues", 0.0) == 0.0

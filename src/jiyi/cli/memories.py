@@ -165,6 +165,10 @@ _EVIDENCE = (
     ("similarity.answer", "answer"),
     # the hit answers a question the turn before it asked, which matches the query
     ("similarity.reply", "reply"),
+    # the hit goes on with what its speaker said two turns before, which matches the query
+    ("similarity.continues", "continues"),
+    # the hit was said by the person the query names
+    ("similarity.speaker", "speaker"),
     ("relevance", "relevance"),
 )
 

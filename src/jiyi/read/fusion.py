@@ -48,16 +48,28 @@ The features of one candidate (all from the search's own pool):
   veggies") no fact about them (measured: with the assistant's turns, one question fewer on
   LongMemEval_S through the pipeline and one first place fewer on the user's path;
   docs/benchmarks.md, session 22);
+* ``continues``: when the item's speaker said the turn two before it, with another named
+  speaker's turn between (all three in the pool), that earlier turn's evidence
+  ``0.3*cos + 0.7*kw`` (:func:`continuations`): in a conversation people come back to what
+  they were saying after the other person's turn ("I have a few game recommendations:
+  Zelda ..." / "..." / "Oh, I forgot to mention Overcooked 2"). Only between named
+  speakers, as ``reply``;
+* ``speaker``: 1 when the item's speaker (``metadata.speaker``) is a person the query names
+  ("What did Caroline research?"), times the share of the pool that person did not say (as
+  ``time_sel``: in a conversation of two, naming one of them still leaves half the turns)
+  (:func:`named_speakers`). Its weight is small (docs/benchmarks.md, session 23): a query
+  can name the wrong person ("What did Melanie research?" when Caroline did), and the
+  text then has to win over the name.
 
-The weight of each but ``cover_n``, ``answer`` and ``reply`` (:data:`PLAIN`) is
-``w_short*(1 - l) + w_long*l + w_apart*(1 - a) + w_agree*a`` (``l``: the pool's length
-mapped into 0..1, ``a``: the agreement), with every ``w`` >= 0: the weight moves with the
-pool, yet more evidence of any kind never lowers the fused value (an unconstrained fit
-found curvature that ranked a near-exact match below a partial one, outside the range the
-benchmarks cover). A time window thus counts most when the query's words and meaning say
-little (cosine and BM25 apart: "what did I do last Tuesday?") and least when they already
-agree on a match, so a window does not push its whole span above an answer that lies
-outside it.
+The weight of each but ``cover_n``, ``answer``, ``reply``, ``continues`` and ``speaker``
+(:data:`PLAIN`) is ``w_short*(1 - l) + w_long*l + w_apart*(1 - a) + w_agree*a`` (``l``: the
+pool's length mapped into 0..1, ``a``: the agreement), with every ``w`` >= 0: the weight
+moves with the pool, yet more evidence of any kind never lowers the fused value (an
+unconstrained fit found curvature that ranked a near-exact match below a partial one,
+outside the range the benchmarks cover). A time window thus counts most when the query's
+words and meaning say little (cosine and BM25 apart: "what did I do last Tuesday?") and
+least when they already agree on a match, so a window does not push its whole span above
+an answer that lies outside it.
 
 The fused value ``s`` ranks. It is mapped to a similarity in 0..1 for the seed formulas
 (:func:`similarity`), so that a better match outweighs small differences in confidence
@@ -71,7 +83,7 @@ import functools
 import itertools
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,7 +110,7 @@ EVIDENCE = (
 )
 """The evidence whose weight adapts to the pool (see :data:`FEATURES`)."""
 
-PLAIN = ("cover_n", "answer", "reply")
+PLAIN = ("cover_n", "answer", "reply", "continues", "speaker")
 """Evidence with one fixed weight."""
 
 SIDES = ("short", "long", "apart", "agree")
@@ -121,6 +133,8 @@ SIGNALS = {
     "rank": tuple(f"rrf*{side}" for side in SIDES),
     "answer": ("answer",),
     "reply": ("reply",),
+    "continues": ("continues",),
+    "speaker": ("speaker",),
 }
 """Which columns make up each signal shown in a search's breakdown (``similarity.*``)."""
 
@@ -184,6 +198,8 @@ WEIGHTS = np.array(
         0.0000,  # cover_n
         2.0000,  # answer (not fitted with the rest: chosen on the development halves, docs/benchmarks.md)
         5.0000,  # reply (chosen alone on the development halves, the rest as fitted: docs/benchmarks.md, session 22)
+        2.5000,  # continues (chosen with speaker on the development halves: docs/benchmarks.md, session 23)
+        1.0000,  # speaker (chosen with continues on the development halves: docs/benchmarks.md, session 23)
     ]
 )
 """Fitted by ``python bench/fusion.py fit`` on the development halves (LongMemEval_S even
@@ -247,28 +263,83 @@ def asks_at_end(text: str) -> bool:
     return "?" in tail or "？" in tail
 
 
+def _other_person(said: Mapping[str, object], other: Mapping[str, object]) -> bool:
+    """Whether two turns' metadata name two different speakers (``metadata.speaker``, as
+    :meth:`Memory.remember` keeps a message's ``name``), neither of them the assistant
+    (``metadata.role``). Turns that name no speaker (a user talking to the assistant, a
+    memory written directly) may be one person's."""
+    mine, theirs = said.get("speaker"), other.get("speaker")
+    return (
+        bool(mine)
+        and bool(theirs)
+        and mine != theirs
+        and "assistant" not in (said.get("role"), other.get("role"))
+    )
+
+
 def replies(cands: Sequence[Candidate], prev: np.ndarray, asked: np.ndarray) -> np.ndarray:
     """Per candidate, ``asked`` of its previous turn when that turn is in the pool, ends
-    asking (:func:`asks_at_end`) and another person said it: both turns name their speaker
-    (``metadata.speaker``, as :meth:`Memory.remember` keeps a message's ``name``), the
-    names differ, and neither is the assistant's (``metadata.role``); else 0. Turns that
-    name no speaker (a user talking to the assistant, a memory written directly) may be
-    one person's. See ``reply`` in the module docstring."""
+    asking (:func:`asks_at_end`) and another person said it (:func:`_other_person`); else 0.
+    See ``reply`` in the module docstring."""
     out = np.zeros(len(cands))
     for i, j in enumerate(prev.tolist()):  # Python ints: indexing the array per item costs more
-        if j < 0 or not asks_at_end(cands[j].item.content):
-            continue
-        mine, theirs = cands[i].item.metadata, cands[j].item.metadata
-        said_by, asked_by = mine.get("speaker"), theirs.get("speaker")
         if (
-            not said_by
-            or not asked_by
-            or said_by == asked_by
-            or "assistant" in (mine.get("role"), theirs.get("role"))
+            j >= 0
+            and asks_at_end(cands[j].item.content)
+            and _other_person(cands[i].item.metadata, cands[j].item.metadata)
         ):
-            continue
-        out[i] = asked[j]
+            out[i] = asked[j]
     return out
+
+
+def continuations(cands: Sequence[Candidate], prev: np.ndarray, said: np.ndarray) -> np.ndarray:
+    """Per candidate, ``said`` of the turn two before it when its speaker said that turn and
+    another person the one between (:func:`_other_person`), all three in the pool; else 0.
+    See ``continues`` in the module docstring."""
+    out = np.zeros(len(cands))
+    before_of = prev.tolist()  # Python ints, as in replies
+    for i, j in enumerate(before_of):
+        if j < 0:
+            continue
+        k = before_of[j]
+        if k < 0:
+            continue
+        mine, between, before = cands[i].item.metadata, cands[j].item.metadata, cands[k].item.metadata
+        if (
+            before.get("speaker") == mine.get("speaker")
+            and _other_person(mine, between)
+            and _other_person(before, between)
+        ):
+            out[i] = said[k]
+    return out
+
+
+def named_speakers(cands: Sequence[Candidate], query: str) -> np.ndarray:
+    """1 per candidate whose speaker's name (``metadata.speaker``) the query names, else 0:
+    a Latin name as a word of the query, any case ("Caroline's" names Caroline), a name in
+    another script anywhere in it (Chinese has no spaces between words)."""
+    folded = query.casefold()
+    found: dict[str, bool] = {}
+    out = np.zeros(len(cands))
+    for i, c in enumerate(cands):
+        name = c.item.metadata.get("speaker")
+        if not isinstance(name, str) or not name.strip():
+            continue
+        hit = found.get(name)
+        if hit is None:
+            hit = found[name] = _names(folded, name.strip().casefold())
+        if hit:
+            out[i] = 1.0
+    return out
+
+
+def _names(folded_query: str, name: str) -> bool:
+    if _LATIN_NAME.fullmatch(name):
+        return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", folded_query) is not None
+    return name in folded_query
+
+
+_LATIN_NAME = re.compile(r"[a-z\u00c0-\u024f0-9 .'-]+")
 
 
 def _arr(values: Sequence[float | None]) -> np.ndarray:
@@ -485,6 +556,8 @@ def features(
     texts = [c.item.content for c in cands]
     across = other_language(query, texts) if n else np.zeros(0)
     time = np.array([1.0 if in_time is not None and in_time(c.item) else 0.0 for c in cands])
+    said = named_speakers(cands, query)
+    own = 0.3 * cos + 0.7 * kw  # a turn's own evidence, read by the turns after it
     kind = asked_kind(query)
     answer = np.array([1.0 if holds(t, kind) else 0.0 for t in texts]) if kind else np.zeros(n)
     cols: dict[str, np.ndarray] = {
@@ -507,7 +580,9 @@ def features(
         "phrase": phrase_evidence(query, texts, [c.terms for c in cands], skip),
         "rrf": rank_fusion(cos, bm25),
         "answer": answer * (1.0 - (float(answer.mean()) if n else 0.0)),
-        "reply": replies(cands, prev, 0.3 * cos + 0.7 * kw),
+        "reply": replies(cands, prev, own),
+        "continues": continuations(cands, prev, own),
+        "speaker": said * (1.0 - (float(said.mean()) if n else 0.0)),
     }
     low, high = LENGTH_RANGE
     length = min(max((_length(texts) - low) / (high - low), 0.0), 1.0)
@@ -576,6 +651,8 @@ E5_WEIGHTS = np.array(
         0.3662,  # cover_n
         0.0000,  # answer (not fitted on this embedder)
         3.0000,  # reply (chosen alone on LoCoMo's development half with e5: docs/benchmarks.md, session 22)
+        0.0000,  # continues (measured with e5 and left at 0: docs/benchmarks.md, session 23)
+        0.0000,  # speaker (measured with e5 and left at 0: docs/benchmarks.md, session 23)
     ]
 )
 """The weights for e5 (``e5:small-q4``), fitted as :data:`WEIGHTS` but on e5's cosines and
@@ -639,6 +716,8 @@ PAIR_WEIGHTS = np.array(
         0.0000,  # cover_n
         0.0000,  # answer (not fitted on this embedder)
         0.0000,  # reply (not fitted on this embedder)
+        0.0000,  # continues (not fitted on this embedder)
+        0.0000,  # speaker (not fitted on this embedder)
     ]
 )
 """The weights for ``pair`` (e5 and USE-m3 at a = 0.5), fitted as :data:`E5_WEIGHTS`."""

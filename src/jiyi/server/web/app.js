@@ -273,8 +273,14 @@
     if (num("similarity.answer") > 0) {
       out.push(["answer", "Answer: holds the kind of answer the query asks for (a time, a number or a place)"]);
     }
+    if (num("similarity.speaker") > 0) {
+      out.push(["speaker", "Speaker: said by the person the query names"]);
+    }
     if (num("similarity.reply") > 0) {
       out.push(["reply", "Reply: answers a question the turn before it asked, and that question matches the query"]);
+    }
+    if (num("similarity.continues") > 0) {
+      out.push(["continues", "Continues: goes on with what the same speaker said two turns before, and that matches the query"]);
     }
     if (Math.max(num("cosine.neighbours"), num("keyword_bm25.neighbours"), num("similarity.neighbours")) > 0) {
       const vec = num("cosine.neighbours").toFixed(2);
