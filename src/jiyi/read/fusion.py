@@ -282,10 +282,11 @@ def replies(cands: Sequence[Candidate], prev: np.ndarray, asked: np.ndarray) -> 
     asking (:func:`asks_at_end`) and another person said it (:func:`_other_person`); else 0.
     See ``reply`` in the module docstring."""
     out = np.zeros(len(cands))
-    for i in np.flatnonzero(prev >= 0).tolist():
-        j = int(prev[i])
-        if asks_at_end(cands[j].item.content) and _other_person(
-            cands[i].item.metadata, cands[j].item.metadata
+    for i, j in enumerate(prev.tolist()):  # Python ints: indexing the array per item costs more
+        if (
+            j >= 0
+            and asks_at_end(cands[j].item.content)
+            and _other_person(cands[i].item.metadata, cands[j].item.metadata)
         ):
             out[i] = asked[j]
     return out
@@ -296,9 +297,11 @@ def continuations(cands: Sequence[Candidate], prev: np.ndarray, said: np.ndarray
     another person the one between (:func:`_other_person`), all three in the pool; else 0.
     See ``continues`` in the module docstring."""
     out = np.zeros(len(cands))
-    for i in np.flatnonzero(prev >= 0).tolist():
-        j = int(prev[i])
-        k = int(prev[j])
+    before_of = prev.tolist()  # Python ints, as in replies
+    for i, j in enumerate(before_of):
+        if j < 0:
+            continue
+        k = before_of[j]
         if k < 0:
             continue
         mine, between, before = cands[i].item.metadata, cands[j].item.metadata, cands[k].item.metadata
@@ -438,6 +441,23 @@ def _folded(pair: tuple[str, str]) -> tuple[str, str]:
 
 
 _normalised = functools.lru_cache(maxsize=8192)(normalise)
+"""Candidate texts normalised, kept per text: the same memories come back search after search."""
+
+
+@functools.lru_cache(maxsize=4)
+def pool_text(texts: tuple[str, ...]) -> tuple[tuple[str, ...], str, tuple[int, ...]]:
+    """A pool's texts normalised, those joined by NUL, and where each starts in the join:
+    the term coverage (:func:`jiyi.read.rank.term_presence`, in the join) and the phrase
+    evidence (per text) of one search both look for the query's words in them. Kept for
+    the last four pools (each about twice its texts' length: ~35 KB at LoCoMo), keyed on
+    the texts themselves, so each pool gets its own."""
+    norm = [_normalised(t) for t in texts]
+    starts: list[int] = []
+    pos = 0
+    for text in norm:
+        starts.append(pos)
+        pos += len(text) + 1
+    return tuple(norm), "\x00".join(norm), tuple(starts)
 
 
 def _clue(term: str) -> str:
@@ -465,11 +485,12 @@ def phrase_evidence(
         pairs = tuple(p for p in pairs if p[0] not in skip and p[1] not in skip)
     if not pairs:
         return out
-    lowered = [_normalised(t) for t in texts]
+    lowered = pool_text(tuple(texts))[0]  # as the term coverage left it
     holding: dict[str, set[int]] = {}  # clue -> the texts that hold it
     for term in dict.fromkeys(t for pair in pairs for t in pair):
         clue = _clue(term)
         if clue not in holding:
+            # (Faster than one search of the joined pool once a word is in a few texts.)
             holding[clue] = {i for i, low in enumerate(lowered) if clue in low}
     found = np.zeros((n, len(pairs)), dtype=bool)
     for j, pair in enumerate(pairs):
@@ -489,6 +510,16 @@ def phrase_evidence(
     unit = math.log1p((n - 0.5) / 1.5)
     idf = np.log1p((n - df + 0.5) / (df + 0.5)) / unit
     return np.asarray(np.minimum(found @ idf, 1.0), dtype=np.float64)
+
+
+def _median(values: np.ndarray) -> float:
+    """``np.median`` of a non-empty column, the same value by a tenth of its cost (the
+    middle of the sorted values, or the mean of the middle two; NaN when one is NaN)."""
+    s = np.sort(values)
+    m = len(s) // 2
+    if np.isnan(s[-1]):
+        return float("nan")
+    return float(s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2.0)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -540,7 +571,7 @@ def features(
         "cover": coverage,
         "cover_n": at_neighbours(coverage, prev, nxt),
         "near": at_neighbours(mixed, prev, nxt),
-        "across": across * np.maximum(cos - (np.median(cos) if n else 0.0), 0.0),
+        "across": across * np.maximum(cos - (_median(cos) if n else 0.0), 0.0),
         "time_sel": time * (1.0 - (float(time.mean()) if n else 0.0)),
         # Capped copies: with their own (>= 0) weights the first part of the evidence can
         # count more than the rest (diminishing returns) while the total stays monotone.
@@ -736,8 +767,11 @@ def signal_parts(cols: dict[str, np.ndarray], weights: np.ndarray | None = None)
     weights give nothing (``rank`` with the default weights) is left out."""
     w = WEIGHTS if weights is None else weights
     index = {name: i for i, name in enumerate(FEATURES)}
+    # A column whose weight is 0 adds exactly nothing (0.0 * x for finite x): left out.
     return {
-        signal: sum((w[index[name]] * cols[name] for name in names), np.zeros(len(cols["cos"])))
+        signal: sum(
+            (w[index[name]] * cols[name] for name in names if w[index[name]]), np.zeros(len(cols["cos"]))
+        )
         for signal, names in SIGNALS.items()
         if any(w[index[name]] for name in names)
     }

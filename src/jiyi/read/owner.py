@@ -55,8 +55,8 @@ def owner_terms(
         for c in candidates
         if c.item.user_id == user_id
         and c.item.scope is Scope.USER
+        and _owners(c.item.metadata)  # cheaper than reading the name, and often no
         and (name := stated_name(c.item))
-        and _owners(c.item.metadata)
     }
     spelled = [_spelled(name) for name in names]
     if any(a.isdisjoint(b) for a, b in itertools.combinations(spelled, 2)):

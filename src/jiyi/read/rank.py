@@ -66,13 +66,14 @@ from jiyi.read.versions import (
     is_newer_version,
     is_replaced_in_summary,
     is_said_change,
+    may_follow,
     quotes_older,
     quotes_retired,
     restatement_bar,
 )
 from jiyi.read.versions import TOP as VERSIONS_TOP
 from jiyi.store.base import Candidate
-from jiyi.text.tokenize import normalise, query_terms
+from jiyi.text.tokenize import query_terms
 from jiyi.write.reconcile import ReconcileConfig, config_on_scale
 
 
@@ -238,7 +239,7 @@ def _learned(
     skip: frozenset[str] = frozenset(),
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The learned fusion (:mod:`jiyi.read.fusion`): features, fused value, similarity."""
-    asked = [t for t in query_terms(query) if t not in skip]
+    asked = [t for t in asked_terms(query) if t not in skip]
     coverage = term_coverage(cands, asked, neighbours=False)
     cols = fusion.features(cands, query, coverage, in_time, skip)
     s = fusion.fused(cols, weights)
@@ -285,8 +286,11 @@ def _word_char(ch: str) -> bool:
     return "0" <= ch <= "9" or "a" <= ch <= "z" or "\u00c0" <= ch <= "\u024f"
 
 
-_normalised = functools.lru_cache(maxsize=8192)(normalise)
-"""Candidate texts normalised, kept per text: the same memories come back search after search."""
+@functools.lru_cache(maxsize=256)
+def asked_terms(query: str) -> tuple[str, ...]:
+    """:func:`jiyi.text.tokenize.query_terms` kept per query: a search asks for them three
+    times (its keyword terms, the fusion's coverage and phrases, the versions step)."""
+    return query_terms(query)
 
 
 def term_presence(terms: Sequence[str], texts: Sequence[str]) -> np.ndarray:
@@ -300,15 +304,9 @@ def term_presence(terms: Sequence[str], texts: Sequence[str]) -> np.ndarray:
     "driving" and "warranti" meets "warranty"; a stem under four letters matches only as a
     whole word (plural allowed), so "go" does not match "good".
     """
-    norm = [_normalised(t) for t in texts]
-    starts: list[int] = []
-    pos = 0
-    for text in norm:
-        starts.append(pos)
-        pos += len(text) + 1
-    joined = "\x00".join(norm)
+    _, joined, starts = fusion.pool_text(tuple(texts))  # the phrase evidence reads it too
     end = len(joined)
-    found = np.zeros((len(norm), len(terms)), dtype=bool)
+    found = np.zeros((len(starts), len(terms)), dtype=bool)
     for j, term in enumerate(terms):
         han = _HAN.match(term) is not None
         whole = not han and len(term) < 4
@@ -506,15 +504,16 @@ def newer_versions_first(
     candidates carry (``cfg``: the default :class:`ReconcileConfig`'s, moved). An earlier
     episode that quotes what a statement retired (``replaced``: per id, the texts of what
     it superseded at write time) goes below that statement."""
-    cfg = cfg or config_on_scale(ReconcileConfig(), model_id)
+    cfg = cfg or _reconcile_on_scale(model_id)
     bar = restatement_bar(model_id)
     topic_bar = on_scale(TOPIC_COSINE, model_id)
     top = scored[:VERSIONS_TOP]
-    asked = frozenset(query_terms(query))
+    asked = frozenset(asked_terms(query))
     changed: list[tuple[Scored, Scored, bool]] = []  # (older, newer, the milder move)
     for i, older in enumerate(top):
         for newer in top[i + 1 :]:
-            if older.score < newer.score:
+            # Cheapest first: most pairs are another user's or in the wrong order.
+            if older.score < newer.score or not may_follow(newer.candidate, older.candidate):
                 continue
             if is_newer_version(newer.candidate, older.candidate, cfg):
                 _place_below(older, newer, "contribution.newer_version")
@@ -548,6 +547,13 @@ def newer_versions_first(
                     _place_above(newer, episode, "contribution.said_change")
                 else:
                     _place_below(episode, newer, "contribution.replaced_in_summary")
+
+
+@functools.lru_cache(maxsize=16)
+def _reconcile_on_scale(model_id: str) -> ReconcileConfig:
+    """The default :class:`ReconcileConfig` on the scale of ``model_id`` (frozen; made once
+    per embedder rather than once per search)."""
+    return config_on_scale(ReconcileConfig(), model_id)
 
 
 def asked_fact_first(scored: list[Scored], query: str) -> bool:

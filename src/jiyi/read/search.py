@@ -24,7 +24,7 @@ from jiyi.model import (
 )
 from jiyi.problems import too_large, too_small
 from jiyi.read.owner import owner_terms
-from jiyi.read.rank import Scored, SearchHit, mmr_select, relevances, score_candidates
+from jiyi.read.rank import Scored, SearchHit, asked_terms, mmr_select, relevances, score_candidates
 from jiyi.read.rerank import apply_rerank, rerank_texts
 from jiyi.read.retrievals import check_kind, record_access
 from jiyi.read.sources import doubled, one_per_statement
@@ -40,7 +40,6 @@ from jiyi.store.base import (
     detached,
 )
 from jiyi.text.timeparse import TimeWindows, time_windows, without_spans
-from jiyi.text.tokenize import query_terms
 from jiyi.validate import Problems, check_limit, check_text, enum_tuple, scope_keys
 
 
@@ -280,7 +279,7 @@ class _Query:
 
     @cached_property
     def terms(self) -> tuple[str, ...]:
-        found = query_terms(self.words)
+        found = asked_terms(self.words)
         return tuple(t for t in found if t not in self.skip) if self.skip else found
 
     def in_window(self, item: MemoryItem) -> bool:
