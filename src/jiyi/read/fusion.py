@@ -83,7 +83,7 @@ import functools
 import itertools
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -263,66 +263,77 @@ def asks_at_end(text: str) -> bool:
     return "?" in tail or "？" in tail
 
 
-def _other_person(said: Mapping[str, object], other: Mapping[str, object]) -> bool:
-    """Whether two turns' metadata name two different speakers (``metadata.speaker``, as
-    :meth:`Memory.remember` keeps a message's ``name``), neither of them the assistant
-    (``metadata.role``). Turns that name no speaker (a user talking to the assistant, a
-    memory written directly) may be one person's."""
-    mine, theirs = said.get("speaker"), other.get("speaker")
-    return (
-        bool(mine)
-        and bool(theirs)
-        and mine != theirs
-        and "assistant" not in (said.get("role"), other.get("role"))
-    )
+def people(cands: Sequence[Candidate]) -> tuple[list[object], list[object]]:
+    """Each candidate's speaker (``metadata.speaker``, as :meth:`Memory.remember` keeps a
+    message's ``name``), and the same where it names a person who is not the assistant
+    (``metadata.role``), else None. Two turns are *two people's* when both have a person
+    and the two differ; turns that name no speaker (a user talking to the assistant, a
+    memory written directly) may be one person's. Read once per search for the three
+    features that ask (at LoCoMo ~160 pairs a search, each asked four metadata look-ups)."""
+    said: list[object] = []
+    person: list[object] = []
+    for c in cands:
+        metadata = c.item.metadata
+        speaker = metadata.get("speaker")
+        said.append(speaker)
+        person.append(speaker if speaker and metadata.get("role") != "assistant" else None)
+    return said, person
 
 
-def replies(cands: Sequence[Candidate], prev: np.ndarray, asked: np.ndarray) -> np.ndarray:
+def replies(
+    cands: Sequence[Candidate], prev: np.ndarray, asked: np.ndarray, person: Sequence[object]
+) -> np.ndarray:
     """Per candidate, ``asked`` of its previous turn when that turn is in the pool, ends
-    asking (:func:`asks_at_end`) and another person said it (:func:`_other_person`); else 0.
-    See ``reply`` in the module docstring."""
+    asking (:func:`asks_at_end`) and another person said it (``person`` of :func:`people`
+    differs); else 0. See ``reply`` in the module docstring."""
     out = np.zeros(len(cands))
     for i, j in enumerate(prev.tolist()):  # Python ints: indexing the array per item costs more
-        if (
-            j >= 0
-            and asks_at_end(cands[j].item.content)
-            and _other_person(cands[i].item.metadata, cands[j].item.metadata)
-        ):
+        if j < 0 or (mine := person[i]) is None or (theirs := person[j]) is None or mine == theirs:
+            continue
+        if asks_at_end(cands[j].item.content):
             out[i] = asked[j]
     return out
 
 
-def continuations(cands: Sequence[Candidate], prev: np.ndarray, said: np.ndarray) -> np.ndarray:
+def continuations(
+    cands: Sequence[Candidate],
+    prev: np.ndarray,
+    said: np.ndarray,
+    people_of: tuple[list[object], list[object]],
+) -> np.ndarray:
     """Per candidate, ``said`` of the turn two before it when its speaker said that turn and
-    another person the one between (:func:`_other_person`), all three in the pool; else 0.
+    another person the one between (:func:`people`), all three in the pool; else 0.
     See ``continues`` in the module docstring."""
     out = np.zeros(len(cands))
+    speaker, person = people_of
     before_of = prev.tolist()  # Python ints, as in replies
     for i, j in enumerate(before_of):
         if j < 0:
             continue
         k = before_of[j]
-        if k < 0:
+        if k < 0 or speaker[k] != speaker[i]:
             continue
-        mine, between, before = cands[i].item.metadata, cands[j].item.metadata, cands[k].item.metadata
+        # Two people's, both the turn and the one two before against the one between.
+        mine, between, before = person[i], person[j], person[k]
         if (
-            before.get("speaker") == mine.get("speaker")
-            and _other_person(mine, between)
-            and _other_person(before, between)
+            mine is not None
+            and between is not None
+            and mine != between
+            and before is not None
+            and before != between
         ):
             out[i] = said[k]
     return out
 
 
-def named_speakers(cands: Sequence[Candidate], query: str) -> np.ndarray:
-    """1 per candidate whose speaker's name (``metadata.speaker``) the query names, else 0:
-    a Latin name as a word of the query, any case ("Caroline's" names Caroline), a name in
-    another script anywhere in it (Chinese has no spaces between words)."""
+def named_speakers(speakers: Sequence[object], query: str) -> np.ndarray:
+    """1 per candidate whose speaker's name (``speakers``, of :func:`people`) the query
+    names, else 0: a Latin name as a word of the query, any case ("Caroline's" names
+    Caroline), a name in another script anywhere in it (Chinese has no spaces between words)."""
     folded = query.casefold()
     found: dict[str, bool] = {}
-    out = np.zeros(len(cands))
-    for i, c in enumerate(cands):
-        name = c.item.metadata.get("speaker")
+    out = np.zeros(len(speakers))
+    for i, name in enumerate(speakers):
         if not isinstance(name, str) or not name.strip():
             continue
         hit = found.get(name)
@@ -556,7 +567,8 @@ def features(
     texts = [c.item.content for c in cands]
     across = other_language(query, texts) if n else np.zeros(0)
     time = np.array([1.0 if in_time is not None and in_time(c.item) else 0.0 for c in cands])
-    said = named_speakers(cands, query)
+    speakers = people(cands)
+    said = named_speakers(speakers[0], query)
     own = 0.3 * cos + 0.7 * kw  # a turn's own evidence, read by the turns after it
     kind = asked_kind(query)
     answer = np.array([1.0 if holds(t, kind) else 0.0 for t in texts]) if kind else np.zeros(n)
@@ -580,8 +592,8 @@ def features(
         "phrase": phrase_evidence(query, texts, [c.terms for c in cands], skip),
         "rrf": rank_fusion(cos, bm25),
         "answer": answer * (1.0 - (float(answer.mean()) if n else 0.0)),
-        "reply": replies(cands, prev, own),
-        "continues": continuations(cands, prev, own),
+        "reply": replies(cands, prev, own, speakers[1]),
+        "continues": continuations(cands, prev, own, speakers),
         "speaker": said * (1.0 - (float(said.mean()) if n else 0.0)),
     }
     low, high = LENGTH_RANGE

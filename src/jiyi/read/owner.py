@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from jiyi.model import Scope
 from jiyi.profile_names import stated_name
@@ -53,10 +53,14 @@ def owner_terms(
     names = {
         name
         for c in candidates
-        if c.item.user_id == user_id
-        and c.item.scope is Scope.USER
-        and _owners(c.item.metadata)  # cheaper than reading the name, and often no
-        and (name := stated_name(c.item))
+        if (item := c.item).user_id == user_id
+        and item.scope is Scope.USER
+        # The owner's own statement (cheaper than reading the name, and often no): not a
+        # named speaker's of a conversation kept in the scope ("Caroline" introducing
+        # herself to Melanie), not the assistant's. Inline: asked of every candidate.
+        and (metadata := item.metadata).get("speaker") is None
+        and metadata.get("role") != "assistant"
+        and (name := stated_name(item))
     }
     spelled = [_spelled(name) for name in names]
     if any(a.isdisjoint(b) for a, b in itertools.combinations(spelled, 2)):
@@ -67,12 +71,6 @@ def owner_terms(
     if not skip or len(skip) == len(set(terms)) or _ASKS_NAME.search(query):
         return frozenset()
     return skip
-
-
-def _owners(metadata: Mapping[str, object]) -> bool:
-    """Whether a statement is the scope owner's own: not a named speaker's of a conversation
-    kept in the scope ("Caroline" introducing herself to Melanie), not the assistant's."""
-    return metadata.get("speaker") is None and metadata.get("role") != "assistant"
 
 
 @functools.lru_cache(maxsize=1024)

@@ -105,8 +105,8 @@ def search(
     now = flt.now or rt.now()
     query_ = _Query(query, time_windows(query, now))
     (candidates, retired), query_ = yield from _candidates(rt, query_, flt, wanted, limit, user_id)
-    # Agents do not see each other's user memories (jiyi.model.in_agent_space).
-    candidates = [c for c in candidates if in_agent_space(c.item, agent_id)]
+    if agent_id is not None:  # agents do not see each other's user memories; no agent: all
+        candidates = [c for c in candidates if in_agent_space(c.item, agent_id)]
     if as_of is not None:
         candidates = [c for c in candidates if c.item.valid_at(now)]
         touch = False

@@ -36,8 +36,13 @@ def _single_source(item: MemoryItem) -> str | None:
 def doubled(items: list[MemoryItem]) -> int:
     """How many of ``items`` are turns whose fact is among them too: places a candidate
     pool spends twice on one statement (the search asks for that many more)."""
+    # Most items have no relations, so no source: those are passed over without a call,
+    # and with no source at all the pool's ids are not gathered.
+    sources = [s for i in items if i.relations and (s := _single_source(i)) is not None]
+    if not sources:
+        return 0
     present = {i.id for i in items}
-    return len({s for i in items if (s := _single_source(i)) is not None and s in present})
+    return len({s for s in sources if s in present})
 
 
 _PLACE_REASONS = frozenset(
@@ -56,8 +61,12 @@ def one_per_statement(scored: list[Scored]) -> list[Scored]:
     """``scored`` (best first) with every turn whose extracted fact is also present
     replaced by that fact, at the turn's place when it ranked higher; or the fact by the
     turn, when the turn says more (:func:`_says_more`)."""
+    # Most items have no relations, so no source: passed over without a call; with no
+    # source at all there is nothing to replace.
+    sources = [_single_source(item) if (item := s.candidate.item).relations else None for s in scored]
+    if sources.count(None) == len(sources):
+        return scored
     position = {s.candidate.item.id: i for i, s in enumerate(scored)}
-    sources = [_single_source(s.candidate.item) for s in scored]
     # The best-ranked fact of each turn present in the results.
     fact_of: dict[str, int] = {}
     for i, source in enumerate(sources):

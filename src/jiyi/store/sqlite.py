@@ -1110,8 +1110,10 @@ class _RowItems:
         self._key_of: dict[int, RowKey] = {}  # each pk's latest key: an older one goes at once
         self._size = size
 
-    def __contains__(self, key: RowKey) -> bool:
-        return key in self._data
+    def missing(self, keys: list[RowKey]) -> dict[int, RowKey]:
+        """The keys not here, by pk (one call a search rather than one per candidate)."""
+        data = self._data
+        return {key[0]: key for key in keys if key not in data}
 
     def put(self, key: RowKey, item: MemoryItem, terms: str | None) -> None:
         older = self._key_of.get(key[0])
@@ -1124,15 +1126,26 @@ class _RowItems:
             if self._key_of.get(gone[0]) == gone:
                 del self._key_of[gone[0]]
 
-    def used(self, key: RowKey, access_count: int, last_used_at: str | None) -> tuple[MemoryItem, str | None]:
-        """The item of ``key`` (which must be here) with the usage columns laid over it, and
-        its terms; the overlaid item replaces the cached one (copied once per touch)."""
-        item, terms, usage = self._data[key]
-        self._data.move_to_end(key)
-        if usage != (access_count, last_used_at):
-            item = with_usage(item, access_count, last_used_at)
-            self._data[key] = (item, terms, (access_count, last_used_at))
-        return item, terms
+    def used(
+        self, keys: list[RowKey], usage: dict[int, tuple[int, str | None]]
+    ) -> list[tuple[MemoryItem, str | None] | None]:
+        """Per key, its item with its usage columns (``usage``, by pk) laid over it, and its
+        terms; None for a key not here or without usage columns. An overlaid item replaces
+        the cached one (copied once per touch). One call for a search's ~130 keys."""
+        data = self._data
+        out: list[tuple[MemoryItem, str | None] | None] = []
+        for key in keys:
+            found = usage.get(key[0])
+            if found is None or (entry := data.get(key)) is None:
+                out.append(None)
+                continue
+            item, terms, was = entry
+            data.move_to_end(key)
+            if was != found:
+                item = with_usage(item, *found)
+                data[key] = (item, terms, found)
+            out.append((item, terms))
+        return out
 
 
 def _items_of(local: threading.local) -> _RowItems:
@@ -1278,7 +1291,7 @@ class _Search:
             keys = [
                 (pk, epoch, stamp) for pk, stamp in zip(pks, rows.stamps[slots[:m]].tolist(), strict=True)
             ]
-            if missing := {k[0]: k for k in keys if k not in parsed}:
+            if missing := parsed.missing(keys):
                 # Only rows not parsed yet; the index terms from FTS5's own content table (its
                 # column c1 is `terms`): a join through the virtual table costs three times as much.
                 for pk, doc, terms in self.conn.execute(
@@ -1295,9 +1308,9 @@ class _Search:
                     (op.filter.tenant_id, *pks),
                 )
             }
-            for j, (item_id, key) in enumerate(zip(wanted, keys, strict=True)):
-                if (found := usage.get(key[0])) is not None and key in parsed:
-                    item, terms = parsed.used(key, *found)
+            for j, (item_id, got) in enumerate(zip(wanted, parsed.used(keys, usage), strict=True)):
+                if got is not None:
+                    item, terms = got
                     out[item_id] = Loaded(
                         item if op.shared_items else detached(item), vectors[j], cosines[j], terms
                     )
