@@ -198,6 +198,10 @@ CONSTRUCTIONS = [
     # when it was said is no part of the value
     ("My daughter is 5.", "My daughter just turned 6 last week!"),
     ("我女儿今年5岁。", "女儿上周过了6岁生日。"),
+    # a time clause between the holder and the value says when, not what
+    ("我儿子8岁，二年级。", "儿子过完生日9岁了，想要个乐高。"),
+    ("女儿上一年级。", "女儿过完暑假上二年级了。"),
+    ("我们公司在徐汇。", "我们公司过完年搬到浦东了。"),
 ]
 
 
@@ -218,6 +222,8 @@ def test_a_change_said_in_another_construction_fills_the_same_slot(old: str, new
         # an amount per month is not one per week
         ("I earn 5000 a month.", "I earn 1200 a week."),
         ("我每月房租4500。", "我每周房租1000。"),
+        # with the time clause read as when, the holder still tells two people apart
+        ("我儿子8岁。", "女儿过完生日9岁了。"),
     ],
 )
 def test_a_construction_about_another_thing_or_person_is_no_change(old: str, new: str) -> None:
@@ -846,6 +852,36 @@ def test_a_later_turn_on_the_asked_topic_is_the_later_of_a_near_tie(old: str, ne
     earlier, later = _with_vector(_turn_at(0, old)), _with_vector(_turn_at(9, new))
     assert is_later_on_topic(later, earlier, asked)
     assert not is_later_on_topic(earlier, later, asked)  # the older is never the later
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        (
+            "我儿子8岁，二年级，数学老是粗心，有啥办法吗",
+            "儿子过完生日9岁了，想要个乐高，买哪个系列好",
+            "用户的儿子几岁了？",
+        ),
+        ("My son is 8 and loves chess.", "My son just turned 9 last week!", "How old is my son?"),
+    ],
+)
+def test_a_changed_number_of_the_asked_holder_is_the_later_when_a_number_is_asked(
+    old: str, new: str, query: str
+) -> None:
+    # The query's word for the value ("几岁", "old") is in neither turn, and the word they
+    # share is a person: only a query asking for a number makes that person's changed
+    # number the topic.
+    from jiyi.read.versions import is_later_on_topic
+    from jiyi.text.tokenize import query_terms
+
+    asked = frozenset(query_terms(query))
+    earlier, later = _with_vector(_turn_at(0, old)), _with_vector(_turn_at(9, new))
+    assert not is_later_on_topic(later, earlier, asked)
+    assert is_later_on_topic(later, earlier, asked, number=True)
+    assert not is_later_on_topic(earlier, later, asked, number=True)
+    # another holder's number is another slot
+    other = _with_vector(_turn_at(9, new.replace("儿子", "女儿").replace("son", "daughter")))
+    assert not is_later_on_topic(other, earlier, asked, number=True)
 
 
 @pytest.mark.parametrize(

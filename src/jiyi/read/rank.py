@@ -73,6 +73,7 @@ from jiyi.read.versions import (
 )
 from jiyi.read.versions import TOP as VERSIONS_TOP
 from jiyi.store.base import Candidate
+from jiyi.text.answers import asked_kind
 from jiyi.text.tokenize import query_terms
 from jiyi.write.reconcile import ReconcileConfig, config_on_scale
 
@@ -514,6 +515,7 @@ def newer_versions_first(
     topic_bar = on_scale(TOPIC_COSINE, model_id)
     top = scored[:VERSIONS_TOP]
     asked = frozenset(asked_terms(query))
+    number = asked_kind(query) == "number"
     changed: list[tuple[Scored, Scored, bool]] = []  # (older, newer, the milder move)
     for i, older in enumerate(top):
         for newer in top[i + 1 :]:
@@ -536,7 +538,7 @@ def newer_versions_first(
             elif (
                 asked
                 and newer.score >= older.score - LATER_ON_TOPIC_MARGIN
-                and is_later_on_topic(newer.candidate, older.candidate, asked, topic_bar)
+                and is_later_on_topic(newer.candidate, older.candidate, asked, topic_bar, number)
             ):
                 _place_above(newer, older, "contribution.later_on_topic")
                 changed.append((older, newer, True))

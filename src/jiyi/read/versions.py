@@ -244,7 +244,11 @@ default embedder's level for two unrelated texts (0.25), so that a shared name a
 
 
 def is_later_on_topic(
-    newer: Candidate, older: Candidate, asked: frozenset[str], bar: float = TOPIC_COSINE
+    newer: Candidate,
+    older: Candidate,
+    asked: frozenset[str],
+    bar: float = TOPIC_COSINE,
+    number: bool = False,
 ) -> bool:
     """Whether ``newer`` is a later turn, statement or session summary of the same user that
     (scoring within :data:`LATER_ON_TOPIC_MARGIN` of ``older``, which the ranking checks)
@@ -254,7 +258,9 @@ def is_later_on_topic(
     (another holder, subject or scope, "also": :func:`jiyi.write.slots.apart`). Of two
     near-equal answers about one thing, the later is the better guess of what is true now
     ("现在4500一个月" then "房租最后谈成5200了"; "我儿子8岁，二年级" then "小家伙升三年级了"),
-    though neither says that it changed anything."""
+    though neither says that it changed anything. ``number``: the query asks for a number,
+    so a changed number in a slot the query names counts, the holder's name being the word.
+    """
     a, b = older.item, newer.item
     if not _later(b, a):
         return False
@@ -276,9 +282,18 @@ def is_later_on_topic(
         return True
     # Or one of its clauses gives a slot of the older another value, the query naming a word
     # of that slot that is not a person ("我儿子二年级" -> "小家伙升三年级了", asked the grade).
-    return any(
-        (asked & _content_terms(x.text) & _content_terms(y.text)) - who
-        for x, y in _changed_slots(old_text, new_text)
+    slots = _changed_slots(old_text, new_text)
+    if any((asked & _content_terms(x.text) & _content_terms(y.text)) - who for x, y in slots):
+        return True
+    # Or the query asks for a number (``number``: :func:`jiyi.text.answers.asked_kind`) and
+    # names the slot, its holder too, and the slot's number changed: asked how old the son
+    # is, "我儿子8岁" -> "儿子过完生日9岁了" (the query's "几岁" is no word of either).
+    return number and any(
+        x.numeric
+        and y.numeric
+        and x.numeric != y.numeric
+        and asked & _content_terms(x.text) & _content_terms(y.text)
+        for x, y in slots
     )
 
 

@@ -499,6 +499,13 @@ _ZH_LEAD = re.compile(
 )
 
 
+# A time clause between the subject and its predicate says when, not what: "儿子过完生日9岁了"
+# is about the son's age (as "儿子9岁了"), "我们公司过完年搬到浦东了" about the company.
+# (An event before 过后/之后/以后 is read as two characters, 毕业 or 春节: a longer reach
+# would take the holder's last character with it, "女儿毕业以后".)
+_ZH_TIME_CLAUSE = re.compile(r"(?:过完|过了)[^，,。的]{1,3}$|[^，,。的]{2}(?:过后|之后|以后)$")
+
+
 def _split_zh(clause: str) -> tuple[str, str]:
     clause = _ZH_LEAD.sub("", clause)
     m = _ZH_SUBJECT_DE.match(clause)
@@ -507,7 +514,10 @@ def _split_zh(clause: str) -> tuple[str, str]:
     m = _ZH_PREDICATE.search(clause, 1)
     if m is None:
         return "", clause
-    return clause[: m.start()], clause[m.start() :]
+    subject = clause[: m.start()]
+    if (t := _ZH_TIME_CLAUSE.search(subject)) is not None and t.start() > 0:
+        subject = subject[: t.start()]
+    return subject, clause[m.start() :]
 
 
 def _holder(subject: str, zh: bool) -> frozenset[str]:
