@@ -1,9 +1,13 @@
 """Time expressions in queries, in English and Chinese, as windows on ``occurred_at``.
 
 ``time_windows("what did we decide on 8 May 2023?", now)`` returns the day 2023-05-08;
-"last week", "上个月", "昨天" are taken relative to ``now``; a month without a year
-("in June", "六月") matches that month of any year. The search boosts memories that
-happened inside a window; nothing is filtered out, so a wrong guess costs little.
+"last week", "上个月", "昨天", "大前天" are taken relative to ``now``; a distance back ("four
+weeks ago", "a couple of days ago", "前几天", "三个月前") is a window around that point, and
+"in the past two weeks" / "最近两周" a window up to now; a month without a year ("in June",
+"六月") matches that month of any year. A request for a suggestion ("recommend something
+to watch tonight") names when the user will act, so "tonight" there gives no window. The
+search boosts memories that happened inside a window; nothing is filtered out, so a wrong
+guess costs little.
 """
 
 from __future__ import annotations
@@ -51,25 +55,77 @@ _ZH_YEAR = re.compile(r"(\d{4})\s*年(?!\s*\d{1,2}\s*月)")
 _ZH_REL_YEAR_MONTH = re.compile(rf"(去年|今年|前年|明年)\s*(\d{{1,2}}|{_ZH_MONTH})\s*月(?:份)?")
 _ZH_REL_YEARS = {"前年": -2, "去年": -1, "今年": 0, "明年": 1}
 
+# Longer phrases first: a span is read once, so "大前天" is not also "前天", nor "上上周" "上周".
 _RELATIVE: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\b(?:yesterday)\b|昨天|昨日", re.I), "yesterday"),
-    (re.compile(r"\b(?:today|tonight)\b|今天|今日|今晚", re.I), "today"),
+    (re.compile(r"大前天"), "three_days_before"),
     (re.compile(r"\bday before yesterday\b|前天", re.I), "day_before"),
+    (re.compile(r"\blast night\b|昨晚|昨天晚上", re.I), "last_night"),
+    (re.compile(r"\b(?:yesterday)\b|昨天|昨日", re.I), "yesterday"),
+    (
+        re.compile(
+            r"\b(?:today|tonight|this (?:morning|afternoon|evening)|earlier today)\b|今天|今日|今晚|今早",
+            re.I,
+        ),
+        "today",
+    ),
+    (re.compile(r"\bweek before last\b|上上周|上上个星期|上上星期", re.I), "week_before_last"),
     (re.compile(r"\blast weekend\b|上周末|上个周末", re.I), "last_weekend"),
     (re.compile(r"\blast week\b|上周|上个星期|上星期|上礼拜", re.I), "last_week"),
     (re.compile(r"\bthis week\b|这周|本周|这个星期", re.I), "this_week"),
+    (re.compile(r"\bmonth before last\b|上上个月|上上月", re.I), "month_before_last"),
     (re.compile(r"\blast month\b|上个月|上月", re.I), "last_month"),
     (re.compile(r"\bthis month\b|这个月|本月", re.I), "this_month"),
     (re.compile(r"\blast year\b|去年", re.I), "last_year"),
     (re.compile(r"\byear before last\b|前年", re.I), "year_before_last"),
     (re.compile(r"\bthis year\b|今年", re.I), "this_year"),
 ]
+_EN_NUMBER = r"\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+_EN_VAGUE = r"a\s+couple\s+of|a\s+couple|couple\s+of|a\s+few|few|several"
 _AGO = re.compile(
-    r"\b(\d+|a|an|one|two|three|four|five|six)\s+(day|week|month|year)s?\s+ago\b"
-    r"|(\d+|[一两二三四五六七八九十])\s*(天|周|个星期|个月|年)前",
+    rf"\b(?:(?P<en_n>{_EN_NUMBER})|(?P<en_vague>{_EN_VAGUE}))\s+(?P<en_unit>day|week|month|year)s?\s+ago\b"
+    r"|(?P<zh_n>\d+|[一两二三四五六七八九十])\s*(?P<zh_unit>天|周|个星期|个月|年)前"
+    r"|(?P<zh_vague>几|好几|两三|三四|三五)\s*(?P<zh_vague_unit>天|周|个星期|个月|年)前"
+    # "前几天" / "前两天": a few days back (only days: "前几年" is as often "the first few years").
+    r"|前(?P<zh_days>几|两)天",
     re.I,
 )
-_WORD_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+# A request for a suggestion or a plan ("recommend a show to watch tonight", "what should I
+# cook today", "这周末推荐去哪玩") names when the user will act, not when the memory it needs
+# was told: a time that includes now gives it no window (a time before now still does).
+_REQUEST = re.compile(
+    r"\b(?:recommend|recommendations?|suggest|suggestions?|ideas?|advice|should\s+I|what\s+to|where\s+to)\b"
+    r"|推荐|建议|该[做吃去买看穿玩]|应该|有什么好",
+    re.I,
+)
+_CURRENT = frozenset({"today", "this_week", "this_month", "this_year"})
+# "in the past two weeks", "over the last few months", "最近两周", "过去三个月": up to now
+# (not "the last two weeks of August").
+_WITHIN = re.compile(
+    rf"\b(?:the\s+)?(?:past|last)\s+(?:(?P<en_n>{_EN_NUMBER})|(?P<en_vague>{_EN_VAGUE}))\s+(?P<en_unit>day|week|month|year)s?\b(?!\s+of\b)"
+    r"|\bthe\s+past\s+(?P<en_one>day|week|month|year)\b(?!\s+of\b)"
+    r"|(?:最近|过去|(?<![附接靠亲将])近)\s*(?:(?P<zh_n>\d+|[一两二三四五六七八九十])|(?P<zh_vague>几|两三|三四|三五))"
+    r"\s*(?P<zh_unit>天|周|个星期|个月|年)",
+    re.I,
+)
+_WORD_NUM = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+}
+# Vague counts as a range of units back: "a couple" 1-3, "a few" / "几" 1-6.
+_COUPLE = (1, 3)
+_FEW = (1, 6)
 
 
 @dataclass(frozen=True)
@@ -127,6 +183,16 @@ def _relative(kind: str, now: datetime) -> tuple[datetime, datetime]:
         return today - timedelta(days=1), today
     if kind == "day_before":
         return today - timedelta(days=2), today - timedelta(days=1)
+    if kind == "three_days_before":
+        return today - timedelta(days=3), today - timedelta(days=2)
+    if kind == "last_night":
+        # Said after midnight, "last night" is a few hours ago: yesterday and today.
+        return today - timedelta(days=1), today + timedelta(days=1)
+    if kind == "week_before_last":
+        return week_start - timedelta(days=14), week_start - timedelta(days=7)
+    if kind == "month_before_last":
+        last = (month_start - timedelta(days=1)).replace(day=1)
+        return (last - timedelta(days=1)).replace(day=1), last
     if kind == "last_weekend":
         return week_start - timedelta(days=2), week_start
     if kind == "last_week":
@@ -146,22 +212,33 @@ def _relative(kind: str, now: datetime) -> tuple[datetime, datetime]:
     return _year(today.year)  # this_year
 
 
+_UNIT_DAYS = {
+    "day": 1,
+    "天": 1,
+    "week": 7,
+    "周": 7,
+    "个星期": 7,
+    "month": 30,
+    "个月": 30,
+    "year": 365,
+    "年": 365,
+}
+
+
 def _ago(amount: int, unit: str, now: datetime) -> tuple[datetime, datetime]:
     """A window around "N units ago", as wide as the unit, so vague answers still match."""
-    days = {
-        "day": 1,
-        "天": 1,
-        "week": 7,
-        "周": 7,
-        "个星期": 7,
-        "month": 30,
-        "个月": 30,
-        "year": 365,
-        "年": 365,
-    }[unit]
+    days = _UNIT_DAYS[unit]
     centre = now - timedelta(days=days * amount)
     half = timedelta(days=max(1, days // 2))
     return centre - half, centre + half
+
+
+def _ago_between(units: tuple[int, int], unit: str, now: datetime) -> tuple[datetime, datetime]:
+    """A window from ``units[1]`` to ``units[0]`` units back ("a few weeks ago": 1-6 weeks),
+    half a unit wider on each side as :func:`_ago` is."""
+    days = _UNIT_DAYS[unit]
+    half = timedelta(days=max(1, days // 2))
+    return now - timedelta(days=days * units[1]) - half, now - timedelta(days=days * units[0]) + half
 
 
 @dataclass
@@ -195,12 +272,18 @@ def time_windows(query: str, now: datetime) -> TimeWindows:
     # Most specific first, so "8 May 2023" is not also read as "May 2023".
     _days(query, now, found)
     _months_of_years(query, now, found)
+    ahead = _REQUEST.search(query) is not None
     for pattern, kind in _RELATIVE:
+        if ahead and kind in _CURRENT:
+            continue
         for m in pattern.finditer(query):
             found.add(_relative(kind, now), m.span())
     counted: list[tuple[int, int]] = []
     for m in _AGO.finditer(query):
         if found.add(_ago_window(m, now), m.span()):
+            counted.append(m.span())
+    for m in _WITHIN.finditer(query):
+        if found.add(_within_window(m, now), m.span()):
             counted.append(m.span())
     for m in _EN_YEAR.finditer(query):
         found.add(_year(int(m[1])), m.span(1))
@@ -243,12 +326,40 @@ def _months_of_years(query: str, now: datetime, found: _Found) -> None:
 
 
 def _ago_window(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
-    """The window of an "N units ago" match, English ("3 weeks ago") or Chinese ("三周前")."""
-    if m[1]:
-        amount = int(m[1]) if m[1].isdigit() else _WORD_NUM[m[1].lower()]
-        return _ago(amount, m[2].lower(), now)
-    amount = int(m[3]) if m[3].isdigit() else (2 if m[3] == "两" else _ZH_NUM[m[3]])
-    return _ago(amount, m[4], now)
+    """The window of an "N units ago" match, English ("3 weeks ago", "a few weeks ago") or
+    Chinese ("三周前", "几个月前", "前几天")."""
+    if m["en_n"]:
+        amount = int(m["en_n"]) if m["en_n"].isdigit() else _WORD_NUM[m["en_n"].lower()]
+        return _ago(amount, m["en_unit"].lower(), now)
+    if m["en_vague"]:
+        vague = _COUPLE if "couple" in m["en_vague"].lower() else _FEW
+        return _ago_between(vague, m["en_unit"].lower(), now)
+    if m["zh_n"]:
+        amount = int(m["zh_n"]) if m["zh_n"].isdigit() else (2 if m["zh_n"] == "两" else _ZH_NUM[m["zh_n"]])
+        return _ago(amount, m["zh_unit"], now)
+    if m["zh_vague"]:
+        return _ago_between(_COUPLE if m["zh_vague"] == "两三" else _FEW, m["zh_vague_unit"], now)
+    return _ago_between(_COUPLE if m["zh_days"] == "两" else _FEW, "天", now)
+
+
+def _within_window(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    """The window of a "the past N units" match: from N units back to the end of today."""
+    end = now.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+    if m["en_one"]:
+        return now - timedelta(days=_UNIT_DAYS[m["en_one"].lower()]), end
+    if m["en_unit"]:
+        unit = m["en_unit"].lower()
+        if m["en_n"]:
+            back = int(m["en_n"]) if m["en_n"].isdigit() else _WORD_NUM[m["en_n"].lower()]
+        else:
+            back = (_COUPLE if "couple" in m["en_vague"].lower() else _FEW)[1]
+    else:
+        unit = m["zh_unit"]
+        if m["zh_n"]:
+            back = int(m["zh_n"]) if m["zh_n"].isdigit() else (2 if m["zh_n"] == "两" else _ZH_NUM[m["zh_n"]])
+        else:
+            back = (_COUPLE if m["zh_vague"] == "两三" else _FEW)[1]
+    return now - timedelta(days=_UNIT_DAYS[unit] * back), end
 
 
 def without_spans(query: str, spans: tuple[tuple[int, int], ...]) -> str:

@@ -1,0 +1,157 @@
+"""Time phrases of a query as windows on ``occurred_at`` (jiyi.text.timeparse)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+
+from jiyi.text.timeparse import time_windows
+
+# A Tuesday evening; the week starts on Monday 2022-04-11.
+NOW = datetime(2022, 4, 12, 22, 57, tzinfo=UTC)
+
+
+def days(query: str) -> list[tuple[date, date]]:
+    """The query's ranges as (first day inside, last day inside)."""
+    return [
+        (start.date(), (end - timedelta(microseconds=1)).date())
+        for start, end in time_windows(query, NOW).ranges
+    ]
+
+
+def days_ago(n: int) -> datetime:
+    return (NOW - timedelta(days=n)).replace(hour=20)
+
+
+def at(y: int, m: int, d: int, h: int = 12) -> datetime:
+    return datetime(y, m, d, h, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "first", "last"),
+    [
+        ("what did we decide on 8 May 2021?", date(2021, 5, 8), date(2021, 5, 8)),
+        ("2021年5月8日我们定了什么", date(2021, 5, 8), date(2021, 5, 8)),
+        ("what happened yesterday", date(2022, 4, 11), date(2022, 4, 11)),
+        ("前天吃了什么", date(2022, 4, 10), date(2022, 4, 10)),
+        ("大前天吃了什么", date(2022, 4, 9), date(2022, 4, 9)),
+        ("what did I do last week", date(2022, 4, 4), date(2022, 4, 10)),
+        ("上上周去了哪里", date(2022, 3, 28), date(2022, 4, 3)),
+        ("the week before last", date(2022, 3, 28), date(2022, 4, 3)),
+        ("上个月买了什么", date(2022, 3, 1), date(2022, 3, 31)),
+        ("上上个月买了什么", date(2022, 2, 1), date(2022, 2, 28)),
+        ("what did I buy this morning", date(2022, 4, 12), date(2022, 4, 12)),
+        # Said after midnight, "last night" was a few hours ago.
+        ("where did I go last night", date(2022, 4, 11), date(2022, 4, 12)),
+    ],
+)
+def test_named_times(query: str, first: date, last: date) -> None:
+    assert days(query) == [(first, last)]
+    # A named time keeps its words as keywords.
+    assert time_windows(query, NOW).counted == ()
+
+
+def test_longer_phrases_are_read_once() -> None:
+    # "大前天" holds "前天", "上上周" holds "上周": each is one window, not two.
+    assert len(time_windows("大前天", NOW).ranges) == 1
+    assert len(time_windows("上上周", NOW).ranges) == 1
+    assert len(time_windows("上上个月", NOW).ranges) == 1
+
+
+@pytest.mark.parametrize(
+    ("query", "inside_days_ago", "outside_days_ago"),
+    [
+        ("I mentioned cooking something a couple of days ago", (1, 2, 3), (6, 10)),
+        ("a couple days ago", (1, 2, 3), (6,)),
+        ("a few days ago I said", (1, 3, 6), (9, 20)),
+        ("several weeks ago", (7, 21, 42), (2, 60)),
+        ("a couple of months ago", (30, 60, 90), (130,)),
+        ("two days ago", (2,), (5,)),
+        ("ten days ago", (10,), (3, 20)),
+        ("four weeks ago", (27, 28, 30), (14, 40)),
+        ("我前几天说过的那家店", (1, 3, 6), (10,)),
+        ("前两天买的", (1, 2, 3), (7,)),
+        ("两三天前提到的", (2, 3), (8,)),
+        ("几个月前定的计划", (40, 120), (5,)),
+        ("三天前去了哪里", (3,), (7,)),
+    ],
+)
+def test_counted_back(
+    query: str, inside_days_ago: tuple[int, ...], outside_days_ago: tuple[int, ...]
+) -> None:
+    windows = time_windows(query, NOW)
+    assert len(windows.ranges) == 1
+    # Counted back from the day of asking: the words are not keywords.
+    assert windows.counted == windows.spans
+    for n in inside_days_ago:
+        assert windows.contains(days_ago(n)), n
+    for n in outside_days_ago:
+        assert not windows.contains(days_ago(n)), n
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "what did we do in the first few weeks",  # no "ago": not counted back
+        "工作的前几年很辛苦",  # "the first few years", not "a few years ago"
+        "how many days ago did I go",  # asks the distance, names none
+    ],
+)
+def test_no_window(query: str) -> None:
+    assert not time_windows(query, NOW)
+
+
+def test_month_without_year_matches_any_year() -> None:
+    w = time_windows("what did I plant in June?", NOW)
+    assert w.months == (6,)
+    assert w.contains(at(2019, 6, 3)) and not w.contains(at(2022, 5, 30))
+
+
+@pytest.mark.parametrize(
+    ("query", "inside_days_ago", "outside_days_ago"),
+    [
+        ("How many times did I bake in the past two weeks?", (0, 5, 13), (20,)),
+        ("what did I buy over the last few months", (10, 100, 170), (250,)),
+        ("the past week", (0, 6), (9,)),
+        ("最近两周我买了什么", (0, 13), (16,)),
+        ("过去三个月去过哪些地方", (1, 80), (100,)),
+        ("最近几天", (0, 5), (8,)),
+    ],
+)
+def test_up_to_now(query: str, inside_days_ago: tuple[int, ...], outside_days_ago: tuple[int, ...]) -> None:
+    windows = time_windows(query, NOW)
+    assert len(windows.ranges) == 1 and windows.counted == windows.spans
+    assert windows.contains(NOW)  # up to the moment of asking
+    for n in inside_days_ago:
+        assert windows.contains(days_ago(n)), n
+    for n in outside_days_ago:
+        assert not windows.contains(days_ago(n)), n
+
+
+def test_part_of_a_named_month_is_not_up_to_now() -> None:
+    # "the last two weeks of August" names weeks of August, not the two weeks before asking.
+    w = time_windows("Where was Dave in the last two weeks of August 2023?", NOW)
+    assert w.ranges == ((datetime(2023, 8, 1, tzinfo=UTC), datetime(2023, 9, 1, tzinfo=UTC)),)
+    assert not time_windows("附近三天有什么活动", NOW)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Can you recommend a show or movie for me to watch tonight?",
+        "I've got some free time tonight, any documentary recommendations?",
+        "What should I cook today?",
+        "今晚推荐看什么电影",
+        "这周末应该去哪玩",
+    ],
+)
+def test_a_request_for_now_names_no_window(query: str) -> None:
+    # The user will act tonight; what they told us that fits may be from any day.
+    assert not time_windows(query, NOW)
+
+
+def test_a_request_still_counts_a_time_before_now() -> None:
+    assert time_windows("recommend a restaurant like the one I went to last week", NOW)
+    assert time_windows("what did I eat tonight", NOW)
+    assert time_windows("我今天吃了什么", NOW)
