@@ -136,6 +136,48 @@ def test_a_counted_back_time_phrase_gives_its_window_but_not_its_words(tmp_path:
         assert by_text["I adde"].breakdown.get("keyword_bm25", 0.0) == 0.0  # "week" is no keyword
 
 
+def test_a_memory_telling_of_the_asked_time_counts_as_inside_it(tmp_path: Path) -> None:
+    """People tell of their days afterwards: "we went camping last week", said on 3 July, is
+    in June, though it was said in July. The search says so in the explanation."""
+    now = datetime(2023, 10, 1, tzinfo=UTC)
+    with Memory.open(tmp_path / "m.db", clock=lambda: now) as mem:
+        mem.import_items(
+            [
+                {
+                    "content": "We camped at Pine Lake last week, the kids loved it.",
+                    "user_id": "u",
+                    "occurred_at": datetime(2023, 7, 3, tzinfo=UTC),
+                },
+                {
+                    "content": "We went camping near the river with friends.",
+                    "user_id": "u",
+                    "occurred_at": datetime(2023, 8, 14, tzinfo=UTC),
+                },
+                *(
+                    {"content": text, "user_id": "u", "occurred_at": datetime(2023, 8, day, tzinfo=UTC)}
+                    for day, text in enumerate(
+                        (
+                            "My sister started a new job at the bank.",
+                            "I repainted the kitchen a pale green.",
+                            "The dog learned to fetch the newspaper.",
+                            "I finished reading a novel about sailors.",
+                        ),
+                        start=1,
+                    )
+                ),
+            ]
+        )
+        hits = mem.search("When did we go camping in June?", user_id="u", limit=2, touch=False, explain=True)
+        assert hits[0].item.content.startswith("We camped at Pine Lake")  # main: the river first (the word)
+        told, other = hits
+        assert told.score > other.score
+        assert told.breakdown["time.told"] == 1.0 and told.breakdown["similarity.time"] > 0
+        assert other.breakdown["time.told"] == 0.0 and other.breakdown["similarity.time"] == 0.0
+        # Without a time in the query there is nothing to tell of.
+        plain = mem.search("When did we go camping?", user_id="u", limit=2, touch=False, explain=True)
+        assert all("time.told" not in h.breakdown for h in plain)
+
+
 def test_a_time_window_counts_less_when_it_admits_most_of_the_pool() -> None:
     """A window that holds nearly every candidate says little about which one answers (as
     a word found in every document does); one that singles out a few says a lot. Either

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from jiyi.text.timeparse import time_windows
+from jiyi.text.timeparse import time_windows, told_windows
 
 # A Tuesday evening; the week starts on Monday 2022-04-11.
 NOW = datetime(2022, 4, 12, 22, 57, tzinfo=UTC)
@@ -155,3 +155,24 @@ def test_a_request_still_counts_a_time_before_now() -> None:
     assert time_windows("recommend a restaurant like the one I went to last week", NOW)
     assert time_windows("what did I eat tonight", NOW)
     assert time_windows("我今天吃了什么", NOW)
+
+
+def test_a_memory_tells_of_a_time_counted_from_when_it_was_said() -> None:
+    said = datetime(2023, 7, 3, 10, tzinfo=UTC)  # a Monday
+    june = time_windows("When did Melanie go camping in June?", NOW)
+    assert june.hold(told_windows("We went camping last week, the kids loved it", said))
+    assert june.hold(told_windows("上周我们去露营了", said))
+    # A year is no month: "last year" is not "in June" ...
+    assert not june.hold(told_windows("Last year we went camping", said))
+    # ... but it is "in 2022".
+    assert time_windows("What did I do in 2022?", NOW).hold(told_windows("Last year we went camping", said))
+    assert not june.hold(told_windows("I like green tea", said))
+    # A month without a year, on both sides.
+    assert june.hold(told_windows("We always go camping in June", said))
+    # Counted from when it was said, not from now: "yesterday" on 3 July is 2 July.
+    assert time_windows("What did I do on 2 July 2023?", NOW).hold(
+        told_windows("Yesterday I baked bread", said)
+    )
+    assert not time_windows("What did I do on 3 July 2023?", NOW).hold(
+        told_windows("Yesterday I baked bread", said)
+    )

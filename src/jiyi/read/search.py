@@ -39,7 +39,7 @@ from jiyi.store.base import (
     Viewer,
     detached,
 )
-from jiyi.text.timeparse import TimeWindows, time_windows, without_spans
+from jiyi.text.timeparse import TimeWindows, time_windows, told_windows, without_spans
 from jiyi.validate import Problems, check_limit, check_text, enum_tuple, scope_keys
 
 
@@ -175,6 +175,9 @@ def _explain(hits: list[SearchHit], floor: float | None, min_relevance: float | 
         hit.breakdown["threshold"] = floor if floor is not None else 0.0
         hit.breakdown["min_relevance"] = min_relevance if min_relevance is not None else 0.0
         hit.breakdown["query.time_windows"] = float(len(query.windows.ranges) + len(query.windows.months))
+        if query.windows and not query.windows.contains(hit.item.occurred_at):
+            # Inside the query's time by what it tells of, not by when it was said.
+            hit.breakdown["time.told"] = float(query.tells_of_window(hit.item))
 
 
 def _filter(
@@ -283,7 +286,15 @@ class _Query:
         return tuple(t for t in found if t not in self.skip) if self.skip else found
 
     def in_window(self, item: MemoryItem) -> bool:
-        return self.windows.contains(item.occurred_at)
+        """Said inside a time the query names, or telling of one ("we went camping last
+        week", said on 2 July, for "in June"): people tell of their days afterwards."""
+        return self.windows.contains(item.occurred_at) or self.tells_of_window(item)
+
+    def tells_of_window(self, item: MemoryItem) -> bool:
+        """:meth:`in_window` through what the item says, not when it was said."""
+        return item.occurred_at is not None and self.windows.hold(
+            told_windows(item.content, item.occurred_at)
+        )
 
     @property
     def time_test(self) -> Callable[[MemoryItem], bool] | None:
