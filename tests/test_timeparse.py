@@ -44,6 +44,14 @@ def at(y: int, m: int, d: int, h: int = 12) -> datetime:
         ("what did I buy this morning", date(2022, 4, 12), date(2022, 4, 12)),
         # Said after midnight, "last night" was a few hours ago.
         ("where did I go last night", date(2022, 4, 11), date(2022, 4, 12)),
+        # Ahead of now: what a memory says of its plans.
+        ("my exam is tomorrow", date(2022, 4, 13), date(2022, 4, 13)),
+        ("后天出发", date(2022, 4, 14), date(2022, 4, 14)),
+        ("the day after tomorrow", date(2022, 4, 14), date(2022, 4, 14)),
+        ("we fly out next week", date(2022, 4, 18), date(2022, 4, 24)),
+        ("下周末去爬山", date(2022, 4, 23), date(2022, 4, 24)),
+        ("下个月搬家", date(2022, 5, 1), date(2022, 5, 31)),
+        ("next year I start school", date(2023, 1, 1), date(2023, 12, 31)),
     ],
 )
 def test_named_times(query: str, first: date, last: date) -> None:
@@ -57,6 +65,8 @@ def test_longer_phrases_are_read_once() -> None:
     assert len(time_windows("大前天", NOW).ranges) == 1
     assert len(time_windows("上上周", NOW).ranges) == 1
     assert len(time_windows("上上个月", NOW).ranges) == 1
+    assert len(time_windows("the day after tomorrow", NOW).ranges) == 1
+    assert len(time_windows("下周末", NOW).ranges) == 1
 
 
 @pytest.mark.parametrize(
@@ -167,6 +177,11 @@ def test_a_memory_tells_of_a_time_counted_from_when_it_was_said() -> None:
     # ... but it is "in 2022".
     assert time_windows("What did I do in 2022?", NOW).hold(told_windows("Last year we went camping", said))
     assert not june.hold(told_windows("I like green tea", said))
+    # A plan told before the month it is for.
+    july = time_windows("Where did I go in July?", NOW)
+    assert july.hold(
+        told_windows("I'm going to a conference in Denver next week", datetime(2023, 6, 28, tzinfo=UTC))
+    )
     # A month without a year, on both sides.
     assert june.hold(told_windows("We always go camping in June", said))
     # Counted from when it was said, not from now: "yesterday" on 3 July is 2 July.

@@ -1,7 +1,7 @@
 """Time expressions in queries, in English and Chinese, as windows on ``occurred_at``.
 
 ``time_windows("what did we decide on 8 May 2023?", now)`` returns the day 2023-05-08;
-"last week", "上个月", "昨天", "大前天" are taken relative to ``now``; a distance back ("four
+"last week", "上个月", "昨天", "大前天", "tomorrow", "下周" are taken relative to ``now``; a distance back ("four
 weeks ago", "a couple of days ago", "前几天", "三个月前") is a window around that point, and
 "in the past two weeks" / "最近两周" a window up to now; a month without a year ("in June",
 "六月") matches that month of any year. A request for a suggestion ("recommend something
@@ -79,6 +79,13 @@ _RELATIVE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\blast year\b|去年", re.I), "last_year"),
     (re.compile(r"\byear before last\b|前年", re.I), "year_before_last"),
     (re.compile(r"\bthis year\b|今年", re.I), "this_year"),
+    # Ahead: a query rarely names them, a memory often does ("my exam is next week").
+    (re.compile(r"\bday after tomorrow\b|后天", re.I), "day_after"),
+    (re.compile(r"\btomorrow\b|明天|明日|明早|明晚", re.I), "tomorrow"),
+    (re.compile(r"\bnext weekend\b|下周末|下个周末", re.I), "next_weekend"),
+    (re.compile(r"\bnext week\b|下周|下个星期|下星期|下礼拜", re.I), "next_week"),
+    (re.compile(r"\bnext month\b|下个月|下月", re.I), "next_month"),
+    (re.compile(r"\bnext year\b|明年", re.I), "next_year"),
 ]
 _EN_NUMBER = r"\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
 _EN_VAGUE = r"a\s+couple\s+of|a\s+couple|couple\s+of|a\s+few|few|several"
@@ -172,7 +179,7 @@ _MONTH_SPAN = timedelta(days=62)
 """The longest told range a month without a year holds: twice 31 days, as for a window."""
 _NONE = TimeWindows()
 # What a memory's text must hold to tell of a time away from when it was said: a distance
-# back, a month or a date (a time that includes the moment of saying, "today", "this month",
+# back or ahead, a month or a date (a time that includes the moment of saying, "today", "this month",
 # adds nothing to it). A test of a few microseconds that ~90% of conversational turns fail,
 # before the ~20 patterns of :func:`time_windows` (~200 us on a 100-character turn).
 _TOLD_WORDS = (
@@ -196,6 +203,18 @@ _TOLD_WORDS = (
     "前年",
     "前几天",
     "前两天",
+    "tomorrow",
+    "next",
+    "明天",
+    "明日",
+    "明早",
+    "明晚",
+    "后天",
+    "下周",
+    "下个",
+    "下星期",
+    "下礼拜",
+    "明年",
 )
 _TOLD_DATE = re.compile(r"(?:19|20)\d\d|\d\s*[月日号]|[一二三四五六七八九十]月")
 
@@ -235,43 +254,49 @@ def _year(y: int) -> tuple[datetime, datetime]:
     return datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC)
 
 
+# Named times as offsets. Days from today: (first day, the day after the last). Said after
+# midnight, "last night" is a few hours ago: yesterday and today.
+_DAY_SPANS = {
+    "today": (0, 1),
+    "yesterday": (-1, 0),
+    "day_before": (-2, -1),
+    "three_days_before": (-3, -2),
+    "last_night": (-1, 1),
+    "tomorrow": (1, 2),
+    "day_after": (2, 3),
+}
+# Days from this week's Monday.
+_WEEK_SPANS = {
+    "week_before_last": (-14, -7),
+    "last_weekend": (-2, 0),
+    "last_week": (-7, 0),
+    "this_week": (0, 7),
+    "next_week": (7, 14),
+    "next_weekend": (12, 14),
+}
+_MONTH_SHIFTS = {"month_before_last": -2, "last_month": -1, "this_month": 0, "next_month": 1}
+_YEAR_SHIFTS = {"year_before_last": -2, "last_year": -1, "this_year": 0, "next_year": 1}
+
+
+def _month_start(day: datetime, shift: int) -> datetime:
+    """The first day of the month ``shift`` months from ``day``'s."""
+    index = day.year * 12 + day.month - 1 + shift
+    return day.replace(year=index // 12, month=index % 12 + 1, day=1)
+
+
 def _relative(kind: str, now: datetime) -> tuple[datetime, datetime]:
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    week_start = today - timedelta(days=today.weekday())
-    month_start = today.replace(day=1)
-    if kind == "today":
-        return today, today + timedelta(days=1)
-    if kind == "yesterday":
-        return today - timedelta(days=1), today
-    if kind == "day_before":
-        return today - timedelta(days=2), today - timedelta(days=1)
-    if kind == "three_days_before":
-        return today - timedelta(days=3), today - timedelta(days=2)
-    if kind == "last_night":
-        # Said after midnight, "last night" is a few hours ago: yesterday and today.
-        return today - timedelta(days=1), today + timedelta(days=1)
-    if kind == "week_before_last":
-        return week_start - timedelta(days=14), week_start - timedelta(days=7)
-    if kind == "month_before_last":
-        last = (month_start - timedelta(days=1)).replace(day=1)
-        return (last - timedelta(days=1)).replace(day=1), last
-    if kind == "last_weekend":
-        return week_start - timedelta(days=2), week_start
-    if kind == "last_week":
-        return week_start - timedelta(days=7), week_start
-    if kind == "this_week":
-        return week_start, week_start + timedelta(days=7)
-    if kind == "last_month":
-        prev = (month_start - timedelta(days=1)).replace(day=1)
-        return prev, month_start
-    if kind == "this_month":
-        nxt = (month_start + timedelta(days=32)).replace(day=1)
-        return month_start, nxt
-    if kind == "last_year":
-        return _year(today.year - 1)
-    if kind == "year_before_last":
-        return _year(today.year - 2)
-    return _year(today.year)  # this_year
+    if kind in _DAY_SPANS:
+        first, after = _DAY_SPANS[kind]
+        return today + timedelta(days=first), today + timedelta(days=after)
+    if kind in _WEEK_SPANS:
+        week_start = today - timedelta(days=today.weekday())
+        first, after = _WEEK_SPANS[kind]
+        return week_start + timedelta(days=first), week_start + timedelta(days=after)
+    if kind in _MONTH_SHIFTS:
+        shift = _MONTH_SHIFTS[kind]
+        return _month_start(today, shift), _month_start(today, shift + 1)
+    return _year(today.year + _YEAR_SHIFTS[kind])
 
 
 _UNIT_DAYS = {
