@@ -173,6 +173,11 @@ def test_a_memory_telling_of_the_asked_time_counts_as_inside_it(tmp_path: Path) 
         assert told.score > other.score
         assert told.breakdown["time.told"] == 1.0 and told.breakdown["similarity.time"] > 0
         assert other.breakdown["time.told"] == 0.0 and other.breakdown["similarity.time"] == 0.0
+        # A memory telling of a time before the calendar is simply not inside.
+        mem.add("The pyramids were built 4500 years ago.", user_id="u")
+        assert mem.search("What did I read about in June?", user_id="u", limit=3, touch=False)
+        # Nor does a query's: before this, "5000 years ago" raised OverflowError.
+        assert mem.search("What happened 5000 years ago?", user_id="u", limit=3, touch=False)
         # Without a time in the query there is nothing to tell of.
         plain = mem.search("When did we go camping?", user_id="u", limit=2, touch=False, explain=True)
         assert all("time.told" not in h.breakdown for h in plain)

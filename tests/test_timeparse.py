@@ -191,3 +191,23 @@ def test_a_memory_tells_of_a_time_counted_from_when_it_was_said() -> None:
     assert not time_windows("What did I do on 3 July 2023?", NOW).hold(
         told_windows("Yesterday I baked bread", said)
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The pyramids were built 4500 years ago",
+        "100000 years ago",
+        "in the past 99999 years",
+        "9999年前",
+        "0000年5月",
+        "9999年12月31日",
+        "December 31, 9999",
+        "最近99999年",
+    ],
+)
+def test_a_time_outside_the_calendar_gives_no_window_and_no_error(text: str) -> None:
+    # A memory's own text is read too: it must never fail a search.
+    assert not time_windows(text, NOW)
+    assert not told_windows(text, NOW)
+    assert not time_windows("tomorrow", datetime(9999, 12, 31, tzinfo=UTC))

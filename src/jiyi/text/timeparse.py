@@ -16,8 +16,12 @@ from __future__ import annotations
 import calendar
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+
+_A = TypeVar("_A")
 
 _MONTHS: dict[str, int] = {}
 for _i in range(1, 13):
@@ -236,24 +240,32 @@ def told_windows(text: str, said_at: datetime) -> TimeWindows:
     return time_windows(text, said_at)
 
 
+# Each returns None for a time outside the calendar ("0000年", "9999年12月", "February 30"):
+# no window then, and never an error, since a memory's own text is read too.
+
+
 def _day(y: int, m: int, d: int) -> tuple[datetime, datetime] | None:
     try:
         start = datetime(y, m, d, tzinfo=UTC)
-    except ValueError:
+        return start, start + timedelta(days=1)
+    except (ValueError, OverflowError):
         return None
-    return start, start + timedelta(days=1)
 
 
 def _month(y: int, m: int) -> tuple[datetime, datetime] | None:
     if not 1 <= m <= 12:
         return None
-    start = datetime(y, m, 1, tzinfo=UTC)
-    end = datetime(y + (m == 12), m % 12 + 1, 1, tzinfo=UTC)
-    return start, end
+    try:
+        return datetime(y, m, 1, tzinfo=UTC), datetime(y + (m == 12), m % 12 + 1, 1, tzinfo=UTC)
+    except ValueError:
+        return None
 
 
-def _year(y: int) -> tuple[datetime, datetime]:
-    return datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC)
+def _year(y: int) -> tuple[datetime, datetime] | None:
+    try:
+        return datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC)
+    except ValueError:
+        return None
 
 
 # Named times as offsets. Days from today: (first day, the day after the last). Said after
@@ -286,7 +298,7 @@ def _month_start(day: datetime, shift: int) -> datetime:
     return day.replace(year=index // 12, month=index % 12 + 1, day=1)
 
 
-def _relative(kind: str, now: datetime) -> tuple[datetime, datetime]:
+def _relative(kind: str, now: datetime) -> tuple[datetime, datetime] | None:
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     if kind in _DAY_SPANS:
         first, after = _DAY_SPANS[kind]
@@ -355,6 +367,17 @@ class _Found:
             self.spans.append(span)
 
 
+def _in_range(
+    window: Callable[[_A, datetime], tuple[datetime, datetime] | None], arg: _A, now: datetime
+) -> tuple[datetime, datetime] | None:
+    """``window(arg, now)``, or None when it falls outside the calendar ("4500 years ago",
+    said of the pyramids, is before year 1), as :func:`_day` and its kin do."""
+    try:
+        return window(arg, now)
+    except (OverflowError, ValueError):
+        return None
+
+
 def time_windows(query: str, now: datetime) -> TimeWindows:
     """Every time expression of ``query`` as windows; empty when there is none."""
     found = _Found()
@@ -366,13 +389,13 @@ def time_windows(query: str, now: datetime) -> TimeWindows:
         if ahead and kind in _CURRENT:
             continue
         for m in pattern.finditer(query):
-            found.add(_relative(kind, now), m.span())
+            found.add(_in_range(_relative, kind, now), m.span())
     counted: list[tuple[int, int]] = []
     for m in _AGO.finditer(query):
-        if found.add(_ago_window(m, now), m.span()):
+        if found.add(_in_range(_ago_window, m, now), m.span()):
             counted.append(m.span())
     for m in _WITHIN.finditer(query):
-        if found.add(_within_window(m, now), m.span()):
+        if found.add(_in_range(_within_window, m, now), m.span()):
             counted.append(m.span())
     for m in _EN_YEAR.finditer(query):
         found.add(_year(int(m[1])), m.span(1))
