@@ -437,41 +437,38 @@ def _months_of_years(query: str, now: datetime, found: _Found) -> None:
         found.add(_month(int(m[1]), int(m[2])), m.span())
 
 
+def _count(word: str) -> int:
+    """A count in digits or words: "3", "three", "三", "两"."""
+    if word.isdigit():
+        return int(word)
+    return _WORD_NUM.get(word.lower()) or (2 if word == "两" else _ZH_NUM[word])
+
+
+def _vague(word: str) -> tuple[int, int]:
+    """The range of units a vague count means: "a couple of" / "两(三)" :data:`_COUPLE`, else
+    ("a few", "several", "几") :data:`_FEW`."""
+    return _COUPLE if "couple" in word.lower() or word in ("两", "两三") else _FEW
+
+
 def _ago_window(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     """The window of an "N units ago" match, English ("3 weeks ago", "a few weeks ago") or
     Chinese ("三周前", "几个月前", "前几天")."""
-    if m["en_n"]:
-        amount = int(m["en_n"]) if m["en_n"].isdigit() else _WORD_NUM[m["en_n"].lower()]
-        return _ago(amount, m["en_unit"].lower(), now)
-    if m["en_vague"]:
-        vague = _COUPLE if "couple" in m["en_vague"].lower() else _FEW
-        return _ago_between(vague, m["en_unit"].lower(), now)
-    if m["zh_n"]:
-        amount = int(m["zh_n"]) if m["zh_n"].isdigit() else (2 if m["zh_n"] == "两" else _ZH_NUM[m["zh_n"]])
-        return _ago(amount, m["zh_unit"], now)
-    if m["zh_vague"]:
-        return _ago_between(_COUPLE if m["zh_vague"] == "两三" else _FEW, m["zh_vague_unit"], now)
-    return _ago_between(_COUPLE if m["zh_days"] == "两" else _FEW, "天", now)
+    unit = (m["en_unit"] or m["zh_unit"] or m["zh_vague_unit"] or "天").lower()
+    if count := m["en_n"] or m["zh_n"]:
+        return _ago(_count(count), unit, now)
+    return _ago_between(_vague(m["en_vague"] or m["zh_vague"] or m["zh_days"]), unit, now)
 
 
 def _within_window(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     """The window of a "the past N units" match: from N units back to the end of today."""
     end = now.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
     if m["en_one"]:
-        return now - timedelta(days=_UNIT_DAYS[m["en_one"].lower()]), end
-    if m["en_unit"]:
-        unit = m["en_unit"].lower()
-        if m["en_n"]:
-            back = int(m["en_n"]) if m["en_n"].isdigit() else _WORD_NUM[m["en_n"].lower()]
-        else:
-            back = (_COUPLE if "couple" in m["en_vague"].lower() else _FEW)[1]
+        back, unit = 1, m["en_one"]
     else:
-        unit = m["zh_unit"]
-        if m["zh_n"]:
-            back = int(m["zh_n"]) if m["zh_n"].isdigit() else (2 if m["zh_n"] == "两" else _ZH_NUM[m["zh_n"]])
-        else:
-            back = (_COUPLE if m["zh_vague"] == "两三" else _FEW)[1]
-    return now - timedelta(days=_UNIT_DAYS[unit] * back), end
+        unit = m["en_unit"] or m["zh_unit"]
+        count = m["en_n"] or m["zh_n"]
+        back = _count(count) if count else _vague(m["en_vague"] or m["zh_vague"])[1]
+    return now - timedelta(days=_UNIT_DAYS[unit.lower()] * back), end
 
 
 def without_spans(query: str, spans: tuple[tuple[int, int], ...]) -> str:
