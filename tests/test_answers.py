@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jiyi.text.answers import asked_kind, holds
+from jiyi.text.answers import asked_kind, holds, without_counting_frame
 
 
 @pytest.mark.parametrize(
@@ -108,3 +108,26 @@ def test_texts_that_name_a_place(text: str) -> None:
 )
 def test_texts_that_name_no_place(text: str) -> None:
     assert not holds(text, "place")
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("How many different doctors did I visit?", "how many doctors did i visit?"),
+        ("What is the total number of siblings I have?", "what is the siblings i have?"),
+        ("How much total money did I spend on workshops?", "how much money did i spend on workshops?"),
+        ("What is the total weight of the new feed?", "what is the weight of the new feed?"),
+        ("How many times did I bake something?", "how many did i bake something?"),
+        ("How many different types of citrus fruits have I used?", "how many citrus fruits have i used?"),
+        ("How much did I raise in total?", "how much did i raise ?"),
+        ("我一共去过几次北京？", "我 去过几次北京？"),
+        ("我去过几个不同的城市？", "我去过几个 城市？"),
+        # Not a count's framing: the words stay.
+        ("What is my phone number?", "what is my phone number?"),
+        ("What are the types of cheese I like?", "what are the types of cheese i like?"),
+        ("Totally different: what is totalitarianism?", "totally different: what is totalitarianism?"),
+        ("Which times suit the dentist?", "which times suit the dentist?"),
+    ],
+)
+def test_the_framing_of_a_count_is_no_keyword(query: str, words: str) -> None:
+    assert " ".join(without_counting_frame(query).lower().split()) == " ".join(words.split())

@@ -381,3 +381,36 @@ def test_a_turn_goes_on_only_between_two_named_speakers() -> None:
     i = _turn("Ann: Overcooked too", 0.1, None, {"speaker": "Ann"}, h.item.id)
     cols = features([a, b, c, d, e, f, g, h, i], "games", np.zeros(9), None)
     assert not cols["continues"].any()
+
+
+def test_the_framing_of_a_count_matches_no_memory(tmp_path: Path) -> None:
+    """The words "the total number of" and "how many times" say how to count, not what: a
+    memory that shares only those words ("Add the total number of rows") is no match."""
+    now = datetime(2023, 10, 1, tzinfo=UTC)
+    with Memory.open(tmp_path / "m.db", clock=lambda: now) as mem:
+        mem.import_items(
+            [
+                {"content": text, "user_id": "u", "occurred_at": datetime(2023, 9, day, tzinfo=UTC)}
+                for day, text in enumerate(
+                    (
+                        "Add the total number of rows to the table for each country.",
+                        "We tried three different routes up the hill, all of them steep.",
+                        "Count how many times the word appears in the text.",
+                        "My sister is two years older than me and my brother lives in Lisbon.",
+                        "I repainted the kitchen a pale green.",
+                    ),
+                    start=1,
+                )
+            ]
+        )
+        # main: the rows of the table first, then the word count first
+        for query in (
+            "What is the total number of siblings I have?",
+            "How many times did I visit my siblings?",
+        ):
+            hits = mem.search(query, user_id="u", limit=3, touch=False, explain=True)
+            assert hits[0].item.content.startswith("My sister"), query
+        total = mem.search(
+            "What is the total number of siblings I have?", user_id="u", limit=5, touch=False, explain=True
+        )
+        assert all(h.breakdown["keyword_bm25"] == 0.0 for h in total)

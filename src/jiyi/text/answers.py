@@ -72,6 +72,29 @@ def asked_kind(query: str) -> Kind | None:
     return None
 
 
+# A counting or totalling question's own framing: "How many *different* doctors", "the
+# *total number of* siblings", "How many *times* did I bake", "我*一共*去过几次". These words
+# say how to count, not what, yet as keywords they match turns that use them for
+# anything else ("Half a number plus 5 is 11. What is the number?").
+_QUALIFIER = r"(?:different|distinct|separate|various|unique|individual)"
+_COUNTING_FRAME = re.compile(
+    rf"(?<=\bhow many )(?:{_QUALIFIER}\s+)?(?:(?:types|kinds|sorts)\s+of\b|times\b)"
+    rf"|(?<=\bhow many ){_QUALIFIER}\b"
+    r"|\btotal(?:\s+(?:number|amount|count)\s+of)?\b"
+    r"|(?<=\bwhat is the )number\s+of\b|(?<=\bwhat's the )number\s+of\b"
+    r"|\bin total\b|\baltogether\b|\bin all\b"
+    r"|总共|一共|总计|合计|加起来|不同的",
+    _I,
+)
+
+
+def without_counting_frame(query: str) -> str:
+    """``query`` less the words that frame a count or a total ("How many different X",
+    "the total number of X", "how many times", "一共", "不同的"), which say how to count
+    and not what: the question's keywords are what is counted."""
+    return _COUNTING_FRAME.sub(" ", query)
+
+
 # ---------------------------------------------------------------- the text
 
 _MONTH_NAMES = (
