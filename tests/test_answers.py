@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jiyi.text.answers import asked_kind, holds, without_counting_frame
+from jiyi.text.answers import asked_kind, holds, without_framing
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,22 @@ def test_texts_that_name_no_place(text: str) -> None:
         ("What are the types of cheese I like?", "what are the types of cheese i like?"),
         ("Totally different: what is totalitarianism?", "totally different: what is totalitarianism?"),
         ("Which times suit the dentist?", "which times suit the dentist?"),
+        # A request to the assistant: what it asks for stays, the asking goes.
+        ("My cookies need something extra. Any advice?", "my cookies need something extra. ?"),
+        ("Can you recommend a show or movie for tonight?", "a show or movie for tonight?"),
+        ("Could you please suggest a hotel in Miami?", "a hotel in miami?"),
+        ("Do you have any helpful tips for Tokyo?", "for tokyo?"),
+        ("I'm looking for some ideas for a gift", "for a gift"),
+        ("Do you think it would be a good idea to go to the reunion?", "to go to the reunion?"),
+        ("Recommend a podcast about history", "a podcast about history"),
+        ("推荐一下周末去哪玩", "周末去哪玩"),
+        ("有什么好吃的推荐吗", "有什么好吃的"),
+        ("你觉得我该买哪个手机", "我该买哪个手机"),
+        # A question about what was said keeps its verb.
+        ("What did I recommend to Sarah?", "what did i recommend to sarah?"),
+        ("我推荐给小王的书是哪本？", "我推荐给小王的书是哪本？"),
+        ("Do you have any cats?", "cats?"),
     ],
 )
-def test_the_framing_of_a_count_is_no_keyword(query: str, words: str) -> None:
-    assert " ".join(without_counting_frame(query).lower().split()) == " ".join(words.split())
+def test_the_framing_of_a_count_or_a_request_is_no_keyword(query: str, words: str) -> None:
+    assert " ".join(without_framing(query).lower().split()) == " ".join(words.split())

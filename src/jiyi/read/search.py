@@ -39,7 +39,7 @@ from jiyi.store.base import (
     Viewer,
     detached,
 )
-from jiyi.text.answers import without_counting_frame
+from jiyi.text.answers import without_framing
 from jiyi.text.timeparse import TimeWindows, time_windows, told_windows, without_spans
 from jiyi.validate import Problems, check_limit, check_text, enum_tuple, scope_keys
 
@@ -276,13 +276,13 @@ class _Query:
         """The text whose words are matched: the query less its counted-back time phrases
         (``TimeWindows.counted``) and the framing of a count or a total ("How many
         *different* doctors", "the *total number of* siblings":
-        :func:`~jiyi.text.answers.without_counting_frame`). A named time keeps its words
+        :func:`~jiyi.text.answers.without_framing`). A named time keeps its words
         ("December", "May 2023" or "last month" may be written in the memory itself, and
         then it is the strongest clue there is); "a week ago" is a distance from the day
         of asking, and a memory that says "about a week ago" counted from another day, so
         the words would match the wrong memories. The window still counts."""
         text = without_spans(self.text, self.windows.counted) if self.windows.counted else self.text
-        return without_counting_frame(text)
+        return without_framing(text)
 
     @cached_property
     def terms(self) -> tuple[str, ...]:

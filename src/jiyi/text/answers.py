@@ -77,22 +77,42 @@ def asked_kind(query: str) -> Kind | None:
 # say how to count, not what, yet as keywords they match turns that use them for
 # anything else ("Half a number plus 5 is 11. What is the number?").
 _QUALIFIER = r"(?:different|distinct|separate|various|unique|individual)"
-_COUNTING_FRAME = re.compile(
+_COUNTING_FRAME = (
     rf"(?<=\bhow many )(?:{_QUALIFIER}\s+)?(?:(?:types|kinds|sorts)\s+of\b|times\b)"
     rf"|(?<=\bhow many ){_QUALIFIER}\b"
     r"|\btotal(?:\s+(?:number|amount|count)\s+of)?\b"
     r"|(?<=\bwhat is the )number\s+of\b|(?<=\bwhat's the )number\s+of\b"
     r"|\bin total\b|\baltogether\b|\bin all\b"
-    r"|总共|一共|总计|合计|加起来|不同的",
-    _I,
+    r"|总共|一共|总计|合计|加起来|不同的"
 )
+# A request's own framing: "Can you *recommend* ...", "*Any advice?*", "*I'm looking for
+# some ideas*", "*你觉得*", "*有什么推荐*". They ask the assistant to act, and say nothing of
+# what about; as keywords they match every earlier request ("I'm looking for some new TV
+# show recommendations") instead of what the user said about the subject. "What did I
+# recommend to Sarah?" is a question about a memory, not a request: its verb stays.
+_HELP = (
+    r"(?:(?:good|helpful|useful|great|new|fresh|other|more)\s+)?"
+    r"(?:advice|suggestions?|tips|ideas|recommendations?|inspiration)"
+)
+_REQUEST_FRAME = (
+    r"\b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:recommend|suggest|give\s+me|offer|provide|share"
+    r"|help\s+me(?:\s+(?:find|choose|pick|come\s+up\s+with|with))?)\b"
+    rf"|\bwhat\s+(?:do|would)\s+you\s+(?:recommend|suggest)\b|\bdo\s+you\s+have\s+any(?:\s+{_HELP})?\b"
+    rf"|\b(?:any|some|me)\s+{_HELP}\b"
+    rf"|\b(?:i\s+need|i\s+want|i\s+would\s+like|i'd\s+like|i'm\s+looking\s+for|looking\s+for)\s+(?:some\s+|any\s+)?{_HELP}\b"
+    r"|\bdo\s+you\s+think\b|\b(?:would\s+it|it\s+would)\s+be\s+a\s+good\s+idea\b|^\s*(?:please\s+)?(?:recommend|suggest)\b"
+    r"|有(?:什么|没有|啥)(?:好的?)?(?:推荐|建议)|(?:推荐|建议)(?:一下|吗|呢)|给(?:我)?(?:点|些|一些)?(?:建议|推荐)|你(?:觉得|建议|推荐)|帮我(?:推荐|想想)"
+)
+_FRAME = re.compile(f"{_COUNTING_FRAME}|{_REQUEST_FRAME}", _I)
 
 
-def without_counting_frame(query: str) -> str:
+def without_framing(query: str) -> str:
     """``query`` less the words that frame a count or a total ("How many different X",
-    "the total number of X", "how many times", "一共", "不同的"), which say how to count
-    and not what: the question's keywords are what is counted."""
-    return _COUNTING_FRAME.sub(" ", query)
+    "the total number of X", "how many times", "一共", "不同的") or a request to the
+    assistant ("Can you recommend X", "Any advice?", "有什么推荐"): they say how to count,
+    or that the user wants something, not what about; the question's keywords are its
+    subject."""
+    return _FRAME.sub(" ", query)
 
 
 # ---------------------------------------------------------------- the text
