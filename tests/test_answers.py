@@ -120,6 +120,7 @@ def test_texts_that_name_no_place(text: str) -> None:
         ("How many times did I bake something?", "how many did i bake something?"),
         ("How many different types of citrus fruits have I used?", "how many citrus fruits have i used?"),
         ("How much did I raise in total?", "how much did i raise ?"),
+        ("How many pairs of shoes do I own?", "how many shoes do i own?"),
         ("我一共去过几次北京？", "我 去过几次北京？"),
         ("我去过几个不同的城市？", "我去过几个 城市？"),
         # Not a count's framing: the words stay.

@@ -73,12 +73,13 @@ def asked_kind(query: str) -> Kind | None:
 
 
 # A counting or totalling question's own framing: "How many *different* doctors", "the
-# *total number of* siblings", "How many *times* did I bake", "我*一共*去过几次". These words
+# *total number of* siblings", "How many *times* did I bake", "How many *pieces of*
+# jewelry", "我*一共*去过几次". These words
 # say how to count, not what, yet as keywords they match turns that use them for
 # anything else ("Half a number plus 5 is 11. What is the number?").
 _QUALIFIER = r"(?:different|distinct|separate|various|unique|individual)"
 _COUNTING_FRAME = (
-    rf"(?<=\bhow many )(?:{_QUALIFIER}\s+)?(?:(?:types|kinds|sorts)\s+of\b|times\b)"
+    rf"(?<=\bhow many )(?:{_QUALIFIER}\s+)?(?:(?:types|kinds|sorts|pieces|items|pairs)\s+of\b|times\b)"
     rf"|(?<=\bhow many ){_QUALIFIER}\b"
     r"|\btotal(?:\s+(?:number|amount|count)\s+of)?\b"
     r"|(?<=\bwhat is the )number\s+of\b|(?<=\bwhat's the )number\s+of\b"
