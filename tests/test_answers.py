@@ -139,11 +139,25 @@ def test_texts_that_name_no_place(text: str) -> None:
         ("推荐一下周末去哪玩", "周末去哪玩"),
         ("有什么好吃的推荐吗", "有什么好吃的"),
         ("你觉得我该买哪个手机", "我该买哪个手机"),
+        # A pointer back to the conversation: where to look, not what for.
+        (
+            "I was going through our previous conversation about fashion brands, and I was "
+            "wondering if you could remind me of the brand?",
+            "about fashion brands, and of the brand?",
+        ),
+        (
+            "I mentioned cooking something for my friend. What was it?",
+            "cooking something for my friend. what was it?",
+        ),
+        ("Do you remember my dog's name?", "my dog's name?"),
+        ("我之前说过我喜欢什么运动？", "我喜欢什么运动？"),
+        ("你上次推荐过的那本书叫什么？", "那本书叫什么？"),
+        ("What did Melanie mention about her kids?", "what did melanie mention about her kids?"),
         # A question about what was said keeps its verb.
         ("What did I recommend to Sarah?", "what did i recommend to sarah?"),
         ("我推荐给小王的书是哪本？", "我推荐给小王的书是哪本？"),
         ("Do you have any cats?", "cats?"),
     ],
 )
-def test_the_framing_of_a_count_or_a_request_is_no_keyword(query: str, words: str) -> None:
+def test_the_framing_of_a_count_a_request_or_a_recall_is_no_keyword(query: str, words: str) -> None:
     assert " ".join(without_framing(query).lower().split()) == " ".join(words.split())

@@ -104,15 +104,31 @@ _REQUEST_FRAME = (
     r"|\bdo\s+you\s+think\b|\b(?:would\s+it|it\s+would)\s+be\s+a\s+good\s+idea\b|^\s*(?:please\s+)?(?:recommend|suggest)\b"
     r"|有(?:什么|没有|啥)(?:好的?)?(?:推荐|建议)|(?:推荐|建议)(?:一下|吗|呢)|给(?:我)?(?:点|些|一些)?(?:建议|推荐)|你(?:觉得|建议|推荐)|帮我(?:推荐|想想)"
 )
-_FRAME = re.compile(f"{_COUNTING_FRAME}|{_REQUEST_FRAME}", _I)
+# A question's pointer back to the conversation: "I was going through *our previous
+# conversation* about X, *can you remind me* ...", "*I mentioned* cooking something", "*你
+# 之前说过*". Every memory is from an earlier conversation, so these say where to look,
+# not what for; as keywords they match every turn that says "as I mentioned".
+_RECALL_FRAME = (
+    r"\b(?:in\s+|from\s+|during\s+)?(?:our|the|that)\s+(?:previous|last|earlier|past|recent)\s+"
+    r"(?:conversations?|chats?|discussions?|talks?|sessions?)\b"
+    r"|\b(?:can|could)\s+you\s+(?:please\s+)?remind\s+me\b|\bremind\s+me\b"
+    r"|\bi\s+was\s+wondering(?:\s+if\s+you\s+could)?\b"
+    r"|\b(?:i\s+was|i\s+am|i'm)\s+(?:going|looking|thinking)\s+(?:back\s+)?(?:through|at|over|to|about)\b"
+    r"|\b(?:i|you|we)\s+(?:mentioned|told\s+(?:me|you)|talked\s+about|discussed|chatted\s+about)\b"
+    r"|\b(?:do\s+you|i)\s+remember\b|\bfollow\s+up\s+on\b"
+    r"|我们?(?:之前|上次|以前)(?:聊|说|谈|讨论)(?:过|到)的?|我(?:之前|上次|以前)?(?:提到|说过|讲过)的?"
+    r"|你(?:之前|上次|以前)?(?:说过|提到过?|推荐过|建议过)的?|(?:你)?还记得|提醒(?:一下)?我"
+)
+_FRAME = re.compile(f"{_COUNTING_FRAME}|{_REQUEST_FRAME}|{_RECALL_FRAME}", _I)
 
 
 def without_framing(query: str) -> str:
     """``query`` less the words that frame a count or a total ("How many different X",
-    "the total number of X", "how many times", "一共", "不同的") or a request to the
-    assistant ("Can you recommend X", "Any advice?", "有什么推荐"): they say how to count,
-    or that the user wants something, not what about; the question's keywords are its
-    subject."""
+    "the total number of X", "how many times", "一共", "不同的"), a request to the
+    assistant ("Can you recommend X", "Any advice?", "有什么推荐") or a pointer back to
+    the conversation ("our previous chat about X", "can you remind me", "I mentioned",
+    "你之前说过"): they say how to count, that the user wants something, or where to look,
+    not what about; the question's keywords are its subject."""
     return _FRAME.sub(" ", query)
 
 
