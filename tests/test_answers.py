@@ -161,3 +161,31 @@ def test_texts_that_name_no_place(text: str) -> None:
 )
 def test_the_framing_of_a_count_a_request_or_a_recall_is_no_keyword(query: str, words: str) -> None:
     assert " ".join(without_framing(query).lower().split()) == " ".join(words.split())
+
+
+def test_the_quick_test_before_the_framing_patterns_misses_nothing() -> None:
+    """``without_framing`` runs its patterns only on a query holding one of a few words;
+    on every framed query above, and the same in upper case, the result is the patterns'."""
+    from jiyi.text.answers import _FRAME
+
+    framed = [
+        "How many different doctors?",
+        "THE TOTAL NUMBER OF siblings",
+        "What's the number of cats",
+        "Could you help me with my garden?",
+        "What would you suggest for dinner?",
+        "I'd like some fresh inspiration",
+        "It would be a good idea to go?",
+        "Please recommend a podcast",
+        "In our last session about taxes",
+        "We chatted about the trip",
+        "I'm looking back at our earlier discussions",
+        "I want to follow up on the plan",
+        "我们上次聊过的电影",
+        "你建议过的路线",
+        "帮我想想周末去哪",
+        "加起来花了多少钱",
+    ]
+    for query in framed + [q.upper() for q in framed]:
+        assert without_framing(query) == _FRAME.sub(" ", query), query
+        assert _FRAME.search(query), query

@@ -120,6 +120,16 @@ _RECALL_FRAME = (
     r"|你(?:之前|上次|以前)?(?:说过|提到过?|推荐过|建议过)的?|(?:你)?还记得|提醒(?:一下)?我"
 )
 _FRAME = re.compile(f"{_COUNTING_FRAME}|{_REQUEST_FRAME}|{_RECALL_FRAME}", _I)
+_FRAME_WORDS = (
+    # One of these is in every text the patterns above match (lower case): most queries
+    # hold none, and a substring test costs a fraction of the patterns (~50 us a query).
+    *("how many", "total", "number of", "altogether", "in all"),
+    *("you", "advice", "suggest", "tips", "idea", "recommend", "inspiration"),
+    *("conversation", "chat", "discussion", "talk", "session", "remind", "wondering"),
+    *("going", "looking", "thinking", "mentioned", "told", "discussed", "remember", "follow up"),
+    *("总共", "一共", "总计", "合计", "加起来", "不同的", "推荐", "建议", "觉得", "帮我"),
+    *("之前", "上次", "以前", "提到", "说过", "讲过", "记得", "提醒"),
+)
 
 
 def without_framing(query: str) -> str:
@@ -129,6 +139,9 @@ def without_framing(query: str) -> str:
     the conversation ("our previous chat about X", "can you remind me", "I mentioned",
     "你之前说过"): they say how to count, that the user wants something, or where to look,
     not what about; the question's keywords are its subject."""
+    low = query.lower()
+    if not any(word in low for word in _FRAME_WORDS):
+        return query
     return _FRAME.sub(" ", query)
 
 
