@@ -120,6 +120,7 @@ _RECALL_FRAME = (
     r"|你(?:之前|上次|以前)?(?:说过|提到过?|推荐过|建议过)的?|(?:你)?还记得|提醒(?:一下)?我"
 )
 _FRAME = re.compile(f"{_COUNTING_FRAME}|{_REQUEST_FRAME}|{_RECALL_FRAME}", _I)
+_WORD = re.compile(r"\w")
 _FRAME_WORDS = (
     # One of these is in every text the patterns above match (lower case): most queries
     # hold none, and a substring test costs a fraction of the patterns (~50 us a query).
@@ -138,11 +139,13 @@ def without_framing(query: str) -> str:
     assistant ("Can you recommend X", "Any advice?", "有什么推荐") or a pointer back to
     the conversation ("our previous chat about X", "can you remind me", "I mentioned",
     "你之前说过"): they say how to count, that the user wants something, or where to look,
-    not what about; the question's keywords are its subject."""
+    not what about; the question's keywords are its subject. A query that is nothing but
+    framing ("total", "一共", "Any advice?") is kept whole: then the framing is all it asks."""
     low = query.lower()
     if not any(word in low for word in _FRAME_WORDS):
         return query
-    return _FRAME.sub(" ", query)
+    rest = _FRAME.sub(" ", query)
+    return rest if _WORD.search(rest) else query
 
 
 # ---------------------------------------------------------------- the text
