@@ -153,17 +153,12 @@ def test_a_memory_telling_of_the_asked_time_counts_as_inside_it(tmp_path: Path) 
                     "user_id": "u",
                     "occurred_at": datetime(2023, 8, 14, tzinfo=UTC),
                 },
-                *(
-                    {"content": text, "user_id": "u", "occurred_at": datetime(2023, 8, day, tzinfo=UTC)}
-                    for day, text in enumerate(
-                        (
-                            "My sister started a new job at the bank.",
-                            "I repainted the kitchen a pale green.",
-                            "The dog learned to fetch the newspaper.",
-                            "I finished reading a novel about sailors.",
-                        ),
-                        start=1,
-                    )
+                *_one_a_day(
+                    8,
+                    "My sister started a new job at the bank.",
+                    "I repainted the kitchen a pale green.",
+                    "The dog learned to fetch the newspaper.",
+                    "I finished reading a novel about sailors.",
                 ),
             ]
         )
@@ -389,19 +384,14 @@ def test_the_framing_of_a_count_matches_no_memory(tmp_path: Path) -> None:
     now = datetime(2023, 10, 1, tzinfo=UTC)
     with Memory.open(tmp_path / "m.db", clock=lambda: now) as mem:
         mem.import_items(
-            [
-                {"content": text, "user_id": "u", "occurred_at": datetime(2023, 9, day, tzinfo=UTC)}
-                for day, text in enumerate(
-                    (
-                        "Add the total number of rows to the table for each country.",
-                        "We tried three different routes up the hill, all of them steep.",
-                        "Count how many times the word appears in the text.",
-                        "My sister is two years older than me and my brother lives in Lisbon.",
-                        "I repainted the kitchen a pale green.",
-                    ),
-                    start=1,
-                )
-            ]
+            _one_a_day(
+                9,
+                "Add the total number of rows to the table for each country.",
+                "We tried three different routes up the hill, all of them steep.",
+                "Count how many times the word appears in the text.",
+                "My sister is two years older than me and my brother lives in Lisbon.",
+                "I repainted the kitchen a pale green.",
+            )
         )
         # main: the rows of the table first, then the word count first
         for query in (
@@ -414,3 +404,11 @@ def test_the_framing_of_a_count_matches_no_memory(tmp_path: Path) -> None:
             "What is the total number of siblings I have?", user_id="u", limit=5, touch=False, explain=True
         )
         assert all(h.breakdown["keyword_bm25"] == 0.0 for h in total)
+
+
+def _one_a_day(month: int, *texts: str) -> list[dict[str, object]]:
+    """User u's memories, one a day from the 1st of ``month`` 2023."""
+    return [
+        {"content": text, "user_id": "u", "occurred_at": datetime(2023, month, day, tzinfo=UTC)}
+        for day, text in enumerate(texts, start=1)
+    ]
