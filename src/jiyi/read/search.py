@@ -274,9 +274,10 @@ class _Query:
     @cached_property
     def words(self) -> str:
         """The text whose words are matched: the query less its counted-back time phrases
-        (``TimeWindows.counted``) and the framing of a count or a total ("How many
-        *different* doctors", "the *total number of* siblings":
-        :func:`~jiyi.text.answers.without_framing`). A named time keeps its words
+        (``TimeWindows.counted``) and the words that frame the question: a count ("How
+        many *different* doctors"), a request ("*Can you recommend* a show") or a pointer
+        back to the conversation ("*can you remind me*"; :func:`~jiyi.text.answers.without_framing`).
+        A named time keeps its words
         ("December", "May 2023" or "last month" may be written in the memory itself, and
         then it is the strongest clue there is); "a week ago" is a distance from the day
         of asking, and a memory that says "about a week ago" counted from another day, so

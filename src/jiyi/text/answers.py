@@ -14,6 +14,10 @@ an ``answer`` feature for a candidate that holds the kind of answer the query as
 :func:`asked_kind` reads the question ("time", "number", "place" or None); :func:`holds`
 whether a text holds such an answer. Both are word patterns: cheap, and wrong in a way that costs
 little (a feature among others, never a filter).
+
+:func:`without_framing` takes out of a question the words that say how it asks rather than
+what about ("How many *different* X", "*Can you recommend* X", "*our previous chat about* X"),
+so that the search's keywords are its subject (docs/benchmarks.md, session 26).
 """
 
 from __future__ import annotations
@@ -74,9 +78,9 @@ def asked_kind(query: str) -> Kind | None:
 
 # A counting or totalling question's own framing: "How many *different* doctors", "the
 # *total number of* siblings", "How many *times* did I bake", "How many *pieces of*
-# jewelry", "我*一共*去过几次". These words
-# say how to count, not what, yet as keywords they match turns that use them for
-# anything else ("Half a number plus 5 is 11. What is the number?").
+# jewelry", "我*一共*去过几次". These words say how to count, not what, yet as keywords
+# they match turns that use them for anything else ("Half a number plus 5 is 11. What is
+# the number?").
 _QUALIFIER = r"(?:different|distinct|separate|various|unique|individual)"
 _COUNTING_FRAME = (
     rf"(?<=\bhow many )(?:{_QUALIFIER}\s+)?(?:(?:types|kinds|sorts|pieces|items|pairs)\s+of\b|times\b)"
