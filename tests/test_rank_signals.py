@@ -78,16 +78,8 @@ def test_time_phrase_keeps_its_words(tmp_path: Path) -> None:
             [
                 # Told in February about a December trip: the window (December) misses it,
                 # the word does not.
-                {
-                    "content": "We went skiing in December with my cousins.",
-                    "user_id": "u",
-                    "occurred_at": datetime(2024, 2, 10, tzinfo=UTC),
-                },
-                {
-                    "content": "I started a new pottery class.",
-                    "user_id": "u",
-                    "occurred_at": datetime(2023, 12, 5, tzinfo=UTC),
-                },
+                _said("We went skiing in December with my cousins.", datetime(2024, 2, 10, tzinfo=UTC)),
+                _said("I started a new pottery class.", datetime(2023, 12, 5, tzinfo=UTC)),
             ]
         )
         hits = mem.search("what did I do in December?", user_id="u", limit=2, touch=False, explain=True)
@@ -116,16 +108,13 @@ def test_a_counted_back_time_phrase_gives_its_window_but_not_its_words(tmp_path:
     with Memory.open(tmp_path / "m.db", clock=lambda: now) as mem:
         mem.import_items(
             [
-                {
-                    "content": "I finished reading The Nightingale today, what a book.",
-                    "user_id": "u",
-                    "occurred_at": datetime(2023, 1, 31, tzinfo=UTC),
-                },
-                {
-                    "content": "I added neon tetras to the aquarium about a week ago.",
-                    "user_id": "u",
-                    "occurred_at": datetime(2023, 1, 10, tzinfo=UTC),
-                },
+                _said(
+                    "I finished reading The Nightingale today, what a book.",
+                    datetime(2023, 1, 31, tzinfo=UTC),
+                ),
+                _said(
+                    "I added neon tetras to the aquarium about a week ago.", datetime(2023, 1, 10, tzinfo=UTC)
+                ),
             ]
         )
         hits = mem.search(query, user_id="u", limit=2, touch=False, explain=True)
@@ -143,16 +132,10 @@ def test_a_memory_telling_of_the_asked_time_counts_as_inside_it(tmp_path: Path) 
     with Memory.open(tmp_path / "m.db", clock=lambda: now) as mem:
         mem.import_items(
             [
-                {
-                    "content": "We camped at Pine Lake last week, the kids loved it.",
-                    "user_id": "u",
-                    "occurred_at": datetime(2023, 7, 3, tzinfo=UTC),
-                },
-                {
-                    "content": "We went camping near the river with friends.",
-                    "user_id": "u",
-                    "occurred_at": datetime(2023, 8, 14, tzinfo=UTC),
-                },
+                _said(
+                    "We camped at Pine Lake last week, the kids loved it.", datetime(2023, 7, 3, tzinfo=UTC)
+                ),
+                _said("We went camping near the river with friends.", datetime(2023, 8, 14, tzinfo=UTC)),
                 *_one_a_day(
                     8,
                     "My sister started a new job at the bank.",
@@ -406,9 +389,11 @@ def test_the_framing_of_a_count_matches_no_memory(tmp_path: Path) -> None:
         assert all(h.breakdown["keyword_bm25"] == 0.0 for h in total)
 
 
+def _said(content: str, when: datetime) -> dict[str, object]:
+    """A memory of user u, said at ``when``."""
+    return {"content": content, "user_id": "u", "occurred_at": when}
+
+
 def _one_a_day(month: int, *texts: str) -> list[dict[str, object]]:
     """User u's memories, one a day from the 1st of ``month`` 2023."""
-    return [
-        {"content": text, "user_id": "u", "occurred_at": datetime(2023, month, day, tzinfo=UTC)}
-        for day, text in enumerate(texts, start=1)
-    ]
+    return [_said(text, datetime(2023, month, day, tzinfo=UTC)) for day, text in enumerate(texts, start=1)]

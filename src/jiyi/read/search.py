@@ -277,11 +277,11 @@ class _Query:
         (``TimeWindows.counted``) and the words that frame the question: a count ("How
         many *different* doctors"), a request ("*Can you recommend* a show") or a pointer
         back to the conversation ("*can you remind me*"; :func:`~jiyi.text.answers.without_framing`).
-        A named time keeps its words
-        ("December", "May 2023" or "last month" may be written in the memory itself, and
-        then it is the strongest clue there is); "a week ago" is a distance from the day
-        of asking, and a memory that says "about a week ago" counted from another day, so
-        the words would match the wrong memories. The window still counts."""
+        A named time keeps its words ("December", "May 2023" or "last month" may be
+        written in the memory itself, and then it is the strongest clue there is); "a week
+        ago" is a distance from the day of asking, and a memory that says "about a week
+        ago" counted from another day, so the words would match the wrong memories. The
+        window still counts."""
         text = without_spans(self.text, self.windows.counted) if self.windows.counted else self.text
         return without_framing(text)
 
