@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jiyi.text.answers import asked_kind, holds, without_framing
+from jiyi.text.answers import about_asking, asked_kind, holds, only_asks, without_framing
 
 
 @pytest.mark.parametrize(
@@ -194,3 +194,57 @@ def test_the_quick_test_before_the_framing_patterns_misses_nothing() -> None:
         query = f"{text} garden 花园"  # a subject, so the framing goes
         assert without_framing(query) == _FRAME.sub(" ", query), query
         assert _FRAME.search(query), query
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What time is it?",
+        "Hey Mel! How was the camping trip?",
+        "Thanks! Can you help me find a hotel in Tokyo?",
+        "Next.js or Remix?",
+        "Did you see it?! Wow.",
+        "你好！周末去哪了？",
+        "太好了！你们什么时候出发？",
+    ],
+)
+def test_texts_that_only_ask(text: str) -> None:
+    assert only_asks(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I went to Paris last May. How about you?",
+        "I just got diagnosed with sinusitis by Dr. Patel. Can you give me some tips?",
+        "We adopted a puppy.",
+        "我昨天去了北京。你呢？",
+        "我们决定用 Next.js。你觉得怎么样？",
+        "Hey Calvin, how's the car doing? You were stoked to get back on the road, right?",
+        "That was your first marathon, wasn't it?",
+        "你去过北京吧？",
+        "",
+    ],
+)
+def test_texts_that_tell_something(text: str) -> None:
+    assert not only_asks(text)
+
+
+@pytest.mark.parametrize(
+    ("query", "asking"),
+    [
+        ("Any tips for rearranging my bedroom?", True),
+        ("Can you recommend a show for tonight?", True),
+        ("I wanted to follow up on our previous conversation about YouTube videos.", True),
+        ("你之前推荐过哪家餐厅？", True),
+        ("有什么推荐的书吗？", True),
+        ("What did Jolene ask Deb to help with?", True),
+        ("我上次问过你什么？", True),
+        ("How many doctors did I visit?", False),
+        ("What did Caroline research?", False),
+        ("What did you do last weekend?", False),
+        ("我一共去过几次北京？", False),
+    ],
+)
+def test_queries_about_asking(query: str, asking: bool) -> None:
+    assert about_asking(query) is asking

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from jiyi import Memory
+from jiyi.cli.memories import explain_lines
 from jiyi.config import RankConfig
 from jiyi.errors import ConfigError
 from jiyi.model import MemoryItem
@@ -397,3 +398,34 @@ def _said(content: str, when: datetime) -> dict[str, object]:
 def _one_a_day(month: int, *texts: str) -> list[dict[str, object]]:
     """User u's memories, one a day from the 1st of ``month`` 2023."""
     return [_said(text, datetime(2023, month, day, tzinfo=UTC)) for day, text in enumerate(texts, start=1)]
+
+
+def test_a_memory_that_only_asks_counts_less(tmp_path: Path) -> None:
+    """A question tells nothing: "Did you enjoy the pottery class?" shares the query's
+    words, yet the memory that says what happened there answers it. When the query is
+    itself a request ("Any tips ...?"), the earlier request keeps all its evidence."""
+    now = datetime(2023, 10, 1, tzinfo=UTC)
+    with Memory.open(tmp_path / "m.db", clock=lambda: now) as mem:
+        mem.import_items(
+            _one_a_day(
+                9,
+                "Hey! Did you enjoy the pottery class at the community center last weekend?",
+                "I took a pottery class at the community center and made a bowl.",
+                "I repainted the kitchen a pale green.",
+                "Can you recommend a good pottery class near the community center?",
+                "My sister plays the cello.",
+            )
+        )
+        # main: the request, then the statement, then the question (equal scores)
+        for query in (
+            "What did I make at the pottery class at the community center?",
+            "Where did I take a pottery class?",
+        ):
+            hits = mem.search(query, user_id="u", limit=3, touch=False, explain=True)
+            assert hits[0].item.content.startswith("I took"), query
+            assert hits[0].breakdown["similarity.only_asks"] == 0.0
+            assert all(h.breakdown["similarity.only_asks"] < 0 for h in hits[1:]), query
+            assert any("only asks" in line for line in explain_lines(hits[1].breakdown))
+        tips = mem.search("Any tips for a pottery class?", user_id="u", limit=3, touch=False, explain=True)
+        assert tips[0].item.content.startswith("Can you recommend")
+        assert all(h.breakdown.get("similarity.only_asks", 0.0) == 0.0 for h in tips)

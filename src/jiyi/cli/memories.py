@@ -169,6 +169,8 @@ _EVIDENCE = (
     ("similarity.continues", "continues"),
     # the hit was said by the person the query names
     ("similarity.speaker", "speaker"),
+    # the hit only asks a question, so its evidence counts less (negative)
+    ("similarity.only_asks", "only asks"),
     ("relevance", "relevance"),
 )
 

@@ -73,7 +73,7 @@ from jiyi.read.versions import (
 )
 from jiyi.read.versions import TOP as VERSIONS_TOP
 from jiyi.store.base import Candidate
-from jiyi.text.answers import asked_kind
+from jiyi.text.answers import asked_kind, only_asks
 from jiyi.text.tokenize import query_terms
 from jiyi.write.reconcile import ReconcileConfig, config_on_scale
 
@@ -189,15 +189,18 @@ def similarities(
     query: str = "",
     model_id: str = "",
     skip: frozenset[str] = frozenset(),
+    asking: bool = False,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Similarity of every candidate (0..1) and the columns it is made of (the first part
     of each candidate's breakdown). ``in_time`` None: the query names no time.
     ``model_id``: the embedder whose cosines the candidates carry (the learned fusion
     weighs them with that embedder's weights, :func:`jiyi.read.fusion.weights_for`).
     ``skip``: query terms left out of the term coverage and phrase evidence (the scope
-    owner's name, :mod:`jiyi.read.owner`; the candidates' BM25 was asked without them)."""
+    owner's name, :mod:`jiyi.read.owner`; the candidates' BM25 was asked without them).
+    ``asking``: the query is a request or points back to the conversation, so a memory
+    that only asks keeps all its evidence (:data:`ASKS_ONLY_FACTOR`; learned fusion)."""
     if cfg.fusion == "learned":
-        return _learned(cands, in_time, query, fusion.weights_for(model_id), skip)
+        return _learned(cands, in_time, query, fusion.weights_for(model_id), skip, asking)
     cos, bm25, cos_n, bm25_n = fusion.evidence(cands)
     c, a, w = cfg.context_vector, cfg.context_keyword, cfg.keyword_weight
     vec = (cos + c * cos_n) / (1.0 + c)
@@ -238,12 +241,20 @@ def _learned(
     query: str,
     weights: np.ndarray,
     skip: frozenset[str] = frozenset(),
+    asking: bool = False,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The learned fusion (:mod:`jiyi.read.fusion`): features, fused value, similarity."""
     asked = [t for t in asked_terms(query) if t not in skip]
     coverage = term_coverage(cands, asked, neighbours=False)
     cols = fusion.features(cands, query, coverage, in_time, skip)
     s = fusion.fused(cols, weights)
+    # A memory that only asks keeps a share of its evidence (ASKS_ONLY_FACTOR).
+    if asking:
+        asks = np.zeros(len(cands), dtype=bool)
+    else:
+        asks = np.fromiter((only_asks(c.item.content) for c in cands), dtype=bool, count=len(cands))
+    asks_part = np.where(asks, s * (ASKS_ONLY_FACTOR - 1.0), 0.0)
+    s = s + asks_part
     columns = {
         "cosine": cols["cos"],
         "cosine.neighbours": cols["cos_n"],
@@ -251,12 +262,23 @@ def _learned(
         "keyword_bm25.neighbours": cols["bm25_n"],
         "keyword_coverage": coverage,
         **{f"similarity.{k}": v for k, v in fusion.signal_parts(cols, weights).items()},
+        **({"similarity.only_asks": asks_part} if asks.any() else {}),
         "fused": s,
     }
     return fusion.similarity(s), columns
 
 
 # ---------------------------------------------------------------- relevance
+
+ASKS_ONLY_FACTOR = 0.8
+"""The share of its fused evidence that a memory which only asks keeps
+(:func:`jiyi.text.answers.only_asks`: "Hey Mel! How was the trip?"). A question tells
+nothing; at most it presupposes. Of the turns the ranking put in the first ten that answer
+nothing, 7% on LoCoMo and 11% on LongMemEval_S only ask, against 0.4-0.5% of the turns that
+answer. Not when the query is itself a request or points back to the conversation
+(:func:`jiyi.text.answers.about_asking`: "Any tips?", "our previous chat about X"): there
+the user's earlier request may be what it looks for. Chosen on the tuning halves
+(docs/benchmarks.md, session 27)."""
 
 RELEVANCE_SLOPE = 23.0
 """Steepness of the relevance curve around its centre (per unit of cosine)."""
@@ -442,14 +464,16 @@ def score_candidates(
     model_id: str = "",
     skip: frozenset[str] = frozenset(),
     replaced: Mapping[str, tuple[str, ...]] | None = None,
+    asking: bool = False,
 ) -> list[Scored]:
     """Score every candidate, best first, replacements above what they replaced.
     ``in_time`` None: the query names no time; ``model_id``: the embedder's; ``skip``:
     query terms that are no keyword (see :func:`similarities`); ``replaced``: per
-    candidate's id, the texts of what it superseded (see :func:`newer_versions_first`)."""
+    candidate's id, the texts of what it superseded (see :func:`newer_versions_first`);
+    ``asking``: see :func:`similarities`."""
     if not cands:
         return []
-    similarity, columns = similarities(cands, cfg, in_time, query, model_id, skip)
+    similarity, columns = similarities(cands, cfg, in_time, query, model_id, skip, asking)
     parts, retired = seed_contributions([c.item for c in cands], similarity, cfg, now)
     # Summed in the contributions' order (the discount last), as the breakdown lists them.
     score = functools.reduce(np.add, [v for name, v in parts.items() if name != "superseded"])

@@ -39,7 +39,7 @@ from jiyi.store.base import (
     Viewer,
     detached,
 )
-from jiyi.text.answers import without_framing
+from jiyi.text.answers import about_asking, without_framing
 from jiyi.text.timeparse import TimeWindows, time_windows, told_windows, without_spans
 from jiyi.validate import Problems, check_limit, check_text, enum_tuple, scope_keys
 
@@ -134,7 +134,15 @@ def _scored(
     retired: Mapping[str, tuple[str, ...]],
 ) -> list[Scored]:
     return score_candidates(
-        candidates, rt.rank, now, query.time_test, query.words, rt.embedder.model_id, query.skip, retired
+        candidates,
+        rt.rank,
+        now,
+        query.time_test,
+        query.words,
+        rt.embedder.model_id,
+        query.skip,
+        retired,
+        about_asking(query.text),
     )
 
 

@@ -18,6 +18,10 @@ little (a feature among others, never a filter).
 :func:`without_framing` takes out of a question the words that say how it asks rather than
 what about ("How many *different* X", "*Can you recommend* X", "*our previous chat about* X"),
 so that the search's keywords are its subject (docs/benchmarks.md, session 26).
+
+:func:`only_asks` tells a text that only asks a question ("Hey Mel! How was the trip?"),
+whose evidence the search's fusion counts less, unless :func:`about_asking` finds the query
+itself a request or about what was asked (docs/benchmarks.md, session 27).
 """
 
 from __future__ import annotations
@@ -137,6 +141,22 @@ _FRAME_WORDS = (
 )
 
 
+_ASKING = re.compile(f"{_REQUEST_FRAME}|{_RECALL_FRAME}", _I)
+_ASKED = re.compile(r"\b(?:ask|asks|asked|asking)\b|问过|问了|提问", _I)
+
+
+def about_asking(query: str) -> bool:
+    """Whether ``query`` is itself a request, points back to the conversation or is about
+    asking ("Any tips?", "Can you recommend ...", "our previous chat about X", "What did
+    Jolene ask Deb?", "你之前推荐过"): then what someone asked before (a request that told
+    what the user likes) may be what it looks for, and a text that only asks is no weaker
+    evidence than another."""
+    if _ASKED.search(query):
+        return True
+    low = query.lower()
+    return any(word in low for word in _FRAME_WORDS) and _ASKING.search(query) is not None
+
+
 def without_framing(query: str) -> str:
     """``query`` less the words that frame a count or a total ("How many different X",
     "the total number of X", "how many times", "一共", "不同的"), a request to the
@@ -220,3 +240,41 @@ def holds(text: str, kind: Kind) -> bool:
     "in May", "2023", "上周五", "3月8号"), a number ("two kids", "¥3,000", "三个人") or a
     place ("moved to Seattle", "在上海", "搬到了朝阳区")."""
     return any(p.search(text) for p in _HOLDS[kind])
+
+
+# -- a text that only asks -------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"[^.!?。！？；;\n]*(?:[.!?。！？；;]+|\n|$)")
+_UNIT = re.compile(r"[A-Za-z0-9\u00c0-\u024f']+|[\u3400-\u4dbf\u4e00-\u9fff]")
+# A statement with a question tag asks only for a nod ("You were stoked to get back on the
+# road, right?", "你去过北京吧？"): it tells.
+_TAG = re.compile(
+    r"(?:,\s*(?:right|eh|no|yeah|huh|ok|okay|correct|true"
+    r"|(?:is|are|was|were|do|does|did|have|has|had|can|could|will|would|should|won|wo)(?:n't|\s+not)?"
+    r"\s+(?:i|you|he|she|it|we|they|there|that))"
+    r"|对吧|是吧|对不对|是不是|没错吧|吧)\s*[?？]+[\s!?！？.)\"']*$",
+    re.IGNORECASE,
+)
+_ASIDE_UNITS = 3.0
+"""A sentence this short beside a question is an aside ("Hey Mel!", "Thanks!", "太好了！")."""
+
+
+@functools.lru_cache(maxsize=8192)
+def only_asks(text: str) -> bool:
+    """Whether ``text`` only asks: it holds a question ("How was the trip?", "周末去哪了？")
+    and every other sentence is a short aside ("Hey Mel! How was the trip?"). A question
+    presupposes, it does not tell: such a turn rarely holds what a later query looks for."""
+    if "?" not in text and "？" not in text:
+        return False
+    asked = False
+    for sentence in _SENTENCE_END.findall(text):
+        sentence = sentence.strip()
+        if not sentence:
+            continue
+        if ("?" in sentence or "？" in sentence) and not _TAG.search(sentence):
+            asked = True
+            continue
+        units = sum(0.5 if "\u3400" <= u[0] <= "\u9fff" else 1.0 for u in _UNIT.findall(sentence))
+        if units > _ASIDE_UNITS:
+            return False
+    return asked

@@ -282,6 +282,9 @@
     if (num("similarity.continues") > 0) {
       out.push(["continues", "Continues: goes on with what the same speaker said two turns before, and that matches the query"]);
     }
+    if (num("similarity.only_asks") < 0) {
+      out.push(["asks", "Only asks: the memory only asks a question, which rarely holds an answer, so its evidence counts less"]);
+    }
     if (Math.max(num("cosine.neighbours"), num("keyword_bm25.neighbours"), num("similarity.neighbours")) > 0) {
       const vec = num("cosine.neighbours").toFixed(2);
       const kw = num("keyword_bm25.neighbours").toFixed(2);
