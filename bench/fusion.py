@@ -46,8 +46,9 @@ from jiyi.embed.scale import on_scale
 from jiyi.model import MemoryItem
 from jiyi.read import fusion
 from jiyi.read import search as search_module
-from jiyi.read.rank import Scored, mmr_select, term_coverage
+from jiyi.read.rank import ASKS_ONLY_FACTOR, Scored, mmr_select, term_coverage
 from jiyi.store.base import Candidate
+from jiyi.text.answers import only_asks
 from jiyi.text.timeparse import time_windows, without_spans
 from jiyi.text.tokenize import query_terms
 
@@ -79,6 +80,7 @@ class Recorder:
         model_id: str = "",
         skip: frozenset[str] = frozenset(),
         replaced: Mapping[str, tuple[str, ...]] | None = None,
+        asking: bool = False,
     ) -> list[Scored]:
         coverage = term_coverage(cands, query_terms(query), neighbours=False)
         cols = fusion.features(cands, query, coverage, in_time, skip)
@@ -87,7 +89,7 @@ class Recorder:
         for i, c in enumerate(cands):
             if c.vector is not None:
                 vectors[i] = c.vector
-        out = self.inner(cands, cfg, now, in_time, query, model_id, skip, replaced)
+        out = self.inner(cands, cfg, now, in_time, query, model_id, skip, replaced, asking)
         parts = {s.candidate.item.id: _rest(s) for s in out}
         prev, nxt = fusion.neighbour_index(cands)
         self.pools.append(
@@ -96,6 +98,12 @@ class Recorder:
                 "rest": np.array([parts[c.item.id][0] for c in cands], dtype=np.float32),
                 "mult": np.array([parts[c.item.id][1] for c in cands], dtype=np.float32),
                 "cols": {k: v.astype(np.float32) for k, v in cols.items()},
+                # the share of its fused value each candidate keeps (a memory that only asks:
+                # rank.ASKS_ONLY_FACTOR), so that replays and fits rank as the search does
+                "keep": np.array(
+                    [1.0 if asking or not only_asks(c.item.content) else ASKS_ONLY_FACTOR for c in cands],
+                    dtype=np.float32,
+                ),
                 "ids": [c.item.id for c in cands],
                 "lens": np.array([len(c.item.content) for c in cands], dtype=np.int32),
                 "src": [c.item.source_id or "" for c in cands],
@@ -331,7 +339,11 @@ def _through(pool: dict[str, Any], sources: dict[str, dict[str, None]]) -> dict[
 
 
 def matrix(pool: dict[str, Any]) -> np.ndarray:
-    return np.stack([pool["cols"][name].astype(np.float64) for name in fusion.FEATURES], axis=1)
+    """The pool's feature rows, each scaled by the share of its fused value the search keeps
+    (``keep``; pools captured before it had none): the fused value is linear in them."""
+    x = np.stack([pool["cols"][name].astype(np.float64) for name in fusion.FEATURES], axis=1)
+    keep = pool.get("keep")
+    return x if keep is None else x * keep.astype(np.float64)[:, None]
 
 
 def labels(name: str, pool: dict[str, Any], gold: dict[str, Any]) -> np.ndarray:
