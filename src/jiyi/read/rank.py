@@ -197,8 +197,9 @@ def similarities(
     weighs them with that embedder's weights, :func:`jiyi.read.fusion.weights_for`).
     ``skip``: query terms left out of the term coverage and phrase evidence (the scope
     owner's name, :mod:`jiyi.read.owner`; the candidates' BM25 was asked without them).
-    ``asking``: the query is a request or points back to the conversation, so a memory
-    that only asks keeps all its evidence (:data:`ASKS_ONLY_FACTOR`; learned fusion)."""
+    ``asking``: the query is a request, points back to the conversation or is about asking
+    (:func:`jiyi.text.answers.about_asking`), so a memory that only asks keeps all its
+    evidence (:data:`ASKS_ONLY_FACTOR`; learned fusion)."""
     if cfg.fusion == "learned":
         return _learned(cands, in_time, query, fusion.weights_for(model_id), skip, asking)
     cos, bm25, cos_n, bm25_n = fusion.evidence(cands)
@@ -235,6 +236,17 @@ def similarities(
     return similarity, {**evidence, **parts, "fused": fused}
 
 
+ASKS_ONLY_FACTOR = 0.8
+"""The share of its fused evidence that a memory which only asks keeps
+(:func:`jiyi.text.answers.only_asks`: "Hey Mel! How was the trip?"). A question tells
+nothing; at most it presupposes. Of the turns the ranking put in the first ten that answer
+nothing, 6.8% on LoCoMo and 11.4% on LongMemEval_S only ask, against 0.3-0.5% of the turns
+that answer. Not when the query is itself a request, points back to the conversation or is
+about asking (:func:`jiyi.text.answers.about_asking`: "Any tips?", "our previous chat about
+X", "What did Jolene ask Deb?"): there an earlier request may be what it looks for.
+Chosen on the tuning halves (docs/benchmarks.md, session 27)."""
+
+
 def _learned(
     cands: Sequence[Candidate],
     in_time: Callable[[MemoryItem], bool] | None,
@@ -269,16 +281,6 @@ def _learned(
 
 
 # ---------------------------------------------------------------- relevance
-
-ASKS_ONLY_FACTOR = 0.8
-"""The share of its fused evidence that a memory which only asks keeps
-(:func:`jiyi.text.answers.only_asks`: "Hey Mel! How was the trip?"). A question tells
-nothing; at most it presupposes. Of the turns the ranking put in the first ten that answer
-nothing, 7% on LoCoMo and 11% on LongMemEval_S only ask, against 0.4-0.5% of the turns that
-answer. Not when the query is itself a request or points back to the conversation
-(:func:`jiyi.text.answers.about_asking`: "Any tips?", "our previous chat about X"): there
-the user's earlier request may be what it looks for. Chosen on the tuning halves
-(docs/benchmarks.md, session 27)."""
 
 RELEVANCE_SLOPE = 23.0
 """Steepness of the relevance curve around its centre (per unit of cosine)."""
