@@ -46,9 +46,8 @@ from jiyi.embed.scale import on_scale
 from jiyi.model import MemoryItem
 from jiyi.read import fusion
 from jiyi.read import search as search_module
-from jiyi.read.rank import ASKS_ONLY_FACTOR, Scored, mmr_select, term_coverage
+from jiyi.read.rank import Scored, kept_shares, mmr_select, term_coverage
 from jiyi.store.base import Candidate
-from jiyi.text.answers import only_asks
 from jiyi.text.timeparse import time_windows, without_spans
 from jiyi.text.tokenize import query_terms
 
@@ -100,10 +99,7 @@ class Recorder:
                 "cols": {k: v.astype(np.float32) for k, v in cols.items()},
                 # the share of its fused value each candidate keeps (a memory that only asks:
                 # rank.ASKS_ONLY_FACTOR), so that replays and fits rank as the search does
-                "keep": np.array(
-                    [1.0 if asking or not only_asks(c.item.content) else ASKS_ONLY_FACTOR for c in cands],
-                    dtype=np.float32,
-                ),
+                "keep": kept_shares(cands, asking).astype(np.float32),
                 "ids": [c.item.id for c in cands],
                 "lens": np.array([len(c.item.content) for c in cands], dtype=np.int32),
                 "src": [c.item.source_id or "" for c in cands],

@@ -365,18 +365,14 @@ def test_a_turn_goes_on_only_between_two_named_speakers() -> None:
 def test_the_framing_of_a_count_matches_no_memory(tmp_path: Path) -> None:
     """The words "the total number of" and "how many times" say how to count, not what: a
     memory that shares only those words ("Add the total number of rows") is no match."""
-    now = datetime(2023, 10, 1, tzinfo=UTC)
-    with Memory.open(tmp_path / "m.db", clock=lambda: now) as mem:
-        mem.import_items(
-            _one_a_day(
-                9,
-                "Add the total number of rows to the table for each country.",
-                "We tried three different routes up the hill, all of them steep.",
-                "Count how many times the word appears in the text.",
-                "My sister is two years older than me and my brother lives in Lisbon.",
-                "I repainted the kitchen a pale green.",
-            )
-        )
+    with _september(
+        tmp_path,
+        "Add the total number of rows to the table for each country.",
+        "We tried three different routes up the hill, all of them steep.",
+        "Count how many times the word appears in the text.",
+        "My sister is two years older than me and my brother lives in Lisbon.",
+        "I repainted the kitchen a pale green.",
+    ) as mem:
         # main: the rows of the table first, then the word count first
         for query in (
             "What is the total number of siblings I have?",
@@ -400,22 +396,27 @@ def _one_a_day(month: int, *texts: str) -> list[dict[str, object]]:
     return [_said(text, datetime(2023, month, day, tzinfo=UTC)) for day, text in enumerate(texts, start=1)]
 
 
+def _september(tmp_path: Path, *texts: str) -> Memory:
+    """A store whose clock reads 1 October 2023, holding user u's ``texts`` one a day
+    from 1 September."""
+    now = datetime(2023, 10, 1, tzinfo=UTC)
+    mem = Memory.open(tmp_path / "m.db", clock=lambda: now)
+    mem.import_items(_one_a_day(9, *texts))
+    return mem
+
+
 def test_a_memory_that_only_asks_counts_less(tmp_path: Path) -> None:
     """A question tells nothing: "Did you enjoy the pottery class?" shares the query's
     words, yet the memory that says what happened there answers it. When the query is
     itself a request ("Any tips ...?"), the earlier request keeps all its evidence."""
-    now = datetime(2023, 10, 1, tzinfo=UTC)
-    with Memory.open(tmp_path / "m.db", clock=lambda: now) as mem:
-        mem.import_items(
-            _one_a_day(
-                9,
-                "Hey! Did you enjoy the pottery class at the community center last weekend?",
-                "I took a pottery class at the community center and made a bowl.",
-                "I repainted the kitchen a pale green.",
-                "Can you recommend a good pottery class near the community center?",
-                "My sister plays the cello.",
-            )
-        )
+    with _september(
+        tmp_path,
+        "Hey! Did you enjoy the pottery class at the community center last weekend?",
+        "I took a pottery class at the community center and made a bowl.",
+        "I repainted the kitchen a pale green.",
+        "Can you recommend a good pottery class near the community center?",
+        "My sister plays the cello.",
+    ) as mem:
         # main: the request, then the statement, then the question (equal scores)
         for query in (
             "What did I make at the pottery class at the community center?",

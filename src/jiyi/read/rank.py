@@ -247,6 +247,15 @@ X", "What did Jolene ask Deb?"): there an earlier request may be what it looks f
 Chosen on the tuning halves (docs/benchmarks.md, session 27)."""
 
 
+def kept_shares(cands: Sequence[Candidate], asking: bool = False) -> np.ndarray:
+    """The share of its fused value each candidate keeps: :data:`ASKS_ONLY_FACTOR` for a
+    memory that only asks (unless ``asking``, see :func:`similarities`), else 1."""
+    if asking:
+        return np.ones(len(cands))
+    asks = np.fromiter((only_asks(c.item.content) for c in cands), dtype=bool, count=len(cands))
+    return np.where(asks, ASKS_ONLY_FACTOR, 1.0)
+
+
 def _learned(
     cands: Sequence[Candidate],
     in_time: Callable[[MemoryItem], bool] | None,
@@ -260,12 +269,8 @@ def _learned(
     coverage = term_coverage(cands, asked, neighbours=False)
     cols = fusion.features(cands, query, coverage, in_time, skip)
     s = fusion.fused(cols, weights)
-    # A memory that only asks keeps a share of its evidence (ASKS_ONLY_FACTOR).
-    if asking:
-        asks = np.zeros(len(cands), dtype=bool)
-    else:
-        asks = np.fromiter((only_asks(c.item.content) for c in cands), dtype=bool, count=len(cands))
-    asks_part = np.where(asks, s * (ASKS_ONLY_FACTOR - 1.0), 0.0)
+    keep = kept_shares(cands, asking)
+    asks_part = s * (keep - 1.0)
     s = s + asks_part
     columns = {
         "cosine": cols["cos"],
@@ -274,7 +279,7 @@ def _learned(
         "keyword_bm25.neighbours": cols["bm25_n"],
         "keyword_coverage": coverage,
         **{f"similarity.{k}": v for k, v in fusion.signal_parts(cols, weights).items()},
-        **({"similarity.only_asks": asks_part} if asks.any() else {}),
+        **({"similarity.only_asks": asks_part} if (keep < 1.0).any() else {}),
         "fused": s,
     }
     return fusion.similarity(s), columns

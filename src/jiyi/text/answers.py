@@ -145,6 +145,13 @@ _ASKING = re.compile(f"{_REQUEST_FRAME}|{_RECALL_FRAME}", _I)
 _ASKED = re.compile(r"\b(?:ask|asks|asked|asking)\b|问过|问了|提问", _I)
 
 
+def _may_frame(query: str) -> bool:
+    """Whether ``query`` holds one of :data:`_FRAME_WORDS`, without which no framing
+    pattern matches."""
+    low = query.lower()
+    return any(word in low for word in _FRAME_WORDS)
+
+
 def about_asking(query: str) -> bool:
     """Whether ``query`` is itself a request, points back to the conversation or is about
     asking ("Any tips?", "Can you recommend ...", "our previous chat about X", "What did
@@ -153,8 +160,7 @@ def about_asking(query: str) -> bool:
     evidence than another."""
     if _ASKED.search(query):
         return True
-    low = query.lower()
-    return any(word in low for word in _FRAME_WORDS) and _ASKING.search(query) is not None
+    return _may_frame(query) and _ASKING.search(query) is not None
 
 
 def without_framing(query: str) -> str:
@@ -165,8 +171,7 @@ def without_framing(query: str) -> str:
     "你之前说过"): they say how to count, that the user wants something, or where to look,
     not what about; the question's keywords are its subject. A query that is nothing but
     framing ("total", "一共", "Any advice?") is kept whole: then the framing is all it asks."""
-    low = query.lower()
-    if not any(word in low for word in _FRAME_WORDS):
+    if not _may_frame(query):
         return query
     rest = _FRAME.sub(" ", query)
     return rest if _WORD.search(rest) else query
