@@ -203,6 +203,8 @@ def test_the_quick_test_before_the_framing_patterns_misses_nothing() -> None:
         "Hey Mel! How was the camping trip?",
         "Thanks! Can you help me find a hotel in Tokyo?",
         "Next.js or Remix?",
+        "Have you used TV.com before? Can you recommend any shows?",
+        "How can I see the difference between 1.9 and 1.7 cubic feet?",
         "Did you see it?! Wow.",
         "你好！周末去哪了？",
         "太好了！你们什么时候出发？",

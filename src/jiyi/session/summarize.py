@@ -52,6 +52,7 @@ from jiyi.llm.jsonfix import repair_json
 from jiyi.session.digest import covered, fit_lines, note_line, stated_lines
 from jiyi.text.language import other_language
 from jiyi.text.lowvalue import low_value_reason
+from jiyi.text.sentences import split_sentences
 from jiyi.text.tokenize import terms
 from jiyi.text.tokens import count_tokens, truncate_to_tokens
 from jiyi.write.extract import ChatTurn, Language
@@ -99,21 +100,7 @@ class EpisodeSummary:
 
 _EMPTY_EN = EpisodeSummary("", (), (), (), 0.0, "en")
 
-# -- sentences and cues ----------------------------------------------------------------------
-
-_SENTENCE = re.compile(r".*?(?:[。！？!?；;…]+[”’」』）)\]\"']*|\.+[”’)\]\"']*(?=\s|$))|.+")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``: Chinese ``。！？；`` and English ``. ! ?`` (a period before a
-    space or the end, so "Next.js" and "3.5" stay whole); every line break ends one."""
-    out: list[str] = []
-    for line in text.splitlines():
-        for match in _SENTENCE.finditer(line):
-            sentence = match.group().strip()
-            if sentence:
-                out.append(sentence)
-    return out
+# -- cues ----------------------------------------------------------------------
 
 
 def _cue(zh: str, en: str) -> re.Pattern[str]:

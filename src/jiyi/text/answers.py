@@ -30,6 +30,8 @@ import functools
 import re
 from typing import Literal
 
+from jiyi.text.sentences import split_sentences
+
 Kind = Literal["time", "number", "place"]
 
 _I = re.IGNORECASE
@@ -249,7 +251,6 @@ def holds(text: str, kind: Kind) -> bool:
 
 # -- a text that only asks -------------------------------------------------------------
 
-_SENTENCE_END = re.compile(r"[^.!?。！？；;\n]*(?:[.!?。！？；;]+|\n|$)")
 _UNIT = re.compile(r"[A-Za-z0-9\u00c0-\u024f']+|[\u3400-\u4dbf\u4e00-\u9fff]")
 # A statement with a question tag asks only for a nod ("You were stoked to get back on the
 # road, right?", "你去过北京吧？"): it tells.
@@ -272,10 +273,7 @@ def only_asks(text: str) -> bool:
     if "?" not in text and "？" not in text:
         return False
     asked = False
-    for sentence in _SENTENCE_END.findall(text):
-        sentence = sentence.strip()
-        if not sentence:
-            continue
+    for sentence in split_sentences(text):
         if ("?" in sentence or "？" in sentence) and not _TAG.search(sentence):
             asked = True
             continue
