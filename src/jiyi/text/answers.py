@@ -50,9 +50,16 @@ _ASKS_TIME_EN = re.compile(
 _ASKS_TIME_ZH = re.compile(
     r"什么时候|啥时候|何时|哪天|哪一天|哪年|哪一年|哪个月|哪月|几月|几号|几点|星期几|周几|礼拜几|多久以前|多久前|什么时间|哪个时候"
 )
+_QUANTITY = (
+    r"(?:number|percentage|age|price|amount|size|score|grade|weight|cost|distance|height|length|duration|"
+    r"sum|temperature|budget|salary|rent|speed|capacity|population|count|fee|mileage|quantity|volume|total)"
+)
 _ASKS_NUMBER_EN = re.compile(
     r"\bhow\s+(?:many|much|old|long|far|often|tall|big|heavy)\b"
-    r"|\b(?:what|which)\s+(?:number|percentage|age|price|amount|size|score|grade)\b",
+    # "What is the total weight of ...", "What was my score", "What's the price"
+    r"|\b(?:what|which)(?:'s|\s+(?:is|was|are|were))?\s+(?:(?:the|my|our|your|his|her|their)\s+)?"
+    rf"(?:(?:total|combined|overall|average|exact|approximate)\s+)?{_QUANTITY}\b"
+    r"|\btotal\s+(?:number|amount|weight|cost|price|distance|time|count|sum)\b|\bin\s+total\b",
     _I,
 )
 _ASKS_NUMBER_ZH = re.compile(r"多少|几[个岁次年天本只件位口块元周遍趟场]|多大|多久|多长|多高|多重|多远")
