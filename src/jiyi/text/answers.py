@@ -59,7 +59,7 @@ _ASKS_NUMBER_EN = re.compile(
     # "What is the total weight of ...", "What was my score", "What's the price"
     r"|\b(?:what|which)(?:'s|\s+(?:is|was|are|were))?\s+(?:(?:the|my|our|your|his|her|their)\s+)?"
     rf"(?:(?:total|combined|overall|average|exact|approximate)\s+)?{_QUANTITY}\b"
-    r"|\btotal\s+(?:number|amount|weight|cost|price|distance|time|count|sum)\b|\bin\s+total\b",
+    rf"|\btotal\s+(?:{_QUANTITY}|time)\b|\bin\s+total\b",
     _I,
 )
 _ASKS_NUMBER_ZH = re.compile(r"多少|几[个岁次年天本只件位口块元周遍趟场]|多大|多久|多长|多高|多重|多远")
