@@ -101,6 +101,9 @@ class Recorder:
                 # rank.ASKS_ONLY_FACTOR), so that replays and fits rank as the search does
                 "keep": kept_shares(cands, asking).astype(np.float32),
                 "ids": [c.item.id for c in cands],
+                # the texts, so that evidence read from them can be replayed offline
+                # (bench/sentence_evidence.py)
+                "texts": [c.item.content for c in cands],
                 "lens": np.array([len(c.item.content) for c in cands], dtype=np.int32),
                 "src": [c.item.source_id or "" for c in cands],
                 "thread": [c.item.thread_id or "" for c in cands],
