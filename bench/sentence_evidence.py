@@ -40,7 +40,7 @@ import numpy as np
 import fusion as fusion_bench
 from jiyi.embed.base import resolve_embedder
 from jiyi.read import fusion
-from jiyi.read.rank import term_presence
+from jiyi.read.rank import pool_idf, term_presence
 from jiyi.text.answers import only_asks
 from jiyi.text.sentences import split_sentences
 from jiyi.text.tokenize import query_terms
@@ -52,10 +52,6 @@ HELD = ("answer", "reply", "continues", "speaker")
 """Weights chosen apart from the fit (fusion.WEIGHTS' comments): held at their value in code."""
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    return np.asarray(v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12), dtype=np.float64)
-
-
 def sentence_columns(pool: dict[str, Any], embedder: CachingEmbedder) -> dict[str, np.ndarray]:
     """The sentence evidence of one captured pool's candidates."""
     texts, query = pool["texts"], pool["query"]
@@ -65,20 +61,18 @@ def sentence_columns(pool: dict[str, Any], embedder: CachingEmbedder) -> dict[st
     scover = np.zeros(n)
     terms = query_terms(query)
     if terms and n:
-        present = term_presence(terms, texts)
-        df = present.sum(axis=0)
-        idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        idf = pool_idf(term_presence(terms, texts))
         flat = [s for ss in sentences for s in ss]
         share = term_presence(terms, flat) @ idf / idf.sum()
         start = 0
         for i, ss in enumerate(sentences):
             scover[i] = share[start : start + len(ss)].max()
             start += len(ss)
-    q = _unit(np.asarray(embedder.embed_query([query])[0], dtype=np.float64))
+    q = np.asarray(embedder.embed_query([query])[0], dtype=np.float64)  # embedders give unit rows
     scos, sstmt = cos.copy(), cos.copy()
     for i, ss in enumerate(sentences):
         if len(ss) > 1:
-            sims = _unit(np.asarray(embedder.embed(ss), dtype=np.float64)) @ q
+            sims = np.asarray(embedder.embed(ss), dtype=np.float64) @ q
             scos[i] = max(cos[i], float(sims.max()))
             stated = [float(c) for c, s in zip(sims, ss, strict=True) if not only_asks(s)]
             sstmt[i] = max(cos[i], *stated) if stated else cos[i]
@@ -114,15 +108,14 @@ def all_columns(data: dict[str, Any], embedder: CachingEmbedder) -> dict[str, li
 def add_evidence(data: dict[str, Any], columns: dict[str, Any], names: Sequence[str]) -> None:
     """Add ``names`` as adapted evidence: their columns spread over the four sides exactly
     as ``fusion.features`` spreads the others (the pool's length and agreement)."""
-    low, high = fusion.LENGTH_RANGE
     for name, per_pool in columns.items():
         for pool, cols in zip(data[name]["pools"], per_pool, strict=True):
             c = pool["cols"]
-            length = min(max((fusion._length(pool["texts"]) - low) / (high - low), 0.0), 1.0)
-            agree = fusion._agreement(c["cos"].astype(np.float64), c["bm25"].astype(np.float64))
-            spread = {"short": 1.0 - length, "long": length, "apart": 1.0 - agree, "agree": agree}
+            shares = fusion.side_shares(
+                pool["texts"], c["cos"].astype(np.float64), c["bm25"].astype(np.float64)
+            )
             for e in names:
-                for side, share in spread.items():
+                for side, share in shares.items():
                     c[f"{e}*{side}"] = (cols[e] * share).astype(np.float32)
 
 

@@ -596,14 +596,20 @@ def features(
         "continues": continuations(cands, prev, own, speakers),
         "speaker": said * (1.0 - (float(said.mean()) if n else 0.0)),
     }
+    shares = side_shares(texts, cos, bm25)
+    for name in EVIDENCE:
+        for side, share in shares.items():
+            cols[f"{name}*{side}"] = cols[name] * share
+    return cols
+
+
+def side_shares(texts: Sequence[str], cos: np.ndarray, bm25: np.ndarray) -> dict[str, float]:
+    """How a pool spreads each adapted evidence over :data:`SIDES`: by its texts' length
+    ``l`` (:data:`LENGTH_RANGE` mapped into 0..1) and the agreement ``a`` of cosine and BM25."""
     low, high = LENGTH_RANGE
     length = min(max((_length(texts) - low) / (high - low), 0.0), 1.0)
     agree = _agreement(cos, bm25)
-    spread = {"short": 1.0 - length, "long": length, "apart": 1.0 - agree, "agree": agree}
-    for name in EVIDENCE:
-        for side, share in spread.items():
-            cols[f"{name}*{side}"] = cols[name] * share
-    return cols
+    return {"short": 1.0 - length, "long": length, "apart": 1.0 - agree, "agree": agree}
 
 
 E5_WEIGHTS = np.array(

@@ -376,13 +376,20 @@ def term_coverage(cands: Sequence[Candidate], terms: Sequence[str], neighbours: 
     if n == 0 or not terms:
         return np.zeros(n)
     present = term_presence(terms, [c.item.content for c in cands])
-    df = present.sum(axis=0)
-    idf = np.log1p((n - df + 0.5) / (df + 0.5))
+    idf = pool_idf(present)
     seen = present.copy()
     if neighbours:
         for idx in neighbour_index(cands):
             seen |= np.where(idx[:, None] >= 0, present[np.maximum(idx, 0)], False)
     return np.asarray(seen @ idf / idf.sum(), dtype=np.float64)
+
+
+def pool_idf(present: np.ndarray) -> np.ndarray:
+    """Each term's IDF over a pool, from its texts x terms presence matrix
+    (:func:`term_presence`): a term most texts hold counts little."""
+    n = present.shape[0]
+    df = present.sum(axis=0)
+    return np.asarray(np.log1p((n - df + 0.5) / (df + 0.5)), dtype=np.float64)
 
 
 def relevances(
