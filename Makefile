@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
+# pytest workers (pytest-xdist): one per core, at most 4 (each starts its own PostgreSQL).
+JOBS   ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
 .PHONY: demo test lint typecheck pytest bench clean
 
@@ -30,7 +32,7 @@ typecheck: $(VENV)/.test
 
 pytest: $(VENV)/.test
 	@scripts/ensure-chromium.sh  # the web page tests need /usr/bin/chromium
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist worksteal
 
 test: lint typecheck pytest
 
