@@ -26,7 +26,7 @@ from jiyi.memory import AsyncMemory, Memory
 from jiyi.store.open import check_redis, open_store
 from jiyi.store.redis_cache import RedisCachedStore
 from tests.pg import give_back, pg_dsn, take_schema, with_params  # noqa: F401
-from tests.test_redis_cache import redis_url  # noqa: F401
+from tests.test_redis_cache import REDIS_DB, redis_url  # noqa: F401
 
 ENV = {**os.environ, "PYTHONIOENCODING": "utf-8"}
 DEAD_REDIS = "redis://127.0.0.1:1/0"  # nothing listens on port 1
@@ -78,7 +78,7 @@ def test_version() -> None:
 
 
 def test_check_redis_names_the_server_and_never_the_password(redis_url: str) -> None:  # noqa: F811
-    assert check_redis(redis_url) == "127.0.0.1:6379/0"
+    assert check_redis(redis_url) == f"127.0.0.1:6379/{REDIS_DB}"
     with pytest.raises(ConfigError, match=r"Redis at 127\.0\.0\.1:1/0 does not answer") as caught:
         check_redis("redis://:s3cret-pw@127.0.0.1:1/0", timeout=0.5)
     assert "s3cret-pw" not in str(caught.value)

@@ -31,6 +31,7 @@ from jiyi.store.postgres import PostgresStore
 from jiyi.store.replica import ReplicaStore
 from jiyi.testing.conformance import StoreConformance
 from tests.pg import drop_schema, give_back, new_schema, pg_dsn, take_schema, with_params  # noqa: F401
+from tests.test_redis_cache import REDIS_URL
 
 EMBEDDER = "hash:64"
 ENV = {**os.environ, "PYTHONIOENCODING": "utf-8"}
@@ -241,7 +242,7 @@ def test_with_redis_the_cache_is_in_front_of_the_primary_only(urls: tuple[str, s
 
     primary, replica, _ = urls
     marker = _replica_of(primary, replica)
-    store = open_store(primary, redis="redis://127.0.0.1:6379/0", read_url=replica)
+    store = open_store(primary, redis=REDIS_URL, read_url=replica)
     assert isinstance(store, ReplicaStore) and isinstance(store.primary, RedisCachedStore)
     cache = store.primary
     with Memory(store, embedder=EMBEDDER, background=False) as mem:

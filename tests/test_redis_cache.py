@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
 import socket
 import sqlite3
@@ -53,7 +54,16 @@ from jiyi.testing.conformance import (
     upsert,
 )
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
+
+def _worker_db() -> int:
+    """Each pytest-xdist worker its own Redis database (gw0 -> 0, gw1 -> 1, ...): tests that
+    run at once on two workers and use jiyi's default key prefix never see each other's keys."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(worker.removeprefix("gw") or 0) % 16
+
+
+REDIS_DB = _worker_db()
+REDIS_URL = f"redis://127.0.0.1:6379/{REDIS_DB}"
 
 
 # ---------------------------------------------------------------- fixtures
@@ -88,7 +98,8 @@ def redis_url() -> Iterator[str]:
             assert time.monotonic() < deadline, "redis-server did not come up"
             time.sleep(0.05)
     yield REDIS_URL
-    if started:
+    # Under pytest-xdist another worker may still be using the server this one started.
+    if started and "PYTEST_XDIST_WORKER" not in os.environ:
         admin = redis.Redis.from_url(REDIS_URL)
         try:
             admin.shutdown(nosave=True)
@@ -479,7 +490,7 @@ def test_redis_going_away_mid_run_and_coming_back(
 ) -> None:
     caplog.set_level(logging.INFO, logger="jiyi.redis")
     path = tmp_path / "shared.db"
-    via_proxy = f"redis://127.0.0.1:{proxy.port}/0"
+    via_proxy = f"redis://127.0.0.1:{proxy.port}/{REDIS_DB}"
     a = RedisCachedStore(SQLiteStore(path), via_proxy, prefix=prefix, health_retry_seconds=0.2)
     b = RedisCachedStore(SQLiteStore(path), redis_url, prefix=prefix)
     with a, b:
