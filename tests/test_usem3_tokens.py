@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -87,8 +88,6 @@ def test_the_embedder_tokenizes_with_sentencepiece_and_embeds_as_with_the_port()
 
 
 def test_without_sentencepiece_the_ports_tokenizer_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
-
     monkeypatch.setitem(sys.modules, "sentencepiece", None)  # import fails
     embedder = USEm3Embedder()
     vectors = embedder.embed(TEXTS[:2])

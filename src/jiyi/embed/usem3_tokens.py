@@ -21,29 +21,28 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-_UNKNOWN = 0
-
 
 class SentencePieceIds:
     """Token ids of one text as the package's tokenizer gives them, from ``sentencepiece``."""
 
     def __init__(self, processor: Any) -> None:
-        self._processor = processor
+        self._encode = processor.encode
+        self._unknown, self._bos, self._eos = processor.unk_id(), processor.bos_id(), processor.eos_id()
 
     def encode(
         self, text: str, out_type: type = int, add_bos: bool = True, add_eos: bool = True
     ) -> list[int]:
         if out_type is not int or not isinstance(text, str):
             raise TypeError("SentencePieceIds.encode takes one string and gives int ids")
-        ids: list[int] = self._processor.encode(text)
+        ids: list[int] = self._encode(text)
         if not ids:
             # The port reads a text with nothing left after normalisation as one unknown
             # token; keep that, so such a text embeds as it always did.
-            ids = [_UNKNOWN]
+            ids = [self._unknown]
         if add_bos:
-            ids.insert(0, self._processor.bos_id())
+            ids.insert(0, self._bos)
         if add_eos:
-            ids.append(self._processor.eos_id())
+            ids.append(self._eos)
         return ids
 
 
