@@ -1483,14 +1483,25 @@ def _bring_up_to_date(
 class _Checkpoints:
     """The log checkpoints of a store's search usage writes (see
     :meth:`SQLiteStore._send_usage`): one after as many usage commits as filled
-    :data:`PAGES` log pages the last time (16 at first), each on a thread of its own."""
+    :data:`PAGES` log pages the last time (16 at first), each on a thread of its own.
+
+    A passive checkpoint lets the log restart (at the next commit) only if no commit
+    came while it ran. Under a steady stream of searches, or a slow disk, one always
+    does, and the log would grow without end; so once a checkpoint finds the log past
+    :data:`RESTART_AT`, the next usage commit runs SQLite's own checkpoint inside the
+    commit instead (no commit can come between), and the log restarts after it."""
 
     PAGES = 1000
     """SQLite's default ``wal_autocheckpoint``: the log length that calls for one."""
 
+    RESTART_AT = 1500
+    """A log this long at a checkpoint has missed its restart (one is due every ~PAGES)."""
+
     def __init__(self) -> None:
         self.commits = 0  # usage commits since the last checkpoint began
         self.every = 16
+        self.in_commit = False  # the next usage commit checkpoints as SQLite does
+        self._last_log = 0
         self._thread: threading.Thread | None = None
         self._conn: sqlite3.Connection | None = None
 
@@ -1513,8 +1524,14 @@ class _Checkpoints:
         except (sqlite3.Error, StoreError):
             self.commits += counted  # due again after the next usage commit
             return
-        if log > 0:  # pages in the log: about how many a usage commit adds
-            self.every = max(1, min(1024, int(self.PAGES * counted / log)))
+        # Pages these commits added: the growth since the last checkpoint, or all of the
+        # log if it restarted in between (then fewer than they added: a guess on the low side).
+        added = log - self._last_log if log > self._last_log else log
+        self._last_log = log
+        if added > 0:
+            self.every = max(1, min(1024, int(self.PAGES * counted / added)))
+        if log >= self.RESTART_AT:
+            self.in_commit = True
 
     def wait(self) -> None:
         """Wait for a running checkpoint (before the store closes its connections)."""
@@ -1771,14 +1788,19 @@ class SQLiteStore(Store):
         if self._memory:
             self._execute_now(change)
             return
+        checkpoints = self._checkpoints
         with self._write_lock:
+            if checkpoints.in_commit:  # the log missed its restart (see _Checkpoints)
+                checkpoints.in_commit = False
+                self._execute_now(change)
+                return
             conn = self._writer
             conn.execute("PRAGMA wal_autocheckpoint = 0")
             try:
                 self._execute_now(change)
             finally:
                 conn.execute(f"PRAGMA wal_autocheckpoint = {_Checkpoints.PAGES}")
-        self._checkpoints.commits += 1
+        checkpoints.commits += 1
 
     def _after_usage(self) -> None:
         """Start the checkpoint the usage commits skipped, once due (:class:`_Checkpoints`),
