@@ -430,3 +430,23 @@ def test_a_memory_that_only_asks_counts_less(tmp_path: Path) -> None:
         tips = mem.search("Any tips for a pottery class?", user_id="u", limit=3, touch=False, explain=True)
         assert tips[0].item.content.startswith("Can you recommend")
         assert all(h.breakdown.get("similarity.only_asks", 0.0) == 0.0 for h in tips)
+
+
+def test_a_bounded_time_ranks_what_lies_on_its_side(tmp_path: Path) -> None:
+    """ "before March" is a window up to 1 March, not on March; "after March" from 1 April."""
+    with Memory.open(tmp_path / "m.db") as mem:
+        mem.import_items(
+            [
+                _said("I had ramen for dinner", datetime(2023, 2, 10, tzinfo=UTC)),
+                _said("I had sushi for dinner", datetime(2023, 3, 10, tzinfo=UTC)),
+                _said("I had tacos for dinner", datetime(2023, 4, 10, tzinfo=UTC)),
+            ]
+        )
+
+        def first(query: str) -> str:
+            return mem.search(query, user_id="u", touch=False)[0].item.content.split()[2]
+
+        assert first("What did I have for dinner before March 2023?") == "ramen"
+        assert first("What did I have for dinner in March 2023?") == "sushi"
+        assert first("What did I have for dinner after March 2023?") == "tacos"
+        assert first("2023年3月之前我晚饭吃了什么？") == "ramen"

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from jiyi.text.timeparse import time_windows, told_windows
+from jiyi.text.timeparse import EARLIEST, LATEST, time_windows, told_windows
 
 # A Tuesday evening; the week starts on Monday 2022-04-11.
 NOW = datetime(2022, 4, 12, 22, 57, tzinfo=UTC)
@@ -211,3 +211,50 @@ def test_a_time_outside_the_calendar_gives_no_window_and_no_error(text: str) -> 
     assert not time_windows(text, NOW)
     assert not told_windows(text, NOW)
     assert not time_windows("tomorrow", datetime(9999, 12, 31, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(
+    ("query", "first", "last"),
+    [
+        # Before the time begins; up to its end; from its start; after its end.
+        ("What did I do before March 2021?", None, date(2021, 2, 28)),
+        ("How many pets did Andrew have, as of September 2021?", None, date(2021, 9, 30)),
+        ("What will be finished by the end of 2021?", None, date(2021, 12, 31)),
+        ("What has Nate done since June 2021?", date(2021, 6, 1), None),
+        ("What happened after 8 May 2021?", date(2021, 5, 9), None),
+        ("What did I cook since last month?", date(2022, 3, 1), None),
+        ("截至2021年9月，他有几只宠物？", None, date(2021, 9, 30)),
+        ("2021年5月之后他做了什么", date(2021, 6, 1), None),
+        ("2021年3月以前我住在哪里", None, date(2021, 2, 28)),
+        ("自2021年6月以来读了哪些书", date(2021, 6, 1), None),
+    ],
+)
+def test_a_bounding_word_opens_the_window_on_one_side(
+    query: str, first: date | None, last: date | None
+) -> None:
+    ((start, end),) = time_windows(query, NOW).ranges
+    assert (start == EARLIEST) == (first is None) and (end == LATEST) == (last is None)
+    if first is not None:
+        assert start.date() == first
+    if last is not None:
+        assert (end - timedelta(microseconds=1)).date() == last
+    # A time long before an open start, or long after an open end, is inside.
+    inside = at(2000, 1, 1) if first is None else at(3000, 1, 1)
+    assert time_windows(query, NOW).contains(inside)
+
+
+@pytest.mark.parametrize(
+    ("query", "first", "last"),
+    [
+        # A time counted from the named one is not a bound: the window stays on the named time.
+        ("What did John do the week before August 3, 2021?", date(2021, 8, 3), date(2021, 8, 3)),
+        ("What did we do on the Monday before July 24, 2021?", date(2021, 7, 24), date(2021, 7, 24)),
+        ("What did we plan for the Saturday after October 28, 2021?", date(2021, 10, 28), date(2021, 10, 28)),
+        ("What did I do two weeks before 11 August 2021?", date(2021, 8, 11), date(2021, 8, 11)),
+        # "during" and "in" name the time itself; bare 前 is "went" in 9月前往.
+        ("Did Andrew have a dog during March 2021?", date(2021, 3, 1), date(2021, 3, 31)),
+        ("我2021年9月前往北京", date(2021, 9, 1), date(2021, 9, 30)),
+    ],
+)
+def test_a_time_counted_from_another_or_inside_it_is_no_bound(query: str, first: date, last: date) -> None:
+    assert days(query) == [(first, last)]

@@ -129,6 +129,7 @@ from jiyi.store.base import (
     Write,
 )
 from jiyi.store.retrieve import retrieve
+from jiyi.text.timeparse import EARLIEST, LATEST
 from jiyi.text.tokenize import fold_terms, index_text, query_terms
 
 __all__ = [
@@ -1703,6 +1704,13 @@ class StoreConformance:
         assert may.id in {c.item.id for c in timed} and june.id not in {c.item.id for c in timed}  # noqa: PT018
         monthly = store.execute(Retrieve(flt(), MODEL, q, (), vector_k=3, keyword_k=0, time_months=(6,)))
         assert june.id in {c.item.id for c in monthly}
+        # A bounded time ("before 2023", "since 2023"): a window open on one side.
+        before = ((EARLIEST, datetime(2023, 1, 1, tzinfo=UTC)),)
+        timed = store.execute(Retrieve(flt(), MODEL, q, (), vector_k=3, keyword_k=0, time_ranges=before))
+        assert june.id in {c.item.id for c in timed} and may.id not in {c.item.id for c in timed}  # noqa: PT018
+        since = ((datetime(2022, 7, 1, tzinfo=UTC), LATEST),)  # the near items are in it too
+        timed = store.execute(Retrieve(flt(), MODEL, q, (), vector_k=3, keyword_k=0, time_ranges=since))
+        assert {c.item.id for c in timed} == {c.item.id for c in plain}
 
     # ------------------------------------------------------------ the search primitives
 

@@ -6,9 +6,12 @@ distance back ("four weeks ago", "a couple of days ago", "前几天", "三个月
 around that point, and "in the past two weeks" / "最近两周" a window up to now; a month
 without a year ("in June", "六月") matches that month of any year. A request for a
 suggestion ("recommend something to watch tonight") names when the user will act, so
-"tonight" there gives no window. The search boosts memories said inside a window, or whose
-text tells of a time inside it (:func:`told_windows`, counted from when it was said);
-nothing is filtered out, so a wrong guess costs little.
+"tonight" there gives no window. A time after a word that bounds it ("before May 2023",
+"as of September 2023", "since June", "截至2023年9月", "2023年5月之后") is open on one side:
+before the month begins, up to its end, from its start, after its end. The search boosts
+memories said inside a window, or whose text tells of a time inside it
+(:func:`told_windows`, counted from when it was said); nothing is filtered out, so a wrong
+guess costs little.
 """
 
 from __future__ import annotations
@@ -342,11 +345,63 @@ def _ago_between(units: tuple[int, int], unit: str, now: datetime) -> tuple[date
     return now - timedelta(days=days * units[1]) - half, now - timedelta(days=days * units[0]) + half
 
 
+EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 12, 31, tzinfo=UTC)
+"""The open ends of a bounded time ("before May 2023": EARLIEST up to 1 May 2023)."""
+
+# Words that make a time a bound, by what they keep: "before" the time's start, "until" its
+# end, "since" from its start, "after" from its end. English before the time, Chinese before
+# ("截至") or after it ("之前"); bare 前 / 后 are left out: "9月前往" is "went in September".
+_BOUND_BEFORE = re.compile(
+    r"(?:\b(?P<before>before|prior to|earlier than)|\b(?P<until>until|till|up to|up until|as of|by|through)"
+    r"|\b(?P<since>since)|\b(?P<after>after|later than)"
+    r"|(?P<zh_until>截至|截止到|截止|直到)|(?P<zh_since>自从|自))"
+    r"\s*(?:(?:the\s+)?(?:very\s+)?(?:end|start|beginning|middle)\s+of\s+)?$",
+    re.I,
+)
+_BOUND_AFTER = re.compile(
+    r"^\s*(?:(?P<before>之前|以前)|(?P<after>之后|以后)|(?P<since>以来|起|开始|onwards?\b)|(?P<until>为止))",
+    re.I,
+)
+
+
+# "the week before", "two days after", "the Monday before": a time counted from the one named,
+# not a bound (that window stays on the named time).
+_COUNTED_FROM = re.compile(
+    r"\b(?:days?|nights?|mornings?|afternoons?|evenings?|weeks?|weekends?|fortnight|months?|years?"
+    r"|mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?)\s*$",
+    re.I,
+)
+
+
+def _bounded(
+    window: tuple[datetime, datetime], text: str, span: tuple[int, int]
+) -> tuple[datetime, datetime]:
+    """``window`` opened on one side when a word bounds the time at ``span`` of ``text``
+    (:data:`_BOUND_BEFORE`, :data:`_BOUND_AFTER`); as it is otherwise."""
+    m = _BOUND_BEFORE.search(text, max(0, span[0] - 40), span[0])
+    if m is not None and _COUNTED_FROM.search(text, max(0, m.start() - 20), m.start()):
+        return window
+    m = m or _BOUND_AFTER.search(text[span[1] : span[1] + 6])
+    if m is None:
+        return window
+    kind = (m.lastgroup or "").removeprefix("zh_")
+    start, end = window
+    if kind == "before":
+        return EARLIEST, start
+    if kind == "until":
+        return EARLIEST, end
+    if kind == "since":
+        return start, LATEST
+    return end, LATEST  # after
+
+
 @dataclass
 class _Found:
-    """Windows and months found so far, and the spans of the query they came from: a span
-    is read once, by the most specific expression."""
+    """Windows and months found so far in ``text``, and the spans of it they came from: a
+    span is read once, by the most specific expression."""
 
+    text: str = ""
     ranges: list[tuple[datetime, datetime]] = field(default_factory=list)
     months: list[int] = field(default_factory=list)
     spans: list[tuple[int, int]] = field(default_factory=list)
@@ -356,7 +411,7 @@ class _Found:
 
     def add(self, window: tuple[datetime, datetime] | None, span: tuple[int, int]) -> bool:
         if window is not None and self.free(span):
-            self.ranges.append(window)
+            self.ranges.append(_bounded(window, self.text, span))
             self.spans.append(span)
             return True
         return False
@@ -380,7 +435,7 @@ def _in_range(
 
 def time_windows(query: str, now: datetime) -> TimeWindows:
     """Every time expression of ``query`` as windows; empty when there is none."""
-    found = _Found()
+    found = _Found(query)
     # Most specific first, so "8 May 2023" is not also read as "May 2023".
     _days(query, now, found)
     _months_of_years(query, now, found)
