@@ -221,6 +221,8 @@ def test_a_time_outside_the_calendar_gives_no_window_and_no_error(text: str) -> 
         ("How many pets did Andrew have, as of September 2021?", None, date(2021, 9, 30)),
         ("What will be finished by the end of 2021?", None, date(2021, 12, 31)),
         ("What has Nate done since June 2021?", date(2021, 6, 1), None),
+        ("Where did I live before 2019?", None, date(2018, 12, 31)),
+        ("What did I buy after 2019?", date(2020, 1, 1), None),
         ("What happened after 8 May 2021?", date(2021, 5, 9), None),
         ("What did I cook since last month?", date(2022, 3, 1), None),
         ("截至2021年9月，他有几只宠物？", None, date(2021, 9, 30)),

@@ -55,7 +55,10 @@ _EN_MONTH_DAY_YEAR = re.compile(rf"\b({_MP})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\
 _ISO_DAY = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _EN_MONTH_YEAR = re.compile(rf"\b({_MP})\.?,?\s+(\d{{4}})\b", re.I)
 _EN_MONTH = re.compile(rf"\b(?:in|during|of|since|this|last|early|late|mid)[\s-]+({_MP})\b(?![\s,]+\d)", re.I)
-_EN_YEAR = re.compile(r"\b(?:in|during|of|since)\s+((?:19|20)\d\d)\b", re.I)
+_EN_YEAR = re.compile(
+    r"\b(?:in|during|of|since|before|after|until|till|by|through|as of|prior to|up to)\s+((?:19|20)\d\d)\b",
+    re.I,
+)
 _ZH_DAY = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")
 _ZH_MONTH_YEAR = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月")
 _ZH_MONTH_DAY = re.compile(r"(?<![\d年])(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")
