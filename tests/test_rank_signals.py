@@ -450,3 +450,8 @@ def test_a_bounded_time_ranks_what_lies_on_its_side(tmp_path: Path) -> None:
         assert first("What did I have for dinner in March 2023?") == "sushi"
         assert first("What did I have for dinner after March 2023?") == "tacos"
         assert first("2023年3月之前我晚饭吃了什么？") == "ramen"
+        # Two times joined: one window over both months, the month after it last.
+        hits = mem.search(
+            "What did I have for dinner between February and March 2023?", user_id="u", touch=False
+        )
+        assert [h.item.content.split()[2] for h in hits][2] == "tacos"

@@ -260,3 +260,32 @@ def test_a_bounding_word_opens_the_window_on_one_side(
 )
 def test_a_time_counted_from_another_or_inside_it_is_no_bound(query: str, first: date, last: date) -> None:
     assert days(query) == [(first, last)]
+
+
+@pytest.mark.parametrize(
+    ("query", "first", "last"),
+    [
+        ("What did I do between March and May 2021?", date(2021, 3, 1), date(2021, 5, 31)),
+        ("between March 2021 and May 2021", date(2021, 3, 1), date(2021, 5, 31)),
+        ("from March 2021 until May 2021", date(2021, 3, 1), date(2021, 5, 31)),
+        ("March-May 2021", date(2021, 3, 1), date(2021, 5, 31)),
+        ("Where was I between 8 May 2021 and 20 May 2021?", date(2021, 5, 8), date(2021, 5, 20)),
+        # A month without a year takes the other's: November before February is the year before.
+        ("between November and February 2021", date(2020, 11, 1), date(2021, 2, 28)),
+        ("2021年3月到5月我做了什么", date(2021, 3, 1), date(2021, 5, 31)),
+        ("2020年11月至2月", date(2020, 11, 1), date(2021, 2, 28)),
+        ("from last week to yesterday", date(2022, 4, 4), date(2022, 4, 11)),
+    ],
+)
+def test_two_times_joined_are_one_window(query: str, first: date, last: date) -> None:
+    assert days(query) == [(first, last)]
+
+
+def test_months_joined_without_a_year_are_every_month_between() -> None:
+    assert time_windows("What do I grow from March to May?", NOW).months == (3, 4, 5)
+    assert time_windows("between November and February", NOW).months == (11, 12, 1, 2)
+    assert time_windows("3月到5月我在哪里", NOW).months == (3, 4, 5)
+    # "and" joins only after "between": two months, or a month and a verb.
+    assert days("in March and May 2021") == [(date(2021, 5, 1), date(2021, 5, 31))]
+    assert time_windows("in March and May 2021", NOW).months == (3,)
+    assert time_windows("I went there in March and may go again", NOW).months == (3,)

@@ -54,7 +54,16 @@ _EN_DAY_MONTH_YEAR = re.compile(
 _EN_MONTH_DAY_YEAR = re.compile(rf"\b({_MP})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
 _ISO_DAY = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _EN_MONTH_YEAR = re.compile(rf"\b({_MP})\.?,?\s+(\d{{4}})\b", re.I)
-_EN_MONTH = re.compile(rf"\b(?:in|during|of|since|this|last|early|late|mid)[\s-]+({_MP})\b(?![\s,]+\d)", re.I)
+_EN_MONTH = re.compile(
+    rf"\b(?:in|during|of|since|this|last|early|late|mid|between|from)[\s-]+({_MP})\b(?![\s,]+\d)", re.I
+)
+# A month named first or second in a span of months: "March to May 2023", "from March to
+# May", "March-May", "between March and May" (joined by _Found.settle).
+_EN_TO = r"(?:\s+(?:to|until|till|through|thru)\s+|\s*[-–]\s*)"
+_EN_MONTH_FIRST = re.compile(rf"\b({_MP})\b(?={_EN_TO}(?:{_MP})\b)", re.I)
+_EN_MONTH_SECOND = re.compile(  # after "and" only with "between": "March and may go" is a verb
+    rf"(?:\b(?:{_MP}){_EN_TO}|\bbetween\s+(?:{_MP})\s+and\s+)({_MP})\b(?![\s,]+\d)", re.I
+)
 _EN_YEAR = re.compile(
     r"\b(?:in|during|of|since|before|after|until|till|by|through|as of|prior to|up to)\s+((?:19|20)\d\d)\b",
     re.I,
@@ -399,6 +408,13 @@ def _bounded(
     return end, LATEST  # after
 
 
+# What joins two times into one span: "between March and May 2023", "from 8 May to 20 May",
+# "March to May", "2023年3月到5月", "3月至5月". "and" alone joins nothing ("in March and May"
+# are two months): it needs "between" before the first time.
+_JOIN = re.compile(r"\s*(?:(?P<and>and)|to|until|till|through|thru|[-–—~～到至])\s*$", re.I)
+_BETWEEN = re.compile(r"\bbetween\s+(?:the\s+)?$", re.I)
+
+
 @dataclass
 class _Found:
     """Windows and months found so far in ``text``, and the spans of it they came from: a
@@ -408,21 +424,75 @@ class _Found:
     ranges: list[tuple[datetime, datetime]] = field(default_factory=list)
     months: list[int] = field(default_factory=list)
     spans: list[tuple[int, int]] = field(default_factory=list)
+    # Each range or month with its span, in the order found: joined and bounded at the end.
+    times: list[tuple[tuple[int, int], tuple[datetime, datetime] | int]] = field(default_factory=list)
 
     def free(self, span: tuple[int, int]) -> bool:
         return all(span[1] <= a or span[0] >= b for a, b in self.spans)
 
     def add(self, window: tuple[datetime, datetime] | None, span: tuple[int, int]) -> bool:
         if window is not None and self.free(span):
-            self.ranges.append(_bounded(window, self.text, span))
+            self.times.append((span, window))
             self.spans.append(span)
             return True
         return False
 
     def add_month(self, month: int, span: tuple[int, int]) -> None:
         if self.free(span):
-            self.months.append(month)
+            self.times.append((span, month))
             self.spans.append(span)
+
+    def settle(self) -> None:
+        """Two times joined ("between March and May 2023") become one range from the first's
+        start to the second's end, a month without a year taking the other's year; two
+        months without a year, every month from one to the other. A time left alone is
+        bounded by a word before or after it (:func:`_bounded`)."""
+        times = sorted(self.times, key=lambda t: t[0])
+        i = 0
+        while i < len(times):
+            (a_span, a), joined = times[i], None
+            if i + 1 < len(times):
+                b_span, b = times[i + 1]
+                gap = _JOIN.fullmatch(self.text, a_span[1], b_span[0])
+                if gap is not None and (
+                    gap["and"] is None or _BETWEEN.search(self.text, max(0, a_span[0] - 20), a_span[0])
+                ):
+                    joined = _joined(a, b)
+            if joined is not None:
+                self._keep(joined)
+                i += 2
+                continue
+            self._keep(_bounded(a, self.text, a_span) if isinstance(a, tuple) else a)
+            i += 1
+
+    def _keep(self, time: tuple[datetime, datetime] | int | list[int]) -> None:
+        if isinstance(time, tuple):
+            self.ranges.append(time)
+        elif isinstance(time, int):
+            self.months.append(time)
+        else:
+            self.months.extend(time)
+
+
+def _joined(
+    a: tuple[datetime, datetime] | int, b: tuple[datetime, datetime] | int
+) -> tuple[datetime, datetime] | list[int] | None:
+    """The span from ``a`` to ``b`` (:meth:`_Found.settle`); None when ``b`` ends before ``a``
+    starts, or a month without a year falls outside the calendar."""
+    if isinstance(a, int) and isinstance(b, int):
+        return [(a - 1 + k) % 12 + 1 for k in range((b - a) % 12 + 1)]
+    first: tuple[datetime, datetime] | None
+    last: tuple[datetime, datetime] | None
+    if isinstance(a, int):
+        assert isinstance(b, tuple)
+        first, last = _month(b[0].year - (a > b[0].month), a), b  # "between November and February 2023": 2022
+    elif isinstance(b, int):
+        first, last = a, _month(a[0].year + (b < a[0].month), b)  # "2023年11月到2月": February 2024
+    else:
+        first, last = a, b
+    if first is None or last is None or last[1] <= first[0]:
+        return None
+    return first[0], last[1]
 
 
 def _in_range(
@@ -459,12 +529,14 @@ def time_windows(query: str, now: datetime) -> TimeWindows:
         found.add(_year(int(m[1])), m.span(1))
     for m in _ZH_YEAR.finditer(query):
         found.add(_year(int(m[1])), m.span())
-    for m in _EN_MONTH.finditer(query):
-        found.add_month(_MONTHS[m[1].lower()], m.span(1))
+    for pattern in (_EN_MONTH, _EN_MONTH_FIRST, _EN_MONTH_SECOND):
+        for m in pattern.finditer(query):
+            found.add_month(_MONTHS[m[1].lower()], m.span(1))
     for m in _ZH_MONTH_ONLY.finditer(query):
         value = int(m[1]) if m[1].isdigit() else _ZH_NUM[m[1]]
         if 1 <= value <= 12:
             found.add_month(value, m.span())
+    found.settle()
     return TimeWindows(
         tuple(found.ranges), tuple(dict.fromkeys(found.months)), tuple(found.spans), tuple(counted)
     )
