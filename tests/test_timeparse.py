@@ -275,6 +275,9 @@ def test_a_time_counted_from_another_or_inside_it_is_no_bound(query: str, first:
         ("2021年3月到5月我做了什么", date(2021, 3, 1), date(2021, 5, 31)),
         ("2020年11月至2月", date(2020, 11, 1), date(2021, 2, 28)),
         ("from last week to yesterday", date(2022, 4, 4), date(2022, 4, 11)),
+        ("What did I do from 2019 to 2021?", date(2019, 1, 1), date(2021, 12, 31)),
+        ("between 2019 and 2021", date(2019, 1, 1), date(2021, 12, 31)),
+        ("in 2019-2021", date(2019, 1, 1), date(2021, 12, 31)),
     ],
 )
 def test_two_times_joined_are_one_window(query: str, first: date, last: date) -> None:

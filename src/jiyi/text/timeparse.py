@@ -65,7 +65,12 @@ _EN_MONTH_SECOND = re.compile(  # after "and" only with "between": "March and ma
     rf"(?:\b(?:{_MP}){_EN_TO}|\bbetween\s+(?:{_MP})\s+and\s+)({_MP})\b(?![\s,]+\d)", re.I
 )
 _EN_YEAR = re.compile(
-    r"\b(?:in|during|of|since|before|after|until|till|by|through|as of|prior to|up to)\s+((?:19|20)\d\d)\b",
+    r"\b(?:in|during|of|since|before|after|until|till|by|through|as of|prior to|up to|from|between)"
+    r"\s+((?:19|20)\d\d)\b",
+    re.I,
+)
+_EN_YEAR_SECOND = re.compile(  # "from 2019 to 2021", "between 2019 and 2021", "2019-2021"
+    r"(?:\b(?:from|between)\s+)?\b(?:19|20)\d\d(?:\s+(?:to|and|until|till|through)\s+|\s*[-–]\s*)((?:19|20)\d\d)\b",
     re.I,
 )
 _ZH_DAY = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")
@@ -525,8 +530,22 @@ def time_windows(query: str, now: datetime) -> TimeWindows:
     for m in _WITHIN.finditer(query):
         if found.add(_in_range(_within_window, m, now), m.span()):
             counted.append(m.span())
+    _years_and_months(query, found)
+    found.settle()
+    return TimeWindows(
+        tuple(found.ranges), tuple(dict.fromkeys(found.months)), tuple(found.spans), tuple(counted)
+    )
+
+
+def _years_and_months(query: str, found: _Found) -> None:
+    """Years alone ("in 2019", "from 2019 to 2021", "2019年") and months without a year ("in
+    June", "March to May", "六月"), read last: the least specific."""
     for m in _EN_YEAR.finditer(query):
         found.add(_year(int(m[1])), m.span(1))
+    for m in _EN_YEAR_SECOND.finditer(query):
+        # "and" joins years only after "between": "the 2019 and 2021 models" are two.
+        if m[0].lower().startswith(("from", "between")) or "and" not in m[0].lower():
+            found.add(_year(int(m[1])), m.span(1))
     for m in _ZH_YEAR.finditer(query):
         found.add(_year(int(m[1])), m.span())
     for pattern in (_EN_MONTH, _EN_MONTH_FIRST, _EN_MONTH_SECOND):
@@ -536,10 +555,6 @@ def time_windows(query: str, now: datetime) -> TimeWindows:
         value = int(m[1]) if m[1].isdigit() else _ZH_NUM[m[1]]
         if 1 <= value <= 12:
             found.add_month(value, m.span())
-    found.settle()
-    return TimeWindows(
-        tuple(found.ranges), tuple(dict.fromkeys(found.months)), tuple(found.spans), tuple(counted)
-    )
 
 
 def _days(query: str, now: datetime, found: _Found) -> None:
