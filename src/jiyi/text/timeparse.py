@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
+from jiyi.text.holidays import RECENT, holiday_windows
+
 _A = TypeVar("_A")
 
 _MONTHS: dict[str, int] = {}
@@ -257,7 +259,9 @@ def told_windows(text: str, said_at: datetime) -> TimeWindows:
     per process, however many searches it appears in."""
     if not _tells_a_time(text):
         return _NONE
-    return time_windows(text, said_at)
+    # No holidays: a memory names one it plans for as often as one it remembers ("国庆打算去
+    # 云南", said in February, is for the coming October), and its own time says the rest.
+    return time_windows(text, said_at, recent=0)
 
 
 # Each returns None for a time outside the calendar ("0000年", "9999年12月", "February 30"):
@@ -442,6 +446,12 @@ class _Found:
             return True
         return False
 
+    def add_all(self, windows: list[tuple[datetime, datetime]], span: tuple[int, int]) -> None:
+        """Several windows read from one span (a holiday over several years)."""
+        if windows and self.free(span):
+            self.times.extend((span, w) for w in windows)
+            self.spans.append(span)
+
     def add_month(self, month: int, span: tuple[int, int]) -> None:
         if self.free(span):
             self.times.append((span, month))
@@ -511,12 +521,15 @@ def _in_range(
         return None
 
 
-def time_windows(query: str, now: datetime) -> TimeWindows:
-    """Every time expression of ``query`` as windows; empty when there is none."""
+def time_windows(query: str, now: datetime, recent: int = RECENT) -> TimeWindows:
+    """Every time expression of ``query`` as windows; empty when there is none. A holiday
+    named without a year stands for its ``recent`` latest occurrences (:mod:`jiyi.text.holidays`;
+    0: holidays are not read)."""
     found = _Found(query)
     # Most specific first, so "8 May 2023" is not also read as "May 2023".
     _days(query, now, found)
     _months_of_years(query, now, found)
+    _holidays(query, now, recent, found)
     ahead = _REQUEST.search(query) is not None
     for pattern, kind in _RELATIVE:
         if ahead and kind in _CURRENT:
@@ -535,6 +548,20 @@ def time_windows(query: str, now: datetime) -> TimeWindows:
     return TimeWindows(
         tuple(found.ranges), tuple(dict.fromkeys(found.months)), tuple(found.spans), tuple(counted)
     )
+
+
+def _holidays(query: str, now: datetime, recent: int, found: _Found) -> None:
+    """Named holidays: "at Christmas", "last Thanksgiving", "2023年国庆" (:func:`holiday_windows`)."""
+    if recent < 1:
+        return
+    spans: dict[tuple[int, int], list[tuple[datetime, datetime]]] = {}
+    try:
+        for window, span in holiday_windows(query, now, recent):
+            spans.setdefault(span, []).append(window)
+    except (OverflowError, ValueError):  # a year outside the calendar: no window, as _day
+        return
+    for span, windows in spans.items():
+        found.add_all(windows, span)
 
 
 def _years_and_months(query: str, found: _Found) -> None:

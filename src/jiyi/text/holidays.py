@@ -1,0 +1,167 @@
+"""Named holidays as windows in time, English and Chinese: "at Christmas", "last
+Thanksgiving", "Easter 2023", "2023年国庆", "五一".
+
+A holiday is a few days of a year (Christmas: 24-26 December; Thanksgiving: the US fourth
+Thursday of November to the Sunday after), ±1 day where people talk about it the day after.
+Without a year the holiday is one of several years: a query asks about its most recent
+occurrences (:data:`RECENT`; "last Christmas" only the one before now, "this Christmas" this
+year's, "next Christmas" the one after now). A memory's own text is not read for holidays
+(:func:`jiyi.text.timeparse.told_windows`): one said on the day is found by when it was said.
+Lunar holidays (春节, 中秋, 端午) move with a calendar this module
+does not hold and are not read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from datetime import UTC, date, datetime, timedelta
+
+RECENT = 3
+"""Years a holiday named without one stands for in a query: its last three occurrences."""
+
+AHEAD = timedelta(days=60)
+"""How far ahead an occurrence still counts as recent: a plan ("we're hosting Christmas")
+is told weeks before the day."""
+
+
+def _nth_weekday(year: int, month: int, weekday: int, n: int) -> date:
+    """The ``n``-th ``weekday`` (Monday 0) of a month."""
+    first = date(year, month, 1)
+    return first + timedelta(days=(weekday - first.weekday()) % 7 + 7 * (n - 1))
+
+
+def _easter(year: int) -> date:
+    """Easter Sunday of the Gregorian calendar (the anonymous algorithm of 1876, as Meeus gives it)."""
+    a, b, c = year % 19, year // 100, year % 100
+    d, e = divmod(b, 4)
+    f = (b + 8) // 25
+    g = (b - f + 1) // 3
+    h = (19 * a + b - d - g + 15) % 30
+    i, k = divmod(c, 4)
+    el = (32 + 2 * e + 2 * i - h - k) % 7
+    m = (a + 11 * h + 22 * el) // 451
+    month, day = divmod(h + el - 7 * m + 114, 31)
+    return date(year, month, day + 1)
+
+
+def _days(
+    first: Callable[[int], date], before: int = 1, after: int = 1
+) -> Callable[[int], tuple[date, date]]:
+    """A holiday's window in a year: ``before`` days before its first day to ``after`` days
+    after it (the end is the day after the window)."""
+    return lambda year: (first(year) - timedelta(days=before), first(year) + timedelta(days=after + 1))
+
+
+def _fixed(month: int, day: int, before: int = 1, after: int = 1) -> Callable[[int], tuple[date, date]]:
+    return _days(lambda year: date(year, month, day), before, after)
+
+
+# Longer names first: a span is read once, so "Christmas Eve" is not also "Christmas".
+_HOLIDAYS: list[tuple[re.Pattern[str], Callable[[int], tuple[date, date]]]] = [
+    (re.compile(r"\bchristmas\s+eve\b|平安夜", re.I), _fixed(12, 24)),
+    (re.compile(r"\bnew\s+year'?s\s+eve\b|跨年夜|除夕夜", re.I), _fixed(12, 31)),
+    (re.compile(r"\b(?:christmas|xmas)\b|圣诞节?", re.I), _fixed(12, 24, 0, 2)),
+    (re.compile(r"\bnew\s+year'?s(?:\s+day)?\b|元旦", re.I), _fixed(1, 1)),
+    (re.compile(r"\bhalloween\b|万圣节", re.I), _fixed(10, 31)),
+    (re.compile(r"\bvalentine'?s(?:\s+day)?\b|情人节", re.I), _fixed(2, 14)),
+    (
+        re.compile(r"\b(?:independence\s+day|fourth\s+of\s+july|4th\s+of\s+july|july\s+4th)\b", re.I),
+        _fixed(7, 4),
+    ),
+    (re.compile(r"\bthanksgiving\b|感恩节", re.I), _days(lambda y: _nth_weekday(y, 11, 3, 4), 1, 3)),
+    (re.compile(r"\beaster\b|复活节", re.I), _days(_easter, 2, 1)),
+    (re.compile(r"\bmother'?s\s+day\b|母亲节", re.I), _days(lambda y: _nth_weekday(y, 5, 6, 2), 0, 0)),
+    (re.compile(r"\bfather'?s\s+day\b|父亲节", re.I), _days(lambda y: _nth_weekday(y, 6, 6, 3), 0, 0)),
+    (re.compile(r"\blabou?r\s+day\b", re.I), _days(lambda y: _nth_weekday(y, 9, 0, 1), 2, 0)),
+    (re.compile(r"国庆(?:节|假期|长假)?|十一长假|十一假期", re.I), _fixed(10, 1, 0, 6)),
+    (re.compile(r"劳动节|五一(?:假期|长假)?", re.I), _fixed(5, 1, 0, 4)),
+]
+_BEFORE = re.compile(
+    r"\b(?P<which>last|this|next)\s+$|(?P<year>(?:19|20)\d\d)\s*年\s*$|(?P<zh>去年|今年|明年)\s*$", re.I
+)
+_AFTER = re.compile(r"\s*(?:of\s+|in\s+)?(?P<year>(?:19|20)\d\d)\b")  # matched at the name's end
+_ZH_WHICH = {"去年": "last", "今年": "this", "明年": "next"}
+
+
+def holiday_windows(
+    text: str, now: datetime, recent: int = RECENT
+) -> Iterator[tuple[tuple[datetime, datetime], tuple[int, int]]]:
+    """Each holiday ``text`` names, as windows with the span of ``text`` that named it (a year
+    or "last" / "this" / "next" beside it included)."""
+    low = text.lower()
+    if not any(w in low for w in WORDS):
+        return
+    for pattern, window in _HOLIDAYS:
+        for m in pattern.finditer(text):
+            start, end = m.span()
+            before = _BEFORE.search(text, max(0, start - 12), start)
+            after = _AFTER.match(text, end)
+            if after is not None:
+                yield _utc(window(int(after["year"]))), (start, after.end())
+                continue
+            if before is not None and before["year"]:
+                yield _utc(window(int(before["year"]))), (before.start(), end)
+                continue
+            which = None if before is None else (before["which"] or _ZH_WHICH[before["zh"]]).lower()
+            span = (start, end) if before is None else (before.start(), end)
+            for found in _occurrences(window, now, which, recent):
+                yield found, span
+
+
+def _occurrences(
+    window: Callable[[int], tuple[date, date]], now: datetime, which: str | None, recent: int
+) -> Iterator[tuple[datetime, datetime]]:
+    """The windows a holiday named without a year stands for, counted from ``now``."""
+    if which == "this":
+        yield _utc(window(now.year))
+        return
+    years = [_utc(window(y)) for y in range(now.year - recent - 1, now.year + 2)]
+    if which == "next":
+        yield next(w for w in years if w[0] > now)
+        return
+    past = [w for w in years if w[0] <= now + (timedelta(0) if which == "last" else AHEAD)]
+    yield from past[-(1 if which == "last" else recent) :]
+
+
+def _utc(days: tuple[date, date]) -> tuple[datetime, datetime]:
+    first, after = days
+    return (
+        datetime(first.year, first.month, first.day, tzinfo=UTC),
+        datetime(after.year, after.month, after.day, tzinfo=UTC),
+    )
+
+
+WORDS = (
+    "christmas",
+    "xmas",
+    "new year",
+    "halloween",
+    "valentine",
+    "independence day",
+    "fourth of july",
+    "4th of july",
+    "thanksgiving",
+    "easter",
+    "mother",
+    "father",
+    "labor day",
+    "labour day",
+    "平安夜",
+    "跨年",
+    "除夕",
+    "圣诞",
+    "元旦",
+    "万圣节",
+    "情人节",
+    "感恩节",
+    "复活节",
+    "母亲节",
+    "父亲节",
+    "国庆",
+    "十一长假",
+    "十一假期",
+    "劳动节",
+    "五一",
+)
+"""What a text must hold (lowercased) to name a holiday: the cheap test before the patterns."""
