@@ -7,7 +7,7 @@ Without a year the holiday is one of several years: a query asks about its most 
 occurrences (:data:`RECENT`; "last Christmas" only the one before now, "this Christmas" this
 year's, "next Christmas" the one after now). A memory's own text is not read for holidays
 (:func:`jiyi.text.timeparse.told_windows`): one said on the day is found by when it was said.
-Lunar holidays (春节, 中秋, 端午) move with a calendar this module
+Lunar holidays (除夕, 春节, 中秋, 端午) move with a calendar this module
 does not hold and are not read.
 """
 
@@ -60,7 +60,7 @@ def _fixed(month: int, day: int, before: int = 1, after: int = 1) -> Callable[[i
 # Longer names first: a span is read once, so "Christmas Eve" is not also "Christmas".
 _HOLIDAYS: list[tuple[re.Pattern[str], Callable[[int], tuple[date, date]]]] = [
     (re.compile(r"\bchristmas\s+eve\b|平安夜", re.I), _fixed(12, 24)),
-    (re.compile(r"\bnew\s+year'?s\s+eve\b|跨年夜|除夕夜", re.I), _fixed(12, 31)),
+    (re.compile(r"\bnew\s+year'?s\s+eve\b|跨年夜", re.I), _fixed(12, 31)),  # 除夕 is lunar
     (re.compile(r"\b(?:christmas|xmas)\b|圣诞节?", re.I), _fixed(12, 24, 0, 2)),
     (re.compile(r"\bnew\s+year'?s(?:\s+day)?\b|元旦", re.I), _fixed(1, 1)),
     (re.compile(r"\bhalloween\b|万圣节", re.I), _fixed(10, 31)),
@@ -149,7 +149,6 @@ WORDS = (
     "labour day",
     "平安夜",
     "跨年",
-    "除夕",
     "圣诞",
     "元旦",
     "万圣节",
