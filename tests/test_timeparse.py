@@ -50,6 +50,8 @@ def at(y: int, m: int, d: int, h: int = 12) -> datetime:
         ("the day after tomorrow", date(2022, 4, 14), date(2022, 4, 14)),
         ("we fly out next week", date(2022, 4, 18), date(2022, 4, 24)),
         ("下周末去爬山", date(2022, 4, 23), date(2022, 4, 24)),
+        ("what did we do this weekend", date(2022, 4, 16), date(2022, 4, 17)),
+        ("这周末去了哪里", date(2022, 4, 16), date(2022, 4, 17)),
         ("下个月搬家", date(2022, 5, 1), date(2022, 5, 31)),
         ("next year I start school", date(2023, 1, 1), date(2023, 12, 31)),
     ],
@@ -154,6 +156,7 @@ def test_part_of_a_named_month_is_not_up_to_now() -> None:
         "What should I cook today?",
         "今晚推荐看什么电影",
         "这周末应该去哪玩",
+        "Any ideas for what to do this weekend?",
     ],
 )
 def test_a_request_for_now_names_no_window(query: str) -> None:

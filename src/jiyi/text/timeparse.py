@@ -99,6 +99,7 @@ _RELATIVE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bweek before last\b|上上周|上上个星期|上上星期", re.I), "week_before_last"),
     (re.compile(r"\blast weekend\b|上周末|上个周末", re.I), "last_weekend"),
     (re.compile(r"\blast week\b|上周|上个星期|上星期|上礼拜", re.I), "last_week"),
+    (re.compile(r"\bthis weekend\b|这周末|本周末|这个周末", re.I), "this_weekend"),
     (re.compile(r"\bthis week\b|这周|本周|这个星期", re.I), "this_week"),
     (re.compile(r"\bmonth before last\b|上上个月|上上月", re.I), "month_before_last"),
     (re.compile(r"\blast month\b|上个月|上月", re.I), "last_month"),
@@ -132,7 +133,7 @@ _REQUEST = re.compile(
     r"|推荐|建议|该[做吃去买看穿玩]|应该|有什么好",
     re.I,
 )
-_CURRENT = frozenset({"today", "this_week", "this_month", "this_year"})
+_CURRENT = frozenset({"today", "this_weekend", "this_week", "this_month", "this_year"})
 # "in the past two weeks", "over the last few months", "最近两周", "过去三个月": up to now
 # (not "the last two weeks of August").
 _WITHIN = re.compile(
@@ -308,6 +309,7 @@ _WEEK_SPANS = {
     "week_before_last": (-14, -7),
     "last_weekend": (-2, 0),
     "last_week": (-7, 0),
+    "this_weekend": (5, 7),
     "this_week": (0, 7),
     "next_week": (7, 14),
     "next_weekend": (12, 14),
