@@ -295,3 +295,39 @@ def test_months_joined_without_a_year_are_every_month_between() -> None:
     assert days("in March and May 2021") == [(date(2021, 5, 1), date(2021, 5, 31))]
     assert time_windows("in March and May 2021", NOW).months == (3,)
     assert time_windows("I went there in March and may go again", NOW).months == (3,)
+
+
+# A Wednesday, for days of the week.
+WEDNESDAY = datetime(2024, 3, 13, 10, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "day"),
+    [
+        ("What did I do last Friday?", date(2024, 3, 8)),
+        ("Who did I meet for lunch last Wednesday?", date(2024, 3, 6)),  # not today
+        ("this Monday", date(2024, 3, 11)),
+        ("next Friday", date(2024, 3, 15)),
+        ("上周五我吃了什么", date(2024, 3, 8)),
+        ("上个星期五", date(2024, 3, 8)),
+        ("上上周二", date(2024, 2, 27)),
+        ("这周一", date(2024, 3, 11)),
+        ("下周日", date(2024, 3, 24)),
+        # Alone: the latest one up to today.
+        ("星期天去哪了", date(2024, 3, 10)),
+        ("周三开会说了什么", date(2024, 3, 13)),
+    ],
+)
+def test_a_day_of_the_week(query: str, day: date) -> None:
+    assert days_at(query, WEDNESDAY) == [(day, day)]
+
+
+@pytest.mark.parametrize(
+    "query", ["I work on Mondays", "我每周三去健身", "周五推荐看什么电影", "What should I cook this Friday?"]
+)
+def test_a_habit_or_a_request_names_no_day(query: str) -> None:
+    assert not time_windows(query, WEDNESDAY)
+
+
+def days_at(query: str, now: datetime) -> list[tuple[date, date]]:
+    return [(a.date(), (b - timedelta(microseconds=1)).date()) for a, b in time_windows(query, now).ranges]

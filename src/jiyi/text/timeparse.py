@@ -133,6 +133,47 @@ _REQUEST = re.compile(
     r"|推荐|建议|该[做吃去买看穿玩]|应该|有什么好",
     re.I,
 )
+# A day of a week: "last Friday", "this Tuesday", "next Monday", "上周五", "这周三", "周日",
+# "下星期一". "on Friday" alone is left out: it is a plan as often as a memory.
+_WEEKDAYS = {
+    **{
+        d: i
+        for i, d in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
+    },
+    **{d: i for i, d in enumerate("一二三四五六")},
+    "日": 6,
+    "天": 6,
+}
+_WEEKDAY = re.compile(
+    r"\b(?P<en>last|this|next)\s+(?P<en_day>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b(?!s)"
+    r"|(?<!每)(?P<zh>上上|上|这|本|下)?\s*(?:个)?(?:周|星期|礼拜)(?P<zh_day>[一二三四五六日天])",
+    re.I,
+)
+_ZH_WEEKS = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1}
+
+
+def _weekday(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    """The day a :data:`_WEEKDAY` match names: "last Friday" the latest Friday before today,
+    "next Friday" the first after it, "this Friday" / "这周五" this week's (Monday first),
+    "上周五" last week's, "周五" alone the latest up to today."""
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if m["en"]:
+        day = _WEEKDAYS[m["en_day"].lower()]
+        which = m["en"].lower()
+        if which == "last":
+            start = today - timedelta(days=(today.weekday() - day - 1) % 7 + 1)
+        elif which == "next":
+            start = today + timedelta(days=(day - today.weekday() - 1) % 7 + 1)
+        else:
+            start = today + timedelta(days=day - today.weekday())
+    elif m["zh"] is None:  # "周五" alone: the latest one up to today
+        start = today - timedelta(days=(today.weekday() - _WEEKDAYS[m["zh_day"]]) % 7)
+    else:
+        week = _ZH_WEEKS[m["zh"]]
+        start = today + timedelta(days=7 * week + _WEEKDAYS[m["zh_day"]] - today.weekday())
+    return start, start + timedelta(days=1)
+
+
 _CURRENT = frozenset({"today", "this_weekend", "this_week", "this_month", "this_year"})
 # "in the past two weeks", "over the last few months", "最近两周", "过去三个月": up to now
 # (not "the last two weeks of August").
@@ -533,6 +574,12 @@ def time_windows(query: str, now: datetime, recent: int = RECENT) -> TimeWindows
     _months_of_years(query, now, found)
     _holidays(query, now, recent, found)
     ahead = _REQUEST.search(query) is not None
+    for m in _WEEKDAY.finditer(query):
+        # In a request, a day of this week names when the user will act (as "tonight").
+        if not (
+            ahead and ((m["en"] or "").lower() == "this" or (m["zh"] in (None, "这", "本") and not m["en"]))
+        ):
+            found.add(_in_range(_weekday, m, now), m.span())
     for pattern, kind in _RELATIVE:
         if ahead and kind in _CURRENT:
             continue
