@@ -51,6 +51,7 @@ def at(y: int, m: int, d: int, h: int = 12) -> datetime:
         ("we fly out next week", date(2022, 4, 18), date(2022, 4, 24)),
         ("下周末去爬山", date(2022, 4, 23), date(2022, 4, 24)),
         ("what did we do this weekend", date(2022, 4, 16), date(2022, 4, 17)),
+        ("what did we do this past weekend", date(2022, 4, 9), date(2022, 4, 10)),
         ("这周末去了哪里", date(2022, 4, 16), date(2022, 4, 17)),
         ("下个月搬家", date(2022, 5, 1), date(2022, 5, 31)),
         ("next year I start school", date(2023, 1, 1), date(2023, 12, 31)),

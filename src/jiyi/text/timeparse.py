@@ -97,7 +97,7 @@ _RELATIVE: list[tuple[re.Pattern[str], str]] = [
         "today",
     ),
     (re.compile(r"\bweek before last\b|上上周|上上个星期|上上星期", re.I), "week_before_last"),
-    (re.compile(r"\blast weekend\b|上周末|上个周末", re.I), "last_weekend"),
+    (re.compile(r"\b(?:last|this past|past) weekend\b|上周末|上个周末", re.I), "last_weekend"),
     (re.compile(r"\blast week\b|上周|上个星期|上星期|上礼拜", re.I), "last_week"),
     (re.compile(r"\bthis weekend\b|这周末|本周末|这个周末", re.I), "this_weekend"),
     (re.compile(r"\bthis week\b|这周|本周|这个星期", re.I), "this_week"),
