@@ -12,11 +12,11 @@ from jiyi.text.timeparse import EARLIEST, LATEST, time_windows, told_windows
 NOW = datetime(2022, 4, 12, 22, 57, tzinfo=UTC)
 
 
-def days(query: str) -> list[tuple[date, date]]:
+def days(query: str, now: datetime = NOW) -> list[tuple[date, date]]:
     """The query's ranges as (first day inside, last day inside)."""
     return [
         (start.date(), (end - timedelta(microseconds=1)).date())
-        for start, end in time_windows(query, NOW).ranges
+        for start, end in time_windows(query, now).ranges
     ]
 
 
@@ -320,7 +320,7 @@ WEDNESDAY = datetime(2024, 3, 13, 10, tzinfo=UTC)
     ],
 )
 def test_a_day_of_the_week(query: str, day: date) -> None:
-    assert days_at(query, WEDNESDAY) == [(day, day)]
+    assert days(query, WEDNESDAY) == [(day, day)]
 
 
 @pytest.mark.parametrize(
@@ -328,7 +328,3 @@ def test_a_day_of_the_week(query: str, day: date) -> None:
 )
 def test_a_habit_or_a_request_names_no_day(query: str) -> None:
     assert not time_windows(query, WEDNESDAY)
-
-
-def days_at(query: str, now: datetime) -> list[tuple[date, date]]:
-    return [(a.date(), (b - timedelta(microseconds=1)).date()) for a, b in time_windows(query, now).ranges]
