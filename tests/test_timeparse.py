@@ -328,3 +328,18 @@ def test_a_day_of_the_week(query: str, day: date) -> None:
 )
 def test_a_habit_or_a_request_names_no_day(query: str) -> None:
     assert not time_windows(query, WEDNESDAY)
+
+
+@pytest.mark.parametrize(
+    ("query", "first", "last"),
+    [
+        # "the last week of" a month is no "last week"; the month's window stays whole (a
+        # narrower one lost a LoCoMo question whose "beginning of January" was the 23rd).
+        ("the last week of June 2021", date(2021, 6, 1), date(2021, 6, 30)),
+        ("the last month of 2021", date(2021, 1, 1), date(2021, 12, 31)),
+        ("in early 2021", date(2021, 1, 1), date(2021, 12, 31)),
+        ("mid-2021", date(2021, 1, 1), date(2021, 12, 31)),
+    ],
+)
+def test_a_part_of_a_month_or_a_year_is_the_whole_of_it(query: str, first: date, last: date) -> None:
+    assert days(query) == [(first, last)]

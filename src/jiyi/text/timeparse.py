@@ -67,8 +67,8 @@ _EN_MONTH_SECOND = re.compile(  # after "and" only with "between": "March and ma
     rf"(?:\b(?:{_MP}){_EN_TO}|\bbetween\s+(?:{_MP})\s+and\s+)({_MP})\b(?![\s,]+\d)", re.I
 )
 _EN_YEAR = re.compile(
-    r"\b(?:in|during|of|since|before|after|until|till|by|through|as of|prior to|up to|from|between)"
-    r"\s+((?:19|20)\d\d)\b",
+    r"\b(?:in|during|of|since|before|after|until|till|by|through|as of|prior to|up to|from|between"
+    r"|early|mid|late)[\s-]+((?:19|20)\d\d)\b",
     re.I,
 )
 _EN_YEAR_SECOND = re.compile(  # "from 2019 to 2021", "between 2019 and 2021", "2019-2021"
@@ -98,13 +98,13 @@ _RELATIVE: list[tuple[re.Pattern[str], str]] = [
     ),
     (re.compile(r"\bweek before last\b|上上周|上上个星期|上上星期", re.I), "week_before_last"),
     (re.compile(r"\b(?:last|this past|past) weekend\b|上周末|上个周末", re.I), "last_weekend"),
-    (re.compile(r"\blast week\b|上周|上个星期|上星期|上礼拜", re.I), "last_week"),
+    (re.compile(r"\blast week\b(?!\s+of\b)|上周|上个星期|上星期|上礼拜", re.I), "last_week"),
     (re.compile(r"\bthis weekend\b|这周末|本周末|这个周末", re.I), "this_weekend"),
     (re.compile(r"\bthis week\b|这周|本周|这个星期", re.I), "this_week"),
     (re.compile(r"\bmonth before last\b|上上个月|上上月", re.I), "month_before_last"),
-    (re.compile(r"\blast month\b|上个月|上月", re.I), "last_month"),
+    (re.compile(r"\blast month\b(?!\s+of\b)|上个月|上月", re.I), "last_month"),
     (re.compile(r"\bthis month\b|这个月|本月", re.I), "this_month"),
-    (re.compile(r"\blast year\b|去年", re.I), "last_year"),
+    (re.compile(r"\blast year\b(?!\s+of\b)|去年", re.I), "last_year"),
     (re.compile(r"\byear before last\b|前年", re.I), "year_before_last"),
     (re.compile(r"\bthis year\b|今年", re.I), "this_year"),
     # Ahead: a query rarely names them, a memory often does ("my exam is next week").
