@@ -469,12 +469,10 @@ _BETWEEN = re.compile(r"\bbetween\s+(?:the\s+)?$", re.I)
 
 @dataclass
 class _Found:
-    """Windows and months found so far in ``text``, and the spans of it they came from: a
-    span is read once, by the most specific expression."""
+    """Windows and months found so far in ``text`` (:attr:`times`), and the spans of it they
+    came from: a span is read once, by the most specific expression."""
 
     text: str = ""
-    ranges: list[tuple[datetime, datetime]] = field(default_factory=list)
-    months: list[int] = field(default_factory=list)
     spans: list[tuple[int, int]] = field(default_factory=list)
     # Each range or month with its span, in the order found: joined and bounded at the end.
     times: list[tuple[tuple[int, int], tuple[datetime, datetime] | int]] = field(default_factory=list)
@@ -500,11 +498,13 @@ class _Found:
             self.times.append((span, month))
             self.spans.append(span)
 
-    def settle(self) -> None:
-        """Two times joined ("between March and May 2023") become one range from the first's
-        start to the second's end, a month without a year taking the other's year; two
-        months without a year, every month from one to the other. A time left alone is
-        bounded by a word before or after it (:func:`_bounded`)."""
+    def settle(self) -> tuple[list[tuple[datetime, datetime]], list[int]]:
+        """The ranges and months found. Two times joined ("between March and May 2023") are
+        one range from the first's start to the second's end, a month without a year taking
+        the other's year; two months without a year, every month from one to the other. A
+        time left alone is bounded by a word before or after it (:func:`_bounded`)."""
+        ranges: list[tuple[datetime, datetime]] = []
+        months: list[int] = []
         times = sorted(self.times, key=lambda t: t[0])
         i = 0
         while i < len(times):
@@ -516,20 +516,19 @@ class _Found:
                     gap["and"] is None or _BETWEEN.search(self.text, max(0, a_span[0] - 20), a_span[0])
                 ):
                     joined = _joined(a, b)
-            if joined is not None:
-                self._keep(joined)
-                i += 2
-                continue
-            self._keep(_bounded(a, self.text, a_span) if isinstance(a, tuple) else a)
-            i += 1
-
-    def _keep(self, time: tuple[datetime, datetime] | int | list[int]) -> None:
-        if isinstance(time, tuple):
-            self.ranges.append(time)
-        elif isinstance(time, int):
-            self.months.append(time)
-        else:
-            self.months.extend(time)
+            i += 1 if joined is None else 2
+            time = (
+                joined
+                if joined is not None
+                else _bounded(a, self.text, a_span)
+                if isinstance(a, tuple)
+                else [a]
+            )
+            if isinstance(time, tuple):
+                ranges.append(time)
+            else:
+                months.extend(time)
+        return ranges, months
 
 
 def _joined(
@@ -593,10 +592,8 @@ def time_windows(query: str, now: datetime, recent: int = RECENT) -> TimeWindows
         if found.add(_in_range(_within_window, m, now), m.span()):
             counted.append(m.span())
     _years_and_months(query, found)
-    found.settle()
-    return TimeWindows(
-        tuple(found.ranges), tuple(dict.fromkeys(found.months)), tuple(found.spans), tuple(counted)
-    )
+    ranges, months = found.settle()
+    return TimeWindows(tuple(ranges), tuple(dict.fromkeys(months)), tuple(found.spans), tuple(counted))
 
 
 def _holidays(query: str, now: datetime, recent: int, found: _Found) -> None:
