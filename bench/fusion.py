@@ -80,15 +80,16 @@ class Recorder:
         skip: frozenset[str] = frozenset(),
         replaced: Mapping[str, tuple[str, ...]] | None = None,
         asking: bool = False,
+        gains: np.ndarray | None = None,
     ) -> list[Scored]:
         coverage = term_coverage(cands, query_terms(query), neighbours=False)
-        cols = fusion.features(cands, query, coverage, in_time, skip)
+        cols = fusion.features(cands, query, coverage, in_time, skip, gains)
         dim = next((c.vector.shape[0] for c in cands if c.vector is not None), 1)
         vectors = np.zeros((len(cands), dim), dtype=np.float16)
         for i, c in enumerate(cands):
             if c.vector is not None:
                 vectors[i] = c.vector
-        out = self.inner(cands, cfg, now, in_time, query, model_id, skip, replaced, asking)
+        out = self.inner(cands, cfg, now, in_time, query, model_id, skip, replaced, asking, gains)
         parts = {s.candidate.item.id: _rest(s) for s in out}
         prev, nxt = fusion.neighbour_index(cands)
         self.pools.append(

@@ -10,7 +10,10 @@ candidate of every captured pool (its text is in the capture since session 29):
 * ``scos`` / ``sstmt``: the best sentence's cosine to the query, over every sentence /
   over the sentences that do not only ask (``jiyi.text.answers.only_asks``), never below
   the whole text's cosine;
-* ``sgain`` / ``sgain_st``: how much those exceed the whole text's cosine.
+* ``sgain_all`` / ``sgain_st``: how much those exceed the whole text's cosine.
+
+Since session 32 the search reads ``sgain_st`` itself (``sgain`` in ``jiyi.read.fusion``,
+:mod:`jiyi.read.statements`), so a capture made since holds it among the columns in code.
 
 Each is added to the fusion as an adapted evidence (four sides, as ``fusion.EVIDENCE``)
 and fitted on the development halves, either with every weight (``--refit``, compared with
@@ -46,7 +49,7 @@ from jiyi.text.sentences import split_sentences
 from jiyi.text.tokenize import query_terms
 from parts import CachingEmbedder
 
-EVIDENCE = ("scover", "scos", "sstmt", "sgain", "sgain_st")
+EVIDENCE = ("scover", "scos", "sstmt", "sgain_all", "sgain_st")
 SETS = ("lme", "locomo", "zhen")
 HELD = ("answer", "reply", "continues", "speaker")
 """Weights chosen apart from the fit (fusion.WEIGHTS' comments): held at their value in code."""
@@ -80,7 +83,7 @@ def sentence_columns(pool: dict[str, Any], embedder: CachingEmbedder) -> dict[st
         "scover": scover,
         "scos": scos,
         "sstmt": sstmt,
-        "sgain": np.maximum(scos - cos, 0.0),
+        "sgain_all": np.maximum(scos - cos, 0.0),
         "sgain_st": np.maximum(sstmt - cos, 0.0),
     }
 

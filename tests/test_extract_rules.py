@@ -894,7 +894,9 @@ def test_pathological_input_is_fast() -> None:
     start = time.perf_counter()
     for text in texts:
         RuleExtractor().extract([Turn("user", text)])
-    assert time.perf_counter() - start < 3.0
+    # A guard against backtracking that grows with the input (minutes), not a speed test:
+    # ~1 s alone here, 3.1 s once with the whole suite on both cores.
+    assert time.perf_counter() - start < 15.0
 
 
 def test_chinese_clauses_without_repeated_subject() -> None:

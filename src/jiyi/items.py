@@ -11,7 +11,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from jiyi.effects import Flow, call
-from jiyi.embed.cached import embed_documents
 from jiyi.errors import InvalidInput, NotFound
 from jiyi.model import (
     DECOMPOSITION,
@@ -24,6 +23,7 @@ from jiyi.model import (
     Status,
     invalid_from_pydantic,
 )
+from jiyi.read.statements import embed_memories
 from jiyi.runtime import Runtime
 from jiyi.store.base import (
     Filter,
@@ -274,7 +274,7 @@ def update(
     new = old.evolve(**changes, version=old.version + 1, updated_at=rt.now())
     vector, cache_put = None, None
     if new.content != old.content:
-        vectors, cache_put = yield from embed_documents(rt, [new.content])
+        vectors, cache_put = yield from embed_memories(rt, [new.content])
         vector = vectors[0]
     action = (
         HistoryAction.ARCHIVE
@@ -451,7 +451,7 @@ def import_items(
     embedded = 0
     for start in range(0, len(items), IMPORT_BATCH):
         batch = items[start : start + IMPORT_BATCH]
-        vectors, cache_put = yield from embed_documents(rt, [i.content for i in batch])
+        vectors, cache_put = yield from embed_memories(rt, [i.content for i in batch])
         embedded += len(batch)
         if cache_put:
             changes.append(cache_put)

@@ -76,6 +76,9 @@ class Runtime:
     clock: Callable[[], datetime] = utcnow
     tenant_id: str = DEFAULT_TENANT
     query_cache: QueryCache = field(default_factory=QueryCache)
+    part_cache: QueryCache = field(default_factory=lambda: QueryCache(4096))
+    """Per memory text, its statements' vectors (:mod:`jiyi.read.statements`), by (model,
+    text): the same memories come back search after search."""
     extra_handlers: Mapping[type, tuple[Handler, AsyncHandler]] = field(default_factory=dict)
     """More effect types and their (sync, async) handlers, e.g. a files layer's operations."""
 

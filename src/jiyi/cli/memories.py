@@ -169,6 +169,8 @@ _EVIDENCE = (
     ("similarity.continues", "continues"),
     # the hit was said by the person the query names
     ("similarity.speaker", "speaker"),
+    # one of the hit's sentences matches the query better than the whole text
+    ("similarity.sentence", "best sentence"),
     # the hit only asks a question, so its evidence counts less (negative)
     ("similarity.only_asks", "only asks"),
     ("relevance", "relevance"),

@@ -54,6 +54,10 @@ The features of one candidate (all from the search's own pool):
   they were saying after the other person's turn ("I have a few game recommendations:
   Zelda ..." / "..." / "Oh, I forgot to mention Overcooked 2"). Only between named
   speakers, as ``reply``;
+* ``sgain``: how far the cosine of the item's best statement (a sentence that does not
+  only ask, in an item of two sentences or more) lies above the item's own cosine
+  (:mod:`jiyi.read.statements`): one sentence among several can say what is asked while
+  the whole text's vector is the mean of everything it says;
 * ``speaker``: 1 when the item's speaker (``metadata.speaker``) is a person the query names
   ("What did Caroline research?"), times the share of the pool that person did not say (as
   ``time_sel``: in a conversation of two, naming one of them still leaves half the turns)
@@ -107,6 +111,7 @@ EVIDENCE = (
     "across",
     "phrase",
     "rrf",
+    "sgain",
 )
 """The evidence whose weight adapts to the pool (see :data:`FEATURES`)."""
 
@@ -131,6 +136,7 @@ SIGNALS = {
     "time": tuple(f"{e}*{side}" for e in ("time", "time_sel") for side in SIDES),
     "language": tuple(f"across*{side}" for side in SIDES),
     "rank": tuple(f"rrf*{side}" for side in SIDES),
+    "sentence": tuple(f"sgain*{side}" for side in SIDES),
     "answer": ("answer",),
     "reply": ("reply",),
     "continues": ("continues",),
@@ -195,6 +201,10 @@ WEIGHTS = np.array(
         0.0000,  # rrf*long
         0.0000,  # rrf*apart
         0.0000,  # rrf*agree
+        0.4600,  # sgain*short (fitted alone, the rest held: docs/benchmarks.md, session 29)
+        2.4200,  # sgain*long
+        2.3200,  # sgain*apart
+        0.5600,  # sgain*agree
         0.0000,  # cover_n
         2.0000,  # answer (not fitted with the rest: chosen on the development halves, docs/benchmarks.md)
         5.0000,  # reply (chosen alone on the development halves, the rest as fitted: docs/benchmarks.md, session 22)
@@ -553,10 +563,12 @@ def features(
     coverage: np.ndarray,
     in_time: Callable[[MemoryItem], bool] | None,
     skip: frozenset[str] = frozenset(),
+    gains: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Every feature of every candidate, as columns (see the module docstring).
     ``coverage`` is each candidate's own term coverage (``jiyi.read.rank.term_coverage``
-    with ``neighbours=False``); ``skip``: query terms no phrase may hold."""
+    with ``neighbours=False``); ``skip``: query terms no phrase may hold; ``gains``: each
+    candidate's ``sgain`` (:func:`jiyi.read.statements.gains`; None: no such evidence)."""
     n = len(cands)
     cos, bm25, cos_n, bm25_n = evidence(cands)
     kw = bm25 / (bm25 + KW_SATURATION)
@@ -595,6 +607,7 @@ def features(
         "reply": replies(cands, prev, own, speakers[1]),
         "continues": continuations(cands, prev, own, speakers),
         "speaker": said * (1.0 - (float(said.mean()) if n else 0.0)),
+        "sgain": np.zeros(n) if gains is None else gains,
     }
     shares = side_shares(texts, cos, bm25)
     for name in EVIDENCE:
@@ -666,6 +679,10 @@ E5_WEIGHTS = np.array(
         0.2166,  # rrf*long
         1.6217,  # rrf*apart
         0.3922,  # rrf*agree
+        0.0000,  # sgain*short (not fitted on this embedder)
+        0.0000,  # sgain*long
+        0.0000,  # sgain*apart
+        0.0000,  # sgain*agree
         0.3662,  # cover_n
         0.0000,  # answer (not fitted on this embedder)
         3.0000,  # reply (chosen alone on LoCoMo's development half with e5: docs/benchmarks.md, session 22)
@@ -731,6 +748,10 @@ PAIR_WEIGHTS = np.array(
         0.0000,  # rrf*long
         0.0000,  # rrf*apart
         0.0000,  # rrf*agree
+        0.0000,  # sgain*short (not fitted on this embedder)
+        0.0000,  # sgain*long
+        0.0000,  # sgain*apart
+        0.0000,  # sgain*agree
         0.0000,  # cover_n
         0.0000,  # answer (not fitted on this embedder)
         0.0000,  # reply (not fitted on this embedder)

@@ -190,6 +190,7 @@ def similarities(
     model_id: str = "",
     skip: frozenset[str] = frozenset(),
     asking: bool = False,
+    gains: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Similarity of every candidate (0..1) and the columns it is made of (the first part
     of each candidate's breakdown). ``in_time`` None: the query names no time.
@@ -201,7 +202,7 @@ def similarities(
     (:func:`jiyi.text.answers.about_asking`), so a memory that only asks keeps all its
     evidence (:data:`ASKS_ONLY_FACTOR`; learned fusion)."""
     if cfg.fusion == "learned":
-        return _learned(cands, in_time, query, fusion.weights_for(model_id), skip, asking)
+        return _learned(cands, in_time, query, fusion.weights_for(model_id), skip, asking, gains)
     cos, bm25, cos_n, bm25_n = fusion.evidence(cands)
     c, a, w = cfg.context_vector, cfg.context_keyword, cfg.keyword_weight
     vec = (cos + c * cos_n) / (1.0 + c)
@@ -263,11 +264,12 @@ def _learned(
     weights: np.ndarray,
     skip: frozenset[str] = frozenset(),
     asking: bool = False,
+    gains: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The learned fusion (:mod:`jiyi.read.fusion`): features, fused value, similarity."""
     asked = [t for t in asked_terms(query) if t not in skip]
     coverage = term_coverage(cands, asked, neighbours=False)
-    cols = fusion.features(cands, query, coverage, in_time, skip)
+    cols = fusion.features(cands, query, coverage, in_time, skip, gains)
     s = fusion.fused(cols, weights)
     keep = kept_shares(cands, asking)
     asks_part = s * (keep - 1.0)
@@ -479,15 +481,17 @@ def score_candidates(
     skip: frozenset[str] = frozenset(),
     replaced: Mapping[str, tuple[str, ...]] | None = None,
     asking: bool = False,
+    gains: np.ndarray | None = None,
 ) -> list[Scored]:
     """Score every candidate, best first, replacements above what they replaced.
     ``in_time`` None: the query names no time; ``model_id``: the embedder's; ``skip``:
     query terms that are no keyword (see :func:`similarities`); ``replaced``: per
     candidate's id, the texts of what it superseded (see :func:`newer_versions_first`);
-    ``asking``: see :func:`similarities`."""
+    ``asking``: see :func:`similarities`; ``gains``: each candidate's best statement above
+    its own cosine (:mod:`jiyi.read.statements`; None: not read)."""
     if not cands:
         return []
-    similarity, columns = similarities(cands, cfg, in_time, query, model_id, skip, asking)
+    similarity, columns = similarities(cands, cfg, in_time, query, model_id, skip, asking, gains)
     parts, retired = seed_contributions([c.item for c in cands], similarity, cfg, now)
     # Summed in the contributions' order (the discount last), as the breakdown lists them.
     score = functools.reduce(np.add, [v for name, v in parts.items() if name != "superseded"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -13,7 +14,7 @@ import numpy as np
 from jiyi.effects import Flow, call, rerank_scores
 from jiyi.embed.cached import query_vector
 from jiyi.embed.scale import on_scale
-from jiyi.errors import InvalidInput
+from jiyi.errors import InvalidInput, StoreReadOnly
 from jiyi.model import (
     MemoryItem,
     MemoryType,
@@ -23,6 +24,7 @@ from jiyi.model import (
     in_agent_space,
 )
 from jiyi.problems import too_large, too_small
+from jiyi.read import statements
 from jiyi.read.owner import owner_terms
 from jiyi.read.rank import Scored, SearchHit, asked_terms, mmr_select, relevances, score_candidates
 from jiyi.read.rerank import apply_rerank, rerank_texts
@@ -37,11 +39,14 @@ from jiyi.store.base import (
     Retrieve,
     Retrieved,
     Viewer,
+    Write,
     detached,
 )
 from jiyi.text.answers import about_asking, without_framing
 from jiyi.text.timeparse import TimeWindows, time_windows, told_windows, without_spans
 from jiyi.validate import Problems, check_limit, check_text, enum_tuple, scope_keys
+
+log = logging.getLogger("jiyi.search")
 
 
 def search(
@@ -111,7 +116,7 @@ def search(
     if as_of is not None:
         candidates = [c for c in candidates if c.item.valid_at(now)]
         touch = False
-    scored = _scored(rt, candidates, query_, now, retired)
+    scored = yield from _scored(rt, candidates, query_, now, retired, keep=touch)
     floor = rt.rank.threshold if threshold is None else threshold
     rel = _Relevance.of(scored, query_, rt) if min_relevance is not None or explain else None
     scored = _cut(scored, floor, rel, min_relevance)
@@ -126,13 +131,38 @@ def search(
     return hits
 
 
+def _statement_gains(
+    rt: Runtime, candidates: list[Candidate], query: str, keep: bool
+) -> Flow[np.ndarray | None]:
+    """Each candidate's best statement above its own cosine (:mod:`jiyi.read.statements`),
+    when this embedder's fusion weighs it. Statements no cache held (a memory written
+    before they were kept) are embedded here and, if ``keep``, written to the store's
+    cache; a failure to write them is logged, never the search's."""
+    if not candidates or not statements.used(rt):
+        return None
+    qvec = yield from query_vector(rt, query)
+    vectors, put = yield from statements.statement_vectors(rt, [c.item.content for c in candidates])
+    if keep and put is not None:
+        try:
+            yield from call(Write((put,)))
+        except StoreReadOnly:
+            pass  # a read-only store is searched as it is
+        except Exception:
+            log.warning("statement vectors could not be kept in the cache; the search goes on", exc_info=True)
+    return statements.gains(candidates, qvec, vectors)
+
+
 def _scored(
     rt: Runtime,
     candidates: list[Candidate],
     query: _Query,
     now: datetime,
     retired: Mapping[str, tuple[str, ...]],
-) -> list[Scored]:
+    keep: bool,
+) -> Flow[list[Scored]]:
+    """Every candidate scored; ``keep``: statements embedded on the way go into the store's
+    embedding cache (a search that writes its usage may write them too)."""
+    gains = yield from _statement_gains(rt, candidates, query.text, keep)
     return score_candidates(
         candidates,
         rt.rank,
@@ -143,6 +173,7 @@ def _scored(
         query.skip,
         retired,
         about_asking(query.text),
+        gains,
     )
 
 

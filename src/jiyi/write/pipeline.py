@@ -5,7 +5,7 @@ conversation) run the same named steps:
 
 1. **screen** (:func:`jiyi.write.gate.screen`): length, confidence, low value, PII;
    automatic extractions are also rate-limited per session;
-2. **embed** through the persistent cache (:func:`jiyi.embed.cached.embed_documents`);
+2. **embed** through the persistent cache (:func:`jiyi.read.statements.embed_memories`: the text and its statements);
 3. **neighbours**: the nearest stored items of the same scope and audience
    (:func:`neighbours`), so nothing is ever folded into another audience's memory;
 4. **decide**: reconciliation (:func:`jiyi.write.reconcile.decide`'s rules; for extracted
@@ -34,7 +34,6 @@ import numpy as np
 
 from jiyi.config import GateConfig
 from jiyi.effects import Flow, call, embed
-from jiyi.embed.cached import embed_documents
 from jiyi.embed.scale import on_scale
 from jiyi.errors import InvalidInput, WriteConflict
 from jiyi.items import change_event
@@ -48,6 +47,7 @@ from jiyi.model import (
     Status,
     owner_scope,
 )
+from jiyi.read.statements import embed_memories
 from jiyi.runtime import Runtime
 from jiyi.store.base import (
     Candidate,
@@ -249,7 +249,7 @@ def _store_one(
     # Sensitive data leaves every text field, not only the content (raw, summary,
     # structured, metadata, tags), under the tenant's policy.
     item = scrub_item(rt.gate, item)
-    vectors, cache_put = yield from embed_documents(rt, [item.content])
+    vectors, cache_put = yield from embed_memories(rt, [item.content])
     vector = vectors[0]
     changes: list[Change] = [cache_put] if cache_put else []
     if automatic:
@@ -527,7 +527,7 @@ def store_extracted(
             yield from call(Write(tuple(kept.changes)))
         _log_refusals(outcomes)
         return outcomes
-    vectors, cache_put = yield from embed_documents(rt, [text for _, text in passed])
+    vectors, cache_put = yield from embed_memories(rt, [text for _, text in passed])
     owner = {"user_id": user_id, "project_id": project_id, "session_id": session_id, "agent_id": agent_id}
     items: list[tuple[Extracted, MemoryItem, np.ndarray]] = []
     for (cand, text), vector in zip(passed, vectors, strict=True):

@@ -32,9 +32,9 @@ from datetime import datetime
 from typing import Any
 
 from jiyi.effects import Flow
-from jiyi.embed.cached import embed_documents
 from jiyi.items import change_event
 from jiyi.model import RESOURCE_TAG, TURN_TAG, MemoryItem, MemoryType, Source, owner_scope
+from jiyi.read.statements import embed_memories
 from jiyi.runtime import Runtime
 from jiyi.store.base import Change, HistoryAction, Upsert
 from jiyi.text.lowvalue import is_acknowledgement
@@ -84,7 +84,7 @@ def store_turns(
             items[i] = item
     if not items:
         return Resources({}, [])
-    vectors, cache_put = yield from embed_documents(rt, [i.content for i in items.values()])
+    vectors, cache_put = yield from embed_memories(rt, [i.content for i in items.values()])
     changes: list[Change] = [cache_put] if cache_put else []
     for item, vector in zip(items.values(), vectors, strict=True):
         event = change_event(

