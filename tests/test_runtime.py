@@ -161,3 +161,32 @@ async def test_async_bound_view(tmp_path: Path) -> None:
         added = await bob.add("Bob rides a red bicycle to work")
         assert added.item is not None and added.item.tenant_id == "t2"
         assert (await bob.search("how does Bob commute?"))[0].item.id == added.item.id
+
+
+def test_the_vector_cache_is_shared_by_threads_without_losing_its_bound() -> None:
+    import threading
+
+    import numpy as np
+
+    from jiyi.runtime import QueryCache
+
+    cache = QueryCache(8)
+    errors: list[BaseException] = []
+    vec = np.zeros(4, dtype=np.float32)
+
+    def hammer(seed: int) -> None:
+        try:
+            for i in range(20_000):
+                key = ("m", str((seed * 7 + i) % 12))
+                if cache.get(key) is None:
+                    cache.put(key, vec)
+        except BaseException as exc:  # any failure on a thread is the finding
+            errors.append(exc)
+
+    threads = [threading.Thread(target=hammer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(cache._data) <= 8

@@ -9,6 +9,7 @@ run them with the handler tables it builds. Building one does no I/O.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,23 +30,29 @@ from jiyi.store.base import Op, Store
 
 
 class QueryCache:
-    """Query embeddings kept in process (queries repeat; writes do not need them)."""
+    """Vectors kept in process, least recently used out: query embeddings (queries repeat;
+    writes do not need them) and memories' statements (:mod:`jiyi.read.statements`).
+    Searches on several threads share one (a server's): a lock keeps one thread's
+    eviction from removing the key another is moving to the end."""
 
     def __init__(self, size: int = 2048) -> None:
         self._data: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._size = size
+        self._lock = threading.Lock()
 
     def get(self, /, key: tuple[str, str]) -> np.ndarray | None:
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
-        return value
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
 
     def put(self, key: tuple[str, str], value: np.ndarray) -> None:
-        self._data[key] = value
-        self._data.move_to_end(key)
-        while len(self._data) > self._size:
-            self._data.popitem(last=False)
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self._size:
+                self._data.popitem(last=False)
 
 
 def _need_reranker(reranker: Reranker | None) -> Reranker:
