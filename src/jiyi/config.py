@@ -195,12 +195,14 @@ class RankConfig:
     fitted on three benchmarks' development halves that adapt to the query and the store
     (jiyi.read.fusion), or ``"fixed"``, the earlier hand-tuned formula below
     (``keyword_weight`` ... ``similarity_scale`` and ``cross_language_fill`` apply to it only)."""
-    statements: bool = True
+    statements: bool | None = None
     """Read each memory's best statement (jiyi.read.statements; learned fusion only): a
     memory of two or more sentences also has its statements embedded when it is written,
     into the embedding cache. On chat turns that costs about 40% of the ingest throughput
-    (LoCoMo's turns: 580 -> 340 memories/s) for a quarter to a half point of recall
-    (docs/benchmarks.md, session 32); ``False`` writes and reads none."""
+    (LoCoMo's turns: 580 -> 340 memories/s) for a third to a half point of recall
+    (docs/benchmarks.md, session 32). ``None`` (default): with the default embedder only
+    (the weights were fitted on its cosines; a hosted embedder would be sent about twice
+    the text); ``True``: with any embedder whose weights count them; ``False``: never."""
     keyword_weight: float = 0.7
     """Share of the keyword (BM25) evidence in similarity; the rest is cosine. Tuned on
     LoCoMo; 0.5 does better on LongMemEval_S and across languages but moves the
@@ -286,8 +288,8 @@ class RankConfig:
             raise ConfigError(f"formula must be 'seed000' or 'seed002', got {self.formula!r}")
         if self.fusion not in ("learned", "fixed"):
             raise ConfigError(f"fusion must be 'learned' or 'fixed', got {self.fusion!r}")
-        if not isinstance(self.statements, bool):
-            raise ConfigError(f"statements must be true or false, got {self.statements!r}")
+        if self.statements is not None and not isinstance(self.statements, bool):
+            raise ConfigError(f"statements must be true, false or unset, got {self.statements!r}")
         if self.pool_factor < 1 or self.min_pool < 1 or self.neighbours < 0:
             raise ConfigError("pool_factor and min_pool must be >= 1 and neighbours >= 0")
         if min(self.keyword_saturation, self.decay_days, self.recency_days, self.similarity_scale) <= 0:

