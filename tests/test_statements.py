@@ -17,7 +17,11 @@ from jiyi.model import MemoryItem
 from jiyi.read import fusion
 from jiyi.read.statements import gains, statements, used_by
 from jiyi.store.base import CacheGet, Candidate
+from jiyi.store.postgres import PostgresStore
+from jiyi.store.redis_cache import RedisCachedStore
 from jiyi.store.sqlcommon import text_hash
+from tests.pg import drop_schema, new_schema, pg_dsn  # noqa: F401
+from tests.test_redis_cache import admin, prefix, redis_url  # noqa: F401
 
 ON = RankConfig(statements=True)  # the tests' small hash embedder reads none unless told
 LONG = (
@@ -139,3 +143,31 @@ def test_the_default_embedder_writes_statements_without_being_told(tmp_path: Pat
         hits = mem.search("when did I adopt Scout the beagle?", user_id="u", explain=True)
     assert _cached(path, model, list(statements(LONG))) == set(statements(LONG))
     assert hits[0].breakdown["similarity.sentence"] > 0.0
+
+
+def test_statements_on_postgresql_behind_redis_as_on_sqlite(
+    pg_dsn: str,  # noqa: F811
+    redis_url: str,  # noqa: F811
+    prefix: str,  # noqa: F811
+) -> None:
+    """The server path keeps and finds statements as the embedded store does: written through
+    the Redis layer into PostgreSQL's cache, and found by a process that never saw them."""
+    schema = new_schema()
+
+    def store() -> RedisCachedStore:
+        return RedisCachedStore(PostgresStore(pg_dsn, schema=schema), redis_url, prefix=prefix)
+
+    query = "when did I adopt Scout the beagle?"
+    try:
+        with Memory(store(), embedder="hash:64", rank=ON) as mem:
+            mem.add(LONG, user_id="u", infer=False)
+            before = mem.search(query, user_id="u", explain=True)
+        with Memory(store(), embedder="hash:64", rank=ON) as mem:
+            found = mem.runtime.store.execute(
+                CacheGet("hash:64", tuple(text_hash(s) for s in statements(LONG)))
+            )
+            after = mem.search(query, user_id="u", explain=True)
+        assert len(found) == len(statements(LONG))
+        assert after[0].breakdown["similarity.sentence"] == before[0].breakdown["similarity.sentence"] > 0
+    finally:
+        drop_schema(pg_dsn, schema)
