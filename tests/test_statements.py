@@ -15,7 +15,7 @@ from jiyi.config import RankConfig
 from jiyi.errors import ConfigError
 from jiyi.model import MemoryItem
 from jiyi.read import fusion
-from jiyi.read.statements import gains, statements, used_by
+from jiyi.read.statements import gains, statement_texts, statements, used_by
 from jiyi.store.base import CacheGet, Candidate
 from jiyi.store.postgres import PostgresStore
 from jiyi.store.redis_cache import RedisCachedStore
@@ -171,3 +171,26 @@ def test_statements_on_postgresql_behind_redis_as_on_sqlite(
         assert after[0].breakdown["similarity.sentence"] == before[0].breakdown["similarity.sentence"] > 0
     finally:
         drop_schema(pg_dsn, schema)
+
+
+def test_every_write_of_a_memorys_text_keeps_its_statements(tmp_path: Path) -> None:
+    """Episodes, document chunks and rewritten facts too, not only added memories: a search in
+    a new process then finds every candidate's statements in the store's cache."""
+    path = tmp_path / "m.db"
+    chunk = "We chose Postgres for the ledger. It has row-level locks. The team knows it well."
+    with Memory.open(path, embedder="hash:64", rank=ON) as mem:
+        parent = mem.add_document(chunk, user_id="u")
+        mem.remember(
+            [
+                {"role": "user", "content": "I moved to Lyon last month. The flat is small but bright."},
+                {"role": "assistant", "content": "Congratulations! Lyon is lovely. How is the new job?"},
+            ],
+            session_id="s1",
+            user_id="u",
+        )
+        mem.end_session("s1", user_id="u")
+        mem.process_jobs()
+        texts = [i.content for i in mem.list(user_id="u", include_turns=True, limit=100).items]
+    assert parent and any(statements(t) for t in texts)
+    wanted = statement_texts(texts)
+    assert _cached(path, "hash:64", wanted) == set(wanted)

@@ -61,6 +61,7 @@ from jiyi.model import (
     owner_scope,
     scope_key,
 )
+from jiyi.read.statements import embed_memories
 from jiyi.runtime import Runtime
 from jiyi.store.base import (
     CachePut,
@@ -1218,7 +1219,7 @@ def _save(
     changes: list[Any] = [cache_put] if cache_put else []
     vector = None
     if old is None or new.content != old.content:
-        vectors, put = yield from embed_documents(rt, [new.content])
+        vectors, put = yield from embed_memories(rt, [new.content])
         vector = vectors[0]
         if put:
             changes.append(put)

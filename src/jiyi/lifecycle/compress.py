@@ -66,6 +66,7 @@ from jiyi.model import (
     new_id,
 )
 from jiyi.problems import too_large, too_small, wrong_type
+from jiyi.read.statements import embed_memories
 from jiyi.runtime import Runtime
 from jiyi.store.base import (
     CachePut,
@@ -693,7 +694,7 @@ def _write_cores(
     actor: str,
 ) -> Flow[None]:
     """The core memories (embedded, audited) and ``changes``, in one transaction."""
-    embedded, core_put = yield from embed_documents(rt, [c.content for c in core_items])
+    embedded, core_put = yield from embed_memories(rt, [c.content for c in core_items])
     writes: list[Change] = [p for p in (cache_put, core_put) if p is not None]
     for item, vector in zip(core_items, embedded, strict=True):
         info = item.metadata[FROM_KEY]

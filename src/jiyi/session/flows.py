@@ -17,10 +17,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from jiyi.effects import Flow, call
-from jiyi.embed.cached import embed_documents
 from jiyi.errors import Forbidden, InvalidInput, LLMError, NotFound, WriteConflict
 from jiyi.items import all_items, change_event
 from jiyi.model import MemoryItem, MemoryType, Scope, Source, Status, owner_scope, scope_key
+from jiyi.read.statements import embed_memories
 from jiyi.runtime import Runtime
 from jiyi.session.foreign import as_mapping
 from jiyi.session.model import Checkpoint, Job, Message
@@ -875,7 +875,7 @@ def add_episode(
         updated_at=now,
     )
     topics = " ".join(key_topics)
-    vectors, cache_put = yield from embed_documents(rt, [summary])
+    vectors, cache_put = yield from embed_memories(rt, [summary])
     upsert = Upsert(
         item,
         index_text(f"{summary} {topics}"),
@@ -1095,7 +1095,7 @@ def add_document(
         )
         for c in chunks
     ]
-    vectors, cache_put = yield from embed_documents(rt, [i.content for i in items])
+    vectors, cache_put = yield from embed_memories(rt, [i.content for i in items])
     changes: list[Any] = [cache_put] if cache_put else []
     for item, vector in zip(items, vectors, strict=True):
         terms = index_text(f"{title} {item.content}" if title else item.content)

@@ -33,7 +33,7 @@ from typing import Any, cast
 import numpy as np
 
 from jiyi.config import GateConfig
-from jiyi.effects import Flow, call, embed
+from jiyi.effects import Flow, call
 from jiyi.embed.scale import on_scale
 from jiyi.errors import InvalidInput, WriteConflict
 from jiyi.items import change_event
@@ -441,10 +441,16 @@ def _rewrite(
     updated = target.evolve(
         content=content, version=target.version + 1, confidence=confidence, updated_at=item.created_at
     )
-    new_vec = vector if content == item.content else (yield from embed([content]))[0]
+    put = None
+    if content == item.content:
+        new_vec = vector
+    else:
+        vectors, put = yield from embed_memories(rt, [content])
+        new_vec = vectors[0]
     event = change_event(rt, HistoryAction.UPDATE, target, updated, why, actor)
     change = Upsert(updated, index_text(content), event, vector=new_vec, model_id=rt.embedder.model_id)
-    return Applied(decision.action, [change], updated, target.id, target.id, {target.id: updated})
+    changes: list[Change] = [change] if put is None else [put, change]
+    return Applied(decision.action, changes, updated, target.id, target.id, {target.id: updated})
 
 
 def _supersede(
