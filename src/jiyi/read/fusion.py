@@ -616,6 +616,13 @@ def features(
     return cols
 
 
+def add_gains(cols: dict[str, np.ndarray], gains: np.ndarray, texts: Sequence[str]) -> None:
+    """Set the ``sgain`` evidence of columns :func:`features` made without it (in place)."""
+    cols["sgain"] = gains
+    for side, share in side_shares(texts, cols["cos"], cols["bm25"]).items():
+        cols[f"sgain*{side}"] = gains * share
+
+
 def side_shares(texts: Sequence[str], cos: np.ndarray, bm25: np.ndarray) -> dict[str, float]:
     """How a pool spreads each adapted evidence over :data:`SIDES`: by its texts' length
     ``l`` (:data:`LENGTH_RANGE` mapped into 0..1) and the agreement ``a`` of cosine and BM25."""

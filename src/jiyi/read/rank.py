@@ -191,6 +191,7 @@ def similarities(
     skip: frozenset[str] = frozenset(),
     asking: bool = False,
     gains: np.ndarray | None = None,
+    columns: dict[str, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Similarity of every candidate (0..1) and the columns it is made of (the first part
     of each candidate's breakdown). ``in_time`` None: the query names no time.
@@ -202,7 +203,7 @@ def similarities(
     (:func:`jiyi.text.answers.about_asking`), so a memory that only asks keeps all its
     evidence (:data:`ASKS_ONLY_FACTOR`; learned fusion)."""
     if cfg.fusion == "learned":
-        return _learned(cands, in_time, query, fusion.weights_for(model_id), skip, asking, gains)
+        return _learned(cands, in_time, query, fusion.weights_for(model_id), skip, asking, gains, columns)
     cos, bm25, cos_n, bm25_n = fusion.evidence(cands)
     c, a, w = cfg.context_vector, cfg.context_keyword, cfg.keyword_weight
     vec = (cos + c * cos_n) / (1.0 + c)
@@ -265,11 +266,17 @@ def _learned(
     skip: frozenset[str] = frozenset(),
     asking: bool = False,
     gains: np.ndarray | None = None,
+    columns: dict[str, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """The learned fusion (:mod:`jiyi.read.fusion`): features, fused value, similarity."""
-    asked = [t for t in asked_terms(query) if t not in skip]
-    coverage = term_coverage(cands, asked, neighbours=False)
-    cols = fusion.features(cands, query, coverage, in_time, skip, gains)
+    """The learned fusion (:mod:`jiyi.read.fusion`): features (``columns`` when they were
+    made already, :func:`learned_columns`), fused value, similarity."""
+    if columns is None:
+        cols = learned_columns(cands, in_time, query, skip, gains)
+    else:
+        cols = columns
+        if gains is not None:
+            fusion.add_gains(cols, gains, [c.item.content for c in cands])
+    coverage = cols["cover"]
     s = fusion.fused(cols, weights)
     keep = kept_shares(cands, asking)
     asks_part = s * (keep - 1.0)
@@ -321,6 +328,32 @@ _WORD_CHARS = frozenset(
 """The characters that continue a Latin word or number (the tokenizer's non-Han runs):
 0-9, a-z, U+00C0-U+024F. A set, so that ``term_presence`` tests a character without a
 function call (~155 tests a search at LoCoMo)."""
+
+
+def learned_columns(
+    cands: Sequence[Candidate],
+    in_time: Callable[[MemoryItem], bool] | None,
+    query: str,
+    skip: frozenset[str] = frozenset(),
+    gains: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """The learned fusion's feature columns (:func:`jiyi.read.fusion.features`)."""
+    asked = [t for t in asked_terms(query) if t not in skip]
+    coverage = term_coverage(cands, asked, neighbours=False)
+    return fusion.features(cands, query, coverage, in_time, skip, gains)
+
+
+STATEMENT_POOL = 30
+"""How many of a search's best candidates (by the fusion without it) have their best
+statement read (:mod:`jiyi.read.statements`): a candidate further down does not reach the
+results through it (replayed on the three sets: the same figures as every candidate,
+docs/benchmarks.md, session 29), and each one read costs its statements' vectors."""
+
+
+def statement_pool(cols: dict[str, np.ndarray], model_id: str, n: int) -> np.ndarray:
+    """Positions of the ``n`` best candidates by the fused value of ``cols``."""
+    s = fusion.fused(cols, fusion.weights_for(model_id))
+    return np.argsort(-s, kind="stable")[:n]
 
 
 @functools.lru_cache(maxsize=256)
@@ -482,16 +515,18 @@ def score_candidates(
     replaced: Mapping[str, tuple[str, ...]] | None = None,
     asking: bool = False,
     gains: np.ndarray | None = None,
+    columns: dict[str, np.ndarray] | None = None,
 ) -> list[Scored]:
     """Score every candidate, best first, replacements above what they replaced.
     ``in_time`` None: the query names no time; ``model_id``: the embedder's; ``skip``:
     query terms that are no keyword (see :func:`similarities`); ``replaced``: per
     candidate's id, the texts of what it superseded (see :func:`newer_versions_first`);
     ``asking``: see :func:`similarities`; ``gains``: each candidate's best statement above
-    its own cosine (:mod:`jiyi.read.statements`; None: not read)."""
+    its own cosine (:mod:`jiyi.read.statements`; None: not read); ``columns``: the learned
+    fusion's features when made already (:func:`learned_columns`, without ``gains``)."""
     if not cands:
         return []
-    similarity, columns = similarities(cands, cfg, in_time, query, model_id, skip, asking, gains)
+    similarity, columns = similarities(cands, cfg, in_time, query, model_id, skip, asking, gains, columns)
     parts, retired = seed_contributions([c.item for c in cands], similarity, cfg, now)
     # Summed in the contributions' order (the discount last), as the breakdown lists them.
     score = functools.reduce(np.add, [v for name, v in parts.items() if name != "superseded"])

@@ -26,7 +26,17 @@ from jiyi.model import (
 from jiyi.problems import too_large, too_small
 from jiyi.read import statements
 from jiyi.read.owner import owner_terms
-from jiyi.read.rank import Scored, SearchHit, asked_terms, mmr_select, relevances, score_candidates
+from jiyi.read.rank import (
+    STATEMENT_POOL,
+    Scored,
+    SearchHit,
+    asked_terms,
+    learned_columns,
+    mmr_select,
+    relevances,
+    score_candidates,
+    statement_pool,
+)
 from jiyi.read.rerank import apply_rerank, rerank_texts
 from jiyi.read.retrievals import check_kind, record_access
 from jiyi.read.sources import doubled, one_per_statement
@@ -116,7 +126,7 @@ def search(
     if as_of is not None:
         candidates = [c for c in candidates if c.item.valid_at(now)]
         touch = False
-    scored = yield from _scored(rt, candidates, query_, now, retired, keep=touch)
+    scored = yield from _scored(rt, candidates, query_, now, retired, touch, limit)
     floor = rt.rank.threshold if threshold is None else threshold
     rel = _Relevance.of(scored, query_, rt) if min_relevance is not None or explain else None
     scored = _cut(scored, floor, rel, min_relevance)
@@ -131,15 +141,11 @@ def search(
     return hits
 
 
-def _statement_gains(
-    rt: Runtime, candidates: list[Candidate], query: str, keep: bool
-) -> Flow[np.ndarray | None]:
+def _statement_gains(rt: Runtime, candidates: list[Candidate], query: str, keep: bool) -> Flow[np.ndarray]:
     """Each candidate's best statement above its own cosine (:mod:`jiyi.read.statements`),
     when this embedder's fusion weighs it. Statements no cache held (a memory written
     before they were kept) are embedded here and, if ``keep``, written to the store's
     cache; a failure to write them is logged, never the search's."""
-    if not candidates or not statements.used(rt):
-        return None
     qvec = yield from query_vector(rt, query)
     vectors, put = yield from statements.statement_vectors(rt, [c.item.content for c in candidates])
     if keep and put is not None:
@@ -159,10 +165,17 @@ def _scored(
     now: datetime,
     retired: Mapping[str, tuple[str, ...]],
     keep: bool,
+    limit: int,
 ) -> Flow[list[Scored]]:
     """Every candidate scored; ``keep``: statements embedded on the way go into the store's
     embedding cache (a search that writes its usage may write them too)."""
-    gains = yield from _statement_gains(rt, candidates, query.text, keep)
+    columns = gains = None
+    if candidates and statements.used(rt):
+        # The best statement of the best candidates only (rank.STATEMENT_POOL).
+        columns = learned_columns(candidates, query.time_test, query.words, query.skip)
+        best = statement_pool(columns, rt.embedder.model_id, max(STATEMENT_POOL, rt.rank.pool_factor * limit))
+        gains = np.zeros(len(candidates))
+        gains[best] = yield from _statement_gains(rt, [candidates[i] for i in best], query.text, keep)
     return score_candidates(
         candidates,
         rt.rank,
@@ -174,6 +187,7 @@ def _scored(
         retired,
         about_asking(query.text),
         gains,
+        columns,
     )
 
 
