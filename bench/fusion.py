@@ -81,6 +81,7 @@ class Recorder:
         replaced: Mapping[str, tuple[str, ...]] | None = None,
         asking: bool = False,
         gains: np.ndarray | None = None,
+        columns: dict[str, np.ndarray] | None = None,
     ) -> list[Scored]:
         coverage = term_coverage(cands, query_terms(query), neighbours=False)
         cols = fusion.features(cands, query, coverage, in_time, skip, gains)
@@ -89,7 +90,7 @@ class Recorder:
         for i, c in enumerate(cands):
             if c.vector is not None:
                 vectors[i] = c.vector
-        out = self.inner(cands, cfg, now, in_time, query, model_id, skip, replaced, asking, gains)
+        out = self.inner(cands, cfg, now, in_time, query, model_id, skip, replaced, asking, gains, columns)
         parts = {s.candidate.item.id: _rest(s) for s in out}
         prev, nxt = fusion.neighbour_index(cands)
         self.pools.append(
