@@ -70,13 +70,16 @@ STAGES = (
     ("  thread links", "sqlite.py:thread_links"),
     ("  load hits (items)", "sqlite.py:load_hits"),
     ("    item JSON -> MemoryItem", "sqlcommon.py:load_item"),
+    # the features are made before the ranking since 2026-11-30 (the best statements are read
+    # for the best candidates by them), inside it before
+    ("fusion features", "fusion.py:features"),
+    ("  language of each text", "fusion.py:other_language"),
+    ("  term coverage", "rank.py:term_coverage"),
     ("ranking (score_candidates)", "rank.py:score_candidates"),
-    ("  fusion features", "fusion.py:features"),
-    ("    language of each text", "fusion.py:other_language"),
-    ("    term coverage", "rank.py:term_coverage"),
     ("  learned fusion + breakdowns", "rank.py:_learned"),
     ("  seed formula", "rank.py:seed_contributions|final_score"),  # final_score before 2026-11-28
     ("  newer versions first", "rank.py:newer_versions_first"),
+    ("best statements (read + gains)", "search.py:_statement_gains"),  # since 2026-11-30
     ("relevance", "rank.py:relevances"),
     ("MMR", "rank.py:mmr_select"),
     ("touch + retrieval log write", "sqlite.py:_write"),
