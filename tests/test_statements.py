@@ -13,6 +13,7 @@ from jiyi import Memory
 from jiyi.cli.memories import explain_lines
 from jiyi.config import RankConfig
 from jiyi.errors import ConfigError
+from jiyi.memory import AsyncMemory
 from jiyi.model import MemoryItem
 from jiyi.read import fusion
 from jiyi.read.statements import gains, statement_texts, statements, used_by
@@ -194,3 +195,14 @@ def test_every_write_of_a_memorys_text_keeps_its_statements(tmp_path: Path) -> N
     assert parent and any(statements(t) for t in texts)
     wanted = statement_texts(texts)
     assert _cached(path, "hash:64", wanted) == set(wanted)
+
+
+async def test_the_async_driver_reads_statements_as_the_sync_one(tmp_path: Path) -> None:
+    query = "when did I adopt Scout the beagle?"
+    with Memory.open(tmp_path / "s.db", embedder="hash:64", rank=ON) as mem:
+        mem.add(LONG, user_id="u", infer=False)
+        sync = mem.search(query, user_id="u", explain=True)
+    async with AsyncMemory.open(tmp_path / "a.db", embedder="hash:64", rank=ON) as amem:
+        await amem.add(LONG, user_id="u", infer=False)
+        hits = await amem.search(query, user_id="u", explain=True)
+    assert hits[0].breakdown["similarity.sentence"] == sync[0].breakdown["similarity.sentence"] > 0
