@@ -22,13 +22,12 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from jiyi.effects import Flow, call, embed
+from jiyi.effects import Flow
 from jiyi.embed.base import Vectors
 from jiyi.embed.cached import embed_documents
 from jiyi.read import fusion
 from jiyi.runtime import Runtime
-from jiyi.store.base import CacheGet, CachePut, Candidate
-from jiyi.store.sqlcommon import text_hash
+from jiyi.store.base import CachePut, Candidate
 from jiyi.text.answers import only_asks
 from jiyi.text.sentences import split_sentences
 
@@ -91,14 +90,9 @@ def statement_vectors(
     if not missing:
         return out, None
     wanted = statement_texts(missing)
-    hashes = {s: text_hash(s) for s in wanted}
-    cached = yield from call(CacheGet(model, tuple(dict.fromkeys(hashes.values()))))
-    fresh = [s for s in wanted if hashes[s] not in cached]
-    made = dict(zip(fresh, (yield from embed(fresh)) if fresh else [], strict=True))
-    rows = {s: made[s] if s in made else cached[hashes[s]] for s in wanted}
-    _keep(rt, missing, rows, out)
-    put = CachePut(model, tuple((hashes[s], np.asarray(v, dtype=np.float32)) for s, v in made.items()))
-    return out, (put if made else None)
+    vectors, put = yield from embed_documents(rt, wanted)
+    _keep(rt, missing, dict(zip(wanted, vectors, strict=True)), out)
+    return out, put
 
 
 def _keep(
