@@ -238,6 +238,7 @@ CROSS_TENANT_ALLOWED = {
     ("sqlite.py", "load_hits"): "rows by rowid that a tenant-filtered search found",
     ("sqlite.py", "_upsert"): "the item's own rowid, found or created by (tenant_id, id) just before",
     ("sqlite.py", "_purge"): "the item's own rowid, found by (tenant_id, id) just before",
+    ("sqlite.py", "_set_vectors"): "the item's own rowid, found by (tenant_id, id) just before",
     ("sqlite.py", "_session_change"): "VALUES (tenant_id, ...): the row carries its tenant",
     ("sqlite.py", "_append_messages"): "VALUES (tenant_id, ...): the row carries its tenant",
     ("sqlite.py", "_load_rows"): "LoadRows: a copy's rows, each carrying its tenant",

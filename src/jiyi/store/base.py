@@ -15,7 +15,7 @@ from them by shared code, :func:`jiyi.store.retrieve.retrieve`, written once for
 backend.
 Writes: :class:`Write` — one transaction holding any number of :class:`Guard`, :class:`Upsert`,
 :class:`Purge`, :class:`Touch`, :class:`RecordAccess`, :class:`ForgetAccesses`,
-:class:`RecordEvent`, :class:`CachePut`,
+:class:`RecordEvent`, :class:`CachePut`, :class:`SetVectors`,
 :class:`AppendMessages`, :class:`DeleteMessages`, :class:`PutCheckpoint`,
 :class:`DeleteCheckpoints`, :class:`PutJob`; all of it lands or none of it does.
 A :class:`Guard` in a write makes it conditional on a scope's :class:`ScopeClock`: the
@@ -792,6 +792,18 @@ class CachePut:
 
 
 @dataclass(frozen=True)
+class SetVectors:
+    """Replace the stored vectors of items a tenant already holds, with ``model_id``'s (an
+    embedder switch or a re-embedding: the items, their versions and history stay as they
+    are; an item's vector of another model is replaced). Ids the tenant does not hold are
+    skipped."""
+
+    tenant_id: str
+    model_id: str
+    vectors: tuple[tuple[str, Vector], ...]
+
+
+@dataclass(frozen=True)
 class AppendMessages:
     """Add messages at the end of their session (the store assigns ``seq``), or at the
     given ``seq`` when a message carries one (a compaction summary takes the place of
@@ -871,6 +883,7 @@ Change = (
     | ForgetAccesses
     | RecordEvent
     | CachePut
+    | SetVectors
     | AppendMessages
     | DeleteMessages
     | PutCheckpoint

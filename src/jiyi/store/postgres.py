@@ -182,6 +182,7 @@ from jiyi.store.base import (
     Retrieve,
     RowPage,
     ScopeClock,
+    SetVectors,
     Store,
     StoreStats,
     ThreadLinks,
@@ -2963,6 +2964,8 @@ class PostgresStore(Store):
                     yield from self._upsert(change, stats)
                 case Purge():
                     yield from self._purge(change, stats)
+                case SetVectors():
+                    yield from self._set_vectors(change)
                 case Touch():
                     yield from self._touch(change)
                 case RecordAccess():
@@ -3201,6 +3204,30 @@ class PostgresStore(Store):
                 },
             )
         yield self._record(change.event)
+
+    def _set_vectors(self, change: SetVectors) -> Generator[_Query, Rows, None]:
+        if not change.vectors:
+            return
+        if not change.model_id:
+            raise InvalidInput("a vector needs the model_id that produced it", field="model_id")
+        # Sorted, as the embedding cache's rows, so that two writers lock in one order.
+        rows = [
+            {
+                "tenant": change.tenant_id,
+                "id": item_id,
+                "model": change.model_id,
+                "dim": int(vec.shape[0]),
+                "vec": self._vector_param(vec, "a re-embedded vector"),
+            }
+            for item_id, vec in sorted(change.vectors, key=lambda e: e[0])
+        ]
+        yield _Query(
+            f"INSERT INTO {self._s}.vectors (tenant_id, pk, scope_key, occurred_at, model, dim, vec) "
+            f"SELECT tenant_id, pk, scope_key, occurred_at, %(model)s, %(dim)s, %(vec)s FROM {self._s}.items "
+            "WHERE tenant_id = %(tenant)s AND id = %(id)s ON CONFLICT (tenant_id, pk) "
+            "DO UPDATE SET model = EXCLUDED.model, dim = EXCLUDED.dim, vec = EXCLUDED.vec",
+            batch=rows,
+        )
 
     def _purge(self, change: Purge, stats: _Tally) -> Generator[_Query, Rows, None]:
         rows = yield _Query(

@@ -73,6 +73,7 @@ from jiyi.store.base import (
     RecordEvent,
     Retrieve,
     ScopeClock,
+    SetVectors,
     Store,
     ThreadLinks,
     Touch,
@@ -126,7 +127,7 @@ def _written_tenants(op: Write) -> set[str]:
                 continue
             case Upsert():
                 tenants.add(change.item.tenant_id)
-            case Purge() | Guard() | DeleteMessages() | DeleteCheckpoints():
+            case Purge() | Guard() | DeleteMessages() | DeleteCheckpoints() | SetVectors():
                 tenants.add(change.tenant_id)
             case AppendMessages():
                 tenants.update(m.tenant_id for m in change.messages)

@@ -99,6 +99,7 @@ from jiyi.store.base import (
     Retrieve,
     RowPage,
     ScopeClock,
+    SetVectors,
     Store,
     StoreStats,
     ThreadLinks,
@@ -2015,7 +2016,7 @@ class SQLiteStore(Store):
                 conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'index_version'")
             for change in op.changes:
                 self._apply(conn, change)
-            if any(isinstance(c, Upsert | Purge | LoadRows | ClearRows) for c in op.changes):
+            if any(isinstance(c, Upsert | Purge | SetVectors | LoadRows | ClearRows) for c in op.changes):
                 _prune_changes(conn)  # triggers on items logged these changes
 
     def _apply(self, conn: sqlite3.Connection, change: Change) -> None:
@@ -2037,6 +2038,8 @@ class SQLiteStore(Store):
                     "INSERT OR REPLACE INTO embedding_cache VALUES (?, ?, ?)",
                     [(change.model_id, h, to_blob(v)) for h, v in change.entries],
                 )
+            case SetVectors():
+                self._set_vectors(conn, change)
             case AppendMessages():
                 self._append_messages(conn, change)
             case DeleteMessages() | DeleteCheckpoints() | PutCheckpoint():
@@ -2234,6 +2237,31 @@ class SQLiteStore(Store):
                 (pk, change.model_id, int(change.vector.shape[0]), to_blob(change.vector)),
             )
         self._record(conn, change.event)
+
+    @staticmethod
+    def _set_vectors(conn: sqlite3.Connection, change: SetVectors) -> None:
+        if change.vectors and not change.model_id:
+            raise InvalidInput("a vector needs the model_id that produced it", field="model_id")
+        scopes: set[str] = set()
+        for item_id, vector in change.vectors:
+            row = conn.execute(
+                "SELECT pk, scope_key FROM items WHERE tenant_id = ? AND id = ?", (change.tenant_id, item_id)
+            ).fetchone()
+            if row is None:
+                continue
+            pk, scope = row
+            conn.execute(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
+                (pk, change.model_id, int(vector.shape[0]), to_blob(vector)),
+            )
+            # the items trigger does not see a vector change: log the row for cached scopes
+            conn.execute(
+                "INSERT INTO scope_changes (tenant_id, scope_key, pk) VALUES (?, ?, ?)",
+                (change.tenant_id, scope, pk),
+            )
+            scopes.add(scope)
+        for scope in sorted(scopes):
+            _bump_scope(conn, change.tenant_id, scope)
 
     def _purge(self, conn: sqlite3.Connection, change: Purge) -> None:
         row = conn.execute(

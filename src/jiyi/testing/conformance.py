@@ -118,6 +118,7 @@ from jiyi.store.base import (
     Retrieve,
     Retrieved,
     ScopeClock,
+    SetVectors,
     Store,
     ThreadLinks,
     Touch,
@@ -1263,6 +1264,47 @@ class StoreConformance:
             assert np.asarray(got[i.id]).tobytes() == v.tobytes()
         assert store.execute(VectorsFor(TENANT, MODEL, ())) == {}
         assert store.execute(VectorsFor(TENANT, "other", (items[0].id,))) == {}
+
+    def test_set_vectors_replaces_vectors_and_nothing_else(self, store: Store) -> None:
+        rng = np.random.default_rng(23)
+        items = [make_item(f"set {k}", thread_id="t") for k in range(4)]
+        bare = make_item("set bare")
+        foreign = make_item("set foreign", tenant_id=OTHER_TENANT)
+        store.execute(Write((*(upsert(i, unit(rng)) for i in items), upsert(bare))))
+        store.execute(Write((upsert(foreign, unit(rng)),)))
+        q = unit(rng, 16)
+        assert vector_cands(store, q, k=100, model="new") == []  # read before: a cached scope is patched
+        fresh = {i.id: unit(rng, 16) for i in [*items[:3], bare]}
+        before = [get(store, i) for i in [*items, bare]]
+        history = [len(store.execute(GetHistory(TENANT, i.id))) for i in [*items, bare]]
+        vectors = (*fresh.items(), ("set unknown", unit(rng, 16)), (foreign.id, unit(rng, 16)))
+        store.execute(Write((SetVectors(TENANT, "new", tuple(vectors)),)))
+        got = store.execute(VectorsFor(TENANT, "new", tuple(i.id for i in [*items, bare])))
+        assert got.keys() == fresh.keys()
+        for item_id, v in fresh.items():
+            assert np.asarray(got[item_id]).tobytes() == v.tobytes()
+        # one vector per item: the old model's is gone; the item not named keeps its own
+        assert store.execute(VectorsFor(TENANT, MODEL, tuple(i.id for i in items))).keys() == {items[3].id}
+        assert {c.item.id for c in vector_cands(store, q, k=100, model="new")} == set(fresh)
+        assert vector_cands(store, q, k=100, model="new", tenant_id=OTHER_TENANT) == []
+        assert store.execute(VectorsFor(OTHER_TENANT, MODEL, (foreign.id,))).keys() == {foreign.id}
+        assert [get(store, i) for i in [*items, bare]] == before
+        assert [len(store.execute(GetHistory(TENANT, i.id))) for i in [*items, bare]] == history
+
+    def test_set_vectors_with_a_bad_vector_writes_nothing(self, store: Store) -> None:
+        rng = np.random.default_rng(24)
+        a, b = make_item("set atomic a"), make_item("set atomic b")
+        store.execute(Write((upsert(a, unit(rng)), upsert(b, unit(rng)))))
+        with pytest.raises(InvalidInput):
+            store.execute(
+                Write(
+                    (
+                        SetVectors(TENANT, "new", ((a.id, unit(rng)),)),
+                        SetVectors(TENANT, "", ((b.id, unit(rng)),)),
+                    )
+                )
+            )
+        assert store.execute(VectorsFor(TENANT, "new", (a.id, b.id))) == {}
 
     # ------------------------------------------------------------ GetStats
 
