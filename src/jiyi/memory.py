@@ -34,6 +34,7 @@ from jiyi.files.mirror import file_handlers
 from jiyi.items import ImportResult
 from jiyi.lifecycle import compress as compress_flows
 from jiyi.lifecycle import maintain as maintain_flows
+from jiyi.lifecycle import reembed as reembed_flows
 from jiyi.llm.base import ChatModel
 from jiyi.read import context as context_flows
 from jiyi.read import retrievals as retrieval_flows
@@ -127,6 +128,7 @@ class _Operations:
     maintain = Operation(maintain_flows.maintain)
     compress = Operation(compress_flows.compress)
     uncompress = Operation(compress_flows.uncompress)
+    reembed = Operation(reembed_flows.reembed)
 
     # profiles (profile.py)
     profile = Operation(profile_flows.profile)

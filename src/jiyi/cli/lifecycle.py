@@ -1,4 +1,5 @@
-"""Keeping memory small: ``jiyi maintain`` (decay, expiry, retention) and ``jiyi compress``."""
+"""Keeping memory small and current: ``jiyi maintain`` (decay, expiry, retention), ``jiyi
+compress`` and ``jiyi reembed`` (vectors of the embedder in use)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def register(sub: Subparsers) -> None:
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_maintain))
     _register_compress(sub)
+    _register_reembed(sub)
 
 
 def _register_compress(sub: Subparsers) -> None:
@@ -71,6 +73,46 @@ def _register_compress(sub: Subparsers) -> None:
     p.add_argument("--undo", metavar="CORE_ID", help="undo the compression that made this core memory")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_compress))
+
+
+def _register_reembed(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        "reembed",
+        help="give every memory a vector of the embedder in use (after switching --embedder)",
+        description="A search compares the query with vectors of its own embedder, so memories "
+        "embedded by another one are found by their words only. This embeds every memory that "
+        "lacks a vector of the --embedder given (the default: USE-m3), and caches the sentence "
+        "vectors the search reads for long memories. Memories and their history stay as they "
+        "are. A page at a time, each in one transaction: stopped halfway, run it again to finish. "
+        "Use --dry-run to count first.",
+    )
+    scope_args(p)
+    p.add_argument("--dry-run", action="store_true", help="count what would be embedded; write nothing")
+    p.add_argument(
+        "--page-size", type=integer, default=256, metavar="N", help="memories per transaction (default 256)"
+    )
+    json_arg(p)
+    p.set_defaults(handler=memory_command(cmd_reembed))
+
+
+def cmd_reembed(ns: argparse.Namespace, mem: Memory) -> int:
+    with Progress(ns) as show:
+        report = mem.reembed(
+            **scope(ns),
+            dry_run=ns.dry_run,
+            page_size=ns.page_size,
+            progress=lambda r: show("reembed", r.memories, None),
+        )
+    if ns.json:
+        emit(report.to_json_dict())
+        return EXIT_OK
+    verb = "would embed" if ns.dry_run else "embedded"
+    print(
+        f"{report.memories} memories looked at; {verb} {report.embedded} memories and "
+        f"{report.statements} sentence vectors with {report.model_id}"
+        + (" (already up to date)" if report.up_to_date else "")
+    )
+    return EXIT_OK
 
 
 def cmd_maintain(ns: argparse.Namespace, mem: Memory) -> int:

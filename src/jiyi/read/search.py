@@ -191,6 +191,23 @@ def _scored(
     )
 
 
+_WARNED: set[str] = set()
+
+
+def _warn_unembedded(model_id: str, count: int) -> None:
+    """Say once per process and embedder that memories lack its vectors (written with another
+    embedder): they are found by their words only, and a relevance cut may drop them."""
+    if model_id in _WARNED:
+        return
+    _WARNED.add(model_id)
+    log.warning(
+        "%d of this search's candidates have no vector of %s (embedded by another embedder?): "
+        "they are found by their words only. Run `jiyi reembed` (Memory.reembed()) to embed them.",
+        count,
+        model_id,
+    )
+
+
 def _hits(scored: list[Scored], rel: _Relevance | None) -> list[SearchHit]:
     """The results, each item the caller's own (candidates' items are shared, see
     :attr:`Retrieve.shared_items`)."""
@@ -393,6 +410,8 @@ def _candidates(
     extra = doubled([c.item for c in candidates])
     if extra:
         candidates = yield from call(replace(retrieve, vector_k=pool + extra, keyword_k=pool + extra))
+    if any(c.vector is None for c in candidates):  # (a replacement found below has none: not counted)
+        _warn_unembedded(rt.embedder.model_id, sum(c.vector is None for c in candidates))
     return (yield from follow_replacements(rt, candidates, flt, wanted)), query
 
 

@@ -1,0 +1,134 @@
+"""Give stored memories the vectors of the embedder in use: after switching embedders, or to
+add what a newer version keeps (a long memory's statement vectors, :mod:`jiyi.read.statements`).
+
+A memory whose vector came from another embedder is found by its words only, since a search
+compares the query with vectors of its own model; nothing says so at search time. This walks
+the memories a page at a time: a memory without a vector of the current model gets one
+(:class:`~jiyi.store.base.SetVectors`: the memory, its version and history stay as they are),
+and, where the ranking reads statements, every statement vector missing from the embedding
+cache is embedded and cached. Each page is one transaction, so a run stopped halfway keeps
+what it finished and a second run picks up the rest; a run over a store already up to date
+embeds nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from jiyi.effects import Flow, call
+from jiyi.embed.cached import embed_documents
+from jiyi.model import MemoryItem
+from jiyi.read.statements import embed_memories, statement_texts, used
+from jiyi.runtime import Runtime
+from jiyi.store.base import CacheGet, CachePut, Change, Filter, ListItems, SetVectors, VectorsFor, Write
+from jiyi.store.sqlcommon import text_hash
+from jiyi.validate import Problems, check_limit, scope_keys
+
+PAGE = 256
+"""Memories per page (one listing, one embedding batch, one transaction)."""
+
+
+@dataclass(frozen=True)
+class ReembedReport:
+    """What a :func:`reembed` run found and did (with ``dry_run``: what it would do)."""
+
+    model_id: str
+    memories: int
+    """Memories looked at (every status, raw turns included)."""
+    embedded: int
+    """Memories given a vector of ``model_id`` (they had none, or another model's)."""
+    statements: int
+    """Statement vectors added to the embedding cache."""
+    dry_run: bool = False
+
+    @property
+    def up_to_date(self) -> bool:
+        """Nothing was (or, in a dry run, would be) embedded."""
+        return not (self.embedded or self.statements)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "up_to_date": self.up_to_date}
+
+
+def reembed(
+    rt: Runtime,
+    /,
+    *,
+    user_id: str | None = None,
+    project_id: str | None = None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    tenant_id: str | None = None,
+    dry_run: bool = False,
+    page_size: int = PAGE,
+    progress: Callable[[ReembedReport], None] | None = None,
+) -> Flow[ReembedReport]:
+    """Give every memory of the tenant (or of the given scopes) a vector of the current
+    embedder, and cache the statement vectors the search reads; see the module's text.
+
+    ``dry_run`` counts what would be embedded and writes nothing. ``progress`` gets the
+    running totals after each page. Safe to run again, and beside other writers: a memory
+    written meanwhile already has its vector, and one purged meanwhile is skipped."""
+    problems = Problems()
+    problems.check(scope_keys, user_id, project_id, session_id, agent_id)
+    problems.check(check_limit, page_size, "page_size")
+    problems.raise_any()
+    tenant = rt.tenant(tenant_id)
+    model = rt.embedder.model_id
+    flt = Filter(
+        tenant_id=tenant,
+        scope_keys=scope_keys(user_id, project_id, session_id, agent_id),
+        statuses=(),
+        include_expired=True,
+    )
+    report = ReembedReport(model, 0, 0, 0, dry_run)
+    cursor: str | None = None
+    while True:
+        page = yield from call(ListItems(flt, limit=page_size, cursor=cursor))
+        if page.items:
+            embedded, statements = yield from _page(rt, tenant, page.items, dry_run)
+            report = ReembedReport(
+                model,
+                report.memories + len(page.items),
+                report.embedded + embedded,
+                report.statements + statements,
+                dry_run,
+            )
+            if progress is not None:
+                progress(report)
+        cursor = page.next_cursor
+        if cursor is None or not page.items:
+            return report
+
+
+def _page(rt: Runtime, tenant: str, items: list[MemoryItem], dry_run: bool) -> Flow[tuple[int, int]]:
+    """One page: (memories embedded, statement vectors cached); written in one transaction."""
+    model = rt.embedder.model_id
+    have = yield from call(VectorsFor(tenant, model, tuple(i.id for i in items)))
+    missing = [i for i in items if i.id not in have]
+    wanted = statement_texts(i.content for i in items) if used(rt) else []
+    if dry_run:
+        cached = yield from call(CacheGet(model, tuple(dict.fromkeys(text_hash(t) for t in wanted))))
+        return len(missing), sum(1 for t in wanted if text_hash(t) not in cached)
+    changes: list[Change] = []
+    if missing:
+        # with their statements, into the cache rows embed_memories returns
+        vectors, put = yield from embed_memories(rt, [i.content for i in missing])
+        if put is not None:
+            changes.append(put)
+        changes.append(
+            SetVectors(tenant, model, tuple((i.id, v) for i, v in zip(missing, vectors, strict=True)))
+        )
+    done = {h for c in changes if isinstance(c, CachePut) for h, _ in c.entries}
+    rest = [t for t in wanted if text_hash(t) not in done]
+    if rest:
+        _, put = yield from embed_documents(rt, rest)  # only what the cache lacks is embedded
+        if put is not None:
+            changes.append(put)
+    if changes:
+        yield from call(Write(tuple(changes)))
+    wanted_hashes = {text_hash(t) for t in wanted}
+    added = {h for c in changes if isinstance(c, CachePut) for h, _ in c.entries}
+    return len(missing), len(added & wanted_hashes)
