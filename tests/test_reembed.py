@@ -77,16 +77,16 @@ def test_a_dry_run_counts_and_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     with Memory.open(path, embedder="hash:64") as mem:
         ids = _fill(mem)
+        # statements shared across pages (and one that is a whole memory) are counted once
+        more = ["Snow all day. It was a busy week at work.", "Coffee, black, no sugar. Then work."]
+        mem.import_items([{"content": t, "user_id": "u"} for t in more])
     with Memory.open(path, embedder="hash:128", rank=ON) as mem:
-        dry = mem.reembed(dry_run=True)
-        assert (dry.dry_run, dry.memories, dry.embedded, dry.statements) == (
-            True,
-            5,
-            5,
-            len(statement_texts(TEXTS)),
-        )
+        dry = mem.reembed(dry_run=True, page_size=2)
+        assert (dry.dry_run, dry.memories, dry.embedded) == (True, 7, 7)
+        assert dry.statements == len(set(statement_texts([*TEXTS, *more])) - {"Coffee, black, no sugar."})
         assert _vectors(mem, ids, "hash:128") == set()
-        assert mem.reembed().embedded == 5
+        done = mem.reembed(page_size=2)
+        assert (done.embedded, done.statements) == (dry.embedded, dry.statements)
 
 
 def test_only_the_named_scope_and_tenant_are_reembedded(tmp_path: Path) -> None:

@@ -84,11 +84,12 @@ def reembed(
         include_expired=True,
     )
     report = ReembedReport(model, 0, 0, 0, dry_run)
+    counted: set[str] = set()  # a dry run's statements already counted (a real run caches them)
     cursor: str | None = None
     while True:
         page = yield from call(ListItems(flt, limit=page_size, cursor=cursor))
         if page.items:
-            embedded, statements = yield from _page(rt, tenant, page.items, dry_run)
+            embedded, statements = yield from _page(rt, tenant, page.items, counted if dry_run else None)
             report = ReembedReport(
                 model,
                 report.memories + len(page.items),
@@ -103,15 +104,22 @@ def reembed(
             return report
 
 
-def _page(rt: Runtime, tenant: str, items: list[MemoryItem], dry_run: bool) -> Flow[tuple[int, int]]:
-    """One page: (memories embedded, statement vectors cached); written in one transaction."""
+def _page(
+    rt: Runtime, tenant: str, items: list[MemoryItem], counted: set[str] | None
+) -> Flow[tuple[int, int]]:
+    """One page: (memories embedded, statement vectors cached), written in one transaction;
+    with ``counted`` (a dry run: the statements counted on earlier pages) only counted."""
     model = rt.embedder.model_id
     have = yield from call(VectorsFor(tenant, model, tuple(i.id for i in items)))
     missing = [i for i in items if i.id not in have]
     wanted = statement_texts(i.content for i in items) if used(rt) else []
-    if dry_run:
-        cached = yield from call(CacheGet(model, tuple(dict.fromkeys(text_hash(t) for t in wanted))))
-        return len(missing), sum(1 for t in wanted if text_hash(t) not in cached)
+    if counted is not None:
+        hashes = [h for h in dict.fromkeys(text_hash(t) for t in wanted) if h not in counted]
+        cached = yield from call(CacheGet(model, tuple(hashes)))
+        fresh = [h for h in hashes if h not in cached]
+        counted.update(fresh)
+        counted.update(text_hash(i.content) for i in missing)  # cached by a run as they are embedded
+        return len(missing), len(fresh)
     changes: list[Change] = []
     if missing:
         # with their statements, into the cache rows embed_memories returns
