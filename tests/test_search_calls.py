@@ -1,10 +1,11 @@
 """What a search no longer asks per candidate (session 24): the same answers as the calls
-it saves, every case."""
+it saves, every case; and what it asks for a replacement its pool lacked (its vector)."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 
@@ -79,3 +80,43 @@ def test_row_items_overlay_usage_once_per_touch() -> None:
     assert touched.access_count == 3 and ts(touched.last_used_at) == used[1][1]
     assert rows.used([here], used) == [(touched, "live lyon")]  # copied once, then kept
     assert rows.used([here], used)[0][0] is touched  # type: ignore[index]
+
+
+def test_a_replacement_found_through_what_it_superseded_carries_its_vector(tmp_path: Path) -> None:
+    """MMR and the version tests compare candidates by their vectors: a replacement the
+    pool did not hold, brought in by the item it superseded, is loaded with its own."""
+    from jiyi import Memory
+    from jiyi.driver import run
+    from jiyi.model import Relation, RelationType, Status
+    from jiyi.read.search import follow_replacements
+    from jiyi.store.base import Filter, GetItems, VectorsFor
+
+    with Memory.open(tmp_path / "m.db", embedder="hash:64") as mem:
+        new, old = "new-car", "old-car"
+        mem.import_items(
+            [
+                {
+                    "id": new,
+                    "content": "I drive a Model 3 now.",
+                    "user_id": "u",
+                    "relations": [{"type": "supersedes", "target_id": old}],
+                },
+                {
+                    "id": old,
+                    "content": "I drive a Honda Civic.",
+                    "user_id": "u",
+                    "status": "superseded",
+                    "relations": [{"type": "superseded_by", "target_id": new}],
+                },
+            ]
+        )
+        rt = mem.runtime
+        (item,) = rt.store.execute(GetItems("default", (old,)))
+        assert item.relations == (Relation(type=RelationType.SUPERSEDED_BY, target_id=new),)
+        stored = rt.store.execute(VectorsFor("default", "hash:64", (new,)))[new]
+        flt = Filter(tenant_id="default", statuses=(Status.ACTIVE, Status.SUPERSEDED), include_expired=True)
+        replaced = run(follow_replacements(rt, [Candidate(item, 0.8, 1.5, None)], flt, (Status.ACTIVE,)), rt)
+        (cand,) = replaced.candidates
+        assert cand.item.id == new and (cand.cosine, cand.keyword) == (0.8, 1.5)  # the old one's evidence
+        assert cand.vector is not None and np.asarray(cand.vector).tobytes() == np.asarray(stored).tobytes()
+        assert replaced.retired == {new: ("I drive a Honda Civic.",)}

@@ -48,6 +48,7 @@ from jiyi.store.base import (
     GetItems,
     Retrieve,
     Retrieved,
+    VectorsFor,
     Viewer,
     Write,
     detached,
@@ -410,7 +411,7 @@ def _candidates(
     extra = doubled([c.item for c in candidates])
     if extra:
         candidates = yield from call(replace(retrieve, vector_k=pool + extra, keyword_k=pool + extra))
-    if any(c.vector is None for c in candidates):  # (a replacement found below has none: not counted)
+    if any(c.vector is None for c in candidates):
         _warn_unembedded(rt.embedder.model_id, sum(c.vector is None for c in candidates))
     return (yield from follow_replacements(rt, candidates, flt, wanted)), query
 
@@ -489,6 +490,8 @@ def follow_replacements(
                     wanted[rel.target_id] = c
     missing = tuple(i for i in wanted if i not in by_id)
     found = (yield from call(GetItems(flt.tenant_id, missing))) if missing else []
+    # Their vectors too: MMR and the version tests compare candidates by them.
+    vectors = (yield from call(VectorsFor(flt.tenant_id, rt.embedder.model_id, missing))) if found else {}
     for item in found:
         if (
             item.status in shown
@@ -496,7 +499,7 @@ def follow_replacements(
             and (flt.viewer is None or flt.viewer.sees(item))
         ):
             src = wanted[item.id]
-            by_id[item.id] = Candidate(item, src.cosine, src.keyword, None)
+            by_id[item.id] = Candidate(item, src.cosine, src.keyword, vectors.get(item.id))
     for target_id, src in wanted.items():
         cur = by_id.get(target_id)
         if cur is not None and cur.item.status in shown:
