@@ -20,9 +20,9 @@ from typing import Any
 from jiyi.effects import Flow, call
 from jiyi.embed.cached import embed_documents
 from jiyi.model import MemoryItem
-from jiyi.read.statements import embed_memories, statement_texts, used
+from jiyi.read.statements import statement_texts, used
 from jiyi.runtime import Runtime
-from jiyi.store.base import CacheGet, CachePut, Change, Filter, ListItems, SetVectors, VectorsFor, Write
+from jiyi.store.base import CacheGet, Change, Filter, ListItems, SetVectors, VectorsFor, Write
 from jiyi.store.sqlcommon import text_hash
 from jiyi.validate import Problems, check_limit, scope_keys
 
@@ -120,23 +120,20 @@ def _page(
         counted.update(fresh)
         counted.update(text_hash(i.content) for i in missing)  # cached by a run as they are embedded
         return len(missing), len(fresh)
-    changes: list[Change] = []
+    if not (missing or wanted):
+        return 0, 0
+    # One pass through the cache: the texts without a vector and every statement; only what
+    # the cache lacks is embedded.
+    texts = [i.content for i in missing]
+    vectors, put = yield from embed_documents(rt, [*texts, *wanted])
+    changes: list[Change] = [] if put is None else [put]
     if missing:
-        # with their statements, into the cache rows embed_memories returns
-        vectors, put = yield from embed_memories(rt, [i.content for i in missing])
-        if put is not None:
-            changes.append(put)
         changes.append(
-            SetVectors(tenant, model, tuple((i.id, v) for i, v in zip(missing, vectors, strict=True)))
+            SetVectors(
+                tenant, model, tuple((i.id, v) for i, v in zip(missing, vectors[: len(missing)], strict=True))
+            )
         )
-    done = {h for c in changes if isinstance(c, CachePut) for h, _ in c.entries}
-    rest = [t for t in wanted if text_hash(t) not in done]
-    if rest:
-        _, put = yield from embed_documents(rt, rest)  # only what the cache lacks is embedded
-        if put is not None:
-            changes.append(put)
     if changes:
         yield from call(Write(tuple(changes)))
-    wanted_hashes = {text_hash(t) for t in wanted}
-    added = {h for c in changes if isinstance(c, CachePut) for h, _ in c.entries}
-    return len(missing), len(added & wanted_hashes)
+    added = {h for h, _ in put.entries} if put is not None else set()
+    return len(missing), len(added & {text_hash(t) for t in wanted})

@@ -411,8 +411,9 @@ def _candidates(
     extra = doubled([c.item for c in candidates])
     if extra:
         candidates = yield from call(replace(retrieve, vector_k=pool + extra, keyword_k=pool + extra))
-    if any(c.vector is None for c in candidates):
-        _warn_unembedded(rt.embedder.model_id, sum(c.vector is None for c in candidates))
+    unembedded = sum(c.vector is None for c in candidates)
+    if unembedded:
+        _warn_unembedded(rt.embedder.model_id, unembedded)
     return (yield from follow_replacements(rt, candidates, flt, wanted)), query
 
 
