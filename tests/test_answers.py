@@ -215,6 +215,9 @@ def test_the_quick_test_before_the_framing_patterns_misses_nothing() -> None:
         "Did you see it?! Wow.",
         "你好！周末去哪了？",
         "太好了！你们什么时候出发？",
+        "Привет! Как дела?",
+        "안녕! 잘 지냈어?",
+        "ねえ、元気？",
     ],
 )
 def test_texts_that_only_ask(text: str) -> None:
@@ -233,6 +236,12 @@ def test_texts_that_only_ask(text: str) -> None:
         "That was your first marathon, wasn't it?",
         "你去过北京吧？",
         "",
+        # Words of every script count, not only Latin and Han: a Russian, Korean or Japanese
+        # statement before a question tells something too.
+        "Огонь. И ещё: записался на курсы английского, вторник и четверг вечером. Как совместить?",
+        "서울로 이사했어요. 근처에 맛집 있어요?",
+        "三鷹に引っ越しました。近くにいいパン屋ある？",
+        "Me mudé a Mérida en marzo. ¿Conoces algún dentista?",
     ],
 )
 def test_texts_that_tell_something(text: str) -> None:

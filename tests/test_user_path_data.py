@@ -82,3 +82,32 @@ def test_the_other_languages_can_only_pass_on_what_the_user_said_last() -> None:
                 assert not any(e in t for t in earlier for e in q["expect"]), (c["id"], q["query"])
             else:
                 assert q["old"] is None, (c["id"], q["query"])
+
+
+def test_the_other_languages_development_set_can_only_pass_on_what_the_user_said_last() -> None:
+    """now_multi_dev.jsonl: the development set beside now_multi (Spanish, French, German,
+    Japanese, Korean, Portuguese, Russian), checked as it is, ids apart from every other file's."""
+    ids = {
+        str(c["id"])
+        for name in ("now_dev.jsonl", "now_held.jsonl", "now_test.jsonl", "now_multi.jsonl")
+        for c in _conversations(name)
+    }
+    convs = _conversations("now_multi_dev.jsonl")
+    assert len(convs) == 14
+    assert sorted(c["lang"] for c in convs) == sorted(
+        ["es"] * 3 + ["fr"] * 2 + ["de"] * 2 + ["ja"] * 3 + ["ko"] * 2 + ["pt", "ru"]
+    )
+    for c in convs:
+        _check_conversation(c, ids)
+        for q in c["questions"]:
+            first = min(
+                i
+                for i, s in enumerate(c["sessions"])
+                for role, t in s["turns"]
+                if role == "user" and any(e in t for e in q["expect"])
+            )
+            if q["kind"] == "changed":
+                earlier = [t for s in c["sessions"][:first] for _, t in s["turns"]]
+                assert not any(e in t for t in earlier for e in q["expect"]), (c["id"], q["query"])
+            else:
+                assert q["old"] is None, (c["id"], q["query"])

@@ -258,7 +258,12 @@ def holds(text: str, kind: Kind) -> bool:
 
 # -- a text that only asks -------------------------------------------------------------
 
-_UNIT = re.compile(r"[A-Za-z0-9\u00c0-\u024f']+|[\u3400-\u4dbf\u4e00-\u9fff]")
+# What a sentence says, counted: a word of a spaced script (Latin, Cyrillic, Greek, Arabic...)
+# is one unit; a Han, kana or Hangul character, a syllable or so, half of one (a Korean word
+# carries its particles and endings: "이사했어요" is "I moved").
+_UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+_UNIT = re.compile(rf"[{_UNSPACED}]|[^\W_{_UNSPACED}](?:[^\W_{_UNSPACED}]|')*")
+_HALF = re.compile(f"[{_UNSPACED}]")
 # A statement with a question tag asks only for a nod ("You were stoked to get back on the
 # road, right?", "你去过北京吧？"): it tells.
 _TAG = re.compile(
@@ -284,7 +289,7 @@ def only_asks(text: str) -> bool:
         if ("?" in sentence or "？" in sentence) and not _TAG.search(sentence):
             asked = True
             continue
-        units = sum(0.5 if "\u3400" <= u[0] <= "\u9fff" else 1.0 for u in _UNIT.findall(sentence))
+        units = sum(0.5 if _HALF.match(u) else 1.0 for u in _UNIT.findall(sentence))
         if units > _ASIDE_UNITS:
             return False
     return asked

@@ -33,6 +33,10 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
+from jiyi.text.stopwords import CYRILLIC_STOP, EN_STOP, KANA_HANGUL_STOP, OTHER_LATIN_STOP, ZH_STOP
+
+__all__ = ["EN_STOP", "ZH_STOP", "index_text", "query_terms", "terms"]
+
 _HAN_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _LATIN_CHARS = "0-9a-z\u00c0-\u024f\u1e00-\u1eff"
 # Kana, Hangul (syllables and jamo), Thai, Lao, Myanmar, Khmer: bigram scripts.
@@ -55,28 +59,6 @@ _SCRIPT_STEMMERS = (
     ("\u0900", "\u097f", "hindi"),
     ("\u0530", "\u058f", "armenian"),
     ("\u0b80", "\u0bff", "tamil"),
-)
-
-# A short list on purpose: words that carry no topic in memory queries.
-EN_STOP = frozenset(
-    """a about above after again against all am an and any are aren't as at be because been before
-    being below between both but by can could did didn't do does doesn't doing don't down during each
-    few for from further had has have having he he'd he'll he's her here here's hers herself him
-    himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more
-    most my myself no nor not of off on once only or other ought our ours ourselves out over own same
-    she she'd she'll she's should so some such than that that's the their theirs them themselves
-    then there there's these they they'd they'll they're they've this those through to too under
-    until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where
-    where's which while who who's whom why why's with won't would you you'd you'll you're you've
-    your yours yourself yourselves s t d ll m re ve also just us""".split()
-)
-
-ZH_STOP = frozenset(
-    """的 了 是 在 和 与 及 或 也 就 都 而 但 还 又 着 过 吗 呢 吧 啊 呀 哦 嗯 么 之 其 这 那 这个 那个
-    这些 那些 一个 一些 什么 怎么 怎样 如何 哪 哪个 哪些 为什么 因为 所以 如果 就是 还是 已经 可以 会 能
-    要 把 被 给 对 从 向 到 让 使 于 以 为 有 没有 没 不 很 更 最 太 非常 我 你 他 她 它 我们 你们 他们
-    她们 它们 自己 咱们 您 吗 呢 啦 嘛 吧 个 些 上 下 中 里 时 时候 后 前
-    做 去 来 干 弄 搞 说 想 让 看 回 过 得 地 还有 平时 一般 通常 经常""".split()
 )
 
 
@@ -110,8 +92,18 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).lower()
 
 
+# French and Italian elide an article or pronoun into the next word ("l'utilisatrice",
+# "j'habite", "qu'il", "dell'anno"): the word is what follows. English has no one-letter
+# elided prefix but "o'clock", "y'all" and the like, which are not these letters.
+_ELIDED = re.compile(r"^(?:[ldjnsmct]|qu|dell|nell|sull|all|dall|un)'(?=[a-z\u00c0-\u024f])")
+
+
 def _english(word: str) -> str | None:
-    if word in EN_STOP:
+    """A Latin-script word's term (Snowball's English stemmer for every Latin-script
+    language: one index for all of them), or None for a stop word of any of them."""
+    if "'" in word:
+        word = _ELIDED.sub("", word, count=1)
+    if word in EN_STOP or word in OTHER_LATIN_STOP:
         return None
     word = word.replace("'", "")
     if len(word) == 1 and not word.isdigit():
@@ -125,11 +117,20 @@ def _chinese(run: str) -> list[str]:
     return [w for w in words if w.strip() and w not in ZH_STOP]
 
 
+# Hiragana and katakana runs apart: a katakana word is a loanword or a name, and the
+# hiragana after it a particle ("ハナが", "コーヒーを"); a bigram across them means nothing.
+_KANA_SPLIT = re.compile("[\u3040-\u309f]+|[\u30a0-\u30ff\u31f0-\u31ff]+|[^\u3040-\u30ff\u31f0-\u31ff]+")
+
+
 def _bigrams(run: str) -> list[str]:
-    if len(run) > 1:
-        return [run[i : i + 2] for i in range(len(run) - 1)]
-    # A lone hiragana between kanji is a particle or an ending (の, が, で), no topic.
-    return [] if "\u3040" <= run <= "\u309f" else [run]
+    out: list[str] = []
+    for part in _KANA_SPLIT.findall(run) if "\u3040" <= run[0] <= "\u31ff" else (run,):
+        if len(part) > 1:
+            out.extend(b for i in range(len(part) - 1) if (b := part[i : i + 2]) not in KANA_HANGUL_STOP)
+        elif not "\u3040" <= part <= "\u309f":
+            # A lone hiragana between kanji is a particle or an ending (の, が, で), no topic.
+            out.append(part)
+    return out
 
 
 @lru_cache(maxsize=8)  # one per script of _SCRIPT_STEMMERS
@@ -141,7 +142,7 @@ def _script_stemmer(language: str) -> Any:
 
 def _other_word(word: str) -> str | None:
     """A word of a script that is neither Latin, Han nor a bigram script."""
-    if len(word) == 1:
+    if len(word) == 1 or word in CYRILLIC_STOP:
         return None
     first = word[0]
     for low, high, language in _SCRIPT_STEMMERS:
