@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from jiyi import Memory
@@ -14,7 +15,7 @@ from jiyi.config import RankConfig
 from jiyi.errors import InvalidInput
 from jiyi.lifecycle.reembed import ReembedReport
 from jiyi.read.statements import statement_texts
-from jiyi.store.base import CacheGet, VectorsFor
+from jiyi.store.base import CacheGet, CachePut, SetVectors, VectorsFor, Write
 from jiyi.store.postgres import PostgresStore
 from jiyi.store.sqlcommon import text_hash
 from tests.pg import drop_schema, new_schema, pg_dsn  # noqa: F401
@@ -141,6 +142,9 @@ def test_reembed_on_postgresql(pg_dsn: str) -> None:  # noqa: F811
             assert _vectors(mem, ids, "hash:128") == set(ids)
             assert _vector_hits(mem, "beagle Scout")
             assert mem.reembed().up_to_date
+            forced = mem.reembed(force=True, page_size=3)  # every vector and cache row written again
+            assert (forced.embedded, forced.statements) == (5, report.statements)
+            assert _vector_hits(mem, "beagle Scout") and mem.reembed().up_to_date
     finally:
         drop_schema(pg_dsn, schema)
 
@@ -158,9 +162,12 @@ def test_the_command_reports_and_dry_runs(tmp_path: Path) -> None:
         "embedded": 5,
         "statements": 0,  # a hash embedder reads statements only when RankConfig says so
         "dry_run": False,
+        "force": False,
         "up_to_date": False,
     }
     assert "(already up to date)" in jiyi("--embedder", "hash:128", "reembed", db=db).stdout
+    forced = json.loads(jiyi("--embedder", "hash:128", "reembed", "--force", "--json", db=db).stdout)
+    assert (forced["force"], forced["embedded"]) == (True, 5)
     bad = jiyi("reembed", "--page-size", "0", db=db, check=False)
     assert bad.returncode != 0 and "page_size" in bad.stderr
 
@@ -180,3 +187,37 @@ def test_a_search_says_once_when_memories_lack_its_embedders_vectors(
         caplog.clear()
         mem.search("beagle Scout", user_id="u", touch=False)
         assert not [r for r in caplog.records if "no vector" in r.getMessage()]
+
+
+def test_force_embeds_again_what_a_model_changed_under_its_name(tmp_path: Path) -> None:
+    """Vectors of an older version of a model that kept its name look current: only
+    ``force`` replaces them, in the store and in the embedding cache."""
+    with Memory.open(tmp_path / "m.db", embedder="hash:64", rank=ON) as mem:
+        ids = _fill(mem)
+        mem.reembed()
+        store, model = mem.runtime.store, "hash:64"
+        stale = np.full(64, 0.125, dtype=np.float32)  # unit length, like nothing the model gives
+        statements = list(dict.fromkeys(statement_texts(TEXTS)))
+        assert statements
+        store.execute(Write((SetVectors("default", model, tuple((i, stale) for i in ids)),)))
+        store.execute(Write((CachePut(model, tuple((text_hash(t), stale) for t in statements)),)))
+        assert mem.reembed().up_to_date  # nothing tells the old vectors from new ones
+        dry = mem.reembed(dry_run=True, force=True, page_size=2)
+        assert (dry.memories, dry.embedded, dry.statements, dry.force) == (5, 5, len(statements), True)
+        assert all(
+            np.allclose(v, stale) for v in store.execute(VectorsFor("default", model, tuple(ids))).values()
+        )
+        report = mem.reembed(force=True, page_size=2)
+        assert (report.embedded, report.statements) == (5, len(statements))
+        embedder = mem.runtime.embedder
+        got = store.execute(VectorsFor("default", model, tuple(ids)))
+        for item_id in ids:
+            content = mem.get(item_id).content
+            assert np.allclose(got[item_id], embedder.embed([content])[0], atol=1e-6)
+        cached = store.execute(CacheGet(model, tuple(text_hash(t) for t in statements)))
+        assert len(cached) == len(statements)
+        for text in statements:
+            assert np.allclose(cached[text_hash(text)], embedder.embed([text])[0], atol=1e-6)
+        assert len(mem.history(ids[0])) == 1  # the memory itself is as it was
+        with pytest.raises(InvalidInput, match="force"):
+            mem.reembed(force="yes")  # type: ignore[arg-type]

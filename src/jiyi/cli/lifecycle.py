@@ -84,10 +84,17 @@ def _register_reembed(sub: Subparsers) -> None:
         "lacks a vector of the --embedder given (the default: USE-m3), and caches the sentence "
         "vectors the search reads for long memories. Memories and their history stay as they "
         "are. A page at a time, each in one transaction: stopped halfway, run it again to finish. "
-        "Use --dry-run to count first.",
+        "Use --dry-run to count first; --force embeds everything again (a model that changed "
+        "under the same name).",
     )
     scope_args(p)
     p.add_argument("--dry-run", action="store_true", help="count what would be embedded; write nothing")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="embed every memory and sentence again and replace their vectors and cached ones "
+        "(the model changed but kept its name, e.g. after upgrading the package or the server's model)",
+    )
     p.add_argument(
         "--page-size", type=integer, default=256, metavar="N", help="memories per transaction (default 256)"
     )
@@ -100,6 +107,7 @@ def cmd_reembed(ns: argparse.Namespace, mem: Memory) -> int:
         report = mem.reembed(
             **scope(ns),
             dry_run=ns.dry_run,
+            force=ns.force,
             page_size=ns.page_size,
             progress=lambda r: show("reembed", r.memories, None),
         )

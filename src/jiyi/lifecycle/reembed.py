@@ -9,6 +9,11 @@ and, where the ranking reads statements, every statement vector missing from the
 cache is embedded and cached. Each page is one transaction, so a run stopped halfway keeps
 what it finished and a second run picks up the rest; a run over a store already up to date
 embeds nothing.
+
+``force`` embeds every memory and statement again, whatever vectors they have, and replaces
+the cached ones: for a model that changed under the same ``model_id`` (a new version of a
+package, a server that now runs another model under the same name), whose old vectors the
+store cannot tell from new ones.
 """
 
 from __future__ import annotations
@@ -17,12 +22,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from jiyi.effects import Flow, call
+from jiyi.effects import Flow, call, embed
 from jiyi.embed.cached import embed_documents
 from jiyi.model import MemoryItem
 from jiyi.read.statements import statement_texts, used
 from jiyi.runtime import Runtime
-from jiyi.store.base import CacheGet, Change, Filter, ListItems, SetVectors, VectorsFor, Write
+from jiyi.store.base import CacheGet, CachePut, Change, Filter, ListItems, SetVectors, VectorsFor, Write
 from jiyi.store.sqlcommon import text_hash
 from jiyi.validate import Problems, check_limit, scope_keys
 
@@ -40,8 +45,9 @@ class ReembedReport:
     embedded: int
     """Memories given a vector of ``model_id`` (they had none, or another model's)."""
     statements: int
-    """Statement vectors added to the embedding cache."""
+    """Statement vectors added to the embedding cache (with ``force``: written again)."""
     dry_run: bool = False
+    force: bool = False
 
     @property
     def up_to_date(self) -> bool:
@@ -62,18 +68,24 @@ def reembed(
     agent_id: str | None = None,
     tenant_id: str | None = None,
     dry_run: bool = False,
+    force: bool = False,
     page_size: int = PAGE,
     progress: Callable[[ReembedReport], None] | None = None,
 ) -> Flow[ReembedReport]:
     """Give every memory of the tenant (or of the given scopes) a vector of the current
     embedder, and cache the statement vectors the search reads; see the module's text.
 
-    ``dry_run`` counts what would be embedded and writes nothing. ``progress`` gets the
+    ``dry_run`` counts what would be embedded and writes nothing. ``force`` embeds every
+    memory and statement again, the cache bypassed, and replaces their vectors. ``progress`` gets the
     running totals after each page. Safe to run again, and beside other writers: a memory
     written meanwhile already has its vector, and one purged meanwhile is skipped."""
     problems = Problems()
     problems.check(scope_keys, user_id, project_id, session_id, agent_id)
     problems.check(check_limit, page_size, "page_size")
+    flags: tuple[tuple[str, object], ...] = (("dry_run", dry_run), ("force", force))
+    for name, flag in flags:  # a caller's "yes" would pass as true
+        if not isinstance(flag, bool):
+            problems.add(f"{name} must be true or false, not {flag!r}", name)
     problems.raise_any()
     tenant = rt.tenant(tenant_id)
     model = rt.embedder.model_id
@@ -83,19 +95,23 @@ def reembed(
         statuses=(),
         include_expired=True,
     )
-    report = ReembedReport(model, 0, 0, 0, dry_run)
-    counted: set[str] = set()  # a dry run's statements already counted (a real run caches them)
+    report = ReembedReport(model, 0, 0, 0, dry_run, force)
+    counted: set[str] = set()  # statements already counted (a dry run's; with force, embedded)
     cursor: str | None = None
     while True:
         page = yield from call(ListItems(flt, limit=page_size, cursor=cursor))
         if page.items:
-            embedded, statements = yield from _page(rt, tenant, page.items, counted if dry_run else None)
+            if force:
+                embedded, statements = yield from _page_again(rt, tenant, page.items, counted, dry_run)
+            else:
+                embedded, statements = yield from _page(rt, tenant, page.items, counted if dry_run else None)
             report = ReembedReport(
                 model,
                 report.memories + len(page.items),
                 report.embedded + embedded,
                 report.statements + statements,
                 dry_run,
+                force,
             )
             if progress is not None:
                 progress(report)
@@ -137,3 +153,26 @@ def _page(
         yield from call(Write(tuple(changes)))
     added = {h for h, _ in put.entries} if put is not None else set()
     return len(missing), len(added & {text_hash(t) for t in wanted})
+
+
+def _page_again(
+    rt: Runtime, tenant: str, items: list[MemoryItem], done: set[str], dry_run: bool
+) -> Flow[tuple[int, int]]:
+    """One page with ``force``: every memory and every statement not done on an earlier page
+    (``done``, their hashes) embedded by the model itself, not read from the cache, and
+    written over what the store and the cache held; with ``dry_run`` only counted."""
+    model = rt.embedder.model_id
+    wanted = statement_texts(i.content for i in items) if used(rt) else []
+    fresh = [t for t in dict.fromkeys(wanted) if text_hash(t) not in done]
+    done.update(text_hash(t) for t in fresh)
+    if dry_run or not items:
+        return len(items), len(fresh)
+    texts = list(dict.fromkeys([*(i.content for i in items), *fresh]))
+    vectors = yield from embed(texts)
+    by_text = dict(zip(texts, vectors, strict=True))
+    changes: list[Change] = [
+        CachePut(model, tuple((text_hash(t), v) for t, v in by_text.items())),
+        SetVectors(tenant, model, tuple((i.id, by_text[i.content]) for i in items)),
+    ]
+    yield from call(Write(tuple(changes)))
+    return len(items), len(fresh)
