@@ -58,6 +58,14 @@ _PT = """um uma uns umas do dos das em na nos nas ao aos à às é qual quais qu
 _IT = """il lo gli della dello dei degli delle dal dalla con su per tra fra chi cui quale quali
     non più anche sono sei essere ho hai hanno mio miei mie tuo tua suo sua nostro nostra loro
     questo questa quello quella molto"""
+LATIN_STOP_BY_LANGUAGE = (
+    ("spanish", frozenset(_ES.split())),
+    ("french", frozenset(_FR.split())),
+    ("german", frozenset(_DE.split())),
+    ("portuguese", frozenset(_PT.split())),
+    ("italian", frozenset(_IT.split())),
+)
+"""Each language's own list, by its Snowball stemmer's name (which language a text is in)."""
 OTHER_LATIN_STOP = frozenset(f"{_ES} {_FR} {_DE} {_PT} {_IT}".split()) - EN_STOP
 """Spanish, French, German, Portuguese and Italian function words (see the module doc)."""
 

@@ -33,7 +33,14 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-from jiyi.text.stopwords import CYRILLIC_STOP, EN_STOP, KANA_HANGUL_STOP, OTHER_LATIN_STOP, ZH_STOP
+from jiyi.text.stopwords import (
+    CYRILLIC_STOP,
+    EN_STOP,
+    KANA_HANGUL_STOP,
+    LATIN_STOP_BY_LANGUAGE,
+    OTHER_LATIN_STOP,
+    ZH_STOP,
+)
 
 __all__ = ["EN_STOP", "ZH_STOP", "index_text", "query_terms", "terms"]
 
@@ -152,9 +159,28 @@ def _other_word(word: str) -> str | None:
     return word
 
 
+def _latin_language(words: list[str]) -> str | None:
+    """The Snowball name of the language other than English that a text's Latin words are
+    in, when two or more of its function words say so and English's fewer; else None."""
+    english = sum(w in EN_STOP for w in words)
+    best, count = None, 1
+    for language, stop in LATIN_STOP_BY_LANGUAGE:
+        found = sum(w in stop for w in words)
+        if found > count:
+            best, count = language, found
+    return best if best is not None and count > english else None
+
+
 def terms(text: str) -> list[str]:
-    """Index terms of ``text`` in order (duplicates kept: they carry term frequency)."""
+    """Index terms of ``text`` in order (duplicates kept: they carry term frequency).
+
+    A text in Spanish, French, German, Portuguese or Italian (:func:`_latin_language`) also
+    gets its words' stems in that language, after all the others ("vivo" and "vive" meet at
+    *viv*; the English stemmer, used for every Latin word, leaves them apart). Added rather
+    than put in place, so a short query whose language its words do not tell still meets
+    the English stems every text has, and the others' order (phrase pairs) stays."""
     out: list[str] = []
+    latin: list[str] = []
     for match in _RUN.finditer(normalise(text)):
         run = match.group()
         if _HAN.match(run):
@@ -163,6 +189,7 @@ def terms(text: str) -> list[str]:
         first = run[0]
         if first <= "z" or "\u00c0" <= first <= "\u024f" or "\u1e00" <= first <= "\u1eff":  # Latin
             term = _english(run)
+            latin.append(run)
         elif _BIGRAM.match(run):
             out.extend(_bigrams(run))
             continue
@@ -170,6 +197,16 @@ def terms(text: str) -> list[str]:
             term = _other_word(run)
         if term:
             out.append(term)
+    language = _latin_language(latin) if len(latin) > 1 else None
+    if language is not None:
+        stemmer = _script_stemmer(language)
+        for run in latin:
+            term = _english(run)
+            if term:
+                word = _ELIDED.sub("", run, count=1).replace("'", "") if "'" in run else run
+                own = stemmer.stemWord(word)
+                if own and own != term:
+                    out.append(own)
     return out
 
 
