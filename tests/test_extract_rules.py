@@ -1166,3 +1166,17 @@ def test_keyed_facts_as_people_say_them(text: str, content: str, key: str, value
 )
 def test_where_one_stays_or_what_someone_is_like_is_no_keyed_fact(text: str) -> None:
     assert all(e.key not in ("location", "my:领导", "my:老板") for e in extract(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "17時ね、がんばる",
+        "あと、夜8時には寝たいんだけど、夕飯って何時がいいかな",
+        "週3で通ってて、今体重68キロ",
+    ],
+)
+def test_japanese_is_not_read_by_the_chinese_rules(text: str) -> None:
+    # Kana says Japanese: its Han characters are not Chinese statements ("17時ね" was a fact).
+    assert RuleExtractor().extract([Turn("user", text)]) == []
+    assert RuleExtractor().extract([Turn("user", "我住在大阪")])  # Chinese still is

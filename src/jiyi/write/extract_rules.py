@@ -1611,6 +1611,9 @@ def _clauses(sentence: str) -> list[tuple[str, str]]:
     return out
 
 
+_KANA = re.compile("[\u3040-\u30ff]")
+
+
 class RuleExtractor:
     """Offline, rule-based :class:`~jiyi.write.extract.Extractor` for Chinese and English.
 
@@ -1623,7 +1626,9 @@ class RuleExtractor:
         seen: set[tuple[MemoryType, str]] = set()
         for index, turn in enumerate(turns):
             text = _readable(turn)
-            if text is None or low_value_reason(text) is not None:
+            if text is None or low_value_reason(text) is not None or _KANA.search(text):
+                # Kana: Japanese, whose Han characters the Chinese rules misread
+                # ("17時ね、がんばる" is no statement about the user).
                 continue
             source = turn.content.strip()
             found = [
