@@ -326,3 +326,75 @@ def test_a_habit_or_a_request_names_no_day(query: str) -> None:
 )
 def test_one_window(query: str, first: date, last: date) -> None:
     assert days(query) == [(first, last)]
+
+
+@pytest.mark.parametrize(
+    ("query", "first", "last"),
+    [
+        ("¿Qué película vi la semana pasada?", date(2022, 4, 4), date(2022, 4, 10)),
+        ("Qu'est-ce que j'ai fait la semaine dernière ?", date(2022, 4, 4), date(2022, 4, 10)),
+        ("Was habe ich letzte Woche gekauft?", date(2022, 4, 4), date(2022, 4, 10)),
+        ("O que eu comi ontem?", date(2022, 4, 11), date(2022, 4, 11)),
+        ("Dove sono andato il mese scorso?", date(2022, 3, 1), date(2022, 3, 31)),
+        ("Что я делал на прошлой неделе?", date(2022, 4, 4), date(2022, 4, 10)),
+        ("先週どこに行った？", date(2022, 4, 4), date(2022, 4, 10)),
+        ("先月何を買った？", date(2022, 3, 1), date(2022, 3, 31)),
+        ("지난달에 뭐 했어?", date(2022, 3, 1), date(2022, 3, 31)),
+        ("어제 뭐 먹었어?", date(2022, 4, 11), date(2022, 4, 11)),
+        ("Was war im Mai 2021?", date(2021, 5, 1), date(2021, 5, 31)),
+        ("¿Qué pasó en noviembre de 2021?", date(2021, 11, 1), date(2021, 11, 30)),
+        ("2021년 11월에 뭐 했어?", date(2021, 11, 1), date(2021, 11, 30)),
+        ("Mañana voy al médico", date(2022, 4, 13), date(2022, 4, 13)),
+    ],
+)
+def test_named_times_in_other_languages(query: str, first: date, last: date) -> None:
+    assert days(query) == [(first, last)]
+    assert time_windows(query, NOW).counted == ()
+
+
+@pytest.mark.parametrize(
+    ("query", "back"),
+    [
+        ("¿Qué compré hace tres semanas?", 21),
+        ("Qu'ai-je acheté il y a 2 mois ?", 60),
+        ("Was habe ich vor zwei Wochen gekauft?", 14),
+        ("Onde fui 10 dias atrás?", 10),
+        ("Cosa ho fatto tre settimane fa?", 21),
+        ("Что я купил три недели назад?", 21),
+        ("2週間前に何を買った？", 14),
+        ("3주 전에 뭐 샀어?", 21),
+        ("한 달 전에 어디 갔어?", 30),
+    ],
+)
+def test_counted_back_in_other_languages(query: str, back: int) -> None:
+    found = time_windows(query, NOW)
+    ((start, end),) = found.ranges
+    assert start < NOW - timedelta(days=back) < end
+    assert found.counted  # a distance back: its words are no keywords
+
+
+@pytest.mark.parametrize(
+    ("query", "month"),
+    [
+        ("¿Qué compré en mayo?", 5),
+        ("Où étais-je en mars ?", 3),
+        ("Было холодно в марте", 3),
+        ("3월에 뭐 했어?", 3),
+    ],
+)
+def test_a_month_without_its_year_in_other_languages(query: str, month: int) -> None:
+    assert time_windows(query, NOW).months == (month,)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "When did Jolene return home from Rio de Janeiro?",  # a name's part, not January
+        "Fuimos a la Plaza de Mayo",
+        "Cinco de Mayo party ideas",
+        "Recommend a film for esta noche",
+        "What did I do this Mars mission?",
+    ],
+)
+def test_month_names_inside_names_give_no_window(query: str) -> None:
+    assert not time_windows(query, NOW)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
+from jiyi.text import time_words
 from jiyi.text.holidays import RECENT, holiday_windows
 
 _A = TypeVar("_A")
@@ -591,9 +592,58 @@ def time_windows(query: str, now: datetime, recent: int = RECENT) -> TimeWindows
     for m in _WITHIN.finditer(query):
         if found.add(_in_range(_within_window, m, now), m.span()):
             counted.append(m.span())
+    _other_languages(query, now, ahead, found, counted)
     _years_and_months(query, found)
     ranges, months = found.settle()
     return TimeWindows(tuple(ranges), tuple(dict.fromkeys(months)), tuple(found.spans), tuple(counted))
+
+
+def _other_languages(
+    query: str, now: datetime, ahead: bool, found: _Found, counted: list[tuple[int, int]]
+) -> None:
+    """The same times in Spanish, French, German, Portuguese, Italian, Russian, Japanese and
+    Korean (:mod:`jiyi.text.time_words`): days, weeks, months and years relative to now, a
+    distance back, a month with or without its year."""
+    low = query.lower()
+    if len(low) != len(query) or (low.isascii() and not _OTHER_ASCII.search(low)):
+        return  # (spans would not line up; or nothing these patterns read)
+    for pattern, kind in time_words.RELATIVE:
+        if ahead and kind in _CURRENT:
+            continue
+        for m in pattern.finditer(low):
+            found.add(_in_range(_relative, kind, now), m.span())
+    for m in time_words.AGO.finditer(low):
+        count, unit = time_words.ago_amount(m)
+        if found.add(_in_range(lambda amount, at: _ago(*amount, at), (count, unit), now), m.span()):
+            counted.append(m.span())
+    for pattern in (time_words.MONTH, time_words.MONTH_YEAR):
+        for m in pattern.finditer(low):
+            if not time_words.written_as_month(query[m.start("month") : m.end("month")]):
+                continue
+            month = time_words.month_number(m["month"])
+            if m["year"]:
+                found.add(_month(int(m["year"]), month), m.span())
+            else:
+                found.add_month(month, m.span("month"))
+    for m in time_words.KO_MONTH.finditer(low):
+        month = int(m["month"])
+        if 1 <= month <= 12:
+            if m["year"]:
+                found.add(_month(int(m["year"]), month), m.span())
+            else:
+                found.add_month(month, m.span())
+
+
+# An ASCII query needs one of these words for an other-language pattern to read it (most
+# queries are English: they skip the patterns).
+_OTHER_ASCII = re.compile(
+    r"\b(?:ayer|hoy|hier|gestern|heute|ontem|hoje|oggi|ieri|domani|demain|morgen|hace|vor|fa|atras"
+    r"|semana|semaine|woche|settimana|mes|mois|monat|mese|anno|jahr|annee|wochenende|week-end|dernier|derniere"
+    r"|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|setiembre|octubre|noviembre|diciembre"
+    r"|janvier|mars|avril|mai|juin|juillet|septembre|octobre|novembre|januar|februar|juni|juli|oktober"
+    r"|dezember|janeiro|fevereiro|maio|junho|julho|setembro|outubro|novembro|dezembro|gennaio|febbraio"
+    r"|aprile|maggio|giugno|luglio|settembre|ottobre|dicembre|april|august|september|november|il y a)\b"
+)
 
 
 def _holidays(query: str, now: datetime, recent: int, found: _Found) -> None:
