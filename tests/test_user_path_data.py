@@ -68,20 +68,26 @@ def test_the_other_languages_can_only_pass_on_what_the_user_said_last() -> None:
     assert len(convs) == 12
     assert sorted(c["lang"] for c in convs) == ["de"] * 2 + ["es"] * 3 + ["fr"] * 2 + ["ja"] * 3 + ["ko"] * 2
     for c in convs:
-        _check_conversation(c, ids)
-        turns = [[t for _, t in s["turns"]] for s in c["sessions"]]
-        for q in c["questions"]:
-            first = min(
-                i
-                for i, s in enumerate(c["sessions"])
-                for role, t in s["turns"]
-                if role == "user" and any(e in t for e in q["expect"])
-            )
-            if q["kind"] == "changed":
-                earlier = [t for ts in turns[:first] for t in ts]
-                assert not any(e in t for t in earlier for e in q["expect"]), (c["id"], q["query"])
-            else:
-                assert q["old"] is None, (c["id"], q["query"])
+        _check_other_language_conversation(c, ids)
+
+
+def _check_other_language_conversation(c: dict[str, Any], ids: set[str]) -> None:
+    """:func:`_check_conversation`, and a changed fact's current words in no turn of either
+    role before the session where the user first says them."""
+    _check_conversation(c, ids)
+    turns = [[t for _, t in s["turns"]] for s in c["sessions"]]
+    for q in c["questions"]:
+        first = min(
+            i
+            for i, s in enumerate(c["sessions"])
+            for role, t in s["turns"]
+            if role == "user" and any(e in t for e in q["expect"])
+        )
+        if q["kind"] == "changed":
+            earlier = [t for ts in turns[:first] for t in ts]
+            assert not any(e in t for t in earlier for e in q["expect"]), (c["id"], q["query"])
+        else:
+            assert q["old"] is None, (c["id"], q["query"])
 
 
 def test_the_other_languages_development_set_can_only_pass_on_what_the_user_said_last() -> None:
@@ -98,16 +104,4 @@ def test_the_other_languages_development_set_can_only_pass_on_what_the_user_said
         ["es"] * 3 + ["fr"] * 2 + ["de"] * 2 + ["ja"] * 3 + ["ko"] * 2 + ["pt", "ru"]
     )
     for c in convs:
-        _check_conversation(c, ids)
-        for q in c["questions"]:
-            first = min(
-                i
-                for i, s in enumerate(c["sessions"])
-                for role, t in s["turns"]
-                if role == "user" and any(e in t for e in q["expect"])
-            )
-            if q["kind"] == "changed":
-                earlier = [t for s in c["sessions"][:first] for _, t in s["turns"]]
-                assert not any(e in t for t in earlier for e in q["expect"]), (c["id"], q["query"])
-            else:
-                assert q["old"] is None, (c["id"], q["query"])
+        _check_other_language_conversation(c, ids)
