@@ -76,9 +76,9 @@ def reembed(
     embedder, and cache the statement vectors the search reads; see the module's text.
 
     ``dry_run`` counts what would be embedded and writes nothing. ``force`` embeds every
-    memory and statement again, the cache bypassed, and replaces their vectors. ``progress`` gets the
-    running totals after each page. Safe to run again, and beside other writers: a memory
-    written meanwhile already has its vector, and one purged meanwhile is skipped."""
+    memory and statement again, the cache bypassed, and replaces their vectors. ``progress``
+    gets the running totals after each page. Safe to run again, and beside other writers: a
+    memory written meanwhile already has its vector, and one purged meanwhile is skipped."""
     problems = Problems()
     problems.check(scope_keys, user_id, project_id, session_id, agent_id)
     problems.check(check_limit, page_size, "page_size")
