@@ -192,3 +192,15 @@ def month_number(name: str) -> int:
         if any(re.fullmatch(n, name) for n in names):
             return number
     raise ValueError(f"not a month name: {name!r}")
+
+
+ASCII_CUES = frozenset(
+    """anteayer antier vorgestern anteontem altroieri anoche hier gestern ieri ayer ontem hoy aujourd heute hoje oggi
+    week weekend wochenende fin fim semana semaine woche settimana esta cette diese questa mes mois monat
+    mese este ano anno jahr annee dernier derniere letzte letzten letztes vergangene vergangenen
+    vergangenes pasado pasada passado passada scorso scorsa proxima proximo prochaine prochain prossima
+    prossimo viene vem demain morgen domani dopodomani manana amanha hace vor il atras fa naechste
+    naechsten naechstes""".split()
+) | frozenset(n for names in _MONTH_NAMES for n in names if n.isascii() and n.isalpha())
+"""Words, in ASCII, one of which every pattern here needs when the query is all ASCII: an
+English query holds none and skips them all (most queries are English)."""

@@ -605,8 +605,10 @@ def _other_languages(
     Korean (:mod:`jiyi.text.time_words`): days, weeks, months and years relative to now, a
     distance back, a month with or without its year."""
     low = query.lower()
-    if len(low) != len(query) or (low.isascii() and not _OTHER_ASCII.search(low)):
-        return  # (spans would not line up; or nothing these patterns read)
+    if len(low) != len(query) or (
+        low.isascii() and time_words.ASCII_CUES.isdisjoint(_ASCII_WORD.findall(low))
+    ):
+        return  # (spans would not line up; or, in ASCII, nothing these patterns read)
     for pattern, kind in time_words.RELATIVE:
         if ahead and kind in _CURRENT:
             continue
@@ -634,16 +636,7 @@ def _other_languages(
                 found.add_month(month, m.span())
 
 
-# An ASCII query needs one of these words for an other-language pattern to read it (most
-# queries are English: they skip the patterns).
-_OTHER_ASCII = re.compile(
-    r"\b(?:ayer|hoy|hier|gestern|heute|ontem|hoje|oggi|ieri|domani|demain|morgen|hace|vor|fa|atras"
-    r"|semana|semaine|woche|settimana|mes|mois|monat|mese|anno|jahr|annee|wochenende|week-end|dernier|derniere"
-    r"|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|setiembre|octubre|noviembre|diciembre"
-    r"|janvier|mars|avril|mai|juin|juillet|septembre|octobre|novembre|januar|februar|juni|juli|oktober"
-    r"|dezember|janeiro|fevereiro|maio|junho|julho|setembro|outubro|novembro|dezembro|gennaio|febbraio"
-    r"|aprile|maggio|giugno|luglio|settembre|ottobre|dicembre|april|august|september|november|il y a)\b"
-)
+_ASCII_WORD = re.compile(r"[a-z]+")
 
 
 def _holidays(query: str, now: datetime, recent: int, found: _Found) -> None:
