@@ -620,20 +620,20 @@ def _other_languages(
             counted.append(m.span())
     for pattern in (time_words.MONTH, time_words.MONTH_YEAR):
         for m in pattern.finditer(low):
-            if not time_words.written_as_month(query[m.start("month") : m.end("month")]):
-                continue
-            month = time_words.month_number(m["month"])
-            if m["year"]:
-                found.add(_month(int(m["year"]), month), m.span())
-            else:
-                found.add_month(month, m.span("month"))
+            if time_words.written_as_month(query[m.start("month") : m.end("month")]):
+                _add_month(found, m, time_words.month_number(m["month"]), m.span("month"))
     for m in time_words.KO_MONTH.finditer(low):
-        month = int(m["month"])
-        if 1 <= month <= 12:
-            if m["year"]:
-                found.add(_month(int(m["year"]), month), m.span())
-            else:
-                found.add_month(month, m.span())
+        if 1 <= int(m["month"]) <= 12:
+            _add_month(found, m, int(m["month"]), m.span())
+
+
+def _add_month(found: _Found, m: re.Match[str], month: int, alone: tuple[int, int]) -> None:
+    """A month named with its year (the match's ``year`` group) as that month's window; one
+    without, as a month of any year, read from the span ``alone``."""
+    if m["year"]:
+        found.add(_month(int(m["year"]), month), m.span())
+    else:
+        found.add_month(month, alone)
 
 
 _ASCII_WORD = re.compile(r"[a-z]+")

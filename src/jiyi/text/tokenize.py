@@ -180,7 +180,8 @@ def terms(text: str) -> list[str]:
     than put in place, so a short query whose language its words do not tell still meets
     the English stems every text has, and the others' order (phrase pairs) stays."""
     out: list[str] = []
-    latin: list[str] = []
+    latin: list[str] = []  # every Latin-script run (its language is told by them all)
+    kept: list[tuple[str, str]] = []  # (run, English term) of those that give a term
     for match in _RUN.finditer(normalise(text)):
         run = match.group()
         if _HAN.match(run):
@@ -190,6 +191,8 @@ def terms(text: str) -> list[str]:
         if first <= "z" or "\u00c0" <= first <= "\u024f" or "\u1e00" <= first <= "\u1eff":  # Latin
             term = _english(run)
             latin.append(run)
+            if term:
+                kept.append((run, term))
         elif _BIGRAM.match(run):
             out.extend(_bigrams(run))
             continue
@@ -200,13 +203,11 @@ def terms(text: str) -> list[str]:
     language = _latin_language(latin) if len(latin) > 1 else None
     if language is not None:
         stemmer = _script_stemmer(language)
-        for run in latin:
-            term = _english(run)
-            if term:
-                word = _ELIDED.sub("", run, count=1).replace("'", "") if "'" in run else run
-                own = stemmer.stemWord(word)
-                if own and own != term:
-                    out.append(own)
+        for run, term in kept:
+            word = _ELIDED.sub("", run, count=1).replace("'", "") if "'" in run else run
+            own = stemmer.stemWord(word)
+            if own and own != term:
+                out.append(own)
     return out
 
 
