@@ -81,6 +81,7 @@ from typing import Any
 
 from jiyi.model import MemoryType
 from jiyi.profile_lexicon import term_of
+from jiyi.text.language import written_in
 from jiyi.text.lowvalue import low_value_reason
 from jiyi.text.names import SURNAMES_ZH
 from jiyi.write.extract import ChatTurn, Extracted, Language
@@ -1611,9 +1612,6 @@ def _clauses(sentence: str) -> list[tuple[str, str]]:
     return out
 
 
-_KANA = re.compile("[\u3040-\u30ff]")
-
-
 class RuleExtractor:
     """Offline, rule-based :class:`~jiyi.write.extract.Extractor` for Chinese and English.
 
@@ -1626,8 +1624,8 @@ class RuleExtractor:
         seen: set[tuple[MemoryType, str]] = set()
         for index, turn in enumerate(turns):
             text = _readable(turn)
-            if text is None or low_value_reason(text) is not None or _KANA.search(text):
-                # Kana: Japanese, whose Han characters the Chinese rules misread
+            if text is None or low_value_reason(text) is not None or written_in(text) == "ja":
+                # Japanese (it has kana): its Han characters the Chinese rules misread
                 # ("17時ね、がんばる" is no statement about the user).
                 continue
             source = turn.content.strip()
