@@ -218,6 +218,8 @@ def test_the_quick_test_before_the_framing_patterns_misses_nothing() -> None:
         "Привет! Как дела?",
         "안녕! 잘 지냈어?",
         "ねえ、元気？",
+        "¡Hola! ¿Qué tal?",
+        "Genial 🎉 ¿Y tú?",
     ],
 )
 def test_texts_that_only_ask(text: str) -> None:
@@ -242,6 +244,10 @@ def test_texts_that_only_ask(text: str) -> None:
         "서울로 이사했어요. 근처에 맛집 있어요?",
         "三鷹に引っ越しました。近くにいいパン屋ある？",
         "Me mudé a Mérida en marzo. ¿Conoces algún dentista?",
+        # Spanish opens its question with "¿": what comes before it in the sentence is said.
+        "Ya tengo el B2 de euskera y quiero celebrarlo con mis amigas, ¿alguna idea para cenar?",
+        # An emoji before a capital ends a sentence in chat.
+        "¡He aprobado! Ya tengo el B2 de euskera 🎉 Quiero celebrarlo, ¿alguna idea para cenar?",
     ],
 )
 def test_texts_that_tell_something(text: str) -> None:

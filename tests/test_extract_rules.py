@@ -729,6 +729,16 @@ def test_a_new_job_somewhere_unnamed_or_someone_elses_gives_no_employer() -> Non
         ("hey can you help me plan a warm-up? I teach science in Portland", False),
         ("Race is in October", False),
         ("got it, thanks", False),
+        # Other languages: what comes before a Spanish "¿", a clause that says "I", a sentence
+        # an emoji ends.
+        ("Ya tengo el B2 de euskera, ¿alguna idea para celebrarlo?", False),
+        ("¿Alguna idea para celebrarlo?", True),
+        ("Autre question : je suis kiné en libéral, je peux poser combien de jours ?", False),
+        ("Autre question : combien de jours pour le voyage, tu crois ?", True),
+        (
+            "남자친구랑 결혼식 날짜 잡았어요, 10월 18일이에요 💍 모바일 청첩장 문구 좀 같이 고민해 줄래요?",
+            False,
+        ),
     ],
 )
 def test_a_turn_that_only_asks(text: str, only: bool) -> None:
@@ -747,6 +757,9 @@ def test_a_turn_that_only_asks(text: str, only: bool) -> None:
         ("ok 3 more", False),  # a number
         ("I've done Blackbird. something newer?", False),
         ("我那台最近掉得有点多", False),
+        # Kana count too: a Japanese sentence with few Han characters still states something.
+        ("ドラムって全身使うから、終わったあと肩バキバキやねん", False),
+        ("やってみる〜", True),
     ],
 )
 def test_a_turn_that_states_nothing(text: str, nothing: bool) -> None:

@@ -74,6 +74,16 @@ def test_split_sentences_chinese_and_english() -> None:
     ]
 
 
+def test_split_sentences_where_chat_ends_them() -> None:
+    # An emoji before a capital, Korean laughter before a space; not an emoji mid-sentence.
+    assert split_sentences("Ya tengo el B2 🎉 Quiero celebrarlo") == [
+        "Ya tengo el B2 🎉",
+        "Quiero celebrarlo",
+    ]
+    assert split_sentences("좋다ㅎㅎ 회사가 멀어") == ["좋다ㅎㅎ", "회사가 멀어"]
+    assert split_sentences("I love 🍕 and pasta.") == ["I love 🍕 and pasta."]
+
+
 def test_chinese_conversation() -> None:
     episode = summarize_extractive(ZH)
     assert episode.language == "zh"

@@ -30,7 +30,7 @@ import functools
 import re
 from typing import Literal
 
-from jiyi.text.sentences import split_sentences
+from jiyi.text.sentences import question_apart, split_sentences
 
 Kind = Literal["time", "number", "place"]
 
@@ -285,7 +285,7 @@ def only_asks(text: str) -> bool:
     if "?" not in text and "？" not in text:
         return False
     asked = False
-    for sentence in split_sentences(text):
+    for sentence in (p for s in split_sentences(text) for p in question_apart(s)):
         if ("?" in sentence or "？" in sentence) and not _TAG.search(sentence):
             asked = True
             continue

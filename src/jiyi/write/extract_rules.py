@@ -84,6 +84,7 @@ from jiyi.profile_lexicon import term_of
 from jiyi.text.language import written_in
 from jiyi.text.lowvalue import low_value_reason
 from jiyi.text.names import SURNAMES_ZH
+from jiyi.text.sentences import break_chat, question_apart
 from jiyi.write.extract import ChatTurn, Extracted, Language
 
 __all__ = [
@@ -118,6 +119,7 @@ _IMPORTANCE: dict[MemoryType, float] = {
 
 _I = re.IGNORECASE
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_KANA = re.compile(r"[\u3040-\u30ff]")
 
 # -- reading turns ---------------------------------------------------------------------------
 
@@ -302,7 +304,16 @@ _INSTRUCTS_ZH = re.compile(
 )
 # Chat Chinese separates clauses with spaces too: "女朋友小雨生日快到了 送啥好啊".
 _CLAUSE_SPLIT = re.compile(r"[，,;；、]|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
-_FIRST_PERSON_ANY = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|our|ours|us)\b|我|咱", _I)
+_FIRST_PERSON_ANY = re.compile(
+    r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|our|ours|us)\b|我|咱"
+    # The same in the other languages the default embedder reads: a clause of a question
+    # that says "I" states something of its own ("je suis kiné en libéral, je peux ... ?").
+    r"|\b(?:yo|mi|mis|nosotr[oa]s|nuestr[oa]s?|je|moi|mon|ma|mes|nous|notre|nos|ich|mich|mir|"
+    r"mein(?:e[mnrs]?)?|wir|uns|unser(?:e[mnrs]?)?|eu|meu|minha|meus|minhas|comigo|nós|noss[oa]s?|"
+    r"io|mio|mia|miei|noi|nostr[oaie]|я|мне|меня|мной|мо[йяеёи]|моего|моей|мы|нас|нам|наш[аеи]?)\b"
+    r"|\bj'|私|僕|俺|わたし|あたし|(?<![가-힣])(?:나|저|내|제|우리|저희)(?:는|가|도|의)?(?![가-힣])",
+    _I,
+)
 
 
 # Without a question mark, an English question opens with a wh-word or with an auxiliary
@@ -334,7 +345,8 @@ def _says_nothing(clause: str) -> bool:
     text = _trim(clause)
     if not text or low_value_reason(text) is not None:
         return True
-    han = len(_HAN.findall(text))
+    # Kana count half a Han character: Japanese spells with them what Chinese writes in Han.
+    han = len(_HAN.findall(text)) + len(_KANA.findall(text)) / 2
     if han:
         return han <= 3 and not any(ch.isdigit() for ch in text)
     words = text.split()
@@ -372,9 +384,9 @@ def asks_only(text: str) -> bool:
 def _read_clauses(text: str) -> tuple[bool, list[str]]:
     """Whether any clause of ``text`` asks, and the clauses that state something."""
     asks, stated = False, []
-    for sentence in _sentences(text):
-        asking = sentence.rstrip().endswith(("?", "？"))
-        for clause in _CLAUSE_SPLIT.split(sentence):
+    for part in (p for s in _sentences(text) for p in question_apart(s)):
+        asking = part.rstrip().endswith(("?", "？"))
+        for clause in _CLAUSE_SPLIT.split(part):
             if _asks(clause):
                 asks = asking = True  # what follows in the sentence may say more of what is asked
             elif not (_says_nothing(clause) or (asking and not _FIRST_PERSON_ANY.search(clause))):
@@ -1464,7 +1476,7 @@ _MAX_CLAUSE = 300
 
 def _sentences(text: str) -> Iterator[str]:
     # Runs of spaces collapse to one, which also keeps every regex below linear.
-    for m in _SENTENCE.finditer(_SPACE_RUN.sub(" ", text)):
+    for m in _SENTENCE.finditer(_SPACE_RUN.sub(" ", break_chat(text))):
         s = m.group().strip()
         if s:
             yield s
