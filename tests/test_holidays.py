@@ -33,6 +33,15 @@ def days(query: str, now: datetime = NOW) -> list[tuple[date, date]]:
         ("2023年国庆去了哪里", [(date(2023, 10, 1), date(2023, 10, 7))]),
         ("去年圣诞节吃了什么", [(date(2023, 12, 24), date(2023, 12, 26))]),
         ("2023年五一去哪玩了", [(date(2023, 5, 1), date(2023, 5, 5))]),
+        # Last year's, wherever in this year it is asked (not the latest before now).
+        ("去年国庆去了哪里", [(date(2023, 10, 1), date(2023, 10, 7))]),
+        # Other languages: each country's own and the shared ones, with a year or last year.
+        ("¿Qué hicimos en Navidad de 2022?", [(date(2022, 12, 24), date(2022, 12, 26))]),
+        ("Ostern 2023", [(date(2023, 4, 7), date(2023, 4, 10))]),
+        ("去年のお盆はどこに行った？", [(date(2023, 8, 13), date(2023, 8, 16))]),
+        ("2023年のゴールデンウィーク", [(date(2023, 4, 29), date(2023, 5, 5))]),
+        ("작년 어린이날에 뭐 했지?", [(date(2023, 5, 4), date(2023, 5, 6))]),
+        ("Ferragosto 2023", [(date(2023, 8, 14), date(2023, 8, 16))]),
     ],
 )
 def test_a_holiday_of_a_year(query: str, expected: list[tuple[date, date]]) -> None:
@@ -48,6 +57,22 @@ def test_a_holiday_without_a_year_is_its_recent_occurrences() -> None:
         date(2023, 12, 23),
         date(2023, 12, 25),
     )
+
+
+@pytest.mark.parametrize(
+    ("query", "day"),
+    [
+        ("¿Qué hicimos en Nochevieja?", date(2023, 12, 31)),
+        ("Qu'est-ce qu'on a fait à la Toussaint ?", date(2023, 11, 1)),
+        ("Wo waren wir an Silvester?", date(2023, 12, 31)),
+        ("Что мы делали на майских праздниках?", date(2023, 5, 5)),
+        ("Semana Santa", date(2023, 4, 5)),
+        ("お正月は何をした？", date(2024, 1, 2)),
+    ],
+)
+def test_holidays_in_other_languages(query: str, day: date) -> None:
+    """Named without a year, as in English: the latest occurrence holds the day."""
+    assert any(first <= day <= last for first, last in days(query)), days(query)
 
 
 def test_a_memory_text_is_not_read_for_holidays() -> None:

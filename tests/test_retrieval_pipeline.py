@@ -29,6 +29,8 @@ SETS = {
     "four_languages": (ROOT / "bench" / "data" / "multilingual_retrieval.json", (0.93, 0.95)),
     # measured 0.982 / 1.000 (session 34)
     "times_in_eight_languages": (ROOT / "bench" / "data" / "multilingual_temporal.json", (0.96, 0.98)),
+    # held out; measured 0.982 / 1.000 (session 35)
+    "times_held_out": (ROOT / "bench" / "data" / "multilingual_temporal_held.json", (0.96, 0.98)),
 }
 
 
@@ -51,11 +53,18 @@ def test_jiyi_is_not_below_its_parts_through_the_pipeline(table: tuple[str, Any]
     assert jiyi >= floor, f"{name}: jiyi recall@{k} {jiyi} below the guard {floor}"
 
 
-def test_a_time_named_in_another_language_finds_what_was_said_then(tmp_path: Path) -> None:
-    """bench/data/multilingual_temporal.json: each question names a time ("hace tres semanas",
-    "im Februar", "先週", "지난달"...) and only that time tells its memory from three or four
-    alike; the first hit must be it (measured 0.929 in raw mode; 0.411 before
-    jiyi.text.time_words; cosine alone 0.179)."""
-    data = json.loads((ROOT / "bench" / "data" / "multilingual_temporal.json").read_text(encoding="utf-8"))
+@pytest.mark.parametrize(
+    ("name", "floor"),
+    # measured 0.982 (0.411 before jiyi.text.time_words; cosine alone 0.179) and, held out,
+    # 0.893 (0.661 before the weekdays, holidays and larger counts; cosine alone 0.411)
+    [("multilingual_temporal.json", 0.93), ("multilingual_temporal_held.json", 0.85)],
+)
+def test_a_time_named_in_another_language_finds_what_was_said_then(
+    tmp_path: Path, name: str, floor: float
+) -> None:
+    """bench/data/multilingual_temporal*.json: each question names a time ("hace tres
+    semanas", "im Februar", "先週", "지난달", "el jueves pasado", "майские"...) and only that
+    time tells its memory from three or four alike; the first hit must be it."""
+    data = json.loads((ROOT / "bench" / "data" / name).read_text(encoding="utf-8"))
     overall = zh_en.table(zh_en.rankings(data, tmp_path / "memory.db"))["overall"]
-    assert overall["jiyi"]["recall@1"] >= 0.85, overall
+    assert overall["jiyi"]["recall@1"] >= floor, overall

@@ -285,7 +285,15 @@ def test_a_day_of_the_week(query: str, day: date) -> None:
 
 
 @pytest.mark.parametrize(
-    "query", ["I work on Mondays", "我每周三去健身", "周五推荐看什么电影", "What should I cook this Friday?"]
+    "query",
+    [
+        "I work on Mondays",
+        "我每周三去健身",
+        "周五推荐看什么电影",
+        "What should I cook this Friday?",
+        "Los viernes voy al gimnasio",  # a day alone, in any language
+        "金曜日に歯医者の予約がある",
+    ],
 )
 def test_a_habit_or_a_request_names_no_day(query: str) -> None:
     assert not time_windows(query, WEDNESDAY)
@@ -345,6 +353,20 @@ def test_one_window(query: str, first: date, last: date) -> None:
         ("¿Qué pasó en noviembre de 2021?", date(2021, 11, 1), date(2021, 11, 30)),
         ("2021년 11월에 뭐 했어?", date(2021, 11, 1), date(2021, 11, 30)),
         ("Mañana voy al médico", date(2022, 4, 13), date(2022, 4, 13)),
+        # A day of a week (NOW is a Tuesday; this week began on Monday 11 April).
+        ("¿Qué cené el viernes pasado?", date(2022, 4, 8), date(2022, 4, 8)),
+        ("Qu'est-ce que j'ai fait lundi dernier ?", date(2022, 4, 11), date(2022, 4, 11)),
+        ("Was habe ich letzten Donnerstag gekauft?", date(2022, 4, 7), date(2022, 4, 7)),
+        ("O que fiz na sexta-feira passada?", date(2022, 4, 8), date(2022, 4, 8)),
+        ("Com'è andata la partita di giovedì scorso?", date(2022, 4, 7), date(2022, 4, 7)),
+        ("Что я делал в прошлую среду?", date(2022, 4, 6), date(2022, 4, 6)),
+        ("先週の土曜日どこに行った？", date(2022, 4, 9), date(2022, 4, 9)),
+        ("지난주 금요일에 뭐 먹었어?", date(2022, 4, 8), date(2022, 4, 8)),
+        ("이번 주 월요일에 누구 만났어?", date(2022, 4, 11), date(2022, 4, 11)),
+        # A year named apart from its month is that month's.
+        ("올해 1월에 간 맛집은 어디였지?", date(2022, 1, 1), date(2022, 1, 31)),
+        ("¿Qué hice en marzo del año pasado?", date(2021, 3, 1), date(2021, 3, 31)),
+        ("What did I read in January this year?", date(2022, 1, 1), date(2022, 1, 31)),
     ],
 )
 def test_named_times_in_other_languages(query: str, first: date, last: date) -> None:
@@ -364,6 +386,11 @@ def test_named_times_in_other_languages(query: str, first: date, last: date) -> 
         ("2週間前に何を買った？", 14),
         ("3주 전에 뭐 샀어?", 21),
         ("한 달 전에 어디 갔어?", 30),
+        ("Où suis-je parti il y a dix jours ?", 10),
+        ("¿Qué hice hace doce días?", 12),
+        ("Was war vor elf Tagen?", 11),
+        ("열흘 전에 어디 갔어?", 10),
+        ("十日前に何をした？", 10),
     ],
 )
 def test_counted_back_in_other_languages(query: str, back: int) -> None:

@@ -1,14 +1,15 @@
-"""Named holidays as windows in time, English and Chinese: "at Christmas", "last
-Thanksgiving", "Easter 2023", "2023年国庆", "五一".
+"""Named holidays as windows in time: "at Christmas", "last Thanksgiving", "Easter 2023",
+"2023年国庆", "五一"; and in the other languages the default embedder reads, "en Navidad",
+"à la Toussaint", "Ostern 2024", "去年のお盆", "어린이날".
 
 A holiday is a few days of a year (Christmas: 24-26 December; Thanksgiving: the US fourth
 Thursday of November to the Sunday after), ±1 day where people talk about it the day after.
 Without a year the holiday is one of several years: a query asks about its most recent
 occurrences (:data:`RECENT`; "last Christmas" only the one before now, "this Christmas" this
-year's, "next Christmas" the one after now). A memory's own text is not read for holidays
+year's, "next Christmas" the one after now; "去年国庆", "작년 어린이날" last year's). A memory's own text is not read for holidays
 (:func:`jiyi.text.timeparse.told_windows`): one said on the day is found by when it was said.
-Lunar holidays (除夕, 春节, 中秋, 端午) move with a calendar this module
-does not hold and are not read.
+Lunar holidays (除夕, 春节, 中秋, 端午, 추석, 설날) and the Orthodox Easter move with calendars
+this module does not hold and are not read.
 """
 
 from __future__ import annotations
@@ -76,12 +77,75 @@ _HOLIDAYS: list[tuple[re.Pattern[str], Callable[[int], tuple[date, date]]]] = [
     (re.compile(r"\blabou?r\s+day\b", re.I), _days(lambda y: _nth_weekday(y, 9, 0, 1), 2, 0)),
     (re.compile(r"国庆(?:节|假期|长假)?|十一长假|十一假期", re.I), _fixed(10, 1, 0, 6)),
     (re.compile(r"劳动节|五一(?:假期|长假)?", re.I), _fixed(5, 1, 0, 4)),
+    # The same and each country's own in Spanish, French, German, Portuguese, Italian,
+    # Russian, Japanese and Korean. Lunar ones (추석, 설날) and the Orthodox Easter are not read.
+    (
+        re.compile(
+            r"\b(?:nochebuena|réveillon\s+de\s+noël|heilig(?:abend|en\s+abend)|véspera\s+de\s+natal"
+            r"|vigilia\s+di\s+natale)\b|クリスマスイブ|크리스마스\s*이브",
+            re.I,
+        ),
+        _fixed(12, 24),
+    ),
+    (
+        re.compile(
+            r"\b(?:nochevieja|saint-sylvestre|silvester|réveillon|san\s+silvestro)\b|大晦日|섣달\s*그믐", re.I
+        ),
+        _fixed(12, 31),
+    ),
+    (
+        re.compile(r"\b(?:navidad(?:es)?|noël|weihnachten|natal|natale)\b|クリスマス|크리스마스", re.I),
+        _fixed(12, 24, 0, 2),
+    ),
+    (re.compile(r"\bрождеств[оае]\b", re.I), _fixed(1, 7)),  # the Orthodox Christmas
+    (re.compile(r"年末年始|お正月|正月", re.I), _fixed(12, 29, 0, 5)),
+    (
+        re.compile(
+            r"\b(?:año\s+nuevo|nouvel\s+an|neujahr|ano\s+novo|capodanno|новый\s+год|новогодн\w*)\b|元日|신정|새해\s*첫날",
+            re.I,
+        ),
+        _fixed(1, 1),
+    ),
+    (re.compile(r"\bsemana\s+santa\b", re.I), _days(_easter, 7, 1)),
+    (re.compile(r"\b(?:pascua|pâques|ostern|páscoa|pasqua)\b", re.I), _days(_easter, 2, 1)),
+    (
+        re.compile(r"\b(?:pentecostés|pentecôte|pfingsten|pentecostes|pentecoste)\b", re.I),
+        _days(lambda y: _easter(y) + timedelta(days=49), 2, 1),
+    ),
+    (
+        re.compile(r"\b(?:carnaval|karneval|fasching|carnevale)\b", re.I),
+        _days(lambda y: _easter(y) - timedelta(days=47), 5, 1),
+    ),
+    (re.compile(r"ハロウィン|할로윈|핼러윈", re.I), _fixed(10, 31)),
+    (
+        re.compile(
+            r"\b(?:san\s+valentín|saint-valentin|valentinstag|san\s+valentino|день\s+святого\s+валентина)\b|バレンタイン|발렌타인|밸런타인",
+            re.I,
+        ),
+        _fixed(2, 14),
+    ),
+    (re.compile(r"\b(?:le\s+)?14\s+juillet\b|\bfête\s+nationale\b", re.I), _fixed(7, 14)),
+    (re.compile(r"\btoussaint\b", re.I), _fixed(11, 1)),
+    (re.compile(r"\bferragosto\b", re.I), _fixed(8, 15)),
+    (re.compile(r"\bмайски[ехй]\b(?:\s+праздник\w*)?", re.I), _fixed(5, 1, 0, 9)),
+    (re.compile(r"ゴールデンウィーク|\bGW\b", re.I), _fixed(4, 29, 0, 6)),
+    (re.compile(r"お盆", re.I), _fixed(8, 13, 0, 3)),
+    (re.compile(r"어린이날", re.I), _fixed(5, 5)),
 ]
 _BEFORE = re.compile(
-    r"\b(?P<which>last|this|next)\s+$|(?P<year>(?:19|20)\d\d)\s*年\s*$|(?P<zh>去年|今年|明年)\s*$", re.I
+    r"\b(?P<which>last|this|next)\s+$|(?P<year>(?:19|20)\d\d)\s*[年년]\s*の?\s*$"
+    r"|(?P<zh>去年|今年|明年|昨年|来年|작년|올해|내년)\s*の?\s*$",
+    re.I,
 )
-_AFTER = re.compile(r"\s*(?:of\s+|in\s+)?(?P<year>(?:19|20)\d\d)\b")  # matched at the name's end
-_ZH_WHICH = {"去年": "last", "今年": "this", "明年": "next"}
+# A year after the name ("Christmas of 2021", "Navidad de 2022"), matched at the name's end.
+_AFTER = re.compile(r"\s*(?:(?:of|in|de|del|di|von)\s+)?(?P<year>(?:19|20)\d\d)\b")
+_ZH_YEARS = {
+    **dict.fromkeys(("去年", "昨年", "작년"), -1),
+    "今年": 0,
+    "올해": 0,
+    **dict.fromkeys(("明年", "来年", "내년"), 1),
+}
+"""Years named relative to this one: "去年国庆" is last year's, whenever in this year it is asked."""
 
 
 def holiday_windows(
@@ -100,10 +164,11 @@ def holiday_windows(
             if after is not None:
                 yield _utc(window(int(after["year"]))), (start, after.end())
                 continue
-            if before is not None and before["year"]:
-                yield _utc(window(int(before["year"]))), (before.start(), end)
+            if before is not None and (before["year"] or before["zh"]):
+                year = int(before["year"]) if before["year"] else now.year + _ZH_YEARS[before["zh"]]
+                yield _utc(window(year)), (before.start(), end)
                 continue
-            which = None if before is None else (before["which"] or _ZH_WHICH[before["zh"]]).lower()
+            which = None if before is None else before["which"].lower()
             span = (start, end) if before is None else (before.start(), end)
             for found in _occurrences(window, now, which, recent):
                 yield found, span
@@ -162,5 +227,57 @@ WORDS = (
     "十一假期",
     "劳动节",
     "五一",
+    "nochebuena",
+    "réveillon",
+    "heilig",
+    "natal",
+    "nochevieja",
+    "sylvest",
+    "silvest",
+    "navidad",
+    "noël",
+    "weihnachten",
+    "рождеств",
+    "正月",
+    "年末年始",
+    "año nuevo",
+    "nouvel an",
+    "neujahr",
+    "ano novo",
+    "capodanno",
+    "новый год",
+    "новогодн",
+    "元日",
+    "신정",
+    "새해",
+    "semana santa",
+    "pascua",
+    "pâques",
+    "ostern",
+    "páscoa",
+    "pasqua",
+    "pente",
+    "pfingsten",
+    "carnaval",
+    "karneval",
+    "fasching",
+    "carnevale",
+    "ハロウィン",
+    "할로윈",
+    "핼러윈",
+    "valent",
+    "juillet",
+    "fête nationale",
+    "toussaint",
+    "ferragosto",
+    "майск",
+    "ゴールデンウィーク",
+    "gw",
+    "お盆",
+    "어린이날",
+    "크리스마스",
+    "クリスマス",
+    "大晦日",
+    "그믐",
 )
 """What a text must hold (lowercased) to name a holiday: the cheap test before the patterns."""

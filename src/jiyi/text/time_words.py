@@ -4,9 +4,9 @@ for :mod:`jiyi.text.timeparse` (English and Chinese are its own).
 A query that names a time ("¿Qué película vi la semana pasada?", "Was habe ich vor zwei
 Wochen gekauft?", "先週どこに行った？", "지난달에 뭐 했어?") gets the same windows as its
 English counterpart: the days named relative to now ("yesterday", "last week", "next
-month"), a distance back ("three weeks ago"), a month with or without its year. Each
-pattern names the :mod:`~jiyi.text.timeparse` kind it stands for; matched on the query
-case-folded. General vocabulary only, each the counterpart of an English phrase.
+month", "last Friday"), a distance back ("three weeks ago"), a month with or without its
+year. Holidays are read by :mod:`jiyi.text.holidays`. Each pattern names the
+:mod:`~jiyi.text.timeparse` kind it stands for; matched on the query case-folded. General vocabulary only, each the counterpart of an English phrase.
 """
 
 from __future__ import annotations
@@ -58,12 +58,13 @@ RELATIVE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "this_month",
         ),
         (
-            r"\b(?:el\s+año\s+pasado|l'année\s+dernière|l'an\s+dernier|(?:letztes|vergangenes)\s+jahr"
-            r"|(?:no\s+)?ano\s+passado|l'anno\s+scorso|в\s+прошлом\s+году)\b|昨年|작년|지난해",
+            r"\b(?:d?el\s+año\s+pasado|l'année\s+dernière|l'an\s+dernier|(?:letztes|vergangenes)\s+jahr"
+            r"|(?:letzten|vergangenen)\s+jahres"
+            r"|(?:no\s+)?ano\s+passado|(?:dell|l)'anno\s+scorso|в\s+прошлом\s+году)\b|昨年|작년|지난해",
             "last_year",
         ),
         (
-            r"\b(?:este\s+año|cette\s+année|dieses\s+jahr|este\s+ano|quest'anno|в\s+этом\s+году)\b|올해",
+            r"\b(?:este\s+año|cette\s+année|dieses\s+jahr(?:es)?|este\s+ano|quest'anno|в\s+этом\s+году)\b|올해",
             "this_year",
         ),
         (
@@ -107,7 +108,28 @@ _NUMBERS = {
     **dict.fromkeys(("cuatro", "quatre", "vier", "quatro", "quattro", "четыре", "四", "네", "사"), 4),
     **dict.fromkeys(("cinco", "cinq", "fünf", "cinque", "пять", "五", "다섯", "오"), 5),
     **dict.fromkeys(("seis", "six", "sechs", "sei", "шесть", "六", "여섯", "육"), 6),
+    **dict.fromkeys(("siete", "sept", "sieben", "sete", "sette", "семь", "七", "일곱", "칠"), 7),
+    **dict.fromkeys(("ocho", "huit", "acht", "oito", "otto", "восемь", "八", "여덟", "팔"), 8),
+    **dict.fromkeys(("nueve", "neuf", "neun", "nove", "девять", "九", "아홉", "구"), 9),
+    **dict.fromkeys(("diez", "dix", "zehn", "dez", "dieci", "десять", "十", "열", "십"), 10),
+    **dict.fromkeys(("once", "onze", "elf", "undici", "одиннадцать", "十一"), 11),
+    **dict.fromkeys(("doce", "douze", "zwölf", "doze", "dodici", "двенадцать", "十二"), 12),
+    **dict.fromkeys(("quince", "quinze", "fünfzehn", "quindici", "пятнадцать", "十五"), 15),
+    **dict.fromkeys(("veinte", "vingt", "zwanzig", "vinte", "venti", "двадцать", "二十"), 20),
     **dict.fromkeys(("한", "일", "一"), 1),
+}
+# Korean counts days with words of their own: "열흘 전" (ten days ago), "사흘 전".
+_KO_DAYS = {
+    "이틀": 2,
+    "사흘": 3,
+    "나흘": 4,
+    "닷새": 5,
+    "엿새": 6,
+    "이레": 7,
+    "여드레": 8,
+    "아흐레": 9,
+    "열흘": 10,
+    "보름": 15,
 }
 _NUMBER = r"\d+|" + "|".join(sorted(_NUMBERS, key=len, reverse=True))
 # Unit words by the unit timeparse counts in.
@@ -125,12 +147,15 @@ AGO = re.compile(
     rf"|\b(?P<n2>{_NUMBER})\s+(?:{_UNIT.replace('(?P<', '(?P<b_')})\s+(?:atrás|fa|назад)\b"
     # 2週間前, 3か月前, 3주 전, 한 달 전, 일주일 전
     rf"|(?P<n3>{_NUMBER})\s*(?:{_UNIT.replace('(?P<', '(?P<c_')})\s*(?:前|전)"
+    rf"|(?P<ko_days>{'|'.join(_KO_DAYS)})\s*전"
 )
 """A distance back: "hace tres semanas", "vor zwei Wochen", "2週間前", "3주 전"..."""
 
 
 def ago_amount(m: re.Match[str]) -> tuple[int, str]:
     """The count and unit ("day", "week", "month", "year") of an :data:`AGO` match."""
+    if m["ko_days"]:
+        return _KO_DAYS[m["ko_days"]], "day"
     word = (m["n1"] or m["n2"] or m["n3"]).lower()
     count = int(word) if word.isdigit() else _NUMBERS[word]
     for prefix in ("", "b_", "c_"):
@@ -138,6 +163,78 @@ def ago_amount(m: re.Match[str]) -> tuple[int, str]:
             if m[prefix + unit]:
                 return count, unit
     raise ValueError(f"no unit in {m[0]!r}")  # unreachable: the pattern holds one
+
+
+# Each weekday's names (Monday first) as patterns, in the forms a phrase of time takes
+# ("в прошлую пятницу", "na sexta passada", "先週の金曜日", "지난주 금요일").
+_WEEKDAY_NAMES = (
+    ("lunes", "lundi", "montag", "segunda(?:-feira)?", "luned[iì]", "понедельник", "月曜日?", "월요일"),
+    ("martes", "mardi", "dienstag", "terça(?:-feira)?", "marted[iì]", "вторник", "火曜日?", "화요일"),
+    (
+        "miércoles",
+        "mercredi",
+        "mittwoch",
+        "quarta(?:-feira)?",
+        "mercoled[iì]",
+        "сред[аувы]",
+        "水曜日?",
+        "수요일",
+    ),
+    ("jueves", "jeudi", "donnerstag", "quinta(?:-feira)?", "gioved[iì]", "четверг", "木曜日?", "목요일"),
+    ("viernes", "vendredi", "freitag", "sexta(?:-feira)?", "venerd[iì]", "пятниц[аеуы]", "金曜日?", "금요일"),
+    ("sábado", "samedi", "samstag", "sonnabend", "sabato", "суббот[аеуы]", "土曜日?", "토요일"),
+    ("domingo", "dimanche", "sonntag", "domenica", "воскресень[ея]", "日曜日?", "일요일"),
+)
+_DAY = "|".join(sorted((n for names in _WEEKDAY_NAMES for n in names), key=len, reverse=True))
+
+
+# (pattern, which): "last" the latest such day before today, "this" this week's, "next" the
+# first after today (as timeparse's English); -1 / 0 / 1 that day of last / this / next
+# week (as its Chinese "上周五").
+def _with_days(pattern: str) -> re.Pattern[str]:
+    """``pattern`` with each ``DAY`` a group of its own for the day's name (``d0``, ``d1``...)."""
+    parts = pattern.split("DAY")
+    return re.compile(parts[0] + "".join(f"(?P<d{i}>{_DAY}){part}" for i, part in enumerate(parts[1:])))
+
+
+WEEKDAY: tuple[tuple[re.Pattern[str], str | int], ...] = tuple(
+    (_with_days(p), which)
+    for p, which in (
+        (
+            r"\b(?:el\s+)?DAY\s+pasado\b|\bel\s+pasado\s+DAY\b|\bDAY\s+derni(?:er|ère)\b"
+            r"|\b(?:letzten|vergangenen)\s+DAY\b|\b(?:n[ao]\s+)?DAY\s+passad[ao]\b"
+            r"|\bDAY\s+scors[ao]\b|\b(?:lo|la)\s+scors[ao]\s+DAY\b|\bв\s+прошл(?:ый|ую|ое|ой)\s+DAY\b"
+            r"|지난\s+DAY|저번\s+DAY",
+            "last",
+        ),
+        (
+            r"\bn?es[st][ae]\s+DAY\b|\bce\s+DAY\b|\bdiesen\s+DAY\b|\bquest[oa]\s+DAY\b"
+            r"|\bв\s+эт(?:от|у|о)\s+DAY\b",
+            "this",
+        ),
+        (
+            r"\b(?:el\s+)?próximo\s+DAY\b|\bDAY\s+que\s+viene\b|\bDAY\s+prochain\b|\bnächsten\s+DAY\b"
+            r"|\b(?:n[ao]\s+)?próxim[ao]\s+DAY\b|\bDAY\s+que\s+vem\b|\bDAY\s+prossim[oa]\b"
+            r"|\b(?:il|la)\s+prossim[oa]\s+DAY\b|\bв\s+следующ(?:ий|ую|ее)\s+DAY\b",
+            "next",
+        ),
+        (r"先週の?DAY|(?:지난|저번)\s*주\s*DAY", -1),
+        (r"今週の?DAY|이번\s*주\s*DAY", 0),
+        (r"来週の?DAY|다음\s*주\s*DAY", 1),
+    )
+)
+"""A day of a week named relative to now: "el viernes pasado", "lundi dernier", "letzten
+Donnerstag", "в прошлую среду", "先週の土曜日", "지난주 금요일"; a bare day name is left
+out, as in English ("on Friday" is a plan as often as a memory)."""
+
+
+def weekday_number(m: re.Match[str]) -> int:
+    """The day (Monday 0) a :data:`WEEKDAY` match names."""
+    name = next(v for v in m.groupdict().values() if v)
+    for number, names in enumerate(_WEEKDAY_NAMES):
+        if any(re.fullmatch(n, name) for n in names):
+            return number
+    raise ValueError(f"not a day name: {name!r}")
 
 
 # Each month's names as patterns; a Russian one with its case endings ("в марте", "января").
@@ -200,7 +297,9 @@ ASCII_CUES = frozenset(
     mese este ano anno jahr annee dernier derniere letzte letzten letztes vergangene vergangenen
     vergangenes pasado pasada passado passada scorso scorsa proxima proximo prochaine prochain prossima
     prossimo viene vem demain morgen domani dopodomani manana amanha hace vor il atras fa naechste
-    naechsten naechstes""".split()
+    naechsten naechstes lunes martes jueves viernes domingo lundi mardi mercredi jeudi vendredi samedi
+    dimanche montag dienstag mittwoch donnerstag freitag samstag sonnabend sonntag segunda quarta quinta
+    sexta lunedi martedi mercoledi giovedi venerdi sabato domenica""".split()
 ) | frozenset(n for names in _MONTH_NAMES for n in names if n.isascii() and n.isalpha())
 """Words, in ASCII, one of which every pattern here needs when the query is all ASCII: an
 English query holds none and skips them all (most queries are English)."""

@@ -157,21 +157,27 @@ def _weekday(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     """The day a :data:`_WEEKDAY` match names: "last Friday" the latest Friday before today,
     "next Friday" the first after it, "this Friday" / "这周五" this week's (Monday first),
     "上周五" last week's, "周五" alone the latest up to today."""
-    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     if m["en"]:
-        day = _WEEKDAYS[m["en_day"].lower()]
-        which = m["en"].lower()
-        if which == "last":
-            start = today - timedelta(days=(today.weekday() - day - 1) % 7 + 1)
-        elif which == "next":
-            start = today + timedelta(days=(day - today.weekday() - 1) % 7 + 1)
-        else:
-            start = today + timedelta(days=day - today.weekday())
-    elif m["zh"] is None:  # "周五" alone: the latest one up to today
-        start = today - timedelta(days=(today.weekday() - _WEEKDAYS[m["zh_day"]]) % 7)
+        return _day_of_week(m["en"].lower(), _WEEKDAYS[m["en_day"].lower()], now)
+    if m["zh"] is None:
+        return _day_of_week("latest", _WEEKDAYS[m["zh_day"]], now)
+    return _day_of_week(_ZH_WEEKS[m["zh"]], _WEEKDAYS[m["zh_day"]], now)
+
+
+def _day_of_week(which: str | int, day: int, now: datetime) -> tuple[datetime, datetime]:
+    """Day ``day`` (Monday 0) of a week: ``which`` "last" the latest before today, "next"
+    the first after it, "this" this week's, "latest" the latest up to today; a number, that
+    day of the week so many weeks from this one."""
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if which == "last":
+        start = today - timedelta(days=(today.weekday() - day - 1) % 7 + 1)
+    elif which == "next":
+        start = today + timedelta(days=(day - today.weekday() - 1) % 7 + 1)
+    elif which == "latest":
+        start = today - timedelta(days=(today.weekday() - day) % 7)
     else:
-        week = _ZH_WEEKS[m["zh"]]
-        start = today + timedelta(days=7 * week + _WEEKDAYS[m["zh_day"]] - today.weekday())
+        weeks = 0 if which == "this" else int(which)
+        start = today + timedelta(days=7 * weeks + day - today.weekday())
     return start, start + timedelta(days=1)
 
 
@@ -529,7 +535,20 @@ class _Found:
                 ranges.append(time)
             else:
                 months.extend(time)
+        return _months_of_the_year(ranges, months)
+
+
+def _months_of_the_year(
+    ranges: list[tuple[datetime, datetime]], months: list[int]
+) -> tuple[list[tuple[datetime, datetime]], list[int]]:
+    """A year named apart from its months is theirs: "in January this year", "en enero de
+    este año", "올해 1월" is that January, not the whole year or every January."""
+    if not months or len(ranges) != 1:
         return ranges, months
+    start, end = ranges[0]
+    if (start.month, start.day, end.month, end.day, end.year - start.year) != (1, 1, 1, 1, 1):
+        return ranges, months
+    return [w for w in (_month(start.year, m) for m in months) if w is not None], []
 
 
 def _joined(
@@ -609,6 +628,12 @@ def _other_languages(
         low.isascii() and time_words.ASCII_CUES.isdisjoint(_ASCII_WORD.findall(low))
     ):
         return  # (spans would not line up; or, in ASCII, nothing these patterns read)
+    for pattern, which in time_words.WEEKDAY:
+        if ahead and which in ("this", 0):
+            continue  # in a request, a day of this week names when the user will act
+        for m in pattern.finditer(low):
+            day = (which, time_words.weekday_number(m))
+            found.add(_in_range(lambda wd, at: _day_of_week(*wd, at), day, now), m.span())
     for pattern, kind in time_words.RELATIVE:
         if ahead and kind in _CURRENT:
             continue
