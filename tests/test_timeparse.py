@@ -200,6 +200,33 @@ def test_a_memory_tells_of_a_time_counted_from_when_it_was_said() -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        "La semana pasada fuimos de acampada con los niños",
+        "On est partis camper la semaine dernière",
+        "Letzte Woche waren wir zelten",
+        "Fomos acampar na semana passada",
+        "Siamo andati in campeggio la settimana scorsa",
+        "На прошлой неделе мы ходили в поход",
+        "先週キャンプに行った",
+        "지난주에 캠핑 다녀왔어",
+        "Fuimos de acampada hace una semana",
+        "Hace diez días fui de acampada",
+        "Vor zwei Wochen waren wir zelten",
+        "Две недели назад мы ходили в поход",
+        "2주 전에 캠핑 갔어",
+        "10日前にキャンプに行った",
+        "В июне мы ходили в поход",
+        "6월에 캠핑 갔어",
+    ],
+)
+def test_a_memory_in_another_language_tells_of_a_time_too(text: str) -> None:
+    said = datetime(2023, 7, 3, 10, tzinfo=UTC)  # a Monday: last week is 26 June - 2 July
+    assert time_windows("When did we go camping in June?", NOW).hold(told_windows(text, said))
+    assert not time_windows("When did we go camping in July?", NOW).hold(told_windows(text, said))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "The pyramids were built 4500 years ago",
         "100000 years ago",
         "in the past 99999 years",

@@ -292,6 +292,7 @@ _TOLD_WORDS = (
     "下星期",
     "下礼拜",
     "明年",
+    *time_words.TOLD_CUES,
 )
 _TOLD_DATE = re.compile(r"(?:19|20)\d\d|\d\s*[月日号]|[一二三四五六七八九十]月")
 
