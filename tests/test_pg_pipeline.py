@@ -402,9 +402,10 @@ def test_a_windowed_search_walks_both_vector_searches_in_one_batch(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A query naming a time asks two vector searches (plain, and inside the windows): the
-    scope size is asked once and both walks go in one batch; a scope searched exactly is
-    scanned once for both (one statement, each search's k nearest in its part), with the
-    hits of the one-primitive-at-a-time path."""
+    scope size is asked once and both walks go in one batch (or the plain search's walk
+    and the exact scan of the window's rows, when they are few: WINDOW_EXACT_MAX); a scope
+    searched exactly is scanned once for both (one statement, each search's k nearest in
+    its part), with the hits of the one-primitive-at-a-time path."""
     import jiyi.store.postgres as pg_store
 
     store, reference = stores[0], stores[1]
@@ -418,18 +419,23 @@ def test_a_windowed_search_walks_both_vector_searches_in_one_batch(
         return inner(conn, queries)
 
     monkeypatch.setattr(pg_store, "_run_batch_sync", spy)
-    for user, walk, per_batch in (("big", "WITH near AS", 2), ("small", "WITH scoped AS", 1)):
+    ranges = "%(r_from0)s AND v.occurred_at"  # the exact scan of the window's rows
+    for user, most, walks, scans in (("big", 0, 2, 0), ("big", 10_000, 1, 1), ("small", 10_000, 0, 0)):
+        monkeypatch.setattr(pg_store, "WINDOW_EXACT_MAX", most)
         for q in ("report budget last month", "会议 上个月"):
             batches.clear()
             hits = _seen(mem.search(q, user_id=user, touch=False))
             sent = list(batches)
             assert hits == _seen(plain.search(q, user_id=user, touch=False)), (user, q)
             assert sum("hnsw.iterative_scan" in sql for batch in sent for sql in batch) == 1, (user, q)
-            counts = [sum(sql.startswith(walk) for sql in batch) for batch in sent]
-            assert counts.count(per_batch) == 1 and sum(counts) == per_batch, (user, q, counts)
-            if per_batch == 1:
-                scan = next(sql for batch in sent for sql in batch if sql.startswith(walk))
-                assert scan.count(" UNION ALL ") == 1, scan
+            if walks:
+                batch = next(b for b in sent if any(sql.startswith("WITH near AS") for sql in b))
+                assert sum(sql.startswith("WITH near AS") for sql in batch) == walks, (user, q, batch)
+                assert sum(ranges in sql for sql in batch) == scans, (user, q, batch)
+                assert sum(sql.startswith("WITH near AS") or ranges in sql for b in sent for sql in b) == 2
+            else:
+                scan = [sql for batch in sent for sql in batch if sql.startswith("WITH scoped AS")]
+                assert len(scan) == 1 and scan[0].count(" UNION ALL ") == 1, scan
 
 
 def test_settings_undone_and_redone_between_two_plans_are_not_sent() -> None:

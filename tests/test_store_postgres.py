@@ -29,6 +29,7 @@ from jiyi.errors import InvalidInput, StoreCorrupt, StoreUnavailable
 from jiyi.memory import AsyncMemory, Memory
 from jiyi.model import MemoryItem, Scope, Status, Visibility
 from jiyi.session.model import Message
+from jiyi.store import postgres as postgres_module
 from jiyi.store.base import (
     AppendMessages,
     DumpRows,
@@ -508,7 +509,13 @@ def _times_apart(dsn: str, schema: str) -> list[tuple[Any, ...]]:
     )
 
 
-def test_a_windowed_walk_tests_the_vector_rows_time_which_follows_its_item(pg_dsn: str, schema: str) -> None:  # noqa: F811
+def test_a_windowed_walk_tests_the_vector_rows_time_which_follows_its_item(
+    pg_dsn: str,  # noqa: F811
+    schema: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As when the ranges hold too many rows to read exactly (the next test): the walk.
+    monkeypatch.setattr(postgres_module, "WINDOW_EXACT_MAX", 0)
     rng = np.random.default_rng(21)
     items = [make_item(f"day {k}", occurred_at=T0 + timedelta(days=k)) for k in range(60)]
     vecs = [unit(rng, HNSW_DIM) for _ in items]
@@ -540,6 +547,42 @@ def test_a_windowed_walk_tests_the_vector_rows_time_which_follows_its_item(pg_ds
         put(store, undated.model_copy(update={"occurred_at": None}))
         assert _times_apart(pg_dsn, schema) == [(61, 0)]
         assert undated.id not in {h.id for h in store.execute(op)}
+
+
+def test_a_search_inside_a_few_days_of_a_large_scope_reads_them_exactly(
+    pg_dsn: str,  # noqa: F811
+    schema: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Time ranges holding fewer rows than WINDOW_EXACT_MAX are read exactly through the
+    index "vectors_scope_time", not by walking the HNSW index past every row outside them."""
+    rng = np.random.default_rng(31)
+    items = [make_item(f"range {k}", occurred_at=T0 - timedelta(days=k, hours=1)) for k in range(90)]
+    vecs = np.stack([unit(rng, HNSW_DIM) for _ in items])
+    q = unit(rng, HNSW_DIM)
+    window = ((T0 - timedelta(days=30), T0 - timedelta(days=20)), (T0 - timedelta(days=5), T0))
+    op = VectorHits(flt(scope_keys=("user:alice",)), MODEL, q, 8, time_ranges=window)
+    with (
+        PostgresStore(pg_dsn, schema=schema, approximate_from=0) as store,
+        SQLiteStore(tmp_path / "r.db") as ref,
+    ):
+        put(store, *items, vectors=list(vecs))
+        put(ref, *items, vectors=list(vecs))
+        assert "vectors_scope_time" in store.explain(op)
+        inside = [k for k in range(90) if 20 <= k < 30 or k < 5]
+        best = sorted(inside, key=lambda k: -float(vecs[k] @ q))[:8]
+        assert [h.id for h in store.execute(op)] == [items[k].id for k in best]
+        # Beside the plain search in a Retrieve (one size statement, one batch): the same
+        # candidates as SQLite's (90 rows: the walk of the plain search sees them all).
+        both = Retrieve(op.filter, MODEL, q, (), vector_k=8, keyword_k=0, neighbours=0, time_ranges=window)
+        assert [c.item.id for c in store.execute(both)] == [c.item.id for c in ref.execute(both)]
+        # Months of any year, or ranges holding too many rows: the walk.
+        months = replace(op, time_ranges=(), time_months=(T0.month,))
+        assert f"vectors_hnsw_{HNSW_DIM}" in store.explain(months)
+        monkeypatch.setattr(postgres_module, "WINDOW_EXACT_MAX", 0)
+        assert f"vectors_hnsw_{HNSW_DIM}" in store.explain(op)
+        assert [c.item.id for c in store.execute(both)] == [c.item.id for c in ref.execute(both)]
 
 
 def test_upgrading_fills_the_vectors_time_and_rebuilds_the_walks(pg_dsn: str, schema: str) -> None:  # noqa: F811

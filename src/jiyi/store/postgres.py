@@ -33,9 +33,12 @@ needs the pgvector extension (``CREATE EXTENSION vector`` is run when it is miss
   going while the tenant, scope and status filters reject rows; a walk inside a query's
   time windows tests each row's own copy of its item's ``occurred_at`` (kept equal by the
   writes, as ``scope_key``), so rows outside them are passed over without reading their
-  item. A scope too small a part of the index to yield k rows within
-  ``hnsw.max_scan_tuples`` is searched exactly, as is any scope when the index is missing. Approximate, measured recall in
-  docs/benchmarks.md; the hits are ordered by the exact distance. The scope's size
+  item; time ranges of named scopes holding fewer than ``WINDOW_EXACT_MAX`` rows (counted
+  with the scope's size) are read exactly instead, through the index
+  ``vectors_scope_time``: a few days' rows cost less than a walk past all the others. A
+  scope too small a part of the index to yield k rows within ``hnsw.max_scan_tuples`` is
+  searched exactly, as is any scope when the index is missing. Approximate, measured
+  recall in docs/benchmarks.md; the hits are ordered by the exact distance. The scope's size
   comes from ``keyword_scopes`` in the same transaction (:meth:`PostgresStore.explain`
   shows the chosen plan). The cost: every insert of an indexed dimension also inserts
   into the graph (docs/deploy.md). ``dimensions=`` pins one dimension and refuses
@@ -690,6 +693,16 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             *_HNSW_INDEXES,
         ),
     ),
+    (
+        "vectors by scope and time",
+        (
+            # A large scope's search inside a few days or weeks reads the rows of that time
+            # exactly through this index, where the HNSW walk had to pass over every row
+            # outside it (at 100k in one user, a month of 4,169 rows: 17 ms against 146 ms
+            # for the walk; docs/benchmarks.md, session 35).
+            "CREATE INDEX IF NOT EXISTS vectors_scope_time ON {s}.vectors (tenant_id, scope_key, occurred_at)",
+        ),
+    ),
 ]
 HNSW_DIMENSIONS = frozenset(_HNSW_DIMS)
 """The vector sizes with an HNSW index (migration "approximate vector indexes for large
@@ -703,6 +716,11 @@ HNSW_EF_SEARCH = 100
 HNSW_MAX_SCAN = 20_000
 """At most this many index rows per walk (pgvector's default): bounds a search's time. A
 scope too small a part of the index to yield k rows within it is searched exactly."""
+WINDOW_EXACT_MAX = 10_000
+"""A large scope's search inside time ranges that hold fewer rows than this reads them
+exactly (index "vectors_scope_time") instead of walking the HNSW index past every row
+outside them: 4,169 rows cost 17 ms where the walk took 146 ms (docs/benchmarks.md,
+session 35)."""
 
 MIGRATION_LOCK = 0x4A49594900000001  # pg_advisory_xact_lock key shared by every jiyi schema
 SESSION_LOCKS = 0x4A4959  # two-key advisory locks (this, hashtext(session)) serialise appends
@@ -993,6 +1011,22 @@ def _version(text: str) -> tuple[int, ...]:
             break
         parts.append(int(part))
     return tuple(parts)
+
+
+@dataclass(frozen=True)
+class _Sized:
+    """A large scope's vector search: the scope-size statement (:meth:`PostgresStore._scope_size`),
+    the HNSW walk, and for time ranges of named scopes the exact scan over them
+    (:meth:`PostgresStore._range_scan`), taken when the size statement counts fewer rows
+    inside them than :data:`WINDOW_EXACT_MAX`."""
+
+    size: _Query
+    walk: _Query
+    ranges: _Query | None = None
+
+    def by_range(self, size_row: Sequence[Any]) -> bool:
+        """Whether the search reads its ranges exactly, given the size statement's row."""
+        return self.ranges is not None and bool(size_row[-1]) and size_row[-2] < WINDOW_EXACT_MAX
 
 
 def _one_scan(asks: Sequence[VectorHits]) -> bool:
@@ -2264,7 +2298,7 @@ class PostgresStore(Store):
         if len(asks) == 1:  # (its statements are built once, by _vector_hits)
             return (yield from _in_turn([self._vector_hits(asks[0], threaded)()]))
         exact: list[_Query] = []
-        sized: list[tuple[_Query, _Query]] = []
+        sized: list[_Sized] = []
         for ask in asks:
             queries = self._vector_queries(ask)
             if queries is None:
@@ -2274,11 +2308,18 @@ class PostgresStore(Store):
                 sized.append(queries[1])
         if len(exact) != len(asks) or len(sized) not in (0, len(asks)):
             return (yield from _in_turn([self._vector_hits(a, threaded)() for a in asks]))
-        if sized and (yield sized[0][0])[0][-1]:
-            walked = yield _Batch(
-                (_NO_SORT, _GENERIC_PLAN, *(walk for _, walk in sized), _ANY_PLAN, _ANY_SORT)
-            )
-            found = walked[2 : 2 + len(asks)]
+        # The size statement of the search inside time ranges, if any: it also counts them.
+        size = next((z.size for z in sized if z.ranges is not None), sized[0].size) if sized else None
+        row = (yield size)[0] if size is not None else None
+        if row is not None and row[-1]:
+            # Walks with sorting off and one generic plan; an exact scan over time ranges
+            # after them, with both back to their defaults.
+            by_range = [z.by_range(row) for z in sized]
+            walks = [z.walk for z, r in zip(sized, by_range, strict=True) if not r]
+            scans = [cast(_Query, z.ranges) for z, r in zip(sized, by_range, strict=True) if r]
+            got = yield _Batch((_NO_SORT, _GENERIC_PLAN, *walks, _ANY_PLAN, _ANY_SORT, *scans))
+            walked, scanned = iter(got[2 : 2 + len(walks)]), iter(got[4 + len(walks) :])
+            found = [next(scanned) if r else next(walked) for r in by_range]
         elif _one_scan(asks):
             rows = yield self._exact_scan(asks)
             found = [[r for r in rows if r[3] == n] for n in range(len(asks))]
@@ -2358,9 +2399,13 @@ class PostgresStore(Store):
 
         def run(conn: Conn) -> Rows:  # in one transaction (_admin), so the scan's options hold
             chosen = query
-            if sized is not None and _run_sync(conn, sized[0])[0][-1]:  # the path a search takes
-                _run_sync(conn, _NO_SORT)
-                chosen = sized[1]
+            row = _run_sync(conn, sized.size)[0] if sized is not None else None
+            if sized is not None and row is not None and row[-1]:  # the path a search takes
+                if sized.by_range(row):
+                    chosen = cast(_Query, sized.ranges)
+                else:
+                    _run_sync(conn, _NO_SORT)
+                    chosen = sized.walk
             return _run_sync(conn, _Query(f"EXPLAIN ({options}) {chosen.sql}", chosen.params))
 
         return "\n".join(str(r[0]) for r in self._admin(run))
@@ -2451,20 +2496,22 @@ class PostgresStore(Store):
 
         if sized is None:
             return lambda: _single(exact, convert)
-        size, approximate = sized
 
         def plan() -> Plan[list[Hit]]:
-            rows = yield size
+            rows = yield sized.size
             if not rows[0][-1]:
                 return convert((yield exact))
-            walked = yield _Batch((_NO_SORT, _GENERIC_PLAN, approximate, _ANY_PLAN, _ANY_SORT))
+            if sized.by_range(rows[0]):
+                return convert((yield cast(_Query, sized.ranges)))
+            walked = yield _Batch((_NO_SORT, _GENERIC_PLAN, sized.walk, _ANY_PLAN, _ANY_SORT))
             return convert(walked[2])
 
         return plan
 
-    def _vector_queries(self, op: VectorHits) -> tuple[_Query, tuple[_Query, _Query] | None] | None:
+    def _vector_queries(self, op: VectorHits) -> tuple[_Query, _Sized | None] | None:
         """The exact statement, and when the store may search approximately the scope-size
-        statement and the approximate one (None when there is nothing to search)."""
+        statement, the approximate one and, for a search inside time ranges of named
+        scopes, the exact one over those ranges (None when there is nothing to search)."""
         where, params = _filter_sql(op.filter, "i")
         dist, more = self._query_vector(op.model_id, op.vector)
         params |= more | {"k": op.k}
@@ -2477,11 +2524,40 @@ class PostgresStore(Store):
         dim = int(op.vector.shape[0])
         if not self._may_approximate(op.vector):
             return exact, None
+        ranges = op.time_ranges if op.filter.scope_keys and not op.time_months else ()
         if windowed:
             # The vector row's copy of the time: the walk drops rows outside the windows
             # before their item is looked up (migration "item times on vectors").
             where += " AND " + _in_windows("v.occurred_at")
-        return exact, (self._scope_size(op.filter, op.k, dim), self._approximate(where, dist, dim, params))
+        return exact, _Sized(
+            self._scope_size(op.filter, op.k, dim, ranges),
+            self._approximate(where, dist, dim, params),
+            self._range_scan(op) if ranges else None,
+        )
+
+    def _range_scan(self, op: VectorHits) -> _Query:
+        """The exact k nearest of named scopes inside ``op``'s time ranges, their rows read
+        through the index "vectors_scope_time": a few days' or weeks' rows of a large scope,
+        where the HNSW walk passes over every row outside them. Inside the ranges means what
+        :func:`_in_windows` says (a range is half open)."""
+        s = self._s
+        where, params = _filter_sql(op.filter, "i")
+        dist, more = self._query_vector(op.model_id, op.vector)
+        params |= more | {"k": op.k}
+        inside = []
+        for n, (start, end) in enumerate(op.time_ranges):
+            params |= {f"r_from{n}": as_utc(start), f"r_to{n}": as_utc(end)}
+            inside.append(f"(v.occurred_at >= %(r_from{n})s AND v.occurred_at < %(r_to{n})s)")
+        return _Query(
+            f"WITH scoped AS MATERIALIZED (SELECT i.pk, {dist} AS dist "
+            f"FROM {s}.vectors v JOIN {s}.items i ON {_VECTOR_ROW} WHERE {where} "
+            f"AND v.tenant_id = %(f_tenant)s AND v.scope_key = ANY(%(f_scopes)s::text[]) "
+            f"AND ({' OR '.join(inside)})) "
+            f"SELECT i.id, x.dist, i.thread_id IS NOT NULL FROM "
+            f"(SELECT pk, dist FROM scoped ORDER BY dist, pk LIMIT %(k)s) x "
+            f"JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.dist, x.pk",
+            params,
+        )
 
     def _exact_scan(self, asks: Sequence[VectorHits]) -> _Query:
         """One exact scan of the scope's vectors answering ``asks`` (the same filter, model
@@ -2520,14 +2596,18 @@ class PostgresStore(Store):
             params,
         )
 
-    def _scope_size(self, f: Filter, k: int, dim: int) -> _Query:
+    def _scope_size(
+        self, f: Filter, k: int, dim: int, ranges: tuple[tuple[datetime, datetime], ...] = ()
+    ) -> _Query:
         """Whether to walk the HNSW index (its last column), and the walk's options for the
         rest of the transaction. Yes when the searched scopes hold ``approximate_from``
         items or more (all statuses: an upper bound on the rows with a vector) and they are
         a large enough part of the index for the walk to find k of them within
         ``hnsw.max_scan_tuples`` (4x margin); no when the index is missing. Iterative scan:
         while the filter rejects the nearest rows (other scopes, archived items, other
-        models), the walk goes on instead of returning fewer than k."""
+        models), the walk goes on instead of returning fewer than k. With time ``ranges``,
+        the column before it counts the scopes' vector rows inside them, up to
+        :data:`WINDOW_EXACT_MAX` (:meth:`_range_scan` below that)."""
         if f.scope_keys:
             count = (
                 f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_scopes "
@@ -2535,21 +2615,33 @@ class PostgresStore(Store):
             )
         else:
             count = f"SELECT coalesce(sum(docs), 0) FROM {self._s}.keyword_stats WHERE tenant_id = %(t)s"
+        params: dict[str, Any] = {
+            "t": f.tenant_id,
+            "scopes": list(f.scope_keys),
+            "ef": str(min(1000, max(HNSW_EF_SEARCH, k))),
+            "need": 4 * k,
+            "from": self.approximate_from,
+            "index": f"{self._s}.vectors_hnsw_{dim}",
+        }
+        inside = ""
+        if ranges:
+            tests = []
+            for n, (start, end) in enumerate(ranges):
+                params |= {f"r_from{n}": as_utc(start), f"r_to{n}": as_utc(end)}
+                tests.append(f"(occurred_at >= %(r_from{n})s AND occurred_at < %(r_to{n})s)")
+            inside = (
+                f"(SELECT count(*) FROM (SELECT 1 FROM {self._s}.vectors WHERE tenant_id = %(t)s "
+                f"AND scope_key = ANY(%(scopes)s::text[]) AND ({' OR '.join(tests)}) "
+                f"LIMIT {WINDOW_EXACT_MAX}) w), "
+            )
         # With the walk chosen, sorting is off around it (_NO_SORT, _ANY_SORT).
         return _Query(
             "SELECT n, set_config('hnsw.iterative_scan', 'relaxed_order', true), "
             f"set_config('hnsw.ef_search', %(ef)s, true), set_config('hnsw.max_scan_tuples', '{HNSW_MAX_SCAN}', true), "
-            "walk FROM (SELECT n, n >= %(from)s AND rows IS NOT NULL "
+            f"{inside}walk FROM (SELECT n, n >= %(from)s AND rows IS NOT NULL "
             f"AND n * {HNSW_MAX_SCAN}.0 >= greatest(rows, 0) * %(need)s AS walk "
             f"FROM ({count}) c(n), (SELECT (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s))) r(rows)) d",
-            {
-                "t": f.tenant_id,
-                "scopes": list(f.scope_keys),
-                "ef": str(min(1000, max(HNSW_EF_SEARCH, k))),
-                "need": 4 * k,
-                "from": self.approximate_from,
-                "index": f"{self._s}.vectors_hnsw_{dim}",
-            },
+            params,
         )
 
     def _approximate(self, where: str, dist: str, dim: int, params: dict[str, Any]) -> _Query:
