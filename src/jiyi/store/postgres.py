@@ -696,10 +696,9 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     (
         "vectors by scope and time",
         (
-            # A large scope's search inside a few days or weeks reads the rows of that time
+            # A large scope's search inside a few days or weeks holding few rows reads them
             # exactly through this index, where the HNSW walk had to pass over every row
-            # outside it (at 100k in one user, a month of 4,169 rows: 17 ms against 146 ms
-            # for the walk; docs/benchmarks.md, session 35).
+            # outside them (WINDOW_EXACT_MAX; docs/benchmarks.md, session 35).
             "CREATE INDEX IF NOT EXISTS vectors_scope_time ON {s}.vectors (tenant_id, scope_key, occurred_at)",
         ),
     ),
@@ -716,11 +715,13 @@ HNSW_EF_SEARCH = 100
 HNSW_MAX_SCAN = 20_000
 """At most this many index rows per walk (pgvector's default): bounds a search's time. A
 scope too small a part of the index to yield k rows within it is searched exactly."""
-WINDOW_EXACT_MAX = 10_000
+WINDOW_EXACT_MAX = 2_000
 """A large scope's search inside time ranges that hold fewer rows than this reads them
 exactly (index "vectors_scope_time") instead of walking the HNSW index past every row
-outside them: 4,169 rows cost 17 ms where the walk took 146 ms (docs/benchmarks.md,
-session 35)."""
+outside them. Each row read costs a heap page and its item's lookup (a range's rows lie
+apart in a table ordered by scope), the walk less the more rows lie inside: at 100k in one
+user, an empty week 12 ms against 130 ms for the walk, a week of ~1,000 rows 12-18 against
+53-61 ms, a month of 4,169 rows 50-67 against 20-25 ms (docs/benchmarks.md, session 35)."""
 
 MIGRATION_LOCK = 0x4A49594900000001  # pg_advisory_xact_lock key shared by every jiyi schema
 SESSION_LOCKS = 0x4A4959  # two-key advisory locks (this, hashtext(session)) serialise appends
