@@ -1272,7 +1272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     inner.embed(["load the model before timing"])
     print(f"embedder {inner.model_id} ready in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     store = TimedStore(backend.open(), recorder)
-    mem = Memory(store, embedder=TimedEmbedder(inner, recorder), tenant_id=TENANT)
+    # The world's own clock: a query's "last month" is the month before NOW, when memories
+    # were said (before session 35 it was the month before the day of the run: no memory).
+    mem = Memory(store, embedder=TimedEmbedder(inner, recorder), tenant_id=TENANT, clock=lambda: NOW)
     users = [f"user-{i:05d}" for i in range(args.users)]
     held, sentinel_id = backend.holdings() if isinstance(backend, PostgresBackend) else (Counter(), None)
     if set(held) - set(users):
