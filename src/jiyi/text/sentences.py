@@ -1,5 +1,7 @@
-"""Sentences of a text, in Chinese and English alike (episode summaries, the search's test
-of a memory that only asks)."""
+"""Sentences of a text, in Chinese and English alike, and where chat ends them in any
+language (an emoji before the next word, Korean "ㅋㅋ"); the part of a Spanish sentence
+before its "¿" (episode summaries, the search's test of a memory that only asks, the
+offline extractor's reading of a turn)."""
 
 from __future__ import annotations
 
