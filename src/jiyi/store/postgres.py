@@ -1025,9 +1025,12 @@ class _Sized:
     walk: _Query
     ranges: _Query | None = None
 
-    def by_range(self, size_row: Sequence[Any]) -> bool:
-        """Whether the search reads its ranges exactly, given the size statement's row."""
-        return self.ranges is not None and bool(size_row[-1]) and size_row[-2] < WINDOW_EXACT_MAX
+    def by_range(self, size_row: Sequence[Any]) -> _Query | None:
+        """The exact scan over the ranges when the search reads them so, given the size
+        statement's row (the walk chosen, and few rows inside); else None."""
+        if self.ranges is not None and size_row[-1] and size_row[-2] < WINDOW_EXACT_MAX:
+            return self.ranges
+        return None
 
 
 def _one_scan(asks: Sequence[VectorHits]) -> bool:
@@ -1055,6 +1058,17 @@ def _in_windows(column: str) -> str:
         f"AS r(a, b) WHERE {column} >= r.a AND {column} < r.b) "
         f"OR extract(month FROM {column} AT TIME ZONE 'UTC')::int = ANY(%(t_months)s::int[]))"
     )
+
+
+def _in_ranges(column: str, ranges: Sequence[tuple[datetime, datetime]]) -> tuple[str, dict[str, Any]]:
+    """``column`` inside one of ``ranges`` (half open, as :func:`_in_windows` tests them),
+    written as bounds an index on it can use, and the parameters (r_from0, r_to0, ...)."""
+    tests: list[str] = []
+    params: dict[str, Any] = {}
+    for n, (start, end) in enumerate(ranges):
+        params |= {f"r_from{n}": as_utc(start), f"r_to{n}": as_utc(end)}
+        tests.append(f"({column} >= %(r_from{n})s AND {column} < %(r_to{n})s)")
+    return f"({' OR '.join(tests)})", params
 
 
 def _window_params(op: VectorHits) -> dict[str, Any]:
@@ -2316,11 +2330,11 @@ class PostgresStore(Store):
             # Walks with sorting off and one generic plan; an exact scan over time ranges
             # after them, with both back to their defaults.
             by_range = [z.by_range(row) for z in sized]
-            walks = [z.walk for z, r in zip(sized, by_range, strict=True) if not r]
-            scans = [cast(_Query, z.ranges) for z, r in zip(sized, by_range, strict=True) if r]
+            walks = [z.walk for z, scan in zip(sized, by_range, strict=True) if scan is None]
+            scans = [scan for scan in by_range if scan is not None]
             got = yield _Batch((_NO_SORT, _GENERIC_PLAN, *walks, _ANY_PLAN, _ANY_SORT, *scans))
             walked, scanned = iter(got[2 : 2 + len(walks)]), iter(got[4 + len(walks) :])
-            found = [next(scanned) if r else next(walked) for r in by_range]
+            found = [next(walked) if scan is None else next(scanned) for scan in by_range]
         elif _one_scan(asks):
             rows = yield self._exact_scan(asks)
             found = [[r for r in rows if r[3] == n] for n in range(len(asks))]
@@ -2400,13 +2414,11 @@ class PostgresStore(Store):
 
         def run(conn: Conn) -> Rows:  # in one transaction (_admin), so the scan's options hold
             chosen = query
-            row = _run_sync(conn, sized.size)[0] if sized is not None else None
-            if sized is not None and row is not None and row[-1]:  # the path a search takes
-                if sized.by_range(row):
-                    chosen = cast(_Query, sized.ranges)
-                else:
+            if sized is not None and (row := _run_sync(conn, sized.size)[0])[-1]:  # the path a search takes
+                scan = sized.by_range(row)
+                if scan is None:
                     _run_sync(conn, _NO_SORT)
-                    chosen = sized.walk
+                chosen = sized.walk if scan is None else scan
             return _run_sync(conn, _Query(f"EXPLAIN ({options}) {chosen.sql}", chosen.params))
 
         return "\n".join(str(r[0]) for r in self._admin(run))
@@ -2502,8 +2514,8 @@ class PostgresStore(Store):
             rows = yield sized.size
             if not rows[0][-1]:
                 return convert((yield exact))
-            if sized.by_range(rows[0]):
-                return convert((yield cast(_Query, sized.ranges)))
+            if (scan := sized.by_range(rows[0])) is not None:
+                return convert((yield scan))
             walked = yield _Batch((_NO_SORT, _GENERIC_PLAN, sized.walk, _ANY_PLAN, _ANY_SORT))
             return convert(walked[2])
 
@@ -2526,38 +2538,32 @@ class PostgresStore(Store):
         if not self._may_approximate(op.vector):
             return exact, None
         ranges = op.time_ranges if op.filter.scope_keys and not op.time_months else ()
+        scan = self._range_scan(where, dist, params, ranges) if ranges else None
         if windowed:
             # The vector row's copy of the time: the walk drops rows outside the windows
             # before their item is looked up (migration "item times on vectors").
             where += " AND " + _in_windows("v.occurred_at")
         return exact, _Sized(
-            self._scope_size(op.filter, op.k, dim, ranges),
-            self._approximate(where, dist, dim, params),
-            self._range_scan(op) if ranges else None,
+            self._scope_size(op.filter, op.k, dim, ranges), self._approximate(where, dist, dim, params), scan
         )
 
-    def _range_scan(self, op: VectorHits) -> _Query:
-        """The exact k nearest of named scopes inside ``op``'s time ranges, their rows read
+    def _range_scan(
+        self, where: str, dist: str, params: dict[str, Any], ranges: tuple[tuple[datetime, datetime], ...]
+    ) -> _Query:
+        """The exact k nearest of named scopes inside time ``ranges``, their rows read
         through the index "vectors_scope_time": a few days' or weeks' rows of a large scope,
-        where the HNSW walk passes over every row outside them. Inside the ranges means what
-        :func:`_in_windows` says (a range is half open)."""
+        where the HNSW walk passes over every row outside them. ``where``, ``dist`` and
+        ``params``: the search's filter, distance and parameters (:meth:`_vector_queries`)."""
         s = self._s
-        where, params = _filter_sql(op.filter, "i")
-        dist, more = self._query_vector(op.model_id, op.vector)
-        params |= more | {"k": op.k}
-        inside = []
-        for n, (start, end) in enumerate(op.time_ranges):
-            params |= {f"r_from{n}": as_utc(start), f"r_to{n}": as_utc(end)}
-            inside.append(f"(v.occurred_at >= %(r_from{n})s AND v.occurred_at < %(r_to{n})s)")
+        inside, more = _in_ranges("v.occurred_at", ranges)
         return _Query(
             f"WITH scoped AS MATERIALIZED (SELECT i.pk, {dist} AS dist "
             f"FROM {s}.vectors v JOIN {s}.items i ON {_VECTOR_ROW} WHERE {where} "
-            f"AND v.tenant_id = %(f_tenant)s AND v.scope_key = ANY(%(f_scopes)s::text[]) "
-            f"AND ({' OR '.join(inside)})) "
+            f"AND v.tenant_id = %(f_tenant)s AND v.scope_key = ANY(%(f_scopes)s::text[]) AND {inside}) "
             f"SELECT i.id, x.dist, i.thread_id IS NOT NULL FROM "
             f"(SELECT pk, dist FROM scoped ORDER BY dist, pk LIMIT %(k)s) x "
             f"JOIN {s}.items i ON i.tenant_id = %(f_tenant)s AND i.pk = x.pk ORDER BY x.dist, x.pk",
-            params,
+            params | more,
         )
 
     def _exact_scan(self, asks: Sequence[VectorHits]) -> _Query:
@@ -2626,14 +2632,11 @@ class PostgresStore(Store):
         }
         inside = ""
         if ranges:
-            tests = []
-            for n, (start, end) in enumerate(ranges):
-                params |= {f"r_from{n}": as_utc(start), f"r_to{n}": as_utc(end)}
-                tests.append(f"(occurred_at >= %(r_from{n})s AND occurred_at < %(r_to{n})s)")
+            test, more = _in_ranges("occurred_at", ranges)
+            params |= more
             inside = (
                 f"(SELECT count(*) FROM (SELECT 1 FROM {self._s}.vectors WHERE tenant_id = %(t)s "
-                f"AND scope_key = ANY(%(scopes)s::text[]) AND ({' OR '.join(tests)}) "
-                f"LIMIT {WINDOW_EXACT_MAX}) w), "
+                f"AND scope_key = ANY(%(scopes)s::text[]) AND {test} LIMIT {WINDOW_EXACT_MAX}) w), "
             )
         # With the walk chosen, sorting is off around it (_NO_SORT, _ANY_SORT).
         return _Query(
