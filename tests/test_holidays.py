@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from jiyi import Memory
-from jiyi.text.holidays import _easter
+from jiyi.text.holidays import _easter, _orthodox_easter
 from jiyi.text.timeparse import EARLIEST, time_windows, told_windows
 
 NOW = datetime(2024, 1, 10, 9, tzinfo=UTC)
@@ -115,3 +115,79 @@ def test_a_search_finds_what_was_said_on_the_holiday() -> None:
         for query in ("What did we do with the kids at Christmas?", "圣诞节我们和孩子们做了什么？"):
             hits = mem.search(query, user_id="u", touch=False)
             assert hits[0].item.content.endswith("river"), query
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # Days of the Chinese lunisolar calendar: 22 January 2023, 10 February 2024.
+        ("去年春节回老家了吗", [(date(2023, 1, 21), date(2023, 1, 28))]),
+        ("2023年除夕吃了什么", [(date(2023, 1, 21), date(2023, 1, 22))]),
+        # "Chinese New Year's Eve" is not also New Year's Eve (31 December).
+        ("Chinese New Year's Eve 2024", [(date(2024, 2, 9), date(2024, 2, 10))]),
+        ("2023年元宵节", [(date(2023, 2, 5), date(2023, 2, 6))]),
+        ("2024年清明去扫墓了吗", [(date(2024, 4, 3), date(2024, 4, 6))]),
+        ("2024年端午", [(date(2024, 6, 9), date(2024, 6, 12))]),
+        ("Mid-Autumn Festival 2023", [(date(2023, 9, 28), date(2023, 9, 30))]),
+        ("작년 추석에 뭐 했어?", [(date(2023, 9, 28), date(2023, 9, 30))]),
+        ("2023년 설날", [(date(2023, 1, 21), date(2023, 1, 24))]),
+        ("2023年重阳节", [(date(2023, 10, 23), date(2023, 10, 24))]),
+        # The Orthodox Easter (5 May 2024) and the days counted from it.
+        ("Пасха 2024", [(date(2024, 5, 3), date(2024, 5, 6))]),
+        ("Масленица 2025", [(date(2025, 2, 24), date(2025, 3, 3))]),
+    ],
+)
+def test_lunar_and_orthodox_holidays(query: str, expected: list[tuple[date, date]]) -> None:
+    assert days(query) == expected
+
+
+def test_a_lunar_holiday_without_a_year_is_its_recent_occurrences() -> None:
+    # The coming one is a month ahead: a plan counts it (AHEAD).
+    assert days("过年的时候吃了什么") == [
+        (date(2022, 1, 31), date(2022, 2, 7)),
+        (date(2023, 1, 21), date(2023, 1, 28)),
+        (date(2024, 2, 9), date(2024, 2, 16)),
+    ]
+    assert days("last Lunar New Year", datetime(2024, 3, 1, tzinfo=UTC)) == [
+        (date(2024, 2, 9), date(2024, 2, 16))
+    ]
+    # Outside the lunar calendar's table (1900-2100): no window, no error.
+    assert not time_windows("春节", datetime(2150, 6, 1, tzinfo=UTC))
+
+
+def test_orthodox_easter_dates() -> None:
+    assert [_orthodox_easter(y) for y in (2021, 2023, 2024, 2025)] == [
+        date(2021, 5, 2),
+        date(2023, 4, 16),
+        date(2024, 5, 5),
+        date(2025, 4, 20),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What did we do at Christmas last year?", [(date(2023, 12, 24), date(2023, 12, 26))]),
+        ("¿Qué hicimos el año pasado en Semana Santa?", [(date(2023, 4, 2), date(2023, 4, 10))]),
+        ("Что мы ели на Масленицу в прошлом году?", [(date(2023, 2, 20), date(2023, 2, 27))]),
+    ],
+)
+def test_a_year_named_apart_from_the_holiday(query: str, expected: list[tuple[date, date]]) -> None:
+    """Not the whole year, nor the holiday's recent occurrences: that year's holiday."""
+    assert days(query) == expected
+
+
+def test_a_search_finds_what_was_said_at_mid_autumn() -> None:
+    said = [
+        ("和爸妈一起在阳台上吃月饼赏月", datetime(2023, 9, 29, 21, tzinfo=UTC)),
+        ("和爸妈一起在阳台上吃火锅", datetime(2023, 11, 18, 19, tzinfo=UTC)),
+        ("和爸妈一起在阳台上喝茶聊天", datetime(2023, 12, 30, 15, tzinfo=UTC)),
+    ]
+    with Memory.open(":memory:", clock=lambda: NOW) as mem:
+        mem.import_items([{"content": c, "user_id": "u", "occurred_at": t} for c, t in said])
+        for query in (
+            "中秋节和爸妈在阳台上做了什么？",
+            "What did I do with my parents at Mid-Autumn Festival?",
+        ):
+            hits = mem.search(query, user_id="u", touch=False)
+            assert hits[0].item.content == said[0][0], query

@@ -394,6 +394,14 @@ def test_one_window(query: str, first: date, last: date) -> None:
         ("올해 1월에 간 맛집은 어디였지?", date(2022, 1, 1), date(2022, 1, 31)),
         ("¿Qué hice en marzo del año pasado?", date(2021, 3, 1), date(2021, 3, 31)),
         ("What did I read in January this year?", date(2022, 1, 1), date(2022, 1, 31)),
+        # A year alone.
+        ("¿Qué hice en 2019?", date(2019, 1, 1), date(2019, 12, 31)),
+        ("Qu'ai-je fait en 2019 ?", date(2019, 1, 1), date(2019, 12, 31)),
+        ("Was habe ich im Jahr 2019 gemacht?", date(2019, 1, 1), date(2019, 12, 31)),
+        ("O que fiz em 2019?", date(2019, 1, 1), date(2019, 12, 31)),
+        ("Cosa ho fatto nel 2019?", date(2019, 1, 1), date(2019, 12, 31)),
+        ("Что я делал в 2019 году?", date(2019, 1, 1), date(2019, 12, 31)),
+        ("2019년에 뭐 했어?", date(2019, 1, 1), date(2019, 12, 31)),
     ],
 )
 def test_named_times_in_other_languages(query: str, first: date, last: date) -> None:
@@ -452,3 +460,8 @@ def test_a_month_without_its_year_in_other_languages(query: str, month: int) -> 
 )
 def test_month_names_inside_names_give_no_window(query: str) -> None:
     assert not time_windows(query, NOW)
+
+
+def test_a_year_of_birth_or_a_number_is_no_year() -> None:
+    for text in ("2019년생이야", "I paid 2019 en total", "The meeting in room 2019"):
+        assert not time_windows(text, NOW), text

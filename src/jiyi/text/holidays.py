@@ -8,12 +8,15 @@ Without a year the holiday is one of several years: a query asks about its most 
 occurrences (:data:`RECENT`; "last Christmas" only the one before now, "this Christmas" this
 year's, "next Christmas" the one after now; "去年国庆", "작년 어린이날" last year's). A memory's own text is not read for holidays
 (:func:`jiyi.text.timeparse.told_windows`): one said on the day is found by when it was said.
-Lunar holidays (除夕, 春节, 中秋, 端午, 추석, 설날) and the Orthodox Easter move with calendars
-this module does not hold and are not read.
+Lunar holidays (除夕, 春节, 中秋, 端午, 추석, 설날, "Chinese New Year") are days of the Chinese
+lunisolar calendar, read through ``borax`` (1900-2100; Korea's calendar, a day apart in a rare
+year, is taken as China's); the Orthodox Easter and the days counted from it (Масленица,
+Троица) through the Julian calendar.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -46,6 +49,42 @@ def _easter(year: int) -> date:
     return date(year, month, day + 1)
 
 
+def _orthodox_easter(year: int) -> date:
+    """Easter Sunday of the Orthodox churches: the Julian calendar's (Meeus), moved onto the
+    Gregorian one by the two calendars' difference that year."""
+    a, b, c = year % 4, year % 7, year % 19
+    d = (19 * c + 15) % 30
+    e = (2 * a + 4 * b - d + 34) % 7
+    month, day = divmod(d + e + 114, 31)
+    return date(year, month, day + 1) + timedelta(days=year // 100 - year // 400 - 2)
+
+
+@functools.lru_cache(maxsize=1024)
+def _lunar_day(year: int, month: int, day: int) -> date:
+    """The Gregorian date of a day of the Chinese lunisolar calendar, in the lunar year that
+    begins in Gregorian ``year`` (ValueError outside 1900-2100)."""
+    # Imported when a query first names a lunar holiday (~40 ms), not with every search.
+    from borax.calendars.lunardate import LunarDate
+
+    solar: date = LunarDate(year, month, day).to_solar_date()
+    return solar
+
+
+def _lunar(month: int, day: int, shift: int = 0) -> Callable[[int], date]:
+    """A lunar day as a function of the Gregorian year it falls in (``shift`` days moved:
+    除夕 is the day before the first of the first month)."""
+    return lambda year: _lunar_day(year, month, day) + timedelta(days=shift)
+
+
+@functools.lru_cache(maxsize=256)
+def _qingming(year: int) -> date:
+    """清明: the day of the solar term, 4 or 5 April."""
+    from borax.calendars.lunardate import TermUtils
+
+    found: date = TermUtils.nth_term_day(year, term_name="清明")
+    return found
+
+
 def _days(
     first: Callable[[int], date], before: int = 1, after: int = 1
 ) -> Callable[[int], tuple[date, date]]:
@@ -60,6 +99,59 @@ def _fixed(month: int, day: int, before: int = 1, after: int = 1) -> Callable[[i
 
 # Longer names first: a span is read once, so "Christmas Eve" is not also "Christmas".
 _HOLIDAYS: list[tuple[re.Pattern[str], Callable[[int], tuple[date, date]]]] = [
+    # The lunar ones first: "Chinese New Year's Eve" is not New Year's Eve, "正月初一" not 正月.
+    (
+        re.compile(r"\b(?:chinese|lunar)\s+new\s+year'?s\s+eve\b|除夕|大年三十|年三十", re.I),
+        _days(_lunar(1, 1, -1), 0, 1),
+    ),
+    # The Spring Festival holiday runs from the eve to the sixth day; Korea's is three days.
+    (
+        re.compile(
+            r"\b(?:chinese|lunar)\s+new\s+year\b|\bspring\s+festival\b|春节|过年|大年初一|正月初一|农历新年|旧正月",
+            re.I,
+        ),
+        _days(_lunar(1, 1), 1, 6),
+    ),
+    (re.compile(r"\bseollal\b|\btết\b|설날|설\s*연휴|설\s*명절|구정", re.I), _days(_lunar(1, 1), 1, 2)),
+    (re.compile(r"\blantern\s+festival\b|元宵节|正月十五", re.I), _days(_lunar(1, 15), 0, 1)),
+    (
+        re.compile(r"\bqingming(?:\s+festival)?\b|\btomb[-\s]sweeping(?:\s+day)?\b|清明(?:节|假期)?", re.I),
+        _days(_qingming, 1, 2),
+    ),
+    (
+        re.compile(r"\bdragon\s+boat\s+festival\b|\bduanwu\b|端午(?:节|假期)?|단오", re.I),
+        _days(_lunar(5, 5), 1, 2),
+    ),
+    (
+        re.compile(
+            r"\bmid[-\s]?autumn(?:\s+festival)?\b|\bmoon\s+festival\b|\bchuseok\b"
+            r"|中秋(?:节|假期)?|中秋の名月|十五夜|お月見|추석|한가위",
+            re.I,
+        ),
+        _days(_lunar(8, 15), 1, 1),
+    ),
+    (
+        re.compile(r"\bdouble\s+ninth(?:\s+festival)?\b|\bchung\s+yeung\b|重阳节?", re.I),
+        _days(_lunar(9, 9), 0, 1),
+    ),
+    (
+        re.compile(r"\bbuddha'?s\s+birthday\b|부처님\s*오신\s*날|석가\s*탄신일|초파일|佛诞", re.I),
+        _days(_lunar(4, 8), 0, 1),
+    ),
+    # Russian: the Orthodox Easter and the days counted from it.
+    (
+        re.compile(r"\bвербн\w*\s+воскресень\w*", re.I),
+        _days(lambda y: _orthodox_easter(y) - timedelta(days=7), 0, 1),
+    ),
+    (re.compile(r"\bпасх\w*", re.I), _days(_orthodox_easter, 2, 1)),
+    (
+        re.compile(r"\bмаслен(?:н)?иц\w*|\bмасленичн\w*", re.I),  # the week before Lent
+        _days(lambda y: _orthodox_easter(y) - timedelta(days=49), 6, 1),
+    ),
+    (
+        re.compile(r"\bтроиц[аеуы]\b", re.I),
+        _days(lambda y: _orthodox_easter(y) + timedelta(days=49), 1, 1),
+    ),
     (re.compile(r"\bchristmas\s+eve\b|平安夜", re.I), _fixed(12, 24)),
     (re.compile(r"\bnew\s+year'?s\s+eve\b|跨年夜", re.I), _fixed(12, 31)),  # 除夕 is lunar
     (re.compile(r"\b(?:christmas|xmas)\b|圣诞节?", re.I), _fixed(12, 24, 0, 2)),
@@ -78,7 +170,7 @@ _HOLIDAYS: list[tuple[re.Pattern[str], Callable[[int], tuple[date, date]]]] = [
     (re.compile(r"国庆(?:节|假期|长假)?|十一长假|十一假期", re.I), _fixed(10, 1, 0, 6)),
     (re.compile(r"劳动节|五一(?:假期|长假)?", re.I), _fixed(5, 1, 0, 4)),
     # The same and each country's own in Spanish, French, German, Portuguese, Italian,
-    # Russian, Japanese and Korean. Lunar ones (추석, 설날) and the Orthodox Easter are not read.
+    # Russian, Japanese and Korean (the lunar and Orthodox ones above).
     (
         re.compile(
             r"\b(?:nochebuena|réveillon\s+de\s+noël|heilig(?:abend|en\s+abend)|véspera\s+de\s+natal"
@@ -149,10 +241,11 @@ _ZH_YEARS = {
 
 
 def holiday_windows(
-    text: str, now: datetime, recent: int = RECENT
+    text: str, now: datetime, recent: int = RECENT, year: int | None = None
 ) -> Iterator[tuple[tuple[datetime, datetime], tuple[int, int]]]:
     """Each holiday ``text`` names, as windows with the span of ``text`` that named it (a year
-    or "last" / "this" / "next" beside it included)."""
+    or "last" / "this" / "next" beside it included). ``year``: the year the text names apart
+    from the holiday ("на Масленицу в прошлом году"), for one named without its own."""
     low = text.lower()
     if not any(w in low for w in WORDS):
         return
@@ -170,6 +263,9 @@ def holiday_windows(
                 continue
             which = None if before is None else before["which"].lower()
             span = (start, end) if before is None else (before.start(), end)
+            if year is not None:
+                yield _utc(window(year)), span
+                continue
             for found in _occurrences(window, now, which, recent):
                 yield found, span
 
@@ -279,5 +375,51 @@ WORDS = (
     "クリスマス",
     "大晦日",
     "그믐",
+    "chinese new year",
+    "lunar new year",
+    "spring festival",
+    "seollal",
+    "tết",
+    "除夕",
+    "年三十",
+    "春节",
+    "过年",
+    "大年初一",
+    "正月",
+    "农历新年",
+    "旧正月",
+    "설날",
+    "연휴",
+    "명절",
+    "구정",
+    "lantern festival",
+    "元宵",
+    "qingming",
+    "tomb",
+    "清明",
+    "dragon boat",
+    "duanwu",
+    "端午",
+    "단오",
+    "autumn",
+    "moon festival",
+    "chuseok",
+    "中秋",
+    "十五夜",
+    "お月見",
+    "추석",
+    "한가위",
+    "double ninth",
+    "chung yeung",
+    "重阳",
+    "buddha",
+    "부처님",
+    "석가",
+    "초파일",
+    "佛诞",
+    "вербн",
+    "пасх",
+    "маслен",
+    "троиц",
 )
 """What a text must hold (lowercased) to name a holiday: the cheap test before the patterns."""

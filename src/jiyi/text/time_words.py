@@ -270,6 +270,19 @@ MONTH_YEAR = re.compile(rf"\b(?P<month>{_MONTH})\s+(?:de\s+|del\s+)?(?P<year>\d{
 KO_MONTH = re.compile(r"(?:(?P<year>\d{4})\s*년\s*)?(?P<month>\d{1,2})\s*월(?!\s*\d)")
 """A Korean month, with its year when one is written: "3월", "2024년 11월"."""
 
+_A_YEAR = r"(?P<year>(?:19|20)\d\d)"
+YEAR = (
+    re.compile(rf"\b(?:en|durante)\s+(?:el\s+(?:año\s+)?)?{_A_YEAR}\b"),  # es; pt's "durante 2019"
+    re.compile(rf"\b(?:en|pendant|durant)\s+(?:l'année\s+)?{_A_YEAR}\b"),
+    re.compile(rf"\b(?:im\s+jahre?|während)\s+{_A_YEAR}\b"),
+    re.compile(rf"\bem\s+(?:o\s+ano\s+(?:de\s+)?)?{_A_YEAR}\b"),
+    re.compile(rf"\b(?:nel(?:l'anno)?|durante\s+il)\s+{_A_YEAR}\b"),
+    re.compile(rf"\bв\s+{_A_YEAR}\s*(?:году\b|г\.)"),
+    re.compile(rf"(?<!\d){_A_YEAR}\s*년(?!\s*\d|생)"),  # not "2019년생" (born in)
+)
+"""A year alone: "en 2019", "im Jahr 2019", "в 2019 году", "2019년에" (a month with its year
+is read first: "en marzo de 2019", "2019년 3월")."""
+
 
 _GERMAN_MONTHS = frozenset(
     "januar jänner februar märz april mai juni juli august september oktober november dezember".split()
@@ -297,6 +310,7 @@ ASCII_CUES = frozenset(
     mese este ano anno jahr annee dernier derniere letzte letzten letztes vergangene vergangenen
     vergangenes pasado pasada passado passada scorso scorsa proxima proximo prochaine prochain prossima
     prossimo viene vem demain morgen domani dopodomani manana amanha hace vor il atras fa naechste
+    en em nel durante pendant durant im
     naechsten naechstes lunes martes jueves viernes domingo lundi mardi mercredi jeudi vendredi samedi
     dimanche montag dienstag mittwoch donnerstag freitag samstag sonnabend sonntag segunda quarta quinta
     sexta lunedi martedi mercoledi giovedi venerdi sabato domenica""".split()

@@ -484,6 +484,8 @@ class _Found:
     spans: list[tuple[int, int]] = field(default_factory=list)
     # Each range or month with its span, in the order found: joined and bounded at the end.
     times: list[tuple[tuple[int, int], tuple[datetime, datetime] | int]] = field(default_factory=list)
+    # Spans of holidays named without a year, read as their recent occurrences.
+    recurring: list[tuple[int, int]] = field(default_factory=list)
 
     def free(self, span: tuple[int, int]) -> bool:
         return all(span[1] <= a or span[0] >= b for a, b in self.spans)
@@ -614,6 +616,7 @@ def time_windows(query: str, now: datetime, recent: int = RECENT) -> TimeWindows
             counted.append(m.span())
     _other_languages(query, now, ahead, found, counted)
     _years_and_months(query, found)
+    _holidays_of_the_year(query, now, found)
     ranges, months = found.settle()
     return TimeWindows(tuple(ranges), tuple(dict.fromkeys(months)), tuple(found.spans), tuple(counted))
 
@@ -644,6 +647,12 @@ def _other_languages(
         count, unit = time_words.ago_amount(m)
         if found.add(_in_range(lambda amount, at: _ago(*amount, at), (count, unit), now), m.span()):
             counted.append(m.span())
+    _other_months_and_years(query, low, found)
+
+
+def _other_months_and_years(query: str, low: str, found: _Found) -> None:
+    """Months, with their year or without, then years alone, in the languages of
+    :func:`_other_languages` (``low``: ``query`` lowercased)."""
     for pattern in (time_words.MONTH, time_words.MONTH_YEAR):
         for m in pattern.finditer(low):
             if time_words.written_as_month(query[m.start("month") : m.end("month")]):
@@ -651,6 +660,9 @@ def _other_languages(
     for m in time_words.KO_MONTH.finditer(low):
         if 1 <= int(m["month"]) <= 12:
             _add_month(found, m, int(m["month"]), m.span())
+    for pattern in time_words.YEAR:
+        for m in pattern.finditer(low):
+            found.add(_year(int(m["year"])), m.span())
 
 
 def _add_month(found: _Found, m: re.Match[str], month: int, alone: tuple[int, int]) -> None:
@@ -676,7 +688,36 @@ def _holidays(query: str, now: datetime, recent: int, found: _Found) -> None:
     except (OverflowError, ValueError):  # a year outside the calendar: no window, as _day
         return
     for span, windows in spans.items():
+        if found.free(span) and len(windows) > 1:
+            found.recurring.append(span)
         found.add_all(windows, span)
+
+
+def _holidays_of_the_year(query: str, now: datetime, found: _Found) -> None:
+    """A year named apart from a holiday is the holiday's: "Christmas last year", "на
+    Масленицу в прошлом году", "el año pasado en Semana Santa" is that year's, not the whole
+    year or the holiday's recent occurrences (as :func:`_months_of_the_year` does for months)."""
+    if not found.recurring:
+        return
+    years = [
+        (span, w)
+        for span, w in found.times
+        if isinstance(w, tuple)
+        and (w[0].month, w[0].day, w[1].month, w[1].day, w[1].year - w[0].year) == (1, 1, 1, 1, 1)
+    ]
+    if len(years) != 1:
+        return
+    year_span, (first, _) = years[0]
+    try:
+        kept = {
+            span: [w for w, _ in holiday_windows(query[span[0] : span[1]], now, year=first.year)]
+            for span in found.recurring
+        }
+    except (OverflowError, ValueError):  # a year outside the calendar: leave both as they are
+        return
+    found.times = [(span, w) for span, w in found.times if span != year_span and span not in kept] + [
+        (span, w) for span, windows in kept.items() for w in windows
+    ]
 
 
 def _years_and_months(query: str, found: _Found) -> None:
