@@ -455,3 +455,40 @@ def test_a_bounded_time_ranks_what_lies_on_its_side(tmp_path: Path) -> None:
             "What did I have for dinner between February and March 2023?", user_id="u", touch=False
         )
         assert [h.item.content.split()[2] for h in hits][2] == "tacos"
+
+
+def test_a_later_version_does_not_hide_the_one_said_in_the_named_time(tmp_path: Path) -> None:
+    """Three near-copies: the later ones read as newer versions of the first, yet asked about
+    July, what was said in July comes first (what held then, not what holds now)."""
+    with Memory.open(tmp_path / "m.db", clock=lambda: datetime(2025, 11, 20, tzinfo=UTC)) as mem:
+        mem.import_items(
+            [
+                _said("Went kayaking on the lake with my brother", datetime(2025, 7, 12, tzinfo=UTC)),
+                _said("Went kayaking on the river with my brother", datetime(2025, 10, 4, tzinfo=UTC)),
+                _said("Went kayaking on the bay with my brother", datetime(2025, 11, 15, tzinfo=UTC)),
+            ]
+        )
+
+        def first(query: str) -> str:
+            return mem.search(query, user_id="u", touch=False)[0].item.content.split()[4]
+
+        assert first("Where did I go kayaking with my brother in July?") == "lake"
+        assert first("Where did I go kayaking with my brother last week?") == "bay"
+        assert first("Where do I go kayaking with my brother?") == "bay"  # no time: the latest
+
+
+def test_a_memory_without_its_own_time_tells_of_one_from_when_it_was_stored(tmp_path: Path) -> None:
+    """No occurred_at: what its text says ("in July 2025") is read from its created_at."""
+    with Memory.open(tmp_path / "m.db", clock=lambda: datetime(2025, 6, 18, tzinfo=UTC)) as mem:
+        mem.import_items(
+            [
+                {
+                    "content": "Cannot travel abroad in July 2025: the passport is being renewed",
+                    "user_id": "u",
+                },
+                _said("Took the train abroad to see the lakes", datetime(2025, 6, 2, tzinfo=UTC)),
+            ]
+        )
+        hits = mem.search("Can he travel abroad in July?", user_id="u", touch=False, explain=True)
+        assert hits[0].item.content.startswith("Cannot"), [h.item.content for h in hits]
+        assert hits[0].breakdown["time.told"] == 1.0

@@ -542,7 +542,7 @@ def score_candidates(
     ]
     replacements_first(scored)
     scored.sort(key=lambda s: -s.score)
-    newer_versions_first(scored, query=query, model_id=model_id, replaced=replaced)
+    newer_versions_first(scored, query=query, model_id=model_id, replaced=replaced, in_time=in_time)
     scored.sort(key=lambda s: -s.score)
     if asked_fact_first(scored, query):
         scored.sort(key=lambda s: -s.score)
@@ -577,6 +577,7 @@ def newer_versions_first(
     query: str = "",
     model_id: str = "",
     replaced: Mapping[str, tuple[str, ...]] | None = None,
+    in_time: Callable[[MemoryItem], bool] | None = None,
 ) -> None:
     """Among the best few (``scored`` best first), a newer version of a statement that
     was never reconciled with the older one (:mod:`jiyi.read.versions`) ranks just above
@@ -586,7 +587,9 @@ def newer_versions_first(
     bars of both tests are moved onto the scale of ``model_id``, whose vectors the
     candidates carry (``cfg``: the default :class:`ReconcileConfig`'s, moved). An earlier
     episode that quotes what a statement retired (``replaced``: per id, the texts of what
-    it superseded at write time) goes below that statement."""
+    it superseded at write time) goes below that statement. ``in_time``: the query names a
+    time, and a version said in it stays above a later one said outside it ("where did I go
+    kayaking last summer?" asks for what was true then)."""
     cfg = cfg or _reconcile_on_scale(model_id)
     bar = restatement_bar(model_id)
     topic_bar = on_scale(TOPIC_COSINE, model_id)
@@ -598,6 +601,8 @@ def newer_versions_first(
         for newer in top[i + 1 :]:
             # Cheapest first: most pairs are another user's or in the wrong order.
             if older.score < newer.score or not may_follow(newer.candidate, older.candidate):
+                continue
+            if in_time is not None and in_time(older.candidate.item) and not in_time(newer.candidate.item):
                 continue
             if is_newer_version(newer.candidate, older.candidate, cfg):
                 _place_below(older, newer, "contribution.newer_version")

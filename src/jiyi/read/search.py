@@ -367,10 +367,9 @@ class _Query:
         return self.windows.contains(item.occurred_at) or self.tells_of_window(item)
 
     def tells_of_window(self, item: MemoryItem) -> bool:
-        """:meth:`in_window` through what the item says, not when it was said."""
-        return item.occurred_at is not None and self.windows.hold(
-            told_windows(item.content, item.occurred_at)
-        )
+        """:meth:`in_window` through what the item says, not when it was said (counted from
+        when it was stored when it has no time of its own: "can't travel in July 2025")."""
+        return self.windows.hold(told_windows(item.content, item.occurred_at or item.created_at))
 
     @property
     def time_test(self) -> Callable[[MemoryItem], bool] | None:
