@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from jiyi.text import time_words
 from jiyi.text.holidays import RECENT, holiday_windows
+from jiyi.text.seasons import season_times
 
 _A = TypeVar("_A")
 
@@ -508,6 +509,12 @@ class _Found:
             self.times.append((span, month))
             self.spans.append(span)
 
+    def add_months(self, months: tuple[int, ...], span: tuple[int, int]) -> None:
+        """Several months of any year read from one span (a season)."""
+        if months and self.free(span):
+            self.times.extend((span, month) for month in months)
+            self.spans.append(span)
+
     def settle(self) -> tuple[list[tuple[datetime, datetime]], list[int]]:
         """The ranges and months found. Two times joined ("between March and May 2023") are
         one range from the first's start to the second's end, a month without a year taking
@@ -589,12 +596,13 @@ def _in_range(
 def time_windows(query: str, now: datetime, recent: int = RECENT) -> TimeWindows:
     """Every time expression of ``query`` as windows; empty when there is none. A holiday
     named without a year stands for its ``recent`` latest occurrences (:mod:`jiyi.text.holidays`;
-    0: holidays are not read)."""
+    0, as for a memory's own text: holidays are not read, nor seasons of no known year)."""
     found = _Found(query)
     # Most specific first, so "8 May 2023" is not also read as "May 2023".
     _days(query, now, found)
     _months_of_years(query, now, found)
     _holidays(query, now, recent, found)
+    _seasons(query, now, recent, found)
     ahead = _REQUEST.search(query) is not None
     for m in _WEEKDAY.finditer(query):
         # In a request, a day of this week names when the user will act (as "tonight").
@@ -691,6 +699,21 @@ def _holidays(query: str, now: datetime, recent: int, found: _Found) -> None:
         if found.free(span) and len(windows) > 1:
             found.recurring.append(span)
         found.add_all(windows, span)
+
+
+def _seasons(query: str, now: datetime, recent: int, found: _Found) -> None:
+    """Seasons: "last summer", "in the winter of 2022", "去年夏天", "el verano pasado"
+    (:func:`season_times`); in a memory's own text (``recent`` 0) only one of a known year."""
+    if len(query.lower()) != len(query):
+        return  # the spans of the lowercased text would not line up
+    try:
+        for season in season_times(query, now, definite_only=recent < 1):
+            if season.ranges:
+                found.add_all(list(season.ranges), season.span)
+            else:
+                found.add_months(season.months, season.span)
+    except (OverflowError, ValueError):  # a year outside the calendar: no window, as _day
+        return
 
 
 def _holidays_of_the_year(query: str, now: datetime, found: _Found) -> None:
