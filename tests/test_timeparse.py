@@ -465,3 +465,38 @@ def test_month_names_inside_names_give_no_window(query: str) -> None:
 def test_a_year_of_birth_or_a_number_is_no_year() -> None:
     for text in ("2019년생이야", "I paid 2019 en total", "The meeting in room 2019"):
         assert not time_windows(text, NOW), text
+
+
+@pytest.mark.parametrize(
+    ("query", "first", "last"),
+    [
+        # A longer word holding a shorter one is not read as it: 一昨日 is not 昨日.
+        ("一昨日何をした？", date(2022, 4, 10), date(2022, 4, 10)),
+        ("大前年去了哪里", date(2019, 1, 1), date(2019, 12, 31)),
+        ("재작년에 뭐 했어?", date(2020, 1, 1), date(2020, 12, 31)),
+        ("一昨年はどこに住んでた？", date(2020, 1, 1), date(2020, 12, 31)),
+        ("再来年", date(2024, 1, 1), date(2024, 12, 31)),
+        ("后年", date(2024, 1, 1), date(2024, 12, 31)),
+        ("지지난 주에 누구 만났어?", date(2022, 3, 28), date(2022, 4, 3)),
+        ("先々月", date(2022, 2, 1), date(2022, 2, 28)),
+        ("vorletzte Woche", date(2022, 3, 28), date(2022, 4, 3)),
+        ("в позапрошлом году", date(2020, 1, 1), date(2020, 12, 31)),
+        ("el año antepasado", date(2020, 1, 1), date(2020, 12, 31)),
+        # A distance back in years in Korean; a count no number says.
+        ("2년 전에 어디 살았어?", date(2019, 10, 13), date(2020, 10, 11)),
+        ("hace unos días", date(2022, 4, 5), date(2022, 4, 12)),
+        ("il y a quelques jours", date(2022, 4, 5), date(2022, 4, 12)),
+        ("vor ein paar Tagen", date(2022, 4, 5), date(2022, 4, 12)),
+        ("несколько дней назад", date(2022, 4, 5), date(2022, 4, 12)),
+        ("数日前", date(2022, 4, 5), date(2022, 4, 12)),
+        ("며칠 전에", date(2022, 4, 5), date(2022, 4, 12)),
+        ("un paio di settimane fa", date(2022, 3, 19), date(2022, 4, 8)),
+    ],
+)
+def test_more_named_times_in_other_languages(query: str, first: date, last: date) -> None:
+    assert days(query) == [(first, last)]
+
+
+def test_a_vague_count_of_people_is_no_time() -> None:
+    for text in ("unos amigos vinieron a cenar", "несколько человек пришли", "quelques amis"):
+        assert not time_windows(text, NOW), text

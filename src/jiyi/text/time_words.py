@@ -38,7 +38,7 @@ RELATIVE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"\b(?:la\s+semana\s+pasada|la\s+semaine\s+dernière|(?:letzte|vergangene)\s+woche"
             r"|(?:na\s+)?semana\s+passada|la\s+settimana\s+scorsa|la\s+scorsa\s+settimana|на\s+прошлой\s+неделе)\b"
-            r"|先週|지난\s*주|저번\s*주",
+            r"|先週|(?<!지)지난\s*주|저번\s*주",
             "last_week",
         ),
         (
@@ -49,7 +49,7 @@ RELATIVE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"\b(?:el\s+mes\s+pasado|le\s+mois\s+dernier|(?:letzten|vergangenen)\s+monat"
             r"|(?:no\s+)?mês\s+passado|il\s+mese\s+scorso|lo\s+scorso\s+mese|в\s+прошлом\s+месяце)\b"
-            r"|先月|지난\s*달|지난달|저번\s*달",
+            r"|先月|(?<!지)지난\s*달|저번\s*달",
             "last_month",
         ),
         (
@@ -60,7 +60,7 @@ RELATIVE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"\b(?:d?el\s+año\s+pasado|l'année\s+dernière|l'an\s+dernier|(?:letztes|vergangenes)\s+jahr"
             r"|(?:letzten|vergangenen)\s+jahres"
-            r"|(?:no\s+)?ano\s+passado|(?:dell|l)'anno\s+scorso|в\s+прошлом\s+году)\b|昨年|작년|지난해",
+            r"|(?:no\s+)?ano\s+passado|(?:dell|l)'anno\s+scorso|в\s+прошлом\s+году)\b|(?<!一)昨年|(?<!재)작년|지난해",
             "last_year",
         ),
         (
@@ -93,8 +93,22 @@ RELATIVE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"\b(?:el\s+año\s+que\s+viene|el\s+próximo\s+año|l'année\s+prochaine|nächstes\s+jahr"
             r"|(?:no\s+)?próximo\s+ano|ano\s+que\s+vem|l'anno\s+prossimo|il\s+prossimo\s+anno"
-            r"|в\s+следующем\s+году)\b|来年|내년",
+            r"|в\s+следующем\s+году)\b|(?<!再)来年|내년",
             "next_year",
+        ),
+        (
+            r"\b(?:el\s+año\s+antepasado|vorletzte[sn]?\s+jahr\w*"
+            r"|(?:в\s+)?позапрошлом\s+году|(?:no\s+)?ano\s+retrasado)\b|一昨年|おととし|재작년",
+            "year_before_last",
+        ),
+        (r"再来年|내후년", "year_after_next"),
+        (
+            r"\b(?:el\s+mes\s+antepasado|vorletzten\s+monat|в\s+позапрошлом\s+месяце)\b|先々月|지지난\s*달",
+            "month_before_last",
+        ),
+        (
+            r"\b(?:vorletzte\s+woche|la\s+semaine\s+d'avant|на\s+позапрошлой\s+неделе)\b|先々週|지지난\s*주",
+            "week_before_last",
         ),
     )
 )
@@ -131,13 +145,25 @@ _KO_DAYS = {
     "열흘": 10,
     "보름": 15,
 }
-_NUMBER = r"\d+|" + "|".join(sorted(_NUMBERS, key=len, reverse=True))
+# Counts no one number says: "hace unos días", "vor ein paar Wochen", "数年前", "몇 달 전".
+_VAGUE = {
+    **dict.fromkeys(
+        (
+            "unos", "unas", "algunos", "algunas", "varios", "varias", "quelques", "plusieurs",
+            "ein paar", "einigen", "mehreren", "uns", "umas", "alguns", "algumas", "vários", "várias",
+            "alcuni", "alcune", "qualche", "diversi", "diverse", "несколько", "数", "몇",
+        ),
+        "few",
+    ),
+    **dict.fromkeys(("un par de", "um par de", "un paio di", "пару", "пара"), "couple"),
+}  # fmt: skip
+_NUMBER = r"\d+|" + "|".join(sorted([*_NUMBERS, *_VAGUE], key=len, reverse=True)).replace(" ", r"\s+")
 # Unit words by the unit timeparse counts in.
 _UNITS = {
     "day": r"días?|jours?|tag(?:e|en)?|dias?|giorni|giorno|дн(?:я|ей)|день|日|일",
     "week": r"semanas?|semaines?|wochen?|settimane|settimana|недел(?:ю|и|ь)|週間|週|주일?",
     "month": r"mes(?:es)?|mois|monat(?:e|en)?|mês|meses|mesi|mese|месяц(?:а|ев)?|か月|ヶ月|カ月|ケ月|개월|달",
-    "year": r"años?|ans?|années?|jahr(?:e|en)?|anos?|anni|anno|год(?:а)?|лет|年",
+    "year": r"años?|ans?|années?|jahr(?:e|en)?|anos?|anni|anno|год(?:а)?|лет|年|년",
 }
 _UNIT = "|".join(f"(?P<{u}>{p})" for u, p in _UNITS.items())
 AGO = re.compile(
@@ -147,17 +173,18 @@ AGO = re.compile(
     rf"|\b(?P<n2>{_NUMBER})\s+(?:{_UNIT.replace('(?P<', '(?P<b_')})\s+(?:atrás|fa|назад)\b"
     # 2週間前, 3か月前, 3주 전, 한 달 전, 일주일 전
     rf"|(?P<n3>{_NUMBER})\s*(?:{_UNIT.replace('(?P<', '(?P<c_')})\s*(?:前|전)"
-    rf"|(?P<ko_days>{'|'.join(_KO_DAYS)})\s*전"
+    rf"|(?P<ko_days>{'|'.join(_KO_DAYS)}|며칠)\s*전"
 )
 """A distance back: "hace tres semanas", "vor zwei Wochen", "2週間前", "3주 전"..."""
 
 
-def ago_amount(m: re.Match[str]) -> tuple[int, str]:
-    """The count and unit ("day", "week", "month", "year") of an :data:`AGO` match."""
+def ago_amount(m: re.Match[str]) -> tuple[int | str, str]:
+    """The count and unit ("day", "week", "month", "year") of an :data:`AGO` match; a count
+    no number says is "few" or "couple" ("hace unos días", "며칠 전")."""
     if m["ko_days"]:
-        return _KO_DAYS[m["ko_days"]], "day"
-    word = (m["n1"] or m["n2"] or m["n3"]).lower()
-    count = int(word) if word.isdigit() else _NUMBERS[word]
+        return _KO_DAYS.get(m["ko_days"], "few"), "day"
+    word = " ".join((m["n1"] or m["n2"] or m["n3"]).lower().split())
+    count = int(word) if word.isdigit() else _VAGUE.get(word) or _NUMBERS[word]
     for prefix in ("", "b_", "c_"):
         for unit in _UNITS:
             if m[prefix + unit]:

@@ -90,7 +90,7 @@ _RELATIVE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"大前天"), "three_days_before"),
     (re.compile(r"\bday before yesterday\b|前天", re.I), "day_before"),
     (re.compile(r"\blast night\b|昨晚|昨天晚上", re.I), "last_night"),
-    (re.compile(r"\b(?:yesterday)\b|昨天|昨日", re.I), "yesterday"),
+    (re.compile(r"\b(?:yesterday)\b|昨天|(?<!一)昨日", re.I), "yesterday"),
     (
         re.compile(
             r"\b(?:today|tonight|this (?:morning|afternoon|evening)|earlier today)\b|今天|今日|今晚|今早",
@@ -107,6 +107,7 @@ _RELATIVE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\blast month\b(?!\s+of\b)|上个月|上月", re.I), "last_month"),
     (re.compile(r"\bthis month\b|这个月|本月", re.I), "this_month"),
     (re.compile(r"\blast year\b(?!\s+of\b)|去年", re.I), "last_year"),
+    (re.compile(r"大前年"), "three_years_back"),
     (re.compile(r"\byear before last\b|前年", re.I), "year_before_last"),
     (re.compile(r"\bthis year\b|今年", re.I), "this_year"),
     # Ahead: a query rarely names them, a memory often does ("my exam is next week").
@@ -115,6 +116,7 @@ _RELATIVE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bnext weekend\b|下周末|下个周末", re.I), "next_weekend"),
     (re.compile(r"\bnext week\b|下周|下个星期|下星期|下礼拜", re.I), "next_week"),
     (re.compile(r"\bnext month\b|下个月|下月", re.I), "next_month"),
+    (re.compile(r"\byear after next\b|后年", re.I), "year_after_next"),
     (re.compile(r"\bnext year\b|明年", re.I), "next_year"),
 ]
 _EN_NUMBER = r"\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
@@ -365,7 +367,14 @@ _WEEK_SPANS = {
     "next_weekend": (12, 14),
 }
 _MONTH_SHIFTS = {"month_before_last": -2, "last_month": -1, "this_month": 0, "next_month": 1}
-_YEAR_SHIFTS = {"year_before_last": -2, "last_year": -1, "this_year": 0, "next_year": 1}
+_YEAR_SHIFTS = {
+    "three_years_back": -3,
+    "year_before_last": -2,
+    "last_year": -1,
+    "this_year": 0,
+    "next_year": 1,
+    "year_after_next": 2,
+}
 
 
 def _month_start(day: datetime, shift: int) -> datetime:
@@ -652,8 +661,7 @@ def _other_languages(
         for m in pattern.finditer(low):
             found.add(_in_range(_relative, kind, now), m.span())
     for m in time_words.AGO.finditer(low):
-        count, unit = time_words.ago_amount(m)
-        if found.add(_in_range(lambda amount, at: _ago(*amount, at), (count, unit), now), m.span()):
+        if found.add(_in_range(_ago_amount, time_words.ago_amount(m), now), m.span()):
             counted.append(m.span())
     _other_months_and_years(query, low, found)
 
@@ -799,6 +807,15 @@ def _vague(word: str) -> tuple[int, int]:
     """The range of units a vague count means: "a couple of" / "两(三)" :data:`_COUPLE`, else
     ("a few", "several", "几") :data:`_FEW`."""
     return _COUPLE if "couple" in word.lower() or word in ("两", "两三") else _FEW
+
+
+def _ago_amount(amount: tuple[int | str, str], now: datetime) -> tuple[datetime, datetime]:
+    """The window of a distance back in another language (:func:`time_words.ago_amount`): a
+    count, or "few" / "couple" (:func:`_ago_between`)."""
+    count, unit = amount
+    if isinstance(count, str):
+        return _ago_between(_COUPLE if count == "couple" else _FEW, unit, now)
+    return _ago(count, unit, now)
 
 
 def _ago_window(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
