@@ -1,4 +1,5 @@
-"""Seasons as time windows (jiyi.text.seasons through jiyi.text.timeparse)."""
+"""Seasons and quarters as time windows (jiyi.text.seasons and jiyi.text.quarters through
+jiyi.text.timeparse)."""
 
 from __future__ import annotations
 
@@ -118,3 +119,42 @@ def test_a_search_finds_what_was_said_last_summer() -> None:
         ):
             hits = mem.search(query, user_id="u", touch=False)
             assert hits[0].item.content == said[0][0], query
+
+
+Q3_2025 = [(date(2025, 7, 1), date(2025, 9, 30))]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What did we ship last quarter?", Q3_2025),
+        ("上个季度的销售额是多少？", Q3_2025),
+        ("el trimestre pasado", Q3_2025),
+        ("letztes Quartal", Q3_2025),
+        ("в прошлом квартале", Q3_2025),
+        ("前四半期", Q3_2025),
+        ("지난 분기", Q3_2025),
+        ("this quarter", [(date(2025, 10, 1), date(2025, 12, 31))]),
+        ("next quarter", [(date(2026, 1, 1), date(2026, 3, 31))]),
+        ("Q3 2024", [(date(2024, 7, 1), date(2024, 9, 30))]),
+        ("2024 Q1", [(date(2024, 1, 1), date(2024, 3, 31))]),
+        ("the third quarter of 2023", [(date(2023, 7, 1), date(2023, 9, 30))]),
+        ("el tercer trimestre de 2024", [(date(2024, 7, 1), date(2024, 9, 30))]),
+    ],
+)
+def test_a_quarter_of_a_known_year(query: str, expected: list[tuple[date, date]]) -> None:
+    assert days(query) == expected
+
+
+def test_a_quarter_by_its_number_alone_is_its_months() -> None:
+    for query in ("in Q3", "第3四半期", "3분기", "im dritten Quartal"):
+        windows = time_windows(query, NOW)
+        assert (windows.ranges, windows.months) == ((), (7, 8, 9)), query
+    # A year named apart makes them that year's.
+    assert days("去年第四季度") == [
+        (date(2024, 10, 1), date(2024, 10, 31)),
+        (date(2024, 11, 1), date(2024, 11, 30)),
+        (date(2024, 12, 1), date(2024, 12, 31)),
+    ]
+    for text in ("a quarter of the cake", "three quarters of them"):
+        assert not time_windows(text, NOW), text

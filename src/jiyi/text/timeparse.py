@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from jiyi.text import time_words
 from jiyi.text.holidays import RECENT, holiday_windows
+from jiyi.text.quarters import quarter_times
 from jiyi.text.seasons import season_times
 
 _A = TypeVar("_A")
@@ -710,16 +711,17 @@ def _holidays(query: str, now: datetime, recent: int, found: _Found) -> None:
 
 
 def _seasons(query: str, now: datetime, recent: int, found: _Found) -> None:
-    """Seasons: "last summer", "in the winter of 2022", "去年夏天", "el verano pasado"
-    (:func:`season_times`); in a memory's own text (``recent`` 0) only one of a known year."""
+    """Seasons and quarters: "last summer", "in the winter of 2022", "去年夏天", "el verano
+    pasado" (:func:`season_times`), "last quarter", "Q3 2024", "上个季度" (:func:`quarter_times`);
+    in a memory's own text (``recent`` 0) only a season of a known year."""
     if len(query.lower()) != len(query):
         return  # the spans of the lowercased text would not line up
     try:
-        for season in season_times(query, now, definite_only=recent < 1):
-            if season.ranges:
-                found.add_all(list(season.ranges), season.span)
+        for period in (*season_times(query, now, definite_only=recent < 1), *quarter_times(query, now)):
+            if period.ranges:
+                found.add_all(list(period.ranges), period.span)
             else:
-                found.add_months(season.months, season.span)
+                found.add_months(period.months, period.span)
     except (OverflowError, ValueError):  # a year outside the calendar: no window, as _day
         return
 
