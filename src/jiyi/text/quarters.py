@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
+
+from jiyi.text.seasons import Period
 
 _NUMBERS = {
     **dict.fromkeys(("1", "一", "１", "first", "1st", "primer", "primero", "premier", "ersten", "primeiro", "primo", "первом"), 1),
@@ -62,17 +63,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 _CUES = ("quarter", "q1", "q2", "q3", "q4", "trimestre", "quartal", "квартал", "季度", "四半期", "분기")
 
 
-@dataclass(frozen=True)
-class QuarterTime:
-    """A quarter a text names: its ``span``, and either ``ranges`` (of a known year) or
-    ``months`` (of any year)."""
-
-    span: tuple[int, int]
-    ranges: tuple[tuple[datetime, datetime], ...] = ()
-    months: tuple[int, ...] = ()
-
-
-def quarter_times(text: str, now: datetime) -> Iterator[QuarterTime]:
+def quarter_times(text: str, now: datetime) -> Iterator[Period]:
     """Each quarter ``text`` names, read from ``text`` lowercased (the caller checks that its
     spans line up with ``text``)."""
     low = text.lower()
@@ -86,14 +77,14 @@ def quarter_times(text: str, now: datetime) -> Iterator[QuarterTime]:
                 continue
             taken.append(span)
             if kind != "number":
-                yield QuarterTime(span, ranges=(_relative(kind, now),))
+                yield Period(span, ranges=(_relative(kind, now),))
                 continue
             n = _NUMBERS[m["n"]]
             year = m.groupdict().get("year")
             if year:
-                yield QuarterTime(span, ranges=(_quarter(int(year), n),))
+                yield Period(span, ranges=(_quarter(int(year), n),))
             else:
-                yield QuarterTime(span, months=tuple(range(3 * n - 2, 3 * n + 1)))
+                yield Period(span, months=tuple(range(3 * n - 2, 3 * n + 1)))
 
 
 def _quarter(year: int, n: int) -> tuple[datetime, datetime]:

@@ -214,16 +214,16 @@ _CUES = (
 
 
 @dataclass(frozen=True)
-class SeasonTime:
-    """A season a text names: its ``span``, and either ``ranges`` (a season of a known year)
-    or ``months`` (of any year)."""
+class Period:
+    """A season (or a quarter, :mod:`jiyi.text.quarters`) a text names: its ``span``, and
+    either ``ranges`` (of a known year) or ``months`` (of any year)."""
 
     span: tuple[int, int]
     ranges: tuple[tuple[datetime, datetime], ...] = ()
     months: tuple[int, ...] = ()
 
 
-def season_times(text: str, now: datetime, definite_only: bool = False) -> Iterator[SeasonTime]:
+def season_times(text: str, now: datetime, definite_only: bool = False) -> Iterator[Period]:
     """Each season ``text`` names, read from ``text`` lowercased (spans line up with ``text``
     when lowercasing keeps its length). ``definite_only``: only a season of a known year
     (last, this, next or a year named with it), as a memory's own text is read."""
@@ -239,7 +239,7 @@ def season_times(text: str, now: datetime, definite_only: bool = False) -> Itera
             found = _read(lang, m, low, now, definite_only)
             if found is not None:
                 taken.append(span)
-                yield SeasonTime(span, *found)
+                yield Period(span, *found)
 
 
 _NAME_AFTER = re.compile(r"\s+[A-Z]")
