@@ -500,3 +500,51 @@ def test_more_named_times_in_other_languages(query: str, first: date, last: date
 def test_a_vague_count_of_people_is_no_time() -> None:
     for text in ("unos amigos vinieron a cenar", "несколько человек пришли", "quelques amis"):
         assert not time_windows(text, NOW), text
+
+
+@pytest.mark.parametrize(
+    ("query", "first", "last"),
+    [
+        # NOW is Tuesday 12 April 2022: this weekend is 16-17 April.
+        ("¿Qué haremos este fin de semana?", date(2022, 4, 16), date(2022, 4, 17)),
+        ("ce week-end", date(2022, 4, 16), date(2022, 4, 17)),
+        ("в эти выходные", date(2022, 4, 16), date(2022, 4, 17)),
+        ("今週末は何する？", date(2022, 4, 16), date(2022, 4, 17)),  # not all of 今週
+        ("이번 주말에 뭐 해?", date(2022, 4, 16), date(2022, 4, 17)),
+        ("来週末", date(2022, 4, 23), date(2022, 4, 24)),
+        ("esta mañana", date(2022, 4, 12), date(2022, 4, 12)),  # not tomorrow
+        ("ce matin", date(2022, 4, 12), date(2022, 4, 12)),
+        ("今朝", date(2022, 4, 12), date(2022, 4, 12)),
+        ("this past week", date(2022, 4, 5), date(2022, 4, 12)),
+        # The start or the end of "the year" is this year's.
+        (
+            "How much have I spent since the start of the year?",
+            date(2022, 1, 1),
+            LATEST.date() - timedelta(days=1),
+        ),
+        ("a principios del año", date(2022, 1, 1), date(2022, 2, 28)),
+        ("в конце года", date(2022, 11, 1), date(2022, 12, 31)),
+    ],
+)
+def test_weekends_mornings_and_parts_of_the_year(query: str, first: date, last: date) -> None:
+    assert days(query) == [(first, last)]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "at the end of last year",
+        "去年年底",
+        "a finales del año pasado",
+        "Ende letzten Jahres",
+        "в конце прошлого года",
+        "작년 연말",
+    ],
+)
+def test_the_end_of_last_year_is_its_last_two_months(query: str) -> None:
+    assert days(query) == [(date(2021, 11, 1), date(2021, 11, 30)), (date(2021, 12, 1), date(2021, 12, 31))]
+
+
+def test_the_end_of_a_thing_is_no_time() -> None:
+    for text in ("at the end of the day", "late for work", "the beginning of the movie", "I paid the fine"):
+        assert not time_windows(text, NOW), text

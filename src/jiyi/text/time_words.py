@@ -28,7 +28,11 @@ RELATIVE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "last_night",
         ),
         (r"\b(?:ayer|hier|gestern|ontem|ieri|вчера)\b|きのう|어제", "yesterday"),
-        (r"\b(?:hoy|aujourd'hui|heute|hoje|oggi|сегодня)\b|きょう|오늘", "today"),
+        (
+            r"\b(?:hoy|aujourd'hui|heute|hoje|oggi|сегодня|esta\s+mañana|ce\s+matin|esta\s+manhã|stamattina"
+            r"|questa\s+mattina)\b|きょう|今朝|오늘",
+            "today",
+        ),
         (
             r"\b(?:el\s+fin\s+de\s+semana\s+pasado|le\s+week-end\s+dernier|letztes\s+wochenende"
             r"|(?:no\s+)?fim\s+de\s+semana\s+passado|lo\s+scorso\s+fine\s+settimana|(?:на|в)\s+прошлых\s+выходных)\b"
@@ -40,6 +44,11 @@ RELATIVE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|(?:na\s+)?semana\s+passada|la\s+settimana\s+scorsa|la\s+scorsa\s+settimana|на\s+прошлой\s+неделе)\b"
             r"|先週|(?<!지)지난\s*주|저번\s*주",
             "last_week",
+        ),
+        (
+            r"\b(?:este\s+fin\s+de\s+semana|ce\s+week-?end|dieses\s+wochenende|(?:n)?este\s+fim\s+de\s+semana"
+            r"|questo\s+(?:fine\s+settimana|weekend)|(?:в|на)\s+эт(?:и|их)\s+выходны[ех])\b|今週末|이번\s*주말",
+            "this_weekend",
         ),
         (
             r"\b(?:esta\s+semana|cette\s+semaine|diese\s+woche|questa\s+settimana|на\s+этой\s+неделе)\b"
@@ -60,11 +69,11 @@ RELATIVE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"\b(?:d?el\s+año\s+pasado|l'année\s+dernière|l'an\s+dernier|(?:letztes|vergangenes)\s+jahr"
             r"|(?:letzten|vergangenen)\s+jahres"
-            r"|(?:no\s+)?ano\s+passado|(?:dell|l)'anno\s+scorso|в\s+прошлом\s+году)\b|(?<!一)昨年|(?<!재)작년|지난해",
+            r"|(?:no\s+)?ano\s+passado|(?:dell|l)'anno\s+scorso|в\s+прошлом\s+году|прошлого\s+года)\b|(?<!一)昨年|(?<!재)작년|지난해",
             "last_year",
         ),
         (
-            r"\b(?:este\s+año|cette\s+année|dieses\s+jahr(?:es)?|este\s+ano|quest'anno|в\s+этом\s+году)\b|올해",
+            r"\b(?:este\s+año|cette\s+année|dieses\s+jahr(?:es)?|este\s+ano|quest'anno|в\s+этом\s+году|этого\s+года)\b|올해",
             "this_year",
         ),
         (
@@ -77,6 +86,12 @@ RELATIVE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"(?<!la\s)(?<!esta\s)\bmañana\b|\bdemain\b|(?<!heute\s)\bmorgen\b|\b(?:amanhã|domani|завтра)\b"
             r"|あした|내일",
             "tomorrow",
+        ),
+        (
+            r"\b(?:el\s+próximo\s+fin\s+de\s+semana|el\s+fin\s+de\s+semana\s+que\s+viene|le\s+week-?end\s+prochain"
+            r"|nächstes\s+wochenende|(?:no\s+)?próximo\s+fim\s+de\s+semana|il\s+prossimo\s+(?:fine\s+settimana|weekend)"
+            r"|(?:в|на)\s+следующи[ех]\s+выходны[ех])\b|来週末|다음\s*주말",
+            "next_weekend",
         ),
         (
             r"\b(?:la\s+semana\s+que\s+viene|la\s+próxima\s+semana|la\s+semaine\s+prochaine|nächste\s+woche"
@@ -337,7 +352,8 @@ ASCII_CUES = frozenset(
     mese este ano anno jahr annee dernier derniere letzte letzten letztes vergangene vergangenen
     vergangenes pasado pasada passado passada scorso scorsa proxima proximo prochaine prochain prossima
     prossimo viene vem demain morgen domani dopodomani manana amanha hace vor il atras fa naechste
-    en em nel durante pendant durant im
+    en em nel durante pendant durant im matin mattina stamattina principios comienzos inicios finales
+    anfang ende inizio fine fim final
     naechsten naechstes lunes martes jueves viernes domingo lundi mardi mercredi jeudi vendredi samedi
     dimanche montag dienstag mittwoch donnerstag freitag samstag sonnabend sonntag segunda quarta quinta
     sexta lunedi martedi mercoledi giovedi venerdi sabato domenica""".split()

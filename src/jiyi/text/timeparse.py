@@ -86,6 +86,58 @@ _ZH_YEAR = re.compile(r"(\d{4})\s*年(?!\s*\d{1,2}\s*月)")
 _ZH_REL_YEAR_MONTH = re.compile(rf"(去年|今年|前年|明年)\s*(\d{{1,2}}|{_ZH_MONTH})\s*月(?:份)?")
 _ZH_REL_YEARS = {"前年": -2, "去年": -1, "今年": 0, "明年": 1}
 
+# The start and the end of a year, as its first two and last two months: the year itself, if
+# named, is read apart ("the end of last year", "去年年底", "a finales del año pasado", "в конце
+# прошлого года"), so the span stops before it (a lookahead), or after it in "2024年初". With
+# a year in digits ("early 2023", "the end of 2023") the whole year is read, as before.
+_YEAR_WORD = (
+    r"(?=\s+(?:of\s+)?(?:the\s+|this\s+|last\s+|next\s+)?year\b"
+    r"|\s+del?\s+(?:este\s+|el\s+)?año\b|\s+del\s+año\b|\s+(?:de\s+l'|d')année\b"
+    r"|\s+(?:des|dieses|letzten|vergangenen|nächsten)\s+jahres\b|\s+d[oe]\s+(?:este\s+)?ano\b"
+    r"|\s+(?:dell'|d')anno\b|\s+(?:этого\s+|прошлого\s+|следующего\s+)?года\b)"
+)
+_YEAR_PARTS = (
+    (
+        re.compile(
+            rf"\b(?:(?:at\s+)?the\s+(?:beginning|start)\s+of|early|(?:a\s+)?(?:principios|comienzos|inicios)"
+            rf"|(?:au\s+|en\s+)?début|anfang|(?:no\s+)?início|all'inizio|в\s+начале){_YEAR_WORD}"
+            r"|(?:(?<=\d年)|(?<!\d)年)(?:初|头)|年始|연초",
+            re.I,
+        ),
+        (1, 2),
+    ),
+    (
+        re.compile(
+            rf"\b(?:(?:at\s+)?the\s+end\s+of|late|(?:a\s+)?finales|(?:en\s+|à\s+la\s+)?fin|ende|(?:no\s+)?(?:fim|final)"
+            rf"|alla\s+fine|в\s+конце){_YEAR_WORD}"
+            r"|(?:(?<=\d年)|(?<!\d)年)(?:底|末|尾)|연말",
+            re.I,
+        ),
+        (11, 12),
+    ),
+)
+
+# "the year" with no word of which: this one ("since the start of the year").
+_THE_YEAR = re.compile(
+    r"\s+(?:(?:of\s+)?the\s+year|del?\s+año|de\s+l'année|d'année|des\s+jahres|d[oe]\s+ano|dell'anno|d'anno|года)\b"
+    r"(?!\s+(?:pasado|passado|derni|prochain|scorso|prossimo|que\s+v))",
+    re.I,
+)
+
+
+def _year_parts(query: str, now: datetime, found: _Found) -> None:
+    """The start or the end of a year (:data:`_YEAR_PARTS`): of "the year", this year's; of a
+    year named apart, that year's (:func:`_months_of_the_year`); else its months of any year."""
+    for pattern, (first, last) in _YEAR_PARTS:
+        for m in pattern.finditer(query):
+            this = _THE_YEAR.match(query, m.end())
+            if this is None:
+                found.add_months((first, last), m.span())
+                continue
+            end = datetime(now.year + (last == 12), last % 12 + 1, 1, tzinfo=UTC)
+            found.add((datetime(now.year, first, 1, tzinfo=UTC), end), (m.start(), this.end()))
+
+
 # Longer phrases first: a span is read once, so "大前天" is not also "前天", nor "上上周" "上周".
 _RELATIVE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"大前天"), "three_days_before"),
@@ -190,7 +242,7 @@ _CURRENT = frozenset({"today", "this_weekend", "this_week", "this_month", "this_
 # (not "the last two weeks of August").
 _WITHIN = re.compile(
     rf"\b(?:the\s+)?(?:past|last)\s+(?:(?P<en_n>{_EN_NUMBER})|(?P<en_vague>{_EN_VAGUE}))\s+(?P<en_unit>day|week|month|year)s?\b(?!\s+of\b)"
-    r"|\bthe\s+past\s+(?P<en_one>day|week|month|year)\b(?!\s+of\b)"
+    r"|\b(?:the|this)\s+past\s+(?P<en_one>day|week|month|year)\b(?!\s+of\b)"
     r"|(?:最近|过去|(?<![附接靠亲将])近)\s*(?:(?P<zh_n>\d+|[一两二三四五六七八九十])|(?P<zh_vague>几|两三|三四|三五))"
     r"\s*(?P<zh_unit>天|周|个星期|个月|年)",
     re.I,
@@ -613,6 +665,7 @@ def time_windows(query: str, now: datetime, recent: int = RECENT) -> TimeWindows
     _months_of_years(query, now, found)
     _holidays(query, now, recent, found)
     _seasons(query, now, recent, found)
+    _year_parts(query, now, found)
     ahead = _REQUEST.search(query) is not None
     for m in _WEEKDAY.finditer(query):
         # In a request, a day of this week names when the user will act (as "tonight").
