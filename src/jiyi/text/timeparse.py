@@ -125,9 +125,15 @@ _THE_YEAR = re.compile(
 )
 
 
+_YEAR_PART_CUES = ("year", "año", "année", "jahr", "ano", "anno", "год", "年", "연")
+
+
 def _year_parts(query: str, now: datetime, found: _Found) -> None:
     """The start or the end of a year (:data:`_YEAR_PARTS`): of "the year", this year's; of a
     year named apart, that year's (:func:`_months_of_the_year`); else its months of any year."""
+    low = query.lower()
+    if not any(c in low for c in _YEAR_PART_CUES):
+        return  # the cheap test: every phrase read here names a year
     for pattern, (first, last) in _YEAR_PARTS:
         for m in pattern.finditer(query):
             this = _THE_YEAR.match(query, m.end())
