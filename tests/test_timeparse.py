@@ -548,3 +548,18 @@ def test_the_end_of_last_year_is_its_last_two_months(query: str) -> None:
 def test_the_end_of_a_thing_is_no_time() -> None:
     for text in ("at the end of the day", "late for work", "the beginning of the movie", "I paid the fine"):
         assert not time_windows(text, NOW), text
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "¿Qué hice a finales del mes pasado?",
+        "à la fin du mois dernier",
+        "Ende des letzten Monats",
+        "alla fine del mese scorso",
+        "в конце прошлого месяца",
+    ],
+)
+def test_last_month_in_the_forms_a_part_of_it_takes(query: str) -> None:
+    """The month is read (its part is not: the whole of March)."""
+    assert days(query) == [(date(2022, 3, 1), date(2022, 3, 31))]

@@ -56,13 +56,15 @@ RELATIVE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "this_week",
         ),
         (
-            r"\b(?:el\s+mes\s+pasado|le\s+mois\s+dernier|(?:letzten|vergangenen)\s+monat"
-            r"|(?:no\s+)?mês\s+passado|il\s+mese\s+scorso|lo\s+scorso\s+mese|в\s+прошлом\s+месяце)\b"
+            r"\b(?:d?el\s+mes\s+pasado|(?:le|du)\s+mois\s+dernier|(?:des\s+)?(?:letzten|vergangenen)\s+monat(?:s|es)?"
+            r"|(?:no\s+|do\s+)?mês\s+passado|(?:il|del)\s+mese\s+scorso|(?:lo\s+)?scorso\s+mese"
+            r"|в\s+прошлом\s+месяце|прошлого\s+месяца)\b"
             r"|先月|(?<!지)지난\s*달|저번\s*달",
             "last_month",
         ),
         (
-            r"\b(?:este\s+mes|ce\s+mois-ci|diesen\s+monat|este\s+mês|questo\s+mese|в\s+этом\s+месяце)\b"
+            r"\b(?:este\s+mes|ce\s+mois-ci|diese[ns]\s+monat(?:s|es)?|este\s+mês|questo\s+mese|в\s+этом\s+месяце"
+            r"|этого\s+месяца)\b"
             r"|今月|이번\s*달",
             "this_month",
         ),
@@ -102,7 +104,7 @@ RELATIVE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"\b(?:el\s+mes\s+que\s+viene|el\s+próximo\s+mes|le\s+mois\s+prochain|nächsten\s+monat"
             r"|(?:no\s+)?próximo\s+mês|mês\s+que\s+vem|il\s+mese\s+prossimo|il\s+prossimo\s+mese"
-            r"|в\s+следующем\s+месяце)\b|来月|다음\s*달",
+            r"|в\s+следующем\s+месяце|следующего\s+месяца)\b|来月|다음\s*달",
             "next_month",
         ),
         (
@@ -353,7 +355,7 @@ ASCII_CUES = frozenset(
     vergangenes pasado pasada passado passada scorso scorsa proxima proximo prochaine prochain prossima
     prossimo viene vem demain morgen domani dopodomani manana amanha hace vor il atras fa naechste
     en em nel durante pendant durant im matin mattina stamattina principios comienzos inicios finales
-    anfang ende inizio fine fim final
+    anfang ende inizio fine fim final monats dieses
     naechsten naechstes lunes martes jueves viernes domingo lundi mardi mercredi jeudi vendredi samedi
     dimanche montag dienstag mittwoch donnerstag freitag samstag sonnabend sonntag segunda quarta quinta
     sexta lunedi martedi mercoledi giovedi venerdi sabato domenica""".split()
