@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jiyi.text.answers import about_asking, asked_kind, holds, only_asks, without_framing
+from jiyi.text.answers import about_asking, about_the_assistant, asked_kind, holds, only_asks, without_framing
 
 
 @pytest.mark.parametrize(
@@ -272,3 +272,20 @@ def test_texts_that_tell_something(text: str) -> None:
 )
 def test_queries_about_asking(query: str, asking: bool) -> None:
     assert about_asking(query) is asking
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What did you recommend for my trip?", True),
+        ("Can you remind me what you said about the hotel?", True),
+        ("I was going through our previous conversation about knitting", True),
+        ("你之前推荐的那本书叫什么？", True),
+        ("¿Qué libro me recomendaste?", True),
+        ("Can you recommend a show for tonight?", False),  # a request: what the user likes
+        ("What hobby does the user have?", False),
+        ("我住在哪里？", False),
+    ],
+)
+def test_about_the_assistant(query: str, expected: bool) -> None:
+    assert about_the_assistant(query) is expected

@@ -492,3 +492,29 @@ def test_a_memory_without_its_own_time_tells_of_one_from_when_it_was_stored(tmp_
         hits = mem.search("Can he travel abroad in July?", user_id="u", touch=False, explain=True)
         assert hits[0].item.content.startswith("Cannot"), [h.item.content for h in hits]
         assert hits[0].breakdown["time.told"] == 1.0
+
+
+def test_what_the_user_said_comes_before_the_assistant_s_reply(tmp_path: Path) -> None:
+    """A question about the user is answered by what the user said; the assistant's reply
+    keeps RankConfig.assistant_factor of its match, unless the query asks what the
+    assistant said."""
+    with Memory.open(tmp_path / "m.db", clock=lambda: datetime(2025, 11, 20, tzinfo=UTC)) as mem:
+        mem.import_items(
+            [
+                _said("I took up pottery on weekends", datetime(2025, 11, 1, tzinfo=UTC)),
+                {
+                    "content": "Pottery on weekends sounds relaxing; a wheel class could be a good next step.",
+                    "user_id": "u",
+                    "source": "ai",
+                    "occurred_at": datetime(2025, 11, 1, 0, 1, tzinfo=UTC),
+                },
+            ]
+        )
+        hits = mem.search("What hobby does the user have?", user_id="u", touch=False, explain=True)
+        assert hits[0].item.content.startswith("I took up pottery"), [h.item.content for h in hits]
+        assistant = next(h for h in hits if h.item.source.value == "ai")
+        assert assistant.breakdown["contribution.assistant"] < 0
+        # Asked what was recommended: no discount.
+        hits = mem.search("What did you recommend for my hobby?", user_id="u", touch=False, explain=True)
+        assistant = next(h for h in hits if h.item.source.value == "ai")
+        assert "contribution.assistant" not in assistant.breakdown

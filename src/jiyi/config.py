@@ -228,6 +228,13 @@ class RankConfig:
     recency_days: float = 30.0
     superseded_factor: float = 0.5
     """A superseded item (shown only when asked for) keeps this share of its score."""
+    assistant_factor: float = 0.6
+    """The share of its match an assistant's turn keeps (``source`` ``ai``), unless the query
+    asks what the assistant said or points back to the conversation
+    (:func:`jiyi.text.answers.about_the_assistant`): a question about the user is answered by
+    what the user said, not by the reply that echoed it (LongMemEval_S dev through the
+    pipeline: s_all@5 0.9489 -> 0.9532, t_all@10 0.8381 -> 0.8571, both halves; 1.0: no
+    discount; docs/benchmarks.md, session 36)."""
     threshold: float | None = None
     """Similarity floor: candidates below it are dropped (None: keep all). With the learned
     fusion similarity is relative to each search (0.5 at its 10th best candidate), so this
@@ -265,6 +272,7 @@ class RankConfig:
             "mmr_lambda",
             "mmr_redundancy_floor",
             "superseded_factor",
+            "assistant_factor",
         )
         for name in unit:
             value = getattr(self, name)

@@ -52,7 +52,7 @@ import numpy as np
 
 from jiyi.config import RankConfig
 from jiyi.embed.scale import on_scale, to_default_scale
-from jiyi.model import MemoryItem, RelationType, Status
+from jiyi.model import MemoryItem, RelationType, Source, Status
 from jiyi.read import fusion
 from jiyi.read.asked import about_another, answers, asked_key
 from jiyi.read.fusion import at_neighbours, neighbour_index
@@ -516,6 +516,7 @@ def score_candidates(
     asking: bool = False,
     gains: np.ndarray | None = None,
     columns: dict[str, np.ndarray] | None = None,
+    about_assistant: bool = False,
 ) -> list[Scored]:
     """Score every candidate, best first, replacements above what they replaced.
     ``in_time`` None: the query names no time; ``model_id``: the embedder's; ``skip``:
@@ -523,19 +524,23 @@ def score_candidates(
     candidate's id, the texts of what it superseded (see :func:`newer_versions_first`);
     ``asking``: see :func:`similarities`; ``gains``: each candidate's best statement above
     its own cosine (:mod:`jiyi.read.statements`; None: not read); ``columns``: the learned
-    fusion's features when made already (:func:`learned_columns`, without ``gains``)."""
+    fusion's features when made already (:func:`learned_columns`, without ``gains``);
+    ``about_assistant``: the query asks what the assistant said (its turns keep their whole
+    match, :attr:`RankConfig.assistant_factor`)."""
     if not cands:
         return []
     similarity, columns = similarities(cands, cfg, in_time, query, model_id, skip, asking, gains, columns)
     parts, retired = seed_contributions([c.item for c in cands], similarity, cfg, now)
+    shown_where = {} if retired is None else {"contribution.superseded": retired}
+    assistant = _assistant_turns(cands, cfg, about_assistant)
+    if assistant is not None:
+        parts["assistant"] = np.where(assistant, -parts["similarity"] * (1.0 - cfg.assistant_factor), 0.0)
+        shown_where["contribution.assistant"] = assistant
     # Summed in the contributions' order (the discount last), as the breakdown lists them.
     score = functools.reduce(np.add, [v for name, v in parts.items() if name != "superseded"])
     if retired is not None:
         score = score + np.where(retired, parts["superseded"], 0.0)
-    table = Breakdowns(
-        {**columns, **{f"contribution.{name}": v for name, v in parts.items()}},
-        {} if retired is None else {"contribution.superseded": retired},
-    )
+    table = Breakdowns({**columns, **{f"contribution.{name}": v for name, v in parts.items()}}, shown_where)
     scored = [
         Scored(cand, total, sim, None, table, i)
         for i, (cand, total, sim) in enumerate(zip(cands, score.tolist(), similarity.tolist(), strict=True))
@@ -547,6 +552,16 @@ def score_candidates(
     if asked_fact_first(scored, query):
         scored.sort(key=lambda s: -s.score)
     return scored
+
+
+def _assistant_turns(cands: Sequence[Candidate], cfg: RankConfig, about_assistant: bool) -> np.ndarray | None:
+    """Which candidates the assistant said, when their match is discounted
+    (:attr:`RankConfig.assistant_factor`): not when the query asks what the assistant said
+    (``about_assistant``, :func:`jiyi.text.answers.about_the_assistant`). None when none is."""
+    if cfg.assistant_factor >= 1.0 or about_assistant:
+        return None
+    said = np.array([c.item.source == Source.AI for c in cands], dtype=bool)
+    return said if said.any() else None
 
 
 def replacements_first(scored: list[Scored]) -> None:

@@ -53,7 +53,7 @@ from jiyi.store.base import (
     Write,
     detached,
 )
-from jiyi.text.answers import about_asking, without_framing
+from jiyi.text.answers import about_asking, about_the_assistant, without_framing
 from jiyi.text.timeparse import TimeWindows, time_windows, told_windows, without_spans
 from jiyi.validate import Problems, check_limit, check_text, enum_tuple, scope_keys
 
@@ -189,6 +189,7 @@ def _scored(
         about_asking(query.text),
         gains,
         columns,
+        about_the_assistant(query.text),
     )
 
 

@@ -172,6 +172,32 @@ def about_asking(query: str) -> bool:
     return _may_frame(query) and _ASKING.search(query) is not None
 
 
+# A question about what the assistant said or gave ("What did you recommend?", "your
+# suggestion", "你之前推荐的", "me recomendaste", "tu m'as conseillé", "ты советовал").
+_ASSISTANT_SAID = re.compile(
+    r"\b(?:you\s+(?:said|told|mentioned|recommended|suggested|gave|shared|provided|listed|wrote|explained|proposed)"
+    r"|did\s+you\s+(?:say|recommend|suggest|mention|tell|give|share|list|propose)"
+    r"|your\s+(?:answer|suggestions?|recommendations?|advice|reply|response|list|tips?))\b"
+    r"|你(?:之前|上次|刚才|以前)?(?:说|推荐|建议|提到|给)"
+    r"|\b(?:me\s+(?:recomendaste|sugeriste|dijiste|aconsejaste)|tu\s+m'as\s+(?:conseillé|recommandé|dit|suggéré)"
+    r"|du\s+hast\s+mir\s+\w+|(?:ты|вы)\s+(?:советовал|посоветовал|рекомендовал|сказал)\w*"
+    r"|(?:você|tu)\s+me\s+(?:recomendou|sugeriu|disse)|mi\s+hai\s+(?:consigliato|suggerito|detto))\b"
+    r"|(?:あなた|君)が(?:勧め|すすめ|言っ|教え)|(?:네가|당신이|니가)\s*(?:추천|말|알려)",
+    _I,
+)
+
+
+_RECALL = re.compile(_RECALL_FRAME, _I)
+
+
+def about_the_assistant(query: str) -> bool:
+    """Whether ``query`` asks for what the assistant said ("What did you recommend?") or
+    points back to the conversation ("can you remind me", "our previous chat"): then the
+    assistant's turns are as good an answer as the user's. A request ("Can you recommend a
+    show?") is not: what it looks for is what the user said they like."""
+    return _ASSISTANT_SAID.search(query) is not None or _RECALL.search(query) is not None
+
+
 def without_framing(query: str) -> str:
     """``query`` less the words that frame a count or a total ("How many different X",
     "the total number of X", "how many times", "一共", "不同的"), a request to the
