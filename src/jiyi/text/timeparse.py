@@ -623,10 +623,17 @@ def _months_of_the_year(
     este año", "올해 1월" is that January, not the whole year or every January."""
     if not months or len(ranges) != 1:
         return ranges, months
-    start, end = ranges[0]
-    if (start.month, start.day, end.month, end.day, end.year - start.year) != (1, 1, 1, 1, 1):
+    if not _one_calendar_year(ranges[0]):
         return ranges, months
-    return [w for w in (_month(start.year, m) for m in months) if w is not None], []
+    year = ranges[0][0].year
+    return [w for w in (_month(year, m) for m in months) if w is not None], []
+
+
+def _one_calendar_year(window: tuple[datetime, datetime]) -> bool:
+    """Whether ``window`` is 1 January of a year up to 1 January of the next: a year named
+    apart ("this year", "去年", "2024년"), which a month or holiday named beside it narrows."""
+    start, end = window
+    return (start.month, start.day, end.month, end.day, end.year - start.year) == (1, 1, 1, 1, 1)
 
 
 def _joined(
@@ -791,12 +798,7 @@ def _holidays_of_the_year(query: str, now: datetime, found: _Found) -> None:
     year or the holiday's recent occurrences (as :func:`_months_of_the_year` does for months)."""
     if not found.recurring:
         return
-    years = [
-        (span, w)
-        for span, w in found.times
-        if isinstance(w, tuple)
-        and (w[0].month, w[0].day, w[1].month, w[1].day, w[1].year - w[0].year) == (1, 1, 1, 1, 1)
-    ]
+    years = [(span, w) for span, w in found.times if isinstance(w, tuple) and _one_calendar_year(w)]
     if len(years) != 1:
         return
     year_span, (first, _) = years[0]
