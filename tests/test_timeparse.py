@@ -497,6 +497,40 @@ def test_more_named_times_in_other_languages(query: str, first: date, last: date
     assert days(query) == [(first, last)]
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        # NOW is Tuesday 12 April 2022: last weekend is 9-10 April, the one before 2-3 April.
+        "What did I do the weekend before last?",
+        "where did we eat two weekends ago?",
+        "上上周末去了哪里",
+        "两个周末前",
+        "¿Qué hice hace dos fines de semana?",
+        "el fin de semana antepasado",
+        "il y a deux week-ends",
+        "l'avant-dernier week-end",
+        "vor zwei Wochenenden",
+        "am vorletzten Wochenende",
+        "há dois fins de semana",
+        "no fim de semana retrasado",
+        "due fine settimana fa",
+        "il penultimo fine settimana",
+        "на позапрошлых выходных",
+        "先々週末",  # holds 先々週 (the week before last)
+        "지지난 주말에 뭐 했어?",  # holds 지난 주말 (last weekend) and 지지난 주
+    ],
+)
+def test_the_weekend_before_last(query: str) -> None:
+    assert days(query) == [(date(2022, 4, 2), date(2022, 4, 3))]
+
+
+def test_weekends_counted_back() -> None:
+    # a couple: one to three weekends back, Saturday 26 March to Sunday 10 April
+    assert days("a couple of weekends ago") == [(date(2022, 3, 26), date(2022, 4, 10))]
+    assert days("hace tres fines de semana") == [(date(2022, 3, 26), date(2022, 3, 27))]
+    assert days("지난 주말") == [(date(2022, 4, 9), date(2022, 4, 10))]
+
+
 def test_a_vague_count_of_people_is_no_time() -> None:
     for text in ("unos amigos vinieron a cenar", "несколько человек пришли", "quelques amis"):
         assert not time_windows(text, NOW), text

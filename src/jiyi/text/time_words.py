@@ -36,7 +36,7 @@ RELATIVE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"\b(?:el\s+fin\s+de\s+semana\s+pasado|le\s+week-end\s+dernier|letztes\s+wochenende"
             r"|(?:no\s+)?fim\s+de\s+semana\s+passado|lo\s+scorso\s+fine\s+settimana|(?:на|в)\s+прошлых\s+выходных)\b"
-            r"|先週末|지난\s*주말",
+            r"|先週末|(?<!지)지난\s*주말",
             "last_weekend",
         ),
         (
@@ -123,6 +123,15 @@ RELATIVE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"\b(?:el\s+mes\s+antepasado|vorletzten\s+monat|в\s+позапрошлом\s+месяце)\b|先々月|지지난\s*달",
             "month_before_last",
         ),
+        # Before "the week before last": 先々週末 holds 先々週, 지지난 주말 holds 지지난 주.
+        (
+            r"\b(?:el\s+fin\s+de\s+semana\s+antepasado|el\s+penúltimo\s+fin\s+de\s+semana"
+            r"|l'avant-dernier\s+week-?end|(?:am\s+)?vorletzte[ns]?\s+wochenende"
+            r"|(?:no\s+)?fim\s+de\s+semana\s+retrasado|(?:no\s+)?penúltimo\s+fim\s+de\s+semana"
+            r"|il\s+penultimo\s+(?:fine\s+settimana|weekend)|(?:на|в)\s+позапрошл(?:ых|ые)\s+выходн(?:ых|ые))\b"
+            r"|先々週末|지지난\s*주\s*주말|지지난\s*주말",
+            "weekend_before_last",
+        ),
         (
             r"\b(?:vorletzte\s+woche|la\s+semaine\s+d'avant|на\s+позапрошлой\s+неделе)\b|先々週|지지난\s*주",
             "week_before_last",
@@ -181,6 +190,9 @@ _UNITS = {
     "week": r"semanas?|semaines?|wochen?|settimane|settimana|недел(?:ю|и|ь)|週間|週|주일?",
     "month": r"mes(?:es)?|mois|monat(?:e|en)?|mês|meses|mesi|mese|месяц(?:а|ев)?|か月|ヶ月|カ月|ケ月|개월|달",
     "year": r"años?|ans?|années?|jahr(?:e|en)?|anos?|anni|anno|год(?:а)?|лет|年|년",
+    # "hace dos fines de semana", "vor zwei Wochenenden" (after "week": "Wochen" is tried
+    # first and fails at the word's end)
+    "weekend": r"fin(?:es)?\s+de\s+semana|week-?ends?|wochenenden?|fi(?:m|ns)\s+de\s+semana|fine\s+settimana",
 }
 _UNIT = "|".join(f"(?P<{u}>{p})" for u, p in _UNITS.items())
 AGO = re.compile(

@@ -3,7 +3,8 @@
 ``time_windows("what did we decide on 8 May 2023?", now)`` returns the day 2023-05-08;
 "last week", "上个月", "昨天", "大前天", "tomorrow", "下周" are taken relative to ``now``; a
 distance back ("four weeks ago", "a couple of days ago", "前几天", "三个月前") is a window
-around that point, and "in the past two weeks" / "最近两周" a window up to now; a month
+around that point, except that "two weekends ago" / "the weekend before last" is that
+weekend; "in the past two weeks" / "最近两周" is a window up to now; a month
 without a year ("in June", "六月") matches that month of any year. A request for a
 suggestion ("recommend something to watch tonight") names when the user will act, so
 "tonight" there gives no window. A time after a word that bounds it ("before May 2023",
@@ -157,6 +158,7 @@ _RELATIVE: list[tuple[re.Pattern[str], str]] = [
         ),
         "today",
     ),
+    (re.compile(r"\bweekend before last\b|上上(?:个)?周末", re.I), "weekend_before_last"),
     (re.compile(r"\bweek before last\b|上上周|上上个星期|上上星期", re.I), "week_before_last"),
     (re.compile(r"\b(?:last|this past|past) weekend\b|上周末|上个周末", re.I), "last_weekend"),
     (re.compile(r"\blast week\b(?!\s+of\b)|上周|上个星期|上星期|上礼拜", re.I), "last_week"),
@@ -181,8 +183,8 @@ _RELATIVE: list[tuple[re.Pattern[str], str]] = [
 _EN_NUMBER = r"\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
 _EN_VAGUE = r"a\s+couple\s+of|a\s+couple|couple\s+of|a\s+few|few|several"
 _AGO = re.compile(
-    rf"\b(?:(?P<en_n>{_EN_NUMBER})|(?P<en_vague>{_EN_VAGUE}))\s+(?P<en_unit>day|week|month|year)s?\s+ago\b"
-    r"|(?P<zh_n>\d+|[一两二三四五六七八九十])\s*(?P<zh_unit>天|周|个星期|个月|年)前"
+    rf"\b(?:(?P<en_n>{_EN_NUMBER})|(?P<en_vague>{_EN_VAGUE}))\s+(?P<en_unit>day|weekend|week|month|year)s?\s+ago\b"
+    r"|(?P<zh_n>\d+|[一两二三四五六七八九十])\s*(?P<zh_unit>天|个周末|周|个星期|个月|年)前"
     r"|(?P<zh_vague>几|好几|两三|三四|三五)\s*(?P<zh_vague_unit>天|周|个星期|个月|年)前"
     # "前几天" / "前两天": a few days back (only days: "前几年" is as often "the first few years").
     r"|前(?P<zh_days>几|两)天",
@@ -417,6 +419,7 @@ _DAY_SPANS = {
 }
 # Days from this week's Monday.
 _WEEK_SPANS = {
+    "weekend_before_last": (-9, -7),
     "week_before_last": (-14, -7),
     "last_weekend": (-2, 0),
     "last_week": (-7, 0),
@@ -470,8 +473,22 @@ _UNIT_DAYS = {
 }
 
 
+def _weekends_back(nearest: int, farthest: int, now: datetime) -> tuple[datetime, datetime]:
+    """From the Saturday of the weekend ``farthest`` back to the end of the one ``nearest``
+    back: the first back is last weekend ("two weekends ago" is the weekend before last)."""
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    monday = today - timedelta(days=today.weekday())
+    return monday - timedelta(days=7 * (farthest - 1) + 2), monday - timedelta(days=7 * (nearest - 1))
+
+
+_WEEKEND_UNITS = frozenset({"weekend", "个周末"})
+
+
 def _ago(amount: int, unit: str, now: datetime) -> tuple[datetime, datetime]:
-    """A window around "N units ago", as wide as the unit, so vague answers still match."""
+    """A window around "N units ago", as wide as the unit, so vague answers still match; N
+    weekends ago is that weekend (a weekend is a named time, not a distance)."""
+    if unit in _WEEKEND_UNITS:
+        return _weekends_back(amount, amount, now)
     days = _UNIT_DAYS[unit]
     centre = now - timedelta(days=days * amount)
     half = timedelta(days=max(1, days // 2))
@@ -481,6 +498,8 @@ def _ago(amount: int, unit: str, now: datetime) -> tuple[datetime, datetime]:
 def _ago_between(units: tuple[int, int], unit: str, now: datetime) -> tuple[datetime, datetime]:
     """A window from ``units[1]`` to ``units[0]`` units back ("a few weeks ago": 1-6 weeks),
     half a unit wider on each side as :func:`_ago` is."""
+    if unit in _WEEKEND_UNITS:
+        return _weekends_back(*units, now)
     days = _UNIT_DAYS[unit]
     half = timedelta(days=max(1, days // 2))
     return now - timedelta(days=days * units[1]) - half, now - timedelta(days=days * units[0]) + half
