@@ -21,6 +21,8 @@ import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 
+from jiyi.text.prefilter import scan
+
 RECENT = 3
 """Years a holiday named without one stands for in a query: its last three occurrences."""
 
@@ -250,7 +252,7 @@ def holiday_windows(
     if not any(w in low for w in WORDS):
         return
     for pattern, window in _HOLIDAYS:
-        for m in pattern.finditer(text):
+        for m in scan(pattern, text):
             start, end = m.span()
             before = _BEFORE.search(text, max(0, start - 12), start)
             after = _AFTER.match(text, end)

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
+from jiyi.text.prefilter import scan
 from jiyi.text.seasons import Period
 
 _NUMBERS = {
@@ -71,7 +72,7 @@ def quarter_times(text: str, now: datetime) -> Iterator[Period]:
         return
     taken: list[tuple[int, int]] = []
     for pattern, kind in _PATTERNS:
-        for m in pattern.finditer(low):
+        for m in scan(pattern, low):
             span = m.span()
             if any(span[0] < b and a < span[1] for a, b in taken):
                 continue

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from jiyi.text.prefilter import scan
+
 MONTHS = {"spring": (3, 4, 5), "summer": (6, 7, 8), "autumn": (9, 10, 11), "winter": (12, 1, 2)}
 """Each season's months, in the order they come."""
 
@@ -232,7 +234,7 @@ def season_times(text: str, now: datetime, definite_only: bool = False) -> Itera
         return
     taken: list[tuple[int, int]] = []
     for lang in (_EN, *_OTHERS):
-        for m in lang.pattern.finditer(low):
+        for m in scan(lang.pattern, low):
             span = m.span()
             if any(span[0] < b and a < span[1] for a, b in taken) or _a_name(text, m):
                 continue

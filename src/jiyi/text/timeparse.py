@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from jiyi.text import time_words
 from jiyi.text.holidays import RECENT, holiday_windows
+from jiyi.text.prefilter import scan
 from jiyi.text.quarters import quarter_times
 from jiyi.text.seasons import season_times
 
@@ -136,7 +137,7 @@ def _year_parts(query: str, now: datetime, found: _Found) -> None:
     if not any(c in low for c in _YEAR_PART_CUES):
         return  # the cheap test: every phrase read here names a year
     for pattern, (first, last) in _YEAR_PARTS:
-        for m in pattern.finditer(query):
+        for m in scan(pattern, query):
             this = _THE_YEAR.match(query, m.end())
             if this is None:
                 found.add_months((first, last), m.span())
@@ -699,7 +700,7 @@ def time_windows(query: str, now: datetime, recent: int = RECENT) -> TimeWindows
     _seasons(query, now, recent, found)
     _year_parts(query, now, found)
     ahead = _REQUEST.search(query) is not None
-    for m in _WEEKDAY.finditer(query):
+    for m in scan(_WEEKDAY, query):
         # In a request, a day of this week names when the user will act (as "tonight").
         if not (
             ahead and ((m["en"] or "").lower() == "this" or (m["zh"] in (None, "这", "本") and not m["en"]))
@@ -708,13 +709,13 @@ def time_windows(query: str, now: datetime, recent: int = RECENT) -> TimeWindows
     for pattern, kind in _RELATIVE:
         if ahead and kind in _CURRENT:
             continue
-        for m in pattern.finditer(query):
+        for m in scan(pattern, query):
             found.add(_in_range(_relative, kind, now), m.span())
     counted: list[tuple[int, int]] = []
-    for m in _AGO.finditer(query):
+    for m in scan(_AGO, query):
         if found.add(_in_range(_ago_window, m, now), m.span()):
             counted.append(m.span())
-    for m in _WITHIN.finditer(query):
+    for m in scan(_WITHIN, query):
         if found.add(_in_range(_within_window, m, now), m.span()):
             counted.append(m.span())
     _other_languages(query, now, ahead, found, counted)
@@ -738,15 +739,15 @@ def _other_languages(
     for pattern, which in time_words.WEEKDAY:
         if ahead and which in ("this", 0):
             continue  # in a request, a day of this week names when the user will act
-        for m in pattern.finditer(low):
+        for m in scan(pattern, low):
             day = (which, time_words.weekday_number(m))
             found.add(_in_range(lambda wd, at: _day_of_week(*wd, at), day, now), m.span())
     for pattern, kind in time_words.RELATIVE:
         if ahead and kind in _CURRENT:
             continue
-        for m in pattern.finditer(low):
+        for m in scan(pattern, low):
             found.add(_in_range(_relative, kind, now), m.span())
-    for m in time_words.AGO.finditer(low):
+    for m in scan(time_words.AGO, low):
         if found.add(_in_range(_ago_amount, time_words.ago_amount(m), now), m.span()):
             counted.append(m.span())
     _other_months_and_years(query, low, found)
@@ -756,14 +757,14 @@ def _other_months_and_years(query: str, low: str, found: _Found) -> None:
     """Months, with their year or without, then years alone, in the languages of
     :func:`_other_languages` (``low``: ``query`` lowercased)."""
     for pattern in (time_words.MONTH, time_words.MONTH_YEAR):
-        for m in pattern.finditer(low):
+        for m in scan(pattern, low):
             if time_words.written_as_month(query[m.start("month") : m.end("month")]):
                 _add_month(found, m, time_words.month_number(m["month"]), m.span("month"))
-    for m in time_words.KO_MONTH.finditer(low):
+    for m in scan(time_words.KO_MONTH, low):
         if 1 <= int(m["month"]) <= 12:
             _add_month(found, m, int(m["month"]), m.span())
     for pattern in time_words.YEAR:
-        for m in pattern.finditer(low):
+        for m in scan(pattern, low):
             found.add(_year(int(m["year"])), m.span())
 
 
@@ -836,18 +837,18 @@ def _holidays_of_the_year(query: str, now: datetime, found: _Found) -> None:
 def _years_and_months(query: str, found: _Found) -> None:
     """Years alone ("in 2019", "from 2019 to 2021", "2019年") and months without a year ("in
     June", "March to May", "六月"), read last: the least specific."""
-    for m in _EN_YEAR.finditer(query):
+    for m in scan(_EN_YEAR, query):
         found.add(_year(int(m[1])), m.span(1))
-    for m in _EN_YEAR_SECOND.finditer(query):
+    for m in scan(_EN_YEAR_SECOND, query):
         # "and" joins years only after "between": "the 2019 and 2021 models" are two.
         if m[0].lower().startswith(("from", "between")) or "and" not in m[0].lower():
             found.add(_year(int(m[1])), m.span(1))
-    for m in _ZH_YEAR.finditer(query):
+    for m in scan(_ZH_YEAR, query):
         found.add(_year(int(m[1])), m.span())
     for pattern in (_EN_MONTH, _EN_MONTH_FIRST, _EN_MONTH_SECOND):
-        for m in pattern.finditer(query):
+        for m in scan(pattern, query):
             found.add_month(_MONTHS[m[1].lower()], m.span(1))
-    for m in _ZH_MONTH_ONLY.finditer(query):
+    for m in scan(_ZH_MONTH_ONLY, query):
         value = int(m[1]) if m[1].isdigit() else _ZH_NUM[m[1]]
         if 1 <= value <= 12:
             found.add_month(value, m.span())
@@ -855,26 +856,26 @@ def _years_and_months(query: str, found: _Found) -> None:
 
 def _days(query: str, now: datetime, found: _Found) -> None:
     """Dates with a day: "8 May 2023", "May 8, 2023", "2023-05-08", "2023年5月8日", "5月8日"."""
-    for m in _EN_DAY_MONTH_YEAR.finditer(query):
+    for m in scan(_EN_DAY_MONTH_YEAR, query):
         found.add(_day(int(m[3]), _MONTHS[m[2].lower()], int(m[1])), m.span())
-    for m in _EN_MONTH_DAY_YEAR.finditer(query):
+    for m in scan(_EN_MONTH_DAY_YEAR, query):
         found.add(_day(int(m[3]), _MONTHS[m[1].lower()], int(m[2])), m.span())
-    for m in _ISO_DAY.finditer(query):
+    for m in scan(_ISO_DAY, query):
         found.add(_day(int(m[1]), int(m[2]), int(m[3])), m.span())
-    for m in _ZH_DAY.finditer(query):
+    for m in scan(_ZH_DAY, query):
         found.add(_day(int(m[1]), int(m[2]), int(m[3])), m.span())
-    for m in _ZH_MONTH_DAY.finditer(query):
+    for m in scan(_ZH_MONTH_DAY, query):
         found.add(_day(now.year, int(m[1]), int(m[2])), m.span())
 
 
 def _months_of_years(query: str, now: datetime, found: _Found) -> None:
     """Months of a given year: "去年三月", "May 2023", "2023年5月"."""
-    for m in _ZH_REL_YEAR_MONTH.finditer(query):
+    for m in scan(_ZH_REL_YEAR_MONTH, query):
         value = int(m[2]) if m[2].isdigit() else _ZH_NUM[m[2]]
         found.add(_month(now.year + _ZH_REL_YEARS[m[1]], value), m.span())
-    for m in _EN_MONTH_YEAR.finditer(query):
+    for m in scan(_EN_MONTH_YEAR, query):
         found.add(_month(int(m[2]), _MONTHS[m[1].lower()]), m.span())
-    for m in _ZH_MONTH_YEAR.finditer(query):
+    for m in scan(_ZH_MONTH_YEAR, query):
         found.add(_month(int(m[1]), int(m[2])), m.span())
 
 
