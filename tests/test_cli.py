@@ -753,3 +753,31 @@ def test_a_sessions_messages_and_checkpoints(db: Path) -> None:
     assert "我们决定下周三在杭州办发布会" in shown and "改成周四" not in shown
     missing = jiyi(*fast, "checkpoint", "restore", "nope", "--session", "s1", db=db, check=False)
     assert missing.returncode == 1 and "no checkpoint 'nope' for session 's1'" in missing.stderr
+
+
+def test_export_to_a_missing_folder_or_a_folder_is_a_clear_error(db: Path, tmp_path: Path) -> None:
+    jiyi("add", "I keep my bike in the hallway", "--user", "u", db=db)
+    for target, says in ((tmp_path / "nodir" / "x.jsonl", "no directory"), (tmp_path, "is a directory")):
+        proc = jiyi("export", "-o", str(target), "--user", "u", db=db, check=False)
+        assert proc.returncode == 1 and says in proc.stderr and "Traceback" not in proc.stderr
+    out = tmp_path / "ok.jsonl"
+    jiyi("export", "-o", str(out), "--user", "u", db=db)
+    assert "bike" in out.read_text(encoding="utf-8")
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+
+
+def test_a_port_out_of_range_is_refused_before_the_server_starts(db: Path) -> None:
+    proc = jiyi("serve", "--port", "99999", db=db, check=False)
+    assert proc.returncode == 2 and "must be a port from 0 to 65535" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_ending_a_session_that_holds_no_message_says_so(db: Path) -> None:
+    out = jiyi("end-session", "--session", "nosuch", "--user", "u", db=db).stdout
+    assert "holds no messages" in out and "ended session" not in out
+
+
+def test_a_superseding_add_says_what_it_replaced(db: Path) -> None:
+    first = json.loads(jiyi("add", "I live in Munich", "--user", "u", "--json", db=db).stdout)["item"]["id"]
+    out = jiyi("add", "I moved to Berlin last month", "--user", "u", db=db).stdout
+    assert out.startswith(f"stored (supersedes {first}): ")

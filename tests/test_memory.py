@@ -328,6 +328,62 @@ def test_soft_and_hard_delete_are_audited(mem: Memory, tmp_path: Path) -> None:
     assert count_rows(tmp_path / "m.db", "vectors") == 0
 
 
+def _said(mem: Memory, user: str, session: str, *turns: str) -> None:
+    """Each turn said to remember() in one session, the session ended and its jobs run."""
+    for text in turns:
+        mem.remember([("user", text), ("assistant", "Noted.")], session_id=session, user_id=user)
+    mem.end_session(session, user_id=user)
+    while mem.process_jobs(worker="test"):
+        pass
+
+
+def test_deleting_with_its_sources_forgets_the_words_everywhere(tmp_path: Path) -> None:
+    with Memory(SQLiteStore(tmp_path / "f.db"), background=False) as mem:
+        _said(mem, "ana", "s1", "我对猫毛过敏。", "I prefer tea over coffee.")
+        allergy = next(i for i in mem.list(user_id="ana").items if i.content == "我对猫毛过敏")
+        holders = mem.holders(allergy.id)
+        # the turn it was taken from, and the session's summary quoting it
+        assert {h.content for h in holders if "turn" in h.tags} == {"我对猫毛过敏。"}
+        (summary,) = [h for h in holders if "episode" in h.tags]
+        assert "tea" in summary.content
+        mem.delete(allergy.id, hard=True, with_sources=True)
+        for query in ("我对什么过敏？", "cat allergy 猫毛"):
+            assert all("猫毛" not in h.item.content for h in mem.search(query, user_id="ana")), query
+        # The summary said more: only its line quoting the memory went.
+        rest = mem.get(summary.id)
+        assert "猫毛" not in rest.content and "tea" in rest.content
+        assert [e.action.value for e in mem.history(summary.id)][-1] == "update"
+        assert any("tea" in h.item.content for h in mem.search("what do I drink?", user_id="ana"))
+
+
+def test_deleting_without_its_sources_leaves_them_and_says_where(tmp_path: Path) -> None:
+    with Memory(SQLiteStore(tmp_path / "f.db"), background=False) as mem:
+        _said(mem, "ana", "s1", "我对猫毛过敏。")
+        allergy = next(i for i in mem.list(user_id="ana").items if i.content == "我对猫毛过敏")
+        held = {h.id for h in mem.holders(allergy.id)}
+        mem.delete(allergy.id)  # soft, sources left
+        assert held and all(mem.get(i).status is Status.ACTIVE for i in held)
+        mem.update(allergy.id, status="active")
+        mem.delete(allergy.id, with_sources=True)  # soft: archived with it, all reversible
+        assert all(mem.get(i).status is Status.ARCHIVED for i in held)
+
+
+def test_a_change_keeps_what_else_the_older_statement_said(tmp_path: Path) -> None:
+    with Memory(SQLiteStore(tmp_path / "c.db"), background=False) as mem:
+        _said(mem, "bob", "a", "I live in Munich and work as a nurse.")
+        _said(mem, "bob", "b", "I moved to Berlin last month.")
+        assert (
+            mem.search("where do I live now?", user_id="bob")[0].item.content
+            == "I moved to Berlin last month"
+        )
+        # The older statement is retired; what else it said is a memory of its own.
+        job = mem.search("what is my job?", user_id="bob")[0].item
+        assert job.content == "I work as a nurse" and job.status is Status.ACTIVE
+        assert "key" not in job.metadata and job.structured is None  # the changed slot was the old one's
+        old = mem.get(job.relations[-1].target_id)
+        assert old.content == "I live in Munich and work as a nurse" and old.status is Status.SUPERSEDED
+
+
 def test_stats(mem: Memory) -> None:
     mem.add(
         "User prefers tabs over spaces", user_id="s", memory_type="preference", confidence=0.8, importance=0.2
@@ -377,6 +433,9 @@ def test_export_import_round_trip_is_identical(mem: Memory, tmp_path: Path, cloc
         other.export_jsonl(again)
         assert again.getvalue() == buf.getvalue()
         assert other.search("birthday", user_id="e", statuses=["archived"])[0].item.id == a.id
+        # The same file again stores nothing twice, and says so.
+        twice = other.import_items(lines)
+        assert (twice.imported, twice.replaced) == (2, 2) and other.stats().total == 2
 
 
 def test_import_minimal_records_and_all_or_nothing(mem: Memory, tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from jiyi.write.reconcile import (
     ReconcileConfig,
     build_reconcile_messages,
     decide,
+    keep_the_rest,
     read_reconcile,
     reconcile_flow,
 )
@@ -465,3 +466,36 @@ def test_reconciler_needs_a_model() -> None:
         LLMReconciler(None)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="max_attempts"):
         LLMReconciler(ScriptedChatModel(), max_attempts=0)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "kept"),
+    [
+        ("I live in Munich and work as a nurse", "I moved to Berlin last month", "I work as a nurse"),
+        ("I live in Munich and work at Google", "I moved to Berlin", "I work at Google"),
+        ("我住在杭州，养了一只叫豆豆的狗", "我搬到上海了", "养了一只叫豆豆的狗"),
+    ],
+)
+def test_a_change_keeps_what_else_the_older_item_says(old: str, new: str, kept: str) -> None:
+    item = stored(old, item_id="old", memory_type=MemoryType.FACT)
+    candidate = Extracted(content=new, memory_type=MemoryType.FACT, confidence=0.9, source_text=new)
+    decision = decide(candidate, [Existing(item, 0.4)])
+    assert decision.action == "supersede" and decision.kept is None
+    done = keep_the_rest(decision, candidate, {"old": item})
+    assert done.action == "supersede" and done.target_id == "old"
+    assert done.kept == kept and "kept as a memory of its own" in done.reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Munich", "I moved to Berlin last month"),  # all of it changed
+        ("I live in Munich and work as a nurse", "I moved to Berlin and quit nursing"),  # both clauses
+    ],
+)
+def test_a_change_of_all_an_item_says_still_supersedes_it(old: str, new: str) -> None:
+    item = stored(old, item_id="old", memory_type=MemoryType.FACT)
+    candidate = Extracted(content=new, memory_type=MemoryType.FACT, confidence=0.9, source_text=new)
+    decision = decide(candidate, [Existing(item, 0.4)])
+    assert decision.action == "supersede"
+    assert keep_the_rest(decision, candidate, {"old": item}) == decision

@@ -637,3 +637,11 @@ def test_project_statements_go_to_the_project_when_one_is_named(mem: Memory) -> 
     assert "项目必须支持 PostgreSQL 16" in other and not any("concise" in c for c in other)
     profile = mem.profile(project_id="apollo").to_json_dict()
     assert "PostgreSQL 16" in str(profile)
+
+
+def test_a_summary_of_several_lines_is_one_entry_of_the_context() -> None:
+    from jiyi.read.context import ContextEntry, format_context
+
+    summary = "- Fact: I live in Munich\n- Preference: I prefer tea over coffee"
+    text = format_context([ContextEntry("summary", summary, 12)])
+    assert "## Past Sessions\n- - Fact: I live in Munich\n  - Preference: I prefer tea over coffee" in text

@@ -14,18 +14,22 @@ from jiyi.effects import Flow, call
 from jiyi.errors import InvalidInput, NotFound
 from jiyi.model import (
     DECOMPOSITION,
+    EPISODE_TAG,
     FAILURE,
     PROFILE_TAG,
+    RESOURCE_TAG,
     SKILL,
     TURN_TAG,
     MemoryItem,
     MemoryType,
+    RelationType,
     Status,
     invalid_from_pydantic,
 )
 from jiyi.read.statements import embed_memories
 from jiyi.runtime import Runtime
 from jiyi.store.base import (
+    Change,
     Filter,
     ForgetAccesses,
     GetHistory,
@@ -64,6 +68,9 @@ class ImportResult:
     embedded: int
     retrievals: int = 0
     """Retrieval log entries put back (records ``{"retrieval": {...}}``)."""
+    replaced: int = 0
+    """Of ``imported``, the records whose id the store already held: that memory now reads
+    as the record says (importing one export twice stores nothing twice)."""
 
 
 def last_snapshot(events: Sequence[HistoryEvent]) -> MemoryItem | None:
@@ -302,24 +309,91 @@ def delete(
     *,
     hard: bool = False,
     reason: str = "",
+    with_sources: bool = False,
     tenant_id: str | None = None,
     actor: str | None = None,
     viewer: Viewer | None = None,
 ) -> Flow[MemoryItem]:
     """Soft delete archives the memory (reversible with ``update(status="active")``);
     ``hard=True`` purges it. Both are recorded in the history. Returns the item as it was.
-    An item ``viewer`` may not see is :class:`NotFound`."""
+    An item ``viewer`` may not see is :class:`NotFound`.
+
+    A memory taken from a conversation still has its words in the turn it came from and in
+    the summary of that session, which a search finds as well. ``with_sources=True``
+    archives or purges those too (:func:`holders` lists them), in the same write: what the user asked
+    to forget then answers no search."""
     old = yield from require(rt, item_id, tenant_id, viewer)
-    if hard:
-        event = change_event(rt, HistoryAction.PURGE, old, None, reason or "purged on request", actor)
-        yield from call(Write((Purge(old.tenant_id, old.id, event),)))
-        return old
-    if old.status == Status.ARCHIVED:
-        return old
-    new = old.evolve(status=Status.ARCHIVED, version=old.version + 1, updated_at=rt.now())
-    event = change_event(rt, HistoryAction.ARCHIVE, old, new, reason or "archived on request", actor)
-    yield from call(Write((Upsert(new, index_text(new.content), event),)))
-    return new
+    also = (yield from _holders(rt, old, viewer)) if with_sources else []
+    why = reason or ("purged on request" if hard else "archived on request")
+    changes: list[Change] = []
+    shown = old
+    for item in (old, *also):
+        said = why if item is old else f"{why}, with {old.id}, whose words it holds"
+        rest = _without_quote(item, old.content) if item is not old else None
+        if rest is not None:
+            # A session's summary says more than this memory: only the lines quoting it go.
+            new = item.evolve(
+                content=rest,
+                summary=rest if item.summary else None,
+                version=item.version + 1,
+                updated_at=rt.now(),
+            )
+            vectors, put = yield from embed_memories(rt, [rest])
+            event = change_event(
+                rt, HistoryAction.UPDATE, item, new, f"{said}: the lines quoting it left out", actor
+            )
+            upsert = Upsert(new, index_text(rest), event, vector=vectors[0], model_id=rt.embedder.model_id)
+            changes += [put, upsert] if put is not None else [upsert]
+            continue
+        if hard:
+            event = change_event(rt, HistoryAction.PURGE, item, None, said, actor)
+            changes.append(Purge(item.tenant_id, item.id, event))
+        elif item.status != Status.ARCHIVED:
+            new = item.evolve(status=Status.ARCHIVED, version=item.version + 1, updated_at=rt.now())
+            event = change_event(rt, HistoryAction.ARCHIVE, item, new, said, actor)
+            changes.append(Upsert(new, index_text(new.content), event))
+            shown = new if item is old else shown
+    if changes:
+        yield from call(Write(tuple(changes)))
+    return shown
+
+
+def _without_quote(item: MemoryItem, quoted: str) -> str | None:
+    """A session summary's text without its lines that quote ``quoted``; None when it is no
+    summary, or when nothing else would be left (then it goes whole)."""
+    if EPISODE_TAG not in item.tags:
+        return None
+    kept = [line for line in item.content.splitlines() if quoted not in line and line.strip()]
+    return "\n".join(kept) if kept else None
+
+
+def holders(
+    rt: Runtime, item_id: str, *, tenant_id: str | None = None, viewer: Viewer | None = None
+) -> Flow[list[MemoryItem]]:
+    """The memories besides ``item_id`` that hold its words: the turns or document chunks it
+    was taken from (its ``derived_from`` relations, where those are kept as said) and the
+    summaries (episodes) of its session that quote it. ``delete(..., with_sources=True)``
+    deletes them with it."""
+    item = yield from require(rt, item_id, tenant_id, viewer)
+    return (yield from _holders(rt, item, viewer))
+
+
+def _holders(rt: Runtime, item: MemoryItem, viewer: Viewer | None) -> Flow[list[MemoryItem]]:
+    sources = tuple(r.target_id for r in item.relations if r.type == RelationType.DERIVED_FROM)
+    found = list((yield from call(GetItems(item.tenant_id, sources)))) if sources else []
+    out = [f for f in found if RESOURCE_TAG in f.tags and (viewer is None or viewer.sees(f))]
+    if item.session_id is not None and item.content.strip():
+        flt = Filter(
+            tenant_id=item.tenant_id,
+            scope_keys=(item.scope_key,),
+            tags=(EPISODE_TAG,),
+            statuses=(),
+            include_expired=True,
+            viewer=viewer,
+        )
+        episodes = yield from all_items(rt, flt)
+        out += [e for e in episodes if e.session_id == item.session_id and item.content in e.content]
+    return list({h.id: h for h in out if h.id != item.id}.values())
 
 
 def reset(
@@ -447,6 +521,13 @@ def import_items(
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise InvalidInput(f"id {dup!r} appears more than once in the import", field="id")
+    replaced = 0
+    by_tenant: dict[str, list[str]] = {}
+    for item in items:
+        by_tenant.setdefault(item.tenant_id, []).append(item.id)
+    for tenant, tenant_ids in by_tenant.items():
+        for start in range(0, len(tenant_ids), MAX_LIMIT):
+            replaced += len((yield from call(GetItems(tenant, tuple(tenant_ids[start : start + MAX_LIMIT])))))
     changes: list[Any] = []
     embedded = 0
     for start in range(0, len(items), IMPORT_BATCH):
@@ -465,7 +546,7 @@ def import_items(
     changes += [RecordAccess(a) for a in accesses]
     if changes:
         yield from call(Write(tuple(changes)))
-    return ImportResult(imported=len(items), embedded=embedded, retrievals=len(accesses))
+    return ImportResult(imported=len(items), embedded=embedded, retrievals=len(accesses), replaced=replaced)
 
 
 def _imported_item(

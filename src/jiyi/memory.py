@@ -86,6 +86,17 @@ def _parameters(fn: Callable[..., Any]) -> frozenset[str]:
     return frozenset(inspect.signature(fn).parameters)
 
 
+@functools.cache
+def _public_signature(fn: Callable[..., Any]) -> inspect.Signature:
+    """``fn``'s signature without its runtime, the first parameter the bound method fills:
+    what ``help()`` and ``inspect.signature`` show of ``Memory.search`` (its return, the
+    flow's result, is left unsaid: a ``Memory`` returns it, an ``AsyncMemory`` awaits it)."""
+    sig = inspect.signature(fn)
+    return sig.replace(
+        parameters=list(sig.parameters.values())[1:], return_annotation=inspect.Signature.empty
+    )
+
+
 class _Operations:
     """The table: every operation of the API, once, by the module that holds it."""
 
@@ -98,6 +109,7 @@ class _Operations:
     stats = Operation(items.stats)
     update = Operation(items.update)
     delete = Operation(items.delete)
+    holders = Operation(items.holders)
     reset = Operation(items.reset)
     export = Operation(items.export)
     import_items = Operation(items.import_items)
@@ -308,6 +320,7 @@ class Memory(_Facade):
         def method(*args: Any, **kwargs: Any) -> R:
             return run(fn(runtime, *args, **self._with_defaults(fn, kwargs)), runtime)
 
+        method.__signature__ = _public_signature(fn)  # type: ignore[attr-defined]
         return method
 
     def remember(
@@ -433,6 +446,7 @@ class AsyncMemory(_Facade):
         async def method(*args: Any, **kwargs: Any) -> R:
             return await arun(fn(runtime, *args, **self._with_defaults(fn, kwargs)), runtime)
 
+        method.__signature__ = _public_signature(fn)  # type: ignore[attr-defined]
         return method
 
     async def remember(

@@ -93,6 +93,8 @@ TURN_TAG = "turn"
 # The tag of the one item per user or project holding explicitly set profile fields
 # (jiyi.profile): kept for its audited history, left out of list() and stats().
 PROFILE_TAG = "profile"
+# The tag of a session's summary, its episode (jiyi.session.flows).
+EPISODE_TAG = "episode"
 MAX_TAGS = 100
 MAX_TAG_LENGTH = 100
 MAX_JSON_DEPTH = 32

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,8 +67,21 @@ def register(sub: Subparsers) -> None:
 
 def cmd_export(ns: argparse.Namespace, mem: Memory) -> int:
     if ns.output:
-        with open(ns.output, "w", encoding="utf-8") as fh:
-            count = mem.export_jsonl(fh, retrievals=ns.retrievals, **scope(ns))
+        out = Path(ns.output)
+        if out.is_dir():
+            raise InvalidInput(f"--output {out} is a directory; give the file to write", field="output")
+        if not out.parent.is_dir():
+            raise InvalidInput(f"cannot write {out}: no directory {out.parent}", field="output")
+        # Written beside it, then renamed: a failed export leaves no half-written file.
+        part = out.with_name(f".{out.name}.part")
+        try:
+            with open(part, "w", encoding="utf-8") as fh:
+                count = mem.export_jsonl(fh, retrievals=ns.retrievals, **scope(ns))
+            os.replace(part, out)
+        except OSError as exc:
+            raise InvalidInput(f"cannot write {out}: {exc.strerror or exc}", field="output") from None
+        finally:
+            part.unlink(missing_ok=True)
         print(f"exported {count} records to {ns.output}", file=sys.stderr)
     else:
         mem.export_jsonl(sys.stdout, retrievals=ns.retrievals, **scope(ns))
@@ -148,12 +162,16 @@ def cmd_import(ns: argparse.Namespace, mem: Memory) -> int:
     if ns.json:
         emit(
             {"imported": result.imported}
+            | ({"replaced": result.replaced} if result.replaced else {})
             | ({"retrievals": result.retrievals} if result.retrievals else {})
             | ({"skipped": skipped} if skipped is not None else {})
         )
     else:
         log = f" and {result.retrievals} retrieval log entries" if result.retrievals else ""
-        print(f"imported {result.imported} memories{log}")
+        again = (
+            f" ({result.replaced} of them already here, now as the file has them)" if result.replaced else ""
+        )
+        print(f"imported {result.imported} memories{log}{again}")
         if skipped:
             print(f"skipped {len(skipped)} line{'' if len(skipped) == 1 else 's'}:")
             for s in skipped:

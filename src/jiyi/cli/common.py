@@ -97,6 +97,14 @@ def integer(value: str) -> int:
         raise argparse.ArgumentTypeError(f"must be an integer, not {value!r}") from None
 
 
+def port(value: str) -> int:
+    """A TCP port, 0 (any free one) to 65535: checked here, before a server starts."""
+    number = integer(value)
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535, not {number}")
+    return number
+
+
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -185,7 +193,9 @@ def emit(data: Any) -> None:
 
 
 def short(item: MemoryItem) -> str:
-    return f"{item.id}  [{item.memory_type.value}] {item.content}"
+    """An item on one line: a session summary's lines joined by " / "."""
+    text = " / ".join(line.strip() for line in item.content.splitlines() if line.strip())
+    return f"{item.id}  [{item.memory_type.value}] {text}"
 
 
 def clip(text: str, width: int = 60) -> str:
@@ -357,5 +367,6 @@ def as_flags(text: str) -> str:
 
 
 def one_line(exc: BaseException) -> str:
-    """An error's message on one line (a database's DETAIL and HINT lines joined to it)."""
-    return " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    """An error's message on one line (a database's DETAIL and HINT lines joined to it, its
+    tabs and runs of spaces as one space)."""
+    return " ".join(str(exc).split())

@@ -20,7 +20,8 @@ from jiyi.cli.common import (
     scope_args,
     short,
 )
-from jiyi.model import MemoryItem, MemoryType, Status
+from jiyi.errors import NotFound
+from jiyi.model import MemoryItem, MemoryType, RelationType, Status
 
 if TYPE_CHECKING:
     from jiyi.cli.common import Subparsers
@@ -92,7 +93,12 @@ def cmd_add(ns: argparse.Namespace, mem: Memory) -> int:
     if ns.json:
         emit(result.to_json_dict())
     elif result.item is not None:
-        print(f"{DONE[result.decision.action]}: {short(result.item)}")
+        label = DONE[result.decision.action]
+        if result.decision.action == "supersede":
+            # The new memory is stored; the one it replaces is what is kept as superseded.
+            old = [r.target_id for r in result.item.relations if r.type == RelationType.SUPERSEDES]
+            label = f"stored (supersedes {', '.join(old)})" if old else "stored"
+        print(f"{label}: {short(result.item)}")
         for reason in result.decision.reasons:
             print(f"  - {reason}")
     if result.item is None:
@@ -149,7 +155,8 @@ def cmd_search(ns: argparse.Namespace, mem: Memory) -> int:
         emit([h.to_json_dict() for h in hits])
         return EXIT_OK
     if not hits:
-        print("nothing relevant found")
+        cut = ns.min_relevance is not None or ns.threshold is not None
+        print("nothing relevant found" if cut else "no memory found in this scope")
     for rank, hit in enumerate(hits, start=1):
         print(f"{rank:>2}. {hit.score:.3f}  {short(hit.item)}")
         if ns.explain:
@@ -303,17 +310,49 @@ def _register_delete(sub: Subparsers) -> None:
     p.add_argument("id", help="the memory's id")
     p.add_argument("--tenant", metavar="ID", help="tenant id (default: $JIYI_TENANT or 'default')")
     p.add_argument("--hard", action="store_true", help="purge for good (history is kept)")
+    p.add_argument(
+        "--with-sources",
+        action="store_true",
+        help="also the conversation turn it was taken from and the session summaries quoting it, "
+        "so its words answer no search again",
+    )
     p.add_argument("--reason", default="", help="why (kept in the history)")
     json_arg(p)
     p.set_defaults(handler=memory_command(cmd_delete))
 
 
 def cmd_delete(ns: argparse.Namespace, mem: Memory) -> int:
-    item = mem.delete(ns.id, hard=ns.hard, reason=ns.reason, tenant_id=ns.tenant)
+    holders = mem.holders(ns.id, tenant_id=ns.tenant)
+    item = mem.delete(
+        ns.id, hard=ns.hard, reason=ns.reason, with_sources=ns.with_sources, tenant_id=ns.tenant
+    )
+    done = "purged" if ns.hard else "archived"
     if ns.json:
-        emit({"id": item.id, "purged": ns.hard, "status": "purged" if ns.hard else item.status.value})
-    else:
-        print(f"{'purged' if ns.hard else 'archived'}: {short(item)}")
+        emit(
+            {
+                "id": item.id,
+                "purged": ns.hard,
+                "status": done if ns.hard else item.status.value,
+                "sources": [h.id for h in holders] if ns.with_sources else [],
+                "still_held_by": [] if ns.with_sources else [h.id for h in holders],
+            }
+        )
+        return EXIT_OK
+    print(f"{done}: {short(item)}")
+    for h in holders:
+        if not ns.with_sources:
+            print(f"  still holds its words: {short(h)}")
+            continue
+        try:
+            kept: MemoryItem | None = mem.get(h.id, tenant_id=ns.tenant)
+        except NotFound:
+            kept = None
+        if kept is not None and kept.content != h.content:  # a summary that said more keeps the rest
+            print(f"  its lines left out of: {short(kept)}")
+        else:
+            print(f"  {done}: {short(h)}")
+    if holders and not ns.with_sources:
+        print("  (add --with-sources to delete those too)")
     return EXIT_OK
 
 

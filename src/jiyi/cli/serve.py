@@ -17,6 +17,7 @@ from jiyi.cli.common import (
     integer,
     json_arg,
     llm_spec,
+    port,
     read_url,
     redis_url,
     scope,
@@ -42,7 +43,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--host", default="127.0.0.1", help="with streamable-http: address to bind (default 127.0.0.1)"
     )
-    p.add_argument("--port", type=integer, default=8766, help="with streamable-http: port (default 8766)")
+    p.add_argument("--port", type=port, default=8766, help="with streamable-http: port (default 8766)")
     p.add_argument(
         "--keys",
         metavar="FILE",
@@ -69,7 +70,7 @@ def _register_serve(sub: Subparsers) -> None:
     )
     files_arg(p, "keep memory.md / learnings.md under DIR and sync edits to them as they happen")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=integer, default=8765, help="port (default 8765)")
+    p.add_argument("--port", type=port, default=8765, help="port (default 8765)")
     p.add_argument(
         "--keys", metavar="FILE", help="API key file (required unless bound to a loopback address)"
     )

@@ -243,7 +243,11 @@ def cmd_end_session(ns: argparse.Namespace, mem: Memory) -> int:
     if ns.json:
         emit({**ended.to_json_dict(), "reports": [_report_json(r) for r in reports]})
         return EXIT_OK
-    if ended.already_ended:
+    if not ended.found:
+        print(
+            f"session {ns.session} holds no messages (none was ever added, or not in this scope): nothing to end"
+        )
+    elif ended.already_ended:
         when = f" at {ended.ended_at:%Y-%m-%d %H:%M:%S} UTC" if ended.ended_at else ""
         print(f"session {ns.session} was already ended{when}; no turn was added since, nothing queued")
     else:
@@ -255,7 +259,7 @@ def cmd_end_session(ns: argparse.Namespace, mem: Memory) -> int:
             f"queued episode job {job_id} ({ended.turns} turn{'' if ended.turns == 1 else 's'})"
             + ("" if ns.process else " (run: jiyi worker --once)")
         )
-    elif not ended.already_ended:
+    elif ended.found and not ended.already_ended:
         print("no turn was left to summarise")
     _print_reports(reports)
     return EXIT_OK

@@ -200,6 +200,12 @@ TOOLS: Final[list[dict[str, Any]]] = [
                 "default": False,
                 "description": "Purge it for good instead of archiving it. Only when the user insists.",
             },
+            "with_sources": {
+                "type": "boolean",
+                "default": False,
+                "description": "Also the conversation turn it was taken from and the session summaries "
+                "quoting it, so its words answer no search again: when the user asks you to forget it.",
+            },
         },
         ["memory_id"],
     ),
@@ -927,16 +933,21 @@ class _ToolsBase:
             raise NotFound(f"no memory with id {memory_id!r}", item_id=memory_id)
         if not args["hard"] and item.status == Status.ARCHIVED:
             return {"status": "already_archived", "id": item.id}
+        also = yield from items.holders(self.rt, item.id, tenant_id=self.tenant_id, viewer=self.viewer)
         yield from items.delete(
             self.rt,
             item.id,
             hard=args["hard"],
+            with_sources=args["with_sources"],
             tenant_id=self.tenant_id,
             viewer=self.viewer,
             actor=self.actor,
             reason="deleted by the agent",
         )
-        return {"status": "purged" if args["hard"] else "archived", "id": item.id, "content": item.content}
+        out = {"status": "purged" if args["hard"] else "archived", "id": item.id, "content": item.content}
+        # Said either way: the agent can tell the user where the words still are, or that they are gone.
+        key = "sources_deleted" if args["with_sources"] else "still_held_by"
+        return {**out, key: [h.id for h in also]} if also else out
 
     def _stats(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
         stats = yield from items.stats(

@@ -60,7 +60,7 @@ from typing import Any, Literal
 
 from jiyi.effects import Flow, call
 from jiyi.errors import InvalidInput
-from jiyi.model import MemoryItem, MemoryType, Status, as_utc
+from jiyi.model import EPISODE_TAG, MemoryItem, MemoryType, Status, as_utc
 from jiyi.runtime import Runtime
 from jiyi.session.model import Message
 from jiyi.store.base import (
@@ -82,7 +82,6 @@ from jiyi.text.tokenize import index_text
 Action = Literal["keep", "decay", "archive", "delete", "expire"]
 ACTIONS: tuple[Action, ...] = ("keep", "decay", "archive", "delete", "expire")
 ACTOR = "lifecycle"
-EPISODE_TAG = "episode"
 PINNED_TAG = "pinned"
 _DAY = 86400.0
 

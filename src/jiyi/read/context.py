@@ -273,23 +273,31 @@ def format_context(entries: Sequence[ContextEntry], profile: str | None = None) 
         e for e in entries if e.source == "semantic" and e.item is not None and "turn" not in e.item.tags
     ]
     for kind, heading in _TYPE_HEADINGS:
-        lines = [f"- {_dated(e.item)}" for e in memories if e.item is not None and e.item.memory_type == kind]
+        lines = [
+            _bullet(_dated(e.item)) for e in memories if e.item is not None and e.item.memory_type == kind
+        ]
         if lines:
             sections.append(f"## {heading}\n" + "\n".join(lines))
     said = [e for e in entries if e.source == "semantic" and e.item is not None and "turn" in e.item.tags]
     if said:
-        sections.append("## From Past Conversations\n" + "\n".join(f"- {_dated(e.item)}" for e in said))
+        sections.append("## From Past Conversations\n" + "\n".join(_bullet(_dated(e.item)) for e in said))
     past = [e for e in entries if e.source == "summary"]
     if past:
         sections.append(
-            "## Past Sessions\n" + "\n".join(f"- {_dated(e.item) if e.item else e.text}" for e in past)
+            "## Past Sessions\n" + "\n".join(_bullet(_dated(e.item) if e.item else e.text) for e in past)
         )
     recent = [e for e in entries if e.source == "recent"]
     if recent:
-        sections.append("## Recent Conversation\n" + "\n".join(f"- {e.text}" for e in recent))
+        sections.append("## Recent Conversation\n" + "\n".join(_bullet(e.text) for e in recent))
     if not sections:
         return ""
     return "# USER MEMORY\n\n" + "\n\n".join(sections)
+
+
+def _bullet(text: str) -> str:
+    """One entry of a section: a summary's own lines ("- Fact: ...") indented under it, not
+    read as entries of their own."""
+    return "- " + "\n  ".join(line for line in text.strip().splitlines() if line.strip())
 
 
 def _dated(item: MemoryItem | None) -> str:

@@ -43,7 +43,11 @@ ScopeQuery = Annotated[
     Query(
         min_length=1,
         max_length=MAX_ID_LENGTH,
-        description="Whose memories: give at least one of user_id, project_id, session_id, agent_id.",
+        description=(
+            "Whose memories: any of user_id, project_id, session_id, agent_id (several are read "
+            "together). Where an operation takes none (listing, export, stats), none means every "
+            "memory of the key's tenant."
+        ),
     ),
 ]
 

@@ -100,6 +100,12 @@ class SessionEnd:
     ended_at: datetime | None = None
     """When the session was ended: now, or for ``already_ended`` the earlier end that still holds."""
 
+    @property
+    def found(self) -> bool:
+        """Whether the session holds any message: ending one that holds none records nothing
+        (no end mark would create it)."""
+        return self.ended_at is not None
+
     def to_json_dict(self) -> dict[str, Any]:
         return {
             "status": "ended",

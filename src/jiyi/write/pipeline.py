@@ -45,6 +45,7 @@ from jiyi.model import (
     Scope,
     Source,
     Status,
+    new_id,
     owner_scope,
 )
 from jiyi.read.statements import embed_memories
@@ -88,6 +89,7 @@ from jiyi.write.reconcile import (
     ReconcileConfig,
     config_on_scale,
     decide,
+    keep_the_rest,
     reconcile_flow,
 )
 from jiyi.write.resources import Resources, is_resource
@@ -311,9 +313,10 @@ def _reconcile_added(
         source_text=item.content,
         reasons=("add",),
     )
-    decision = decide(candidate, existing, reconcile_config(rt))
+    targets = {e.item.id: e.item for e in existing}
+    decision = keep_the_rest(decide(candidate, existing, reconcile_config(rt)), candidate, targets)
     best = existing[0].cosine if existing else None
-    return decision, {e.item.id: e.item for e in existing}, best
+    return decision, targets, best
 
 
 # ---------------------------------------------------------------- shared steps
@@ -390,7 +393,7 @@ def apply(
         return _reinforce(rt, item, target, decision, why, actor)
     if action in ("update", "merge"):
         return (yield from _rewrite(rt, item, vector, target, decision, why, actor))
-    return (yield from _supersede(rt, item, vector, target, why, actor))
+    return (yield from _supersede(rt, item, vector, target, why, actor, decision.kept))
 
 
 def _new(rt: Runtime, item: MemoryItem, vector: np.ndarray, why: str, actor: str | None) -> Upsert:
@@ -454,11 +457,19 @@ def _rewrite(
 
 
 def _supersede(
-    rt: Runtime, item: MemoryItem, vector: np.ndarray, target: MemoryItem, why: str, actor: str | None
+    rt: Runtime,
+    item: MemoryItem,
+    vector: np.ndarray,
+    target: MemoryItem,
+    why: str,
+    actor: str | None,
+    kept: str | None = None,
 ) -> Flow[Applied]:
     """The new item replaces the target, which stays as ``superseded``, linked both ways.
     The turns the target was taken from stop answering for it too: they are superseded by
-    the new item (kept in the history; old wording still leads to the new fact)."""
+    the new item (kept in the history; old wording still leads to the new fact). What the
+    target said besides the change (``kept``, :func:`jiyi.write.reconcile.keep_the_rest`)
+    becomes a memory of its own, taken from it, in the same write."""
     since = item.valid_from or item.occurred_at or item.created_at
     item = item.evolve(
         relations=(*item.relations, Relation(type=RelationType.SUPERSEDES, target_id=target.id)),
@@ -479,7 +490,44 @@ def _supersede(
                     change_event(rt, HistoryAction.SUPERSEDE, said, stale, reason, actor),
                 )
             )
+    if kept:
+        changes += yield from _kept_from(rt, target, kept, actor)
     return Applied("supersede", changes, item, item.id, target.id, {target.id: old})
+
+
+def _kept_from(rt: Runtime, target: MemoryItem, kept: str, actor: str | None) -> Flow[list[Change]]:
+    """A memory of what ``target`` said besides what changed, as it was said (same owner,
+    type, time and confidence), taken from it."""
+    now = rt.now()
+    rest = MemoryItem.build(
+        **{
+            **target.model_dump(),
+            "id": new_id(),
+            "content": kept,
+            "raw": None,
+            "summary": None,
+            "structured": None,
+            # what keyed the old statement (its slot) is the changed part's, not this one's
+            "metadata": {k: v for k, v in target.metadata.items() if k != "key"},
+            "mention_count": 1,
+            "status": Status.ACTIVE,
+            # taken from the turns the old statement was, and from it
+            "relations": (
+                *(r for r in target.relations if r.type == RelationType.DERIVED_FROM),
+                Relation(type=RelationType.DERIVED_FROM, target_id=target.id),
+            ),
+            "created_at": now,
+            "updated_at": now,
+            "valid_from": None,
+            "valid_to": None,
+            "version": 1,
+            "access_count": 0,
+            "last_used_at": None,
+        }
+    )
+    vectors, put = yield from embed_memories(rt, [kept])
+    why = f"add: kept from {target.id}, which a newer statement superseded for another part of what it said"
+    return [*([put] if put is not None else []), _new(rt, rest, vectors[0], why, actor)]
 
 
 def _retired(old: MemoryItem, by: MemoryItem) -> MemoryItem:
@@ -691,7 +739,9 @@ def _reconcile_one(
         decision = yield from reconcile_flow(cand, existing)
     else:
         decision = decide(cand, existing, reconcile_config(rt))
-    why = f"{decision.action}: {decision.reason} [{', '.join(cand.reasons) or 'extracted'}]"
     targets = {e.item.id: e.item for e in existing}
+    # Nothing the user said is retired with a value that changed beside it.
+    decision = keep_the_rest(decision, cand, targets)
+    why = f"{decision.action}: {decision.reason} [{', '.join(cand.reasons) or 'extracted'}]"
     done = yield from apply(rt, item, vector, decision, targets, why, "pipeline")
     return done, why

@@ -61,7 +61,7 @@ from jiyi.model import MemoryItem, MemoryType, Status
 from jiyi.text.tokenize import EN_STOP, terms
 from jiyi.write.extract import Extracted
 from jiyi.write.gate import reinforced_confidence
-from jiyi.write.slots import Claim, SlotMatch, apart, claims, compare, digits
+from jiyi.write.slots import GAP, Claim, SlotMatch, apart, claims, compare, digits
 
 __all__ = [
     "RECONCILE_SYSTEM_PROMPT",
@@ -103,6 +103,9 @@ class Decision:
     confidence: float | None = None
     """Confidence to store on the item that is kept: the new item for add / keep_both /
     supersede, the target for reinforce / update / merge; ``None`` for ``none``."""
+    kept: str | None = None
+    """For ``supersede``: what the retired item says besides what changed, stored as a
+    memory of its own (:func:`keep_the_rest`); ``None``: nothing else."""
 
 
 @dataclass(frozen=True)
@@ -527,6 +530,49 @@ def decide(
         if decision is not None:
             return decision
     raise AssertionError("unreachable: _by_similarity always decides")  # pragma: no cover
+
+
+def keep_the_rest(decision: Decision, candidate: Extracted, targets: Mapping[str, MemoryItem]) -> Decision:
+    """``decision``, with what the item it retires says besides the change (:attr:`Decision.kept`).
+
+    "I moved to Berlin" changes where "I live in Munich and work as a nurse" lives, not that
+    job; retired whole, the job would answer no search again (a retired item lends its
+    words to what replaced it). So the clauses of the older (:func:`jiyi.write.slots.claims`)
+    that no clause of the candidate speaks of (:func:`_touches`) are kept as a memory of their
+    own: "I work as a nurse". A value said with more in one clause ("in Munich with my dog
+    Rex") is not parted, and retires whole as before."""
+    target = targets.get(decision.target_id or "") if decision.action == "supersede" else None
+    if target is None:
+        return decision
+    mine = _candidate_claims(candidate)
+    theirs = claims(target.content)
+    rest = [old.text for old in theirs if not any(_touches(old, new) for new in mine)]
+    if not rest or len(rest) == len(theirs):
+        # All of it changed, or none of it reads as the slot changed (a model's or a key's
+        # decision about the whole item): the decision stands.
+        return decision
+    kept = _in_its_words("; ".join(rest), target.content)
+    return replace(
+        decision,
+        kept=kept,
+        reason=f"{decision.reason}; what {target.id} says besides, {_short(kept, 60)!r}, is kept as a memory of its own",
+    )
+
+
+def _in_its_words(text: str, source: str) -> str:
+    """``text``, read off ``source`` lowercased, with each word as ``source`` writes it
+    ("i work at google" -> "I work at Google") and a capital first letter."""
+    written = {w.lower(): w for w in re.findall(r"[^\W_]+(?:'[^\W_]+)?", source)}
+    out = re.sub(r"[^\W_]+(?:'[^\W_]+)?", lambda m: written.get(m.group(), m.group()), text)
+    return out[:1].upper() + out[1:]
+
+
+def _touches(old: Claim, new: Claim) -> bool:
+    """Whether ``new`` speaks of what ``old`` does: a word of its subject or of its relation
+    and value in common ("i live in munich" / "i moved to berlin" share the relation, read
+    as ``live``; "i work as a nurse" shares nothing with it). Stricter than
+    :func:`jiyi.write.slots.compare`, for which any two of the speaker's clauses fill one slot."""
+    return bool(old.subject & new.subject) or bool((set(old.predicate) & set(new.predicate)) - {GAP})
 
 
 def _by_key(candidate: Extracted, active: list[Existing], cfg: ReconcileConfig) -> Decision | None:

@@ -538,6 +538,8 @@ def _holder(subject: str, zh: bool) -> frozenset[str]:
 
 
 _GAP = "|"
+GAP = _GAP
+"""The mark a :class:`Claim`'s predicate holds where words of no slot were left out."""
 _ZH_ARTICLE = re.compile(r"(?<=是)一(?=[名个位])")
 _PIECES = re.compile(
     r"\s+|(?<=[\u4e00-\u9fff])(?=[的和跟与把被给对从到])|(?<=[的和跟与把被给对从到])(?=[\u4e00-\u9fff])"

@@ -204,10 +204,17 @@ async def delete_memory(
     memory: Mine,
     hard: bool = False,
     reason: Annotated[str, Query(max_length=2000)] = "",
+    with_sources: Annotated[
+        bool,
+        Query(
+            description="Also the conversation turn it was taken from and the session summaries "
+            "quoting it, so its words answer no search again."
+        ),
+    ] = False,
 ) -> MemoryItem:
     if not who.role.can_edit_any:
         await owned(memory, who, item_id)
-    return await memory.delete(item_id, hard=hard, reason=reason)
+    return await memory.delete(item_id, hard=hard, reason=reason, with_sources=with_sources)
 
 
 @router.get("/v1/memories/{item_id}/history", summary="A memory's changes", responses=READ)
