@@ -376,3 +376,89 @@ def test_a_turn_is_found_through_what_its_speaker_said_before(mem: Memory) -> No
     other = by_text["Deborah: Thanks, I will look them up tonight."]
     assert other.breakdown.get("similarity.speaker", 0.0) == 0.0
     assert other.breakdown.get("similarity.continues", 0.0) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "courtesy"),
+    [
+        ("Congrats! That's huge. How are you celebrating?", True),
+        ("Got it! I'll keep that in mind.", True),
+        ("I'm so sorry to hear that. How are you holding up?", True),
+        ("That sounds like a plan!", True),
+        ("Thank you for sharing that.\n\nWhat motivates you to eat less meat?", True),
+        ("恭喜你！太棒了！你打算怎么庆祝？", True),
+        ("¡Felicidades! ¿Cómo lo vas a celebrar?", True),
+        ("축하해요! 어떻게 축하할 거예요?", True),
+        ("Congrats! Stripe's offices are in South San Francisco.", False),  # content
+        ('Sure! How about "Digital Marketing Specialist"?', False),  # a question offering something
+        ("Great! Want to try Hevy?", False),
+        ("Good luck with the interview on Friday!", False),
+        ("Which city do you live in?", False),  # a question alone is no courtesy
+        ("Congratulations, Anna!", False),
+    ],
+)
+def test_what_counts_as_an_assistants_courtesy(text: str, courtesy: bool) -> None:
+    from jiyi.text.lowvalue import is_courtesy
+
+    assert is_courtesy(text) is courtesy
+
+
+def test_an_assistants_courtesy_is_not_kept_but_a_persons_is(mem: Memory) -> None:
+    # "Congrats! That's huge." put itself into prompts about anything near the news.
+    result = mem.remember(
+        [
+            ("user", "I just got promoted to senior engineer at Stripe!"),
+            ("assistant", "Congrats! That's huge. How are you celebrating?"),
+            ("user", "Congrats to me, I guess! Dinner with Mel tonight."),
+            ("assistant", "Got it, I'll keep that in mind."),
+        ],
+        session_id="s1",
+        user_id="u",
+    )
+    assert result.turns_skipped == 2 and len(result.messages) == 4  # the buffer keeps every turn
+    mem.process_jobs()
+    assert sorted(_turns(mem)) == [
+        "Congrats to me, I guess! Dinner with Mel tonight.",
+        "I just got promoted to senior engineer at Stripe!",
+    ]
+
+
+def test_context_does_not_repeat_what_the_profile_or_its_memories_already_say(mem: Memory) -> None:
+    mem.remember(
+        [("user", "I'm allergic to shellfish, so no shrimp please."), ("assistant", "Noted, no shellfish.")],
+        session_id="s1",
+        user_id="u",
+    )
+    mem.end_session("s1", user_id="u")
+    while mem.process_jobs():
+        pass
+    ctx = mem.context("what should I cook for dinner?", user_id="u")
+    assert ctx.profile is not None and "allergic to shellfish" in ctx.profile
+    # Said once, in the profile: not again as a constraint nor as the session's summary,
+    # whose every line is that statement.
+    assert ctx.text.count("allergic to shellfish") == 1, ctx.text
+    assert all("allergic to shellfish" not in e.text for e in ctx.entries)
+    bare = mem.context("what should I cook for dinner?", user_id="u", include_profile=False)
+    assert any("allergic to shellfish" in e.text for e in bare.entries)
+
+
+@pytest.mark.parametrize("text", ["k" * 60 + "x", "嗯" * 200 + "x", "ha" * 140 + "x", "好的" * 140 + "!x"])
+def test_low_value_readers_take_no_time_on_a_text_with_many_ways_to_split(text: str) -> None:
+    # One regex "^(?:(?:k|kk)\s*)+$" tried every split of "kkkk…x" before failing: an add
+    # of 30 such characters took seconds and of 50 never returned. A timeout, not a timing:
+    # the reading is linear now, and the old one would not finish at all.
+    import signal
+
+    from jiyi.text.lowvalue import is_acknowledgement, is_courtesy, low_value_reason
+
+    def stop(*_: object) -> None:
+        raise TimeoutError("exponential backtracking")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(10)
+    try:
+        assert low_value_reason(text) is None
+        assert not is_acknowledgement(text) and not is_courtesy(text)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

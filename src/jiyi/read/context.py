@@ -7,6 +7,7 @@ budget; then the prompt text (seed 002's layout, :func:`format_context`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -65,17 +66,36 @@ _TYPE_HEADINGS: list[tuple[MemoryType, str]] = [
 ]
 
 
-class _Fresh:
-    """Texts already taken (whitespace and case folded), so nothing appears twice."""
+# A line of a profile or a session summary: "- Background: ...", "- User: ...", "- 事实：...".
+_LABELLED = re.compile(r"^\s*-\s*(?:[^:：\n]{1,24}[:：]\s*)?")
 
-    def __init__(self) -> None:
+
+def _key(text: str) -> str:
+    return " ".join(text.split()).lower().rstrip(".。!！")
+
+
+class _Fresh:
+    """Texts already taken (whitespace and case folded), so nothing appears twice: a memory
+    the profile already states, or a session summary all of whose lines are already in
+    the section, is left out."""
+
+    def __init__(self, profile: str | None = None) -> None:
         self._seen: set[str] = set()
+        self._lines: set[str] = set()
+        for line in (profile or "").splitlines():
+            if line.lstrip().startswith("-"):
+                self._lines.add(_key(_LABELLED.sub("", line)))
 
     def __call__(self, text: str) -> bool:
-        key = " ".join(text.split()).lower()
-        if key in self._seen:
+        key = _key(text)
+        if key in self._seen or key in self._lines:
+            return False
+        lines = [_key(_LABELLED.sub("", line)) for line in text.splitlines() if line.strip()]
+        if lines and all(line in self._lines for line in lines):
             return False
         self._seen.add(key)
+        self._lines.add(key)
+        self._lines.update(lines)
         return True
 
 
@@ -140,7 +160,9 @@ def context(
         "viewer": viewer,
         "min_relevance": min_relevance,
     }
-    fresh = _Fresh()
+    if profile and count_tokens(format_context([], profile)) > budget_tokens:
+        profile = None  # decided here, not in _fit: what it states is not repeated below
+    fresh = _Fresh(profile)
     entries: list[ContextEntry] = []
     if session_id is not None and recent > 0:
         entries += yield from _recent_turns(tenant, session_id, recent, fresh)

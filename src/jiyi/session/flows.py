@@ -66,7 +66,8 @@ class RememberResult:
     compacted: CompactionResult | None
     turns_skipped: int = 0
     """Turns not kept as searchable resources because they only acknowledge ("OK",
-    "Thanks!", "好的", "收到") or are a single character (:func:`jiyi.write.resources.keeps_turn`).
+    "Thanks!", "好的", "收到"), are an assistant's courtesy ("Congrats! How are you
+    celebrating?") or are a single character (:func:`jiyi.write.resources.keeps_turn`).
     They stay in the session buffer."""
 
 

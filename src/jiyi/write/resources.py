@@ -6,7 +6,8 @@ stored text, with the speaker's name in front when there is one), the time it wa
 the session as its thread (so a search sees the turns around it) and the message id as
 its source. What extraction finds in a turn links back to it (``derived_from``), so a
 fact no rule extracted is still findable, and every extracted fact can show its source.
-Pure acknowledgements ("OK", "Thanks!", "好的", "收到") are not kept (:func:`keeps_turn`).
+Pure acknowledgements ("OK", "Thanks!", "好的", "收到") and an assistant's courtesies
+("Congrats! How are you celebrating?") are not kept (:func:`keeps_turn`).
 
 A user's turn is kept with confidence 1.0 (it is what the person said); an assistant's
 with the gate's minimum confidence (``GateConfig.min_confidence``, 0.7): it is a record
@@ -37,7 +38,7 @@ from jiyi.model import RESOURCE_TAG, TURN_TAG, MemoryItem, MemoryType, Source, o
 from jiyi.read.statements import embed_memories
 from jiyi.runtime import Runtime
 from jiyi.store.base import Change, HistoryAction, Upsert
-from jiyi.text.lowvalue import is_acknowledgement
+from jiyi.text.lowvalue import is_acknowledgement, is_courtesy
 from jiyi.text.tokenize import index_text
 from jiyi.write.extract_rules import asks_only, states_nothing
 from jiyi.write.gate import scrub
@@ -62,9 +63,15 @@ def keeps_turn(role: object, text: str) -> bool:
     """Whether a turn becomes a resource: a user's or an assistant's, with content. A
     pure acknowledgement ("OK", "Sure!", "Thanks 👍", "好的", "嗯嗯", "收到", "Спасибо!";
     :func:`~jiyi.text.lowvalue.is_acknowledgement`) is not kept: it would only clutter
-    search and context. ``remember()`` counts them in ``RememberResult.turns_skipped``."""
+    search and context. Nor is an assistant's reply of nothing but courtesy and questions
+    ("Congrats! That's huge. How are you celebrating?", "Got it, I'll keep that in mind.";
+    :func:`~jiyi.text.lowvalue.is_courtesy`): it put "Congrats!" into prompts about
+    anything near the news. A person's own "Congrats, Mel!" is kept: between people it is
+    what happened. ``remember()`` counts them in ``RememberResult.turns_skipped``."""
     text = text.strip()
-    return role in ("user", "assistant") and len(text) >= _MIN_CHARS and not is_acknowledgement(text)
+    if role not in ("user", "assistant") or len(text) < _MIN_CHARS or is_acknowledgement(text):
+        return False
+    return not (role == "assistant" and is_courtesy(text))
 
 
 def store_turns(
