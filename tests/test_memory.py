@@ -384,6 +384,34 @@ def test_a_change_keeps_what_else_the_older_statement_said(tmp_path: Path) -> No
         assert old.content == "I live in Munich and work as a nurse" and old.status is Status.SUPERSEDED
 
 
+@pytest.mark.parametrize(
+    ("before", "after", "query", "title"),
+    [
+        (
+            "I work as a software engineer at Stripe.",
+            "I just got promoted to senior engineer!",
+            "what is my job?",
+            "senior engineer",
+        ),
+        ("我是一名软件工程师", "我上个月升职成了高级工程师", "我现在做什么工作？", "高级工程师"),
+    ],
+)
+def test_a_promotion_is_the_current_profession(
+    tmp_path: Path, before: str, after: str, query: str, title: str
+) -> None:
+    with Memory(SQLiteStore(tmp_path / "p.db"), background=False) as mem:
+        _said(mem, "ann", "a", before)
+        _said(mem, "ann", "b", after)
+        assert mem.search(query, user_id="ann")[0].item.content.rstrip("!") == after.rstrip("!")
+        assert mem.profile(user_id="ann")["profession"] == title
+        older = [
+            i
+            for i in mem.list(user_id="ann", statuses="superseded").items
+            if i.content.rstrip(".") == before.rstrip(".")
+        ]
+        assert len(older) == 1
+
+
 def test_stats(mem: Memory) -> None:
     mem.add(
         "User prefers tabs over spaces", user_id="s", memory_type="preference", confidence=0.8, importance=0.2

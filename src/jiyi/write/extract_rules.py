@@ -908,6 +908,17 @@ _EMPLOYER_EN = re.compile(
     _I,
 )
 _WORK_AS_EN = re.compile(r"^i\s+(?:currently\s+|now\s+)?work\s+as\s+(?:an?\s+)?(?P<v>.+)$", _I)
+# "I just got promoted to senior engineer at Stripe": the new title is the profession.
+_PROMOTED_EN = re.compile(
+    r"^i(?:'ve|\s+have|'m|\s+am|\s+was)?\s+(?:just\s+|recently\s+|finally\s+|officially\s+)*"
+    r"(?:got\s+|been\s+|was\s+|get\s+)?promoted\s+to\s+(?:an?\s+|the\s+)?(?P<v>.+)$",
+    _I,
+)
+# "我升职成了高级工程师", "我被提拔为部门经理", "我刚晋升为主管"
+_PROMOTED_ZH = re.compile(
+    r"^我(?:已经|刚|刚刚|最近|上个?月|去年|今年|终于)*(?:升职|晋升|被提拔|被提升|升)(?:成了|成为了?|为|做了?|当上了?)"
+    r"(?P<v>[^，,。]{2,15}?)了?$"
+)
 # "I joined Stripe last month": a named employer (capitalised), not "I joined a gym".
 _JOINED_EN = re.compile(
     r"^I(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|finally\s+|officially\s+)*"
@@ -1001,7 +1012,7 @@ def _self_description_zh(core: str) -> _Hit | None:
     m = _WORK_AT_ZH.match(core) or _HOME_ZH.match(core)
     if m and _value(m.group("v")) not in _HERE_ZH:
         return _fact(rule, None, core)
-    m = _DO_FOR_A_LIVING_ZH.match(core)
+    m = _DO_FOR_A_LIVING_ZH.match(core) or _PROMOTED_ZH.match(core)
     if m:
         return _fact(rule, "profession", m.group("v"))
     m = _IAM_ZH.match(core)
@@ -1044,6 +1055,10 @@ def _self_description_en(core: str) -> _Hit | None:
     m = _WORK_AS_EN.match(core)
     if m:
         return _fact(rule, "profession", _PROFESSION_STOP.split(m.group("v"), maxsplit=1)[0])
+    m = _PROMOTED_EN.match(core)
+    if m:  # the title, without when or after what ("to team lead last week")
+        title = _PROFESSION_STOP.split(m.group("v"), maxsplit=1)[0]
+        return _fact(rule, "profession", _PLACE_TAIL_EN.split(title, maxsplit=1)[0])
     m = _JOINED_EN.match(core)
     if m and m.group("v").split()[0] not in ("The", "A", "An", "My", "Our"):
         return _fact(rule, "employer", m.group("v"))
